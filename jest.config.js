@@ -1,0 +1,21 @@
+/**
+ * Tests run from TypeScript through ts-jest (transpile only: `tsc -b` in `pretest`
+ * type-checks everything once). Worker threads and child processes cannot go
+ * through jest's transform, so they load the compiled files in dist/ that the
+ * same `pretest` build produces (see src/pool/entry.ts).
+ * @type {import('jest').Config}
+ */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { diagnostics: false }],
+  },
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testTimeout: 120_000,
+  // Integration tests share one broker and two cores: two jest workers keep the broker responsive.
+  maxWorkers: 2,
+  verbose: true,
+};

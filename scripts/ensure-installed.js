@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm test` and `npm run demo` must work on a fresh clone with nothing but Node,
+ * Java and Maven: install the locked dependencies when node_modules is missing or
+ * older than package-lock.json. Uses only Node built-ins (nothing is installed yet).
+ */
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.join(__dirname, '..');
+const lock = path.join(root, 'package-lock.json');
+const installed = path.join(root, 'node_modules', '.package-lock.json');
+
+const mtime = (p) => (fs.existsSync(p) ? fs.statSync(p).mtimeMs : -1);
+if (mtime(installed) >= mtime(lock)) process.exit(0);
+
+console.log('kafka-lance: installing locked dependencies (npm ci)');
+const npm = process.env.npm_execpath
+  ? [process.execPath, [process.env.npm_execpath]]
+  : [process.platform === 'win32' ? 'npm.cmd' : 'npm', []];
+const result = spawnSync(npm[0], [...npm[1], 'ci', '--no-audit', '--no-fund'], {
+  cwd: root,
+  stdio: 'inherit',
+});
+process.exit(result.status ?? 1);

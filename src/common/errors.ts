@@ -1,0 +1,81 @@
+/**
+ * One base class for every error kafka-lance raises on purpose. Callers branch on
+ * `code` (a closed union), never on message text; `retriable` says whether the
+ * same operation may succeed if tried again unchanged.
+ */
+export type ErrorCode =
+  | 'CONFIG_INVALID'
+  | 'CLAIM_CONFLICT'
+  | 'CLAIM_NOT_OWNER'
+  | 'PART_CORRUPT'
+  | 'PART_SCHEMA_MISMATCH'
+  | 'STAGING_CLOSED'
+  | 'STAGING_OFFSET_ORDER'
+  | 'BROKER_UNAVAILABLE';
+
+export interface KafkaLanceErrorOptions {
+  readonly retriable?: boolean;
+  readonly cause?: unknown;
+  /** Facts a user needs to act on the error (paths, partitions, offsets). */
+  readonly context?: Readonly<Record<string, unknown>>;
+}
+
+export class KafkaLanceError extends Error {
+  readonly code: ErrorCode;
+  readonly retriable: boolean;
+  readonly context: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, message: string, options: KafkaLanceErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+    this.context = options.context ?? {};
+  }
+}
+
+/** A claim was asked for a path that another task already holds. */
+export class ClaimConflictError extends KafkaLanceError {
+  constructor(
+    readonly path: string,
+    readonly holder: string,
+    readonly requester: string,
+  ) {
+    super('CLAIM_CONFLICT', `${path} is claimed by ${holder}; ${requester} may not work on it`, {
+      retriable: true,
+      context: { path, holder, requester },
+    });
+  }
+}
+
+/** A staged Arrow IPC part cannot be read as whole batches. */
+export class PartCorruptError extends KafkaLanceError {
+  constructor(
+    readonly path: string,
+    reason: string,
+    cause?: unknown,
+  ) {
+    super('PART_CORRUPT', `staging part ${path} is corrupt: ${reason}`, { cause, context: { path, reason } });
+  }
+}
+
+export class StagingClosedError extends KafkaLanceError {
+  constructor(readonly table: string) {
+    super('STAGING_CLOSED', `staging for table ${table} is closed`, { context: { table } });
+  }
+}
+
+/** Staging was handed offsets of one partition out of order: a bug upstream, never data to keep. */
+export class OffsetOrderError extends KafkaLanceError {
+  constructor(topic: string, partition: number, previous: number, next: number) {
+    super(
+      'STAGING_OFFSET_ORDER',
+      `offsets of ${topic}[${partition}] went backwards in one push: ${next} after ${previous}`,
+      { context: { topic, partition, previous, next } },
+    );
+  }
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

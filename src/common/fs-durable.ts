@@ -1,0 +1,49 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+
+/**
+ * A rename or create is durable only once its directory is fsynced too
+ * (notes/node-jest.md). Every place that publishes a file name goes through here.
+ */
+export async function fsyncDirectory(dir: string): Promise<void> {
+  const handle = await fsp.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Rename, then fsync the destination directory (and the source's, when it differs). */
+export async function renameDurably(from: string, to: string): Promise<void> {
+  await fsp.rename(from, to);
+  await fsyncDirectory(path.dirname(to));
+  if (path.dirname(from) !== path.dirname(to)) await fsyncDirectory(path.dirname(from));
+}
+
+export async function unlinkDurably(file: string): Promise<void> {
+  await fsp.unlink(file);
+  await fsyncDirectory(path.dirname(file));
+}
+
+/** Write a whole file under a temporary name, fsync it, rename it into place, fsync the directory. */
+export async function writeFileAtomically(file: string, data: string | Uint8Array): Promise<void> {
+  const tmp = `${file}.tmp-${process.pid}-${Date.now()}`;
+  const handle = await fsp.open(tmp, 'wx');
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await renameDurably(tmp, file);
+}
+
+export async function pathExists(p: string): Promise<boolean> {
+  try {
+    await fsp.access(p);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,17 @@
+export { ClaimRegistry, Claim, ClaimSet } from './claims';
+export { minuteKeyOf, parsePartName, formatPartName, type MinuteKey, type PartName } from './part-name';
+export { schemaKeyOf, type SchemaKey } from './schema-key';
+export { readSealedPart, type SealedPart, type PartOffsetRange } from './sealed-part';
+export { SealedPartCatalog } from './sealed-catalog';
+export { recoverTableStaging, type RecoveryReport, type RecoveryOptions } from './recovery';
+export {
+  TableStaging,
+  StagingFailedError,
+  tableStagingDir,
+  type TableStagingOptions,
+  type StagingPush,
+  type PushResult,
+  type FlushResult,
+  type StagingStats,
+} from './table-staging';
+export * from './system-columns';

@@ -1,0 +1,197 @@
+import { createHash, type Hash } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import type { RecordBatch, Schema } from 'apache-arrow';
+import { fsyncDirectory } from '../common/fs-durable';
+import type { RecordOffset } from '../common/offsets';
+import { tpKey, type TopicPartitionKey } from '../common/offsets';
+import type { Claim, ClaimRegistry } from './claims';
+import { END_OF_STREAM, encodeBatches, encodeSchema } from './ipc-stream';
+import { formatPartName, type MinuteKey } from './part-name';
+import type { SchemaKey } from './schema-key';
+import type { PartOffsetRange, SealedPart } from './sealed-part';
+
+export type WriterState = 'open' | 'detached' | 'sealed' | 'failed';
+
+/**
+ * One open part file: an append-only Arrow IPC stream for one (schema, minute).
+ *
+ * Invariants:
+ * - the file is created with `wx` (never an existing file) and is never truncated
+ *   or reopened; after `finish()` it is renamed to `.arrows` and never written again;
+ * - batches are appended in memory by `append()` and reach the file only in
+ *   `syncPending()` / `finish()`, which run one at a time in call order;
+ * - the claim on the open path is held from creation until the part is sealed or
+ *   the writer failed, and is released by this writer only.
+ */
+export class PartWriter {
+  readonly path: string;
+  readonly sealedPath: string;
+  readonly createdAt: number;
+  #state: WriterState = 'open';
+  #failure: unknown;
+  #handle: fsp.FileHandle | undefined;
+  #position = 0;
+  #pending: RecordBatch[] = [];
+  #pendingBytes = 0;
+  #unsynced = false;
+  #rows = 0;
+  #batches = 0;
+  readonly #ranges = new Map<
+    TopicPartitionKey,
+    { -readonly [K in keyof PartOffsetRange]: PartOffsetRange[K] }
+  >();
+  readonly #hash: Hash = createHash('sha256');
+  readonly #claim: Claim;
+  #chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly dir: string,
+    readonly schema: Schema,
+    readonly schemaKey: SchemaKey,
+    readonly minute: MinuteKey,
+    id: string,
+    claims: ClaimRegistry,
+    owner: string,
+    now: number,
+  ) {
+    const base = { schemaKey, minute, id };
+    this.path = path.join(dir, formatPartName(base, 'open'));
+    this.sealedPath = path.join(dir, formatPartName(base, 'sealed'));
+    this.createdAt = now;
+    this.#claim = claims.claim(this.path, owner);
+    // A failure here is kept in #failure and reported by the next sync or finish.
+    this.#enqueue(async () => {
+      this.#handle = await fsp.open(this.path, 'wx');
+      await this.#writeBytes(encodeSchema(schema));
+    }).catch(() => undefined);
+  }
+
+  get state(): WriterState {
+    return this.#state;
+  }
+  /** Bytes in the file plus bytes waiting to be written. */
+  get bytes(): number {
+    return this.#position + this.#pendingBytes;
+  }
+  get rows(): number {
+    return this.#rows;
+  }
+
+  /** Buffers a batch of one partition's rows; they reach the disk at the next sync or finish. */
+  append(
+    batch: RecordBatch,
+    topic: string,
+    partition: number,
+    first: RecordOffset,
+    last: RecordOffset,
+  ): void {
+    if (this.#state !== 'open' && this.#state !== 'detached') {
+      throw new Error(`append to a ${this.#state} part ${this.path}`);
+    }
+    this.#pending.push(batch);
+    this.#pendingBytes += batch.data.byteLength;
+    this.#rows += batch.numRows;
+    this.#batches += 1;
+    const key = tpKey(topic, partition);
+    const range = this.#ranges.get(key);
+    if (range) {
+      range.lastOffset = last;
+      range.rows += batch.numRows;
+    } else {
+      this.#ranges.set(key, { topic, partition, firstOffset: first, lastOffset: last, rows: batch.numRows });
+    }
+  }
+
+  /** Stops accepting appends: a flush took this writer out of the table's map. */
+  detach(): void {
+    if (this.#state === 'open') this.#state = 'detached';
+  }
+
+  /** Writes buffered batches as whole messages and fsyncs; one fsync per call, none when nothing changed. */
+  syncPending(): Promise<void> {
+    return this.#enqueue(async () => {
+      if (this.#state === 'sealed') return;
+      await this.#writePending();
+      if (this.#unsynced) {
+        await this.#handle!.sync();
+        this.#unsynced = false;
+      }
+    });
+  }
+
+  /** Ends the stream, fsyncs, renames `.part` → `.arrows` and fsyncs the directory. */
+  finish(): Promise<SealedPart> {
+    this.detach();
+    return this.#enqueue(async () => {
+      await this.#writePending();
+      await this.#writeBytes(END_OF_STREAM);
+      await this.#handle!.sync();
+      await this.#handle!.close();
+      this.#handle = undefined;
+      await fsp.rename(this.path, this.sealedPath);
+      await fsyncDirectory(this.dir);
+      this.#state = 'sealed';
+      this.#claim.release();
+      return {
+        path: this.sealedPath,
+        schemaKey: this.schemaKey,
+        minute: this.minute,
+        bytes: this.#position,
+        rows: this.#rows,
+        batches: this.#batches,
+        checksum: this.#hash.digest('hex'),
+        ranges: [...this.#ranges.values()].map((r) => ({ ...r })),
+      };
+    });
+  }
+
+  /** Closes the file after a failure; the part stays on disk for recovery. */
+  async abandon(): Promise<void> {
+    this.#state = 'failed';
+    const handle = this.#handle;
+    this.#handle = undefined;
+    this.#claim.release();
+    await handle?.close().catch(() => undefined);
+  }
+
+  #enqueue<T>(op: () => Promise<T>): Promise<T> {
+    const run = this.#chain.then(async () => {
+      if (this.#state === 'failed') throw this.#failure;
+      try {
+        return await op();
+      } catch (error) {
+        this.#failure = error;
+        await this.abandon();
+        throw error;
+      }
+    });
+    // Later operations must still run (and see 'failed') after a rejection.
+    this.#chain = run.catch(() => undefined);
+    return run;
+  }
+
+  async #writePending(): Promise<void> {
+    if (this.#pending.length === 0) return;
+    const batches = this.#pending;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    await this.#writeBytes(encodeBatches(this.schema, batches));
+  }
+
+  async #writeBytes(bytes: Uint8Array): Promise<void> {
+    let offset = 0;
+    while (offset < bytes.byteLength) {
+      const { bytesWritten } = await this.#handle!.write(
+        bytes,
+        offset,
+        bytes.byteLength - offset,
+        this.#position,
+      );
+      offset += bytesWritten;
+      this.#position += bytesWritten;
+    }
+    this.#hash.update(bytes);
+    this.#unsynced = true;
+  }
+}

@@ -1,0 +1,211 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { errorMessage } from '../common/errors';
+import { fsyncDirectory, pathExists, unlinkDurably } from '../common/fs-durable';
+import type { Logger } from '../common/logger';
+import { tpKey, type DurableOffset, type TopicPartitionKey } from '../common/offsets';
+import type { ClaimRegistry } from './claims';
+import { END_OF_STREAM, decodeBatches, scanStream } from './ipc-stream';
+import {
+  formatPartName,
+  isRecoveredId,
+  originalIdOf,
+  parsePartName,
+  recoveredIdOf,
+  type PartName,
+} from './part-name';
+import { quarantinePart } from './quarantine';
+import { SealedPartCatalog } from './sealed-catalog';
+import type { SealedPart } from './sealed-part';
+
+export interface RecoveryOptions {
+  readonly tableDir: string;
+  readonly claims: ClaimRegistry;
+  readonly owner: string;
+  readonly logger: Logger;
+}
+
+export interface RecoveryReport {
+  /** Every readable sealed part after recovery, including the ones it sealed. */
+  readonly sealedParts: readonly SealedPart[];
+  /** Open parts sealed by this recovery. */
+  readonly recoveredParts: number;
+  /** Open parts that had a torn tail, and the bytes dropped from them. */
+  readonly tornParts: number;
+  readonly tornBytes: number;
+  /** Open parts with no whole batch (empty or headerless), removed. */
+  readonly removedEmpty: number;
+  /** Leftovers of a rewrite a previous recovery did not finish, removed. */
+  readonly removedLeftovers: number;
+  readonly quarantined: readonly string[];
+  /** Parts another task held a claim on: left untouched. */
+  readonly skippedClaimed: readonly string[];
+  /** Highest staged offset per partition, over all sealed parts. */
+  readonly highWaters: ReadonlyMap<TopicPartitionKey, DurableOffset>;
+}
+
+/**
+ * Makes a table's staging directory whole again after a crash, before any push:
+ * every `.part` keeps its valid prefix of whole batches and is sealed; a torn tail
+ * (never fsynced, never committed: Kafka redelivers it) is dropped and counted.
+ *
+ * A part is never truncated or reopened, so a torn part is rewritten to a new file
+ * `<id>-r.arrows` (prefix + end-of-stream) and only then is the original removed.
+ * If recovery itself is interrupted, the next one sees which step was reached:
+ * `<id>-r.arrows.part` (rewrite unfinished) is removed and redone; `<id>-r.arrows`
+ * beside `<id>.arrows.part` (original not yet removed) just removes the original.
+ *
+ * Every file is claimed before it is touched, and a claimed file is skipped: a live
+ * writer's part or another task's output is never renamed, sealed or deleted.
+ */
+export async function recoverTableStaging(options: RecoveryOptions): Promise<RecoveryReport> {
+  const { tableDir, claims, owner, logger } = options;
+  await fsp.mkdir(tableDir, { recursive: true });
+  const names = await fsp.readdir(tableDir);
+  const parts = names
+    .map((n) => ({ file: path.join(tableDir, n), name: parsePartName(n) }))
+    .filter((p): p is { file: string; name: PartName } => p.name !== undefined && p.name.state === 'open')
+    // Unfinished rewrites first: the original they came from is recovered again afterwards.
+    .sort((a, b) => Number(isRecoveredId(b.name.id)) - Number(isRecoveredId(a.name.id)));
+
+  const counts = { recoveredParts: 0, tornParts: 0, tornBytes: 0, removedEmpty: 0, removedLeftovers: 0 };
+  const quarantined: string[] = [];
+  const skippedClaimed: string[] = [];
+
+  for (const { file, name } of parts) {
+    using claim = claims.tryClaim(file, owner);
+    if (!claim) {
+      skippedClaimed.push(file);
+      continue;
+    }
+    const sibling = (id: string, state: 'open' | 'sealed') =>
+      path.join(tableDir, formatPartName({ ...name, id }, state));
+    if (isRecoveredId(name.id) && (await pathExists(sibling(originalIdOf(name.id), 'open')))) {
+      await unlinkDurably(file);
+      counts.removedLeftovers += 1;
+      continue;
+    }
+    if (!isRecoveredId(name.id) && (await pathExists(sibling(recoveredIdOf(name.id), 'sealed')))) {
+      await unlinkDurably(file);
+      counts.removedLeftovers += 1;
+      continue;
+    }
+    const outcome = await recoverOpenPart(file, name, tableDir, claims, owner);
+    switch (outcome.kind) {
+      case 'empty':
+        await unlinkDurably(file);
+        counts.removedEmpty += 1;
+        logger.info(
+          { event: 'staging.recovery.removed', part: file, reason: outcome.reason },
+          'removed a part with no whole batch',
+        );
+        break;
+      case 'corrupt':
+        quarantined.push(await quarantinePart(tableDir, file, outcome.reason, logger));
+        break;
+      case 'sealed':
+        counts.recoveredParts += 1;
+        if (outcome.tornBytes > 0) {
+          counts.tornParts += 1;
+          counts.tornBytes += outcome.tornBytes;
+          logger.warn(
+            {
+              event: 'staging.recovery.torn',
+              part: file,
+              sealedAs: outcome.sealedPath,
+              tornBytes: outcome.tornBytes,
+            },
+            'dropped the torn tail of a staging part (never committed; Kafka redelivers it)',
+          );
+        }
+        break;
+    }
+  }
+
+  const catalog = new SealedPartCatalog(tableDir, claims, owner, logger);
+  const refreshed = await catalog.refresh();
+  quarantined.push(...refreshed.quarantined);
+  skippedClaimed.push(...refreshed.skippedClaimed);
+
+  const highWaters = new Map<TopicPartitionKey, DurableOffset>();
+  for (const part of refreshed.parts) {
+    for (const r of part.ranges) {
+      const key = tpKey(r.topic, r.partition);
+      const last = r.lastOffset as number as DurableOffset;
+      if (last > (highWaters.get(key) ?? -1)) highWaters.set(key, last);
+    }
+  }
+  const report: RecoveryReport = {
+    ...counts,
+    sealedParts: refreshed.parts,
+    quarantined,
+    skippedClaimed,
+    highWaters,
+  };
+  logger.info(
+    {
+      event: 'staging.recovery',
+      tableDir,
+      sealedParts: report.sealedParts.length,
+      ...counts,
+      quarantined: quarantined.length,
+      skippedClaimed: skippedClaimed.length,
+    },
+    'staging recovery finished',
+  );
+  return report;
+}
+
+type OpenPartOutcome =
+  | { kind: 'empty'; reason: string }
+  | { kind: 'corrupt'; reason: string }
+  | { kind: 'sealed'; sealedPath: string; tornBytes: number };
+
+async function recoverOpenPart(
+  file: string,
+  name: PartName,
+  tableDir: string,
+  claims: ClaimRegistry,
+  owner: string,
+): Promise<OpenPartOutcome> {
+  const bytes = await fsp.readFile(file);
+  const scan = scanStream(bytes);
+  if (!scan.hasSchema)
+    return { kind: 'empty', reason: bytes.byteLength === 0 ? 'empty file' : 'no schema message' };
+  if (scan.batchCount === 0) return { kind: 'empty', reason: 'no whole batch' };
+  const prefix = bytes.subarray(0, scan.validLength);
+  try {
+    decodeBatches(prefix);
+  } catch (error) {
+    return { kind: 'corrupt', reason: `whole messages do not decode: ${errorMessage(error)}` };
+  }
+  const sealedPath = path.join(tableDir, formatPartName(name, 'sealed'));
+  const whole = scan.ended && scan.trailingBytes === 0;
+  if (!whole && isRecoveredId(name.id)) {
+    // Rewrites are only torn while their original still exists (handled by the caller).
+    return { kind: 'corrupt', reason: 'a torn recovery rewrite whose original is gone' };
+  }
+  if (whole) {
+    // The writer finished the stream but died before the rename: the file is whole as it is.
+    using _sealed = claims.claim(sealedPath, owner);
+    await fsp.rename(file, sealedPath);
+    await fsyncDirectory(tableDir);
+    return { kind: 'sealed', sealedPath, tornBytes: 0 };
+  }
+  const rewrite = { ...name, id: recoveredIdOf(originalIdOf(name.id)) };
+  const rewriteOpen = path.join(tableDir, formatPartName(rewrite, 'open'));
+  const rewriteSealed = path.join(tableDir, formatPartName(rewrite, 'sealed'));
+  using _claims = claims.claimAll([rewriteOpen, rewriteSealed], owner);
+  const handle = await fsp.open(rewriteOpen, 'wx');
+  try {
+    await handle.writeFile(prefix);
+    if (!scan.ended) await handle.writeFile(END_OF_STREAM);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fsp.rename(rewriteOpen, rewriteSealed);
+  await fsyncDirectory(tableDir);
+  await unlinkDurably(file);
+  return { kind: 'sealed', sealedPath: rewriteSealed, tornBytes: scan.trailingBytes };
+}

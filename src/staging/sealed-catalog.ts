@@ -1,0 +1,70 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { PartCorruptError } from '../common/errors';
+import type { Logger } from '../common/logger';
+import type { ClaimRegistry } from './claims';
+import { parsePartName } from './part-name';
+import { quarantinePart } from './quarantine';
+import { readSealedPart, type SealedPart } from './sealed-part';
+
+export interface CatalogRefresh {
+  readonly parts: readonly SealedPart[];
+  /** Parts moved to quarantine during this refresh. */
+  readonly quarantined: readonly string[];
+  /** Sealed parts another task held a claim on: neither read nor listed this time. */
+  readonly skippedClaimed: readonly string[];
+}
+
+/**
+ * The sealed parts of one table's staging directory, each read and validated once
+ * (sealed parts are immutable, so a path's description never changes).
+ */
+export class SealedPartCatalog {
+  readonly #known = new Map<string, SealedPart>();
+
+  constructor(
+    readonly tableDir: string,
+    private readonly claims: ClaimRegistry,
+    private readonly owner: string,
+    private readonly logger: Logger,
+  ) {}
+
+  async refresh(): Promise<CatalogRefresh> {
+    const names = await fsp.readdir(this.tableDir).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [] as string[];
+      throw error;
+    });
+    const present = new Set<string>();
+    const quarantined: string[] = [];
+    const skippedClaimed: string[] = [];
+    for (const name of names.sort()) {
+      const parsed = parsePartName(name);
+      if (!parsed || parsed.state !== 'sealed') continue;
+      const file = path.join(this.tableDir, name);
+      present.add(file);
+      if (this.#known.has(file)) continue;
+      const claim = this.claims.tryClaim(file, this.owner);
+      if (!claim) {
+        skippedClaimed.push(file);
+        continue;
+      }
+      try {
+        const { part } = await readSealedPart(file);
+        this.#known.set(file, part);
+      } catch (error) {
+        if (!(error instanceof PartCorruptError)) throw error;
+        present.delete(file);
+        quarantined.push(await quarantinePart(this.tableDir, file, error.message, this.logger));
+      } finally {
+        claim.release();
+      }
+    }
+    for (const file of this.#known.keys()) if (!present.has(file)) this.#known.delete(file);
+    return { parts: [...this.#known.values()], quarantined, skippedClaimed };
+  }
+
+  /** Forget a part (its publication deleted it). */
+  forget(file: string): void {
+    this.#known.delete(file);
+  }
+}

@@ -1,0 +1,369 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import type { RecordBatch } from 'apache-arrow';
+import { ulid } from 'ulid';
+import { KafkaLanceError, OffsetOrderError, StagingClosedError } from '../common/errors';
+import type { Logger } from '../common/logger';
+import { Mutex } from '../common/mutex';
+import {
+  NOTHING_DURABLE,
+  recordOffset,
+  tpKey,
+  type DurableOffset,
+  type RecordOffset,
+  type TopicPartitionKey,
+} from '../common/offsets';
+import type { ClaimRegistry } from './claims';
+import { minuteKeyOf, type MinuteKey } from './part-name';
+import { PartWriter } from './part-writer';
+import { schemaKeyOf } from './schema-key';
+import type { SealedPart } from './sealed-part';
+import { OFFSET_COLUMN } from './system-columns';
+
+export interface TableStagingOptions {
+  /** `<dataDir>/staging/<table>`; created when missing. */
+  readonly tableDir: string;
+  readonly table: string;
+  readonly claims: ClaimRegistry;
+  /** Names this instance in claims and logs (for example `staging-worker-2`). */
+  readonly owner: string;
+  readonly logger: Logger;
+  /** Seal a part once it holds this many bytes. */
+  readonly maxPartBytes: number;
+  /** Seal a part this long after it was opened, so freshness in Lance is bounded (Connect's rotate.schedule.interval.ms). */
+  readonly maxPartAgeMs: number;
+  /** Per-partition offsets already staged or committed: records at or below are skipped as redeliveries. */
+  readonly highWaters?: ReadonlyMap<TopicPartitionKey, DurableOffset>;
+  readonly clock?: () => number;
+}
+
+/** One partition's rows for staging. */
+export interface StagingPush {
+  readonly topic: string;
+  readonly partition: number;
+  /** Rows with the system columns, in increasing `_offset` order; absent when no record produced a row. */
+  readonly batch?: RecordBatch;
+  /** The minute of every row, or one minute per row (event time); rows of one minute go to one part. */
+  readonly minute: MinuteKey | readonly MinuteKey[];
+  /**
+   * The highest offset this push accounts for: its last row, or a later record that
+   * produced no row (filtered out, or dead-lettered durably). It becomes durable with the rows.
+   */
+  readonly handledThrough: RecordOffset;
+}
+
+export interface PushResult {
+  readonly staged: number;
+  /** Rows at or below the partition's high-water: redeliveries, dropped on purpose. */
+  readonly skipped: number;
+}
+
+export interface FlushResult {
+  readonly sealed: readonly SealedPart[];
+}
+
+export interface StagingStats {
+  readonly openParts: number;
+  readonly sealingParts: number;
+  readonly stagedRows: number;
+  readonly skippedRows: number;
+  readonly sealedParts: number;
+  readonly bufferedBytes: number;
+}
+
+/** Staging failed on disk: nothing more becomes durable in this process; restart and let recovery run. */
+export class StagingFailedError extends KafkaLanceError {
+  constructor(table: string, cause: unknown) {
+    super('STAGING_CLOSED', `staging for table ${table} failed on disk; restart to recover`, {
+      cause,
+      context: { table },
+    });
+  }
+}
+
+/**
+ * The staging of one table: routes pushed rows to part writers keyed by
+ * (schemaKey, minute), makes them durable in group-commit ticks (`sync`), and
+ * seals parts (`flush`). Durable offsets flow back to the caller as data; only the
+ * offset tracker commits them.
+ *
+ * Pushes are synchronous and never wait for a seal: a flush detaches writers under
+ * the lifecycle lock (no await inside) and finishes them outside it, and a push for
+ * a detached writer's schema/minute opens a new part.
+ */
+export class TableStaging {
+  readonly #options: TableStagingOptions;
+  readonly #clock: () => number;
+  readonly #lifecycle = new Mutex();
+  /** Writers accepting rows, by `${schemaKey}.${minute}`. */
+  readonly #open = new Map<string, PartWriter>();
+  /** Every writer not yet sealed (open or detached), with its seal in progress when there is one. */
+  readonly #unsealed = new Map<PartWriter, Promise<SealedPart> | undefined>();
+  /** Highest offset handed to staging per partition (the redelivery threshold). */
+  readonly #pushed = new Map<TopicPartitionKey, DurableOffset>();
+  /** Highest offset durable per partition: reported by sync(). */
+  readonly #durable = new Map<TopicPartitionKey, DurableOffset>();
+  #failure: unknown;
+  #closed = false;
+  #stagedRows = 0;
+  #skippedRows = 0;
+  #sealedParts = 0;
+
+  private constructor(options: TableStagingOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? Date.now;
+    for (const [key, offset] of options.highWaters ?? []) {
+      this.#pushed.set(key, offset);
+      this.#durable.set(key, offset);
+    }
+  }
+
+  static async open(options: TableStagingOptions): Promise<TableStaging> {
+    await fsp.mkdir(options.tableDir, { recursive: true });
+    return new TableStaging(options);
+  }
+
+  get table(): string {
+    return this.#options.table;
+  }
+
+  push(input: StagingPush): PushResult {
+    this.#assertUsable();
+    const key = tpKey(input.topic, input.partition);
+    const highWater = this.#pushed.get(key) ?? NOTHING_DURABLE;
+    let staged = 0;
+    let skipped = 0;
+    if (input.batch && input.batch.numRows > 0) {
+      const batch = input.batch;
+      const offsets = offsetsOf(batch);
+      let start = 0;
+      while (start < offsets.length && offsets[start]! <= highWater) start++;
+      checkIncreasing(input.topic, input.partition, offsets, start);
+      skipped = start;
+      staged = batch.numRows - start;
+      for (const run of minuteRuns(input.minute, start, batch.numRows)) {
+        const slice = run.from === 0 && run.to === batch.numRows ? batch : batch.slice(run.from, run.to);
+        const writer = this.#writerFor(batch, run.minute);
+        writer.append(
+          slice,
+          input.topic,
+          input.partition,
+          recordOffset(offsets[run.from]!),
+          recordOffset(offsets[run.to - 1]!),
+        );
+        if (writer.bytes >= this.#options.maxPartBytes) this.#detach(writer);
+      }
+    }
+    if (input.handledThrough > highWater)
+      this.#pushed.set(key, input.handledThrough as number as DurableOffset);
+    this.#stagedRows += staged;
+    this.#skippedRows += skipped;
+    return { staged, skipped };
+  }
+
+  /**
+   * The durability tick: writes every buffered batch, fsyncs each part that changed
+   * (one fsync per part), and returns per partition the highest offset `o` such that
+   * every record `<= o` handed to staging is durable.
+   */
+  async sync(): Promise<ReadonlyMap<TopicPartitionKey, DurableOffset>> {
+    this.#assertUsable();
+    // Everything pushed before this line is in some writer's buffer; the snapshot
+    // becomes durable once those writers have written and fsynced.
+    const snapshot = new Map(this.#pushed);
+    const writers = [...this.#unsealed.keys()];
+    try {
+      await Promise.all(writers.map((w) => w.syncPending()));
+    } catch (error) {
+      throw this.#fail(error);
+    }
+    for (const [key, offset] of snapshot) {
+      // A revoke may have lowered the high-water while we were syncing: never raise past it.
+      const ceiling = this.#pushed.get(key) ?? NOTHING_DURABLE;
+      const next = Math.min(offset, ceiling) as DurableOffset;
+      if (next > (this.#durable.get(key) ?? NOTHING_DURABLE)) this.#durable.set(key, next);
+    }
+    return this.durableOffsets();
+  }
+
+  /**
+   * Seals the parts that are due (their minute has passed, or they reached the age
+   * or size limit), or all of them when `force` is set. Returns the parts sealed by
+   * this call. Sealing also makes the rows durable.
+   */
+  async flush(options: { force?: boolean } = {}): Promise<FlushResult> {
+    this.#assertUsable();
+    const started: Array<Promise<SealedPart>> = [];
+    {
+      using _lifecycle = await this.#lifecycle.lock();
+      const now = this.#clock();
+      for (const writer of [...this.#open.values()]) {
+        if (options.force || this.#isDue(writer, now)) this.#detach(writer);
+      }
+      for (const [writer, sealing] of this.#unsealed) {
+        if (sealing === undefined && writer.state === 'detached') {
+          const promise = writer.finish();
+          this.#unsealed.set(writer, promise);
+          started.push(promise);
+        }
+      }
+    }
+    const results = await Promise.allSettled(started);
+    const sealed: SealedPart[] = [];
+    let firstError: unknown;
+    for (const r of results) {
+      if (r.status === 'fulfilled') {
+        sealed.push(r.value);
+        this.#sealedParts += 1;
+        this.#options.logger.debug({
+          event: 'staging.sealed',
+          table: this.table,
+          part: r.value.path,
+          rows: r.value.rows,
+        });
+      } else {
+        firstError ??= r.reason;
+      }
+    }
+    for (const [writer] of this.#unsealed) if (writer.state === 'sealed') this.#unsealed.delete(writer);
+    if (firstError !== undefined) throw this.#fail(firstError);
+    return { sealed };
+  }
+
+  /**
+   * The partition was lost: rows above `ceiling` belong to the next owner. Lowers the
+   * redelivery threshold so that, if the partition comes back, records from the
+   * broker's committed offset are staged again (the planner cuts the old copies).
+   */
+  lowerHighWater(topic: string, partition: number, ceiling: DurableOffset): void {
+    const key = tpKey(topic, partition);
+    for (const map of [this.#pushed, this.#durable]) {
+      if ((map.get(key) ?? NOTHING_DURABLE) > ceiling) map.set(key, ceiling);
+    }
+  }
+
+  /** Raises the redelivery threshold (for example to the broker's committed offset at assignment). */
+  raiseHighWater(topic: string, partition: number, offset: DurableOffset): void {
+    const key = tpKey(topic, partition);
+    for (const map of [this.#pushed, this.#durable]) {
+      if ((map.get(key) ?? NOTHING_DURABLE) < offset) map.set(key, offset);
+    }
+  }
+
+  durableOffsets(): ReadonlyMap<TopicPartitionKey, DurableOffset> {
+    return new Map(this.#durable);
+  }
+
+  stats(): StagingStats {
+    let bufferedBytes = 0;
+    let sealingParts = 0;
+    for (const [writer, sealing] of this.#unsealed) {
+      bufferedBytes += writer.bytes;
+      if (sealing) sealingParts += 1;
+    }
+    return {
+      openParts: this.#open.size,
+      sealingParts,
+      stagedRows: this.#stagedRows,
+      skippedRows: this.#skippedRows,
+      sealedParts: this.#sealedParts,
+      bufferedBytes,
+    };
+  }
+
+  /** Seals everything and stops accepting pushes. */
+  async close(): Promise<FlushResult> {
+    const result = await this.flush({ force: true });
+    this.#closed = true;
+    return result;
+  }
+
+  #writerFor(batch: RecordBatch, minute: MinuteKey): PartWriter {
+    const schemaKey = schemaKeyOf(batch.schema);
+    const key = `${schemaKey}.${minute}`;
+    let writer = this.#open.get(key);
+    if (!writer) {
+      writer = new PartWriter(
+        this.#options.tableDir,
+        batch.schema,
+        schemaKey,
+        minute,
+        ulid(),
+        this.#options.claims,
+        this.#options.owner,
+        this.#clock(),
+      );
+      this.#open.set(key, writer);
+      this.#unsealed.set(writer, undefined);
+    }
+    return writer;
+  }
+
+  #detach(writer: PartWriter): void {
+    const key = `${writer.schemaKey}.${writer.minute}`;
+    if (this.#open.get(key) === writer) this.#open.delete(key);
+    writer.detach();
+  }
+
+  #isDue(writer: PartWriter, now: number): boolean {
+    return (
+      writer.minute < minuteKeyOf(now) ||
+      now - writer.createdAt >= this.#options.maxPartAgeMs ||
+      writer.bytes >= this.#options.maxPartBytes
+    );
+  }
+
+  #fail(error: unknown): StagingFailedError {
+    this.#failure ??= error;
+    this.#options.logger.error(
+      { event: 'staging.failed', table: this.table, err: error },
+      'staging failed on disk; durable offsets stop here',
+    );
+    return new StagingFailedError(this.table, error);
+  }
+
+  #assertUsable(): void {
+    if (this.#failure !== undefined) throw new StagingFailedError(this.table, this.#failure);
+    if (this.#closed) throw new StagingClosedError(this.table);
+  }
+}
+
+/** The `_offset` column as plain numbers (Kafka offsets fit in 2^53). */
+function offsetsOf(batch: RecordBatch): Float64Array {
+  const column = batch.getChild(OFFSET_COLUMN);
+  if (!column)
+    throw new KafkaLanceError('PART_SCHEMA_MISMATCH', `a staged batch lacks the ${OFFSET_COLUMN} column`);
+  const out = new Float64Array(batch.numRows);
+  for (let i = 0; i < out.length; i++) out[i] = Number(column.get(i) as bigint);
+  return out;
+}
+
+function checkIncreasing(topic: string, partition: number, offsets: Float64Array, from: number): void {
+  for (let i = from + 1; i < offsets.length; i++) {
+    if (offsets[i]! <= offsets[i - 1]!)
+      throw new OffsetOrderError(topic, partition, offsets[i - 1]!, offsets[i]!);
+  }
+}
+
+/** Contiguous runs of rows that share a minute, from row `from` on. */
+function* minuteRuns(
+  minute: MinuteKey | readonly MinuteKey[],
+  from: number,
+  to: number,
+): Generator<{ minute: MinuteKey; from: number; to: number }> {
+  if (typeof minute === 'string') {
+    if (from < to) yield { minute, from, to };
+    return;
+  }
+  if (minute.length !== to) throw new RangeError(`${minute.length} minutes for ${to} rows`);
+  let start = from;
+  for (let i = from + 1; i <= to; i++) {
+    if (i === to || minute[i] !== minute[start]) {
+      yield { minute: minute[start]!, from: start, to: i };
+      start = i;
+    }
+  }
+}
+
+export const tableStagingDir = (dataDir: string, table: string): string =>
+  path.join(dataDir, 'staging', table);
