@@ -3,6 +3,7 @@ export { minuteKeyOf, parsePartName, formatPartName, type MinuteKey, type PartNa
 export { schemaKeyOf, type SchemaKey } from './schema-key';
 export { readSealedPart, type SealedPart, type PartOffsetRange } from './sealed-part';
 export { SealedPartCatalog } from './sealed-catalog';
+export { epochFromMetadata, type StagingEpoch } from './epoch';
 export { recoverTableStaging, type RecoveryReport, type RecoveryOptions } from './recovery';
 export {
   TableStaging,

@@ -83,7 +83,9 @@ export function scanStream(bytes: Uint8Array): StreamScan {
 
 /** Decodes the batches of a stream known to hold whole messages only. */
 export function decodeBatches(bytes: Uint8Array): { schema: Schema; batches: RecordBatch[] } {
-  const reader = RecordBatchReader.from(bytes);
+  // The reader forgets its schema once it has read to the end: take it first.
+  const reader = RecordBatchReader.from(bytes).open();
+  const schema = reader.schema;
   const batches = reader.readAll();
-  return { schema: reader.schema, batches };
+  return { schema, batches };
 }

@@ -1,11 +1,12 @@
 import { createHash, type Hash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import type { RecordBatch, Schema } from 'apache-arrow';
+import { Schema, type RecordBatch } from 'apache-arrow';
 import { fsyncDirectory } from '../common/fs-durable';
 import type { RecordOffset } from '../common/offsets';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { Claim, ClaimRegistry } from './claims';
+import { epochMetadata, type StagingEpoch } from './epoch';
 import { END_OF_STREAM, encodeBatches, encodeSchema } from './ipc-stream';
 import { formatPartName, type MinuteKey } from './part-name';
 import type { SchemaKey } from './schema-key';
@@ -28,6 +29,8 @@ export class PartWriter {
   readonly path: string;
   readonly sealedPath: string;
   readonly createdAt: number;
+  /** The batches' schema plus the epoch in its metadata: what the part's schema message holds. */
+  readonly schema: Schema;
   #state: WriterState = 'open';
   #failure: unknown;
   #handle: fsp.FileHandle | undefined;
@@ -47,9 +50,10 @@ export class PartWriter {
 
   constructor(
     readonly dir: string,
-    readonly schema: Schema,
+    batchSchema: Schema,
     readonly schemaKey: SchemaKey,
     readonly minute: MinuteKey,
+    readonly epoch: StagingEpoch,
     id: string,
     claims: ClaimRegistry,
     owner: string,
@@ -59,11 +63,12 @@ export class PartWriter {
     this.path = path.join(dir, formatPartName(base, 'open'));
     this.sealedPath = path.join(dir, formatPartName(base, 'sealed'));
     this.createdAt = now;
+    this.schema = new Schema(batchSchema.fields, new Map([...batchSchema.metadata, ...epochMetadata(epoch)]));
     this.#claim = claims.claim(this.path, owner);
     // A failure here is kept in #failure and reported by the next sync or finish.
     this.#enqueue(async () => {
       this.#handle = await fsp.open(this.path, 'wx');
-      await this.#writeBytes(encodeSchema(schema));
+      await this.#writeBytes(encodeSchema(this.schema));
     }).catch(() => undefined);
   }
 
@@ -137,6 +142,7 @@ export class PartWriter {
         path: this.sealedPath,
         schemaKey: this.schemaKey,
         minute: this.minute,
+        epoch: this.epoch,
         bytes: this.#position,
         rows: this.#rows,
         batches: this.#batches,

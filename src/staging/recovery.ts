@@ -3,7 +3,6 @@ import * as path from 'node:path';
 import { errorMessage } from '../common/errors';
 import { fsyncDirectory, pathExists, unlinkDurably } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
-import { tpKey, type DurableOffset, type TopicPartitionKey } from '../common/offsets';
 import type { ClaimRegistry } from './claims';
 import { END_OF_STREAM, decodeBatches, scanStream } from './ipc-stream';
 import {
@@ -40,8 +39,6 @@ export interface RecoveryReport {
   readonly quarantined: readonly string[];
   /** Parts another task held a claim on: left untouched. */
   readonly skippedClaimed: readonly string[];
-  /** Highest staged offset per partition, over all sealed parts. */
-  readonly highWaters: ReadonlyMap<TopicPartitionKey, DurableOffset>;
 }
 
 /**
@@ -54,6 +51,11 @@ export interface RecoveryReport {
  * If recovery itself is interrupted, the next one sees which step was reached:
  * `<id>-r.arrows.part` (rewrite unfinished) is removed and redone; `<id>-r.arrows`
  * beside `<id>.arrows.part` (original not yet removed) just removes the original.
+ *
+ * Recovery does not decide which rows count: after a crash the broker's committed
+ * offsets are the redelivery threshold, and rows staged above them are cut by the
+ * planner's ceiling rule (a part's max offset is no safe threshold: one tick writes
+ * several parts, and a crash can keep a later part's write and lose an earlier one's).
  *
  * Every file is claimed before it is touched, and a claimed file is skipped: a live
  * writer's part or another task's output is never renamed, sealed or deleted.
@@ -127,20 +129,11 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
   quarantined.push(...refreshed.quarantined);
   skippedClaimed.push(...refreshed.skippedClaimed);
 
-  const highWaters = new Map<TopicPartitionKey, DurableOffset>();
-  for (const part of refreshed.parts) {
-    for (const r of part.ranges) {
-      const key = tpKey(r.topic, r.partition);
-      const last = r.lastOffset as number as DurableOffset;
-      if (last > (highWaters.get(key) ?? -1)) highWaters.set(key, last);
-    }
-  }
   const report: RecoveryReport = {
     ...counts,
     sealedParts: refreshed.parts,
     quarantined,
     skippedClaimed,
-    highWaters,
   };
   logger.info(
     {

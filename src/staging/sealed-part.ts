@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { Int32, Int64, Utf8, type RecordBatch, type Schema } from 'apache-arrow';
+import { DataType, type RecordBatch, type Schema } from 'apache-arrow';
 import { PartCorruptError } from '../common/errors';
 import { recordOffset, tpKey, type RecordOffset, type TopicPartitionKey } from '../common/offsets';
+import { epochFromMetadata, type StagingEpoch } from './epoch';
 import { decodeBatches, scanStream } from './ipc-stream';
 import { parsePartName, type MinuteKey } from './part-name';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from './system-columns';
@@ -22,6 +23,7 @@ export interface SealedPart {
   readonly path: string;
   readonly schemaKey: string;
   readonly minute: MinuteKey;
+  readonly epoch: StagingEpoch;
   readonly bytes: number;
   readonly rows: number;
   readonly batches: number;
@@ -58,6 +60,8 @@ export async function readSealedPart(
   } catch (error) {
     throw new PartCorruptError(file, 'batches do not decode', error);
   }
+  const epoch = epochFromMetadata(decoded.schema.metadata);
+  if (!epoch) throw new PartCorruptError(file, 'no kafka-lance epoch in the schema metadata');
   const ranges = offsetRangesOf(file, decoded.batches);
   const rows = decoded.batches.reduce((n, b) => n + b.numRows, 0);
   return {
@@ -67,6 +71,7 @@ export async function readSealedPart(
       path: file,
       schemaKey: name.schemaKey,
       minute: name.minute,
+      epoch,
       bytes: bytes.byteLength,
       rows,
       batches: decoded.batches.length,
@@ -88,10 +93,11 @@ export function offsetRangesOf(file: string, batches: readonly RecordBatch[]): P
     const offsets = batch.getChild(OFFSET_COLUMN);
     if (!topics || !partitions || !offsets)
       throw new PartCorruptError(file, 'missing _topic/_partition/_offset');
+    // Decoded types are generic Int_/Utf8 instances: compare by type id and width, not class.
     if (
-      !(topics.type instanceof Utf8) ||
-      !(partitions.type instanceof Int32) ||
-      !(offsets.type instanceof Int64)
+      !DataType.isUtf8(topics.type) ||
+      !(DataType.isInt(partitions.type) && partitions.type.bitWidth === 32) ||
+      !(DataType.isInt(offsets.type) && offsets.type.bitWidth === 64)
     ) {
       throw new PartCorruptError(file, 'system columns have unexpected types');
     }

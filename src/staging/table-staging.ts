@@ -4,7 +4,6 @@ import type { RecordBatch } from 'apache-arrow';
 import { ulid } from 'ulid';
 import { KafkaLanceError, OffsetOrderError, StagingClosedError } from '../common/errors';
 import type { Logger } from '../common/logger';
-import { Mutex } from '../common/mutex';
 import {
   NOTHING_DURABLE,
   recordOffset,
@@ -14,6 +13,7 @@ import {
   type TopicPartitionKey,
 } from '../common/offsets';
 import type { ClaimRegistry } from './claims';
+import type { StagingEpoch } from './epoch';
 import { minuteKeyOf, type MinuteKey } from './part-name';
 import { PartWriter } from './part-writer';
 import { schemaKeyOf } from './schema-key';
@@ -34,6 +34,8 @@ export interface TableStagingOptions {
   readonly maxPartAgeMs: number;
   /** Per-partition offsets already staged or committed: records at or below are skipped as redeliveries. */
   readonly highWaters?: ReadonlyMap<TopicPartitionKey, DurableOffset>;
+  /** The epoch recorded in the parts opened until the next beginEpoch(). */
+  readonly epoch: StagingEpoch;
   readonly clock?: () => number;
 }
 
@@ -87,14 +89,13 @@ export class StagingFailedError extends KafkaLanceError {
  * seals parts (`flush`). Durable offsets flow back to the caller as data; only the
  * offset tracker commits them.
  *
- * Pushes are synchronous and never wait for a seal: a flush detaches writers under
- * the lifecycle lock (no await inside) and finishes them outside it, and a push for
- * a detached writer's schema/minute opens a new part.
+ * Pushes are synchronous and never wait for a seal: a flush detaches writers in one
+ * synchronous section (the lifecycle lock) and finishes them outside it, and a push
+ * for a detached writer's schema/minute opens a new part.
  */
 export class TableStaging {
   readonly #options: TableStagingOptions;
   readonly #clock: () => number;
-  readonly #lifecycle = new Mutex();
   /** Writers accepting rows, by `${schemaKey}.${minute}`. */
   readonly #open = new Map<string, PartWriter>();
   /** Every writer not yet sealed (open or detached), with its seal in progress when there is one. */
@@ -103,6 +104,7 @@ export class TableStaging {
   readonly #pushed = new Map<TopicPartitionKey, DurableOffset>();
   /** Highest offset durable per partition: reported by sync(). */
   readonly #durable = new Map<TopicPartitionKey, DurableOffset>();
+  #epoch: StagingEpoch;
   #failure: unknown;
   #closed = false;
   #stagedRows = 0;
@@ -112,6 +114,7 @@ export class TableStaging {
   private constructor(options: TableStagingOptions) {
     this.#options = options;
     this.#clock = options.clock ?? Date.now;
+    this.#epoch = options.epoch;
     for (const [key, offset] of options.highWaters ?? []) {
       this.#pushed.set(key, offset);
       this.#durable.set(key, offset);
@@ -193,19 +196,18 @@ export class TableStaging {
    */
   async flush(options: { force?: boolean } = {}): Promise<FlushResult> {
     this.#assertUsable();
+    // The table's lifecycle lock: this section has no await, so JavaScript runs it to
+    // completion and no push can interleave with a detach. Finishing happens after it.
     const started: Array<Promise<SealedPart>> = [];
-    {
-      using _lifecycle = await this.#lifecycle.lock();
-      const now = this.#clock();
-      for (const writer of [...this.#open.values()]) {
-        if (options.force || this.#isDue(writer, now)) this.#detach(writer);
-      }
-      for (const [writer, sealing] of this.#unsealed) {
-        if (sealing === undefined && writer.state === 'detached') {
-          const promise = writer.finish();
-          this.#unsealed.set(writer, promise);
-          started.push(promise);
-        }
+    const now = this.#clock();
+    for (const writer of [...this.#open.values()]) {
+      if (options.force || this.#isDue(writer, now)) this.#detach(writer);
+    }
+    for (const [writer, sealing] of this.#unsealed) {
+      if (sealing === undefined && writer.state === 'detached') {
+        const promise = writer.finish();
+        this.#unsealed.set(writer, promise);
+        started.push(promise);
       }
     }
     const results = await Promise.allSettled(started);
@@ -228,6 +230,25 @@ export class TableStaging {
     for (const [writer] of this.#unsealed) if (writer.state === 'sealed') this.#unsealed.delete(writer);
     if (firstError !== undefined) throw this.#fail(firstError);
     return { sealed };
+  }
+
+  get epoch(): StagingEpoch {
+    return this.#epoch;
+  }
+
+  /**
+   * Starts a new epoch (the assignment changed). Every open part is detached at
+   * once, before any await, so no part ever holds rows of two epochs; the detached
+   * parts are sealed before this resolves.
+   */
+  async beginEpoch(epoch: StagingEpoch): Promise<FlushResult> {
+    this.#assertUsable();
+    if (epoch.owner === this.#epoch.owner && epoch.epoch <= this.#epoch.epoch) {
+      throw new RangeError(`epoch ${epoch.epoch} does not follow ${this.#epoch.epoch}`);
+    }
+    this.#epoch = epoch;
+    for (const writer of [...this.#open.values()]) this.#detach(writer);
+    return this.flush();
   }
 
   /**
@@ -288,6 +309,7 @@ export class TableStaging {
         batch.schema,
         schemaKey,
         minute,
+        this.#epoch,
         ulid(),
         this.#options.claims,
         this.#options.owner,
