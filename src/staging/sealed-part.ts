@@ -81,7 +81,7 @@ export async function readSealedPart(
   };
 }
 
-/** Per-partition offset ranges of staged batches, checking that offsets only increase per partition. */
+/** Per-partition offset ranges of staged batches, checking that offsets never go backwards per partition. */
 export function offsetRangesOf(file: string, batches: readonly RecordBatch[]): PartOffsetRange[] {
   const ranges = new Map<
     TopicPartitionKey,
@@ -110,10 +110,10 @@ export function offsetRangesOf(file: string, batches: readonly RecordBatch[]): P
       if (!r) {
         ranges.set(key, { topic, partition, first: offset, last: offset, rows: 1 });
       } else {
-        if (offset <= r.last) {
+        if (offset < r.last) {
           throw new PartCorruptError(
             file,
-            `offsets of ${topic}[${partition}] do not increase (${offset} after ${r.last})`,
+            `offsets of ${topic}[${partition}] go backwards (${offset} after ${r.last})`,
           );
         }
         r.last = offset;

@@ -43,7 +43,7 @@ export interface TableStagingOptions {
 export interface StagingPush {
   readonly topic: string;
   readonly partition: number;
-  /** Rows with the system columns, in increasing `_offset` order; absent when no record produced a row. */
+  /** Rows with the system columns, in non-decreasing `_offset` order; absent when no record produced a row. */
   readonly batch?: RecordBatch;
   /** The minute of every row, or one minute per row (event time); rows of one minute go to one part. */
   readonly minute: MinuteKey | readonly MinuteKey[];

@@ -1,0 +1,161 @@
+import { z } from 'zod';
+
+/**
+ * A consumer definition: what to read, how to decode it, where to stage and publish
+ * it. One zod schema gives the TypeScript type, the defaults and the field-named
+ * validation errors, so the three can never disagree.
+ *
+ * Names follow what Kafka Connect users know where they can: `topics` and
+ * `topicsRegex` are mutually exclusive (`topics` / `topics.regex`), dead letters
+ * carry Connect's `__connect.errors.*` headers, the group id defaults to
+ * `kafka-lance-<name>` (Connect: `connect-<name>`).
+ */
+
+/** Column types a definition can declare; JSON values are converted into them. */
+export const FIELD_TYPES = ['string', 'int32', 'int64', 'float64', 'boolean', 'timestamp', 'json'] as const;
+export type FieldTypeName = (typeof FIELD_TYPES)[number];
+
+const fieldType = z.enum(FIELD_TYPES);
+const fieldSpec = z.union([
+  fieldType,
+  z.strictObject({ type: fieldType, nullable: z.boolean().default(true) }),
+]);
+
+const identifier = z
+  .string()
+  .regex(
+    /^[A-Za-z][A-Za-z0-9_-]{0,127}$/,
+    'letters, digits, "_" and "-", starting with a letter (at most 128)',
+  );
+
+/** A record as a transform sees it. */
+export interface SourceRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  /** Kafka timestamp, epoch milliseconds. */
+  readonly timestamp: number;
+  readonly key: Buffer | null;
+  /** The parsed JSON value (format `json`), or the raw bytes (format `raw`). */
+  readonly value: unknown;
+}
+export type Row = Record<string, unknown>;
+export type Transform = (record: SourceRecord) => Row | readonly Row[] | null | undefined;
+
+const deadLetter = z.union([
+  z.strictObject({
+    topic: z.string().min(1),
+    /** Add Connect's `__connect.errors.*` headers (errors.deadletterqueue.context.headers.enable). */
+    contextHeaders: z.boolean().default(true),
+  }),
+  z.strictObject({ file: z.string().min(1) }),
+]);
+
+const clientOptions = z
+  .strictObject({
+    clientId: z.string().optional(),
+    ssl: z.union([z.boolean(), z.record(z.string(), z.unknown())]).optional(),
+    sasl: z
+      .object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer', 'aws']) })
+      .passthrough()
+      .optional(),
+    connectionTimeout: z.number().int().positive().optional(),
+    requestTimeout: z.number().int().positive().optional(),
+  })
+  .default({});
+
+export const consumerDefinitionSchema = z
+  .strictObject({
+    name: identifier,
+    brokers: z.array(z.string().min(1)).min(1).optional(),
+    groupId: z.string().min(1).optional(),
+    topics: z.array(z.string().min(1)).min(1).optional(),
+    topicsRegex: z
+      .string()
+      .min(1)
+      .refine((s) => isValidRegex(s), 'not a valid regular expression')
+      .optional(),
+    fromBeginning: z.boolean().default(true),
+    format: z.enum(['json', 'raw']).default('json'),
+    table: identifier.optional(),
+    dataDir: z.string().min(1).optional(),
+    schema: z.union([z.literal('infer'), z.strictObject({ fields: z.record(z.string().min(1), fieldSpec) })]),
+    eventTimeField: z.string().min(1).optional(),
+    includeKey: z.boolean().default(false),
+    transform: z.custom<Transform>((v) => typeof v === 'function', 'must be a function').optional(),
+    maxRecordBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
+    /** What a null value (tombstone) is: a dead letter (default) or nothing to stage. */
+    tombstones: z.enum(['dead-letter', 'ignore']).default('dead-letter'),
+    deadLetter: deadLetter.optional(),
+    durabilityIntervalMs: z.number().int().min(10).max(60_000).default(1000),
+    queue: z
+      .strictObject({
+        maxRecords: z.number().int().positive().default(50_000),
+        maxBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(64 * 1024 * 1024),
+      })
+      .default({ maxRecords: 50_000, maxBytes: 64 * 1024 * 1024 }),
+    staging: z
+      .strictObject({
+        maxPartBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(64 * 1024 * 1024),
+        maxPartAgeMs: z.number().int().positive().default(5_000),
+      })
+      .default({ maxPartBytes: 64 * 1024 * 1024, maxPartAgeMs: 5_000 }),
+    workers: z.number().int().min(1).max(64).default(2),
+    client: clientOptions,
+  })
+  .superRefine((def, ctx) => {
+    if (!def.topics === !def.topicsRegex) {
+      ctx.addIssue({
+        code: 'custom',
+        path: def.topics ? ['topicsRegex'] : ['topics'],
+        message: 'set exactly one of "topics" and "topicsRegex"',
+      });
+    }
+    if (def.format === 'raw' && def.schema !== 'infer') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['schema'],
+        message: 'format "raw" has a fixed schema: use "infer"',
+      });
+    }
+    if (def.schema !== 'infer') {
+      for (const name of Object.keys(def.schema.fields)) {
+        if (name.startsWith('_')) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['schema', 'fields', name],
+            message: 'names starting with "_" are reserved for kafka-lance columns',
+          });
+        }
+      }
+    }
+  });
+
+export type ConsumerDefinitionInput = z.input<typeof consumerDefinitionSchema>;
+export type ConsumerDefinition = z.output<typeof consumerDefinitionSchema>;
+
+/** Typed identity for `consumers/*.ts` files: `export default defineConsumer({...})`. */
+export function defineConsumer(definition: ConsumerDefinitionInput): ConsumerDefinitionInput {
+  return definition;
+}
+
+function isValidRegex(source: string): boolean {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
+  }
+}

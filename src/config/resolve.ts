@@ -1,0 +1,102 @@
+import * as path from 'node:path';
+import { KafkaLanceError } from '../common/errors';
+import { consumerDefinitionSchema, type ConsumerDefinition, type FieldTypeName } from './consumer-definition';
+
+/** A configuration that fails validation; the message names every offending field. */
+export class ConfigError extends KafkaLanceError {
+  constructor(
+    readonly source: string,
+    readonly problems: readonly { field: string; message: string }[],
+  ) {
+    super(
+      'CONFIG_INVALID',
+      `invalid consumer definition ${source}:\n${problems.map((p) => `  - ${p.field}: ${p.message}`).join('\n')}`,
+      { context: { source, problems } },
+    );
+  }
+}
+
+export interface ResolvedField {
+  readonly name: string;
+  readonly type: FieldTypeName;
+  readonly nullable: boolean;
+}
+
+/** A validated definition with every default and environment fallback applied. */
+export interface ResolvedConsumer extends Omit<
+  ConsumerDefinition,
+  'brokers' | 'groupId' | 'table' | 'dataDir'
+> {
+  readonly brokers: string[];
+  readonly groupId: string;
+  readonly table: string;
+  readonly dataDir: string;
+  /** Explicit fields in declaration order, or undefined when the schema is inferred. */
+  readonly fields: readonly ResolvedField[] | undefined;
+  /** Where the definition came from (a file path), for messages and workers. */
+  readonly source: string;
+}
+
+/** Brokers from the environment: KAFKA_BOOTSTRAP_SERVERS (Connect's name), or its alias KAFKA_BROKERS. */
+export function brokersFromEnv(env: NodeJS.ProcessEnv = process.env): string[] | undefined {
+  const raw = env.KAFKA_BOOTSTRAP_SERVERS ?? env.KAFKA_BROKERS;
+  const list = raw
+    ?.split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
+  return list && list.length > 0 ? list : undefined;
+}
+
+/** Values from the command line: they win over the environment, which wins over the file. */
+export interface ConsumerOverrides {
+  readonly brokers?: readonly string[];
+  readonly dataDir?: string;
+}
+
+export function resolveConsumer(
+  input: unknown,
+  source: string,
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: ConsumerOverrides = {},
+): ResolvedConsumer {
+  const parsed = consumerDefinitionSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ConfigError(
+      source,
+      parsed.error.issues.map((i) => ({
+        field: i.path.map(String).join('.') || '(definition)',
+        message: i.message,
+      })),
+    );
+  }
+  const def = parsed.data;
+  const brokers = overrides.brokers ? [...overrides.brokers] : (brokersFromEnv(env) ?? def.brokers);
+  if (!brokers) {
+    throw new ConfigError(source, [
+      {
+        field: 'brokers',
+        message: 'no brokers: set "brokers" or KAFKA_BOOTSTRAP_SERVERS (alias KAFKA_BROKERS)',
+      },
+    ]);
+  }
+  const fields =
+    def.schema === 'infer'
+      ? undefined
+      : Object.entries(def.schema.fields).map(([name, spec]) =>
+          typeof spec === 'string' ? { name, type: spec, nullable: true } : { name, ...spec },
+        );
+  if (def.eventTimeField && fields && !fields.some((f) => f.name === def.eventTimeField)) {
+    throw new ConfigError(source, [
+      { field: 'eventTimeField', message: `"${def.eventTimeField}" is not a field of the schema` },
+    ]);
+  }
+  return {
+    ...def,
+    brokers,
+    groupId: def.groupId ?? `kafka-lance-${def.name}`,
+    table: def.table ?? def.name,
+    dataDir: path.resolve(overrides.dataDir ?? env.KAFKA_LANCE_DATA_DIR ?? def.dataDir ?? 'data'),
+    fields,
+    source,
+  };
+}

@@ -1,0 +1,17 @@
+/** Why a record could not be staged; sent with every dead letter and counted per reason. */
+export type DeadLetterReason =
+  | 'invalid-utf8'
+  | 'invalid-json'
+  | 'not-an-object'
+  | 'schema-mismatch'
+  | 'invalid-event-time'
+  | 'too-large'
+  | 'tombstone'
+  | 'transform-failed';
+
+export interface DeadLetterVerdict {
+  readonly offset: number;
+  readonly reason: DeadLetterReason;
+  /** A human sentence: which field, what was expected. */
+  readonly detail: string;
+}

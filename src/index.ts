@@ -1,0 +1,9 @@
+/** The public surface: consumer definitions, and a replica for embedding. */
+export {
+  defineConsumer,
+  type ConsumerDefinitionInput,
+  type SourceRecord,
+  type Row,
+  type Transform,
+} from './config';
+export { Replica, type ReplicaOptions } from './replica';

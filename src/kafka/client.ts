@@ -1,0 +1,34 @@
+import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
+import type { Logger } from '../common/logger';
+import type { ResolvedConsumer } from '../config';
+
+const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+/** kafkajs with its logs routed through our JSON logger (one log stream per process). */
+export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId?: string): Kafka {
+  const kafkaLogger = logger.child({ component: 'kafkajs' });
+  const config: KafkaConfig = {
+    clientId: clientId ?? consumer.client.clientId ?? `kafka-lance-${consumer.name}`,
+    brokers: consumer.brokers,
+    logLevel: logLevel.WARN,
+    logCreator:
+      () =>
+      ({ level, log }: LogEntry) => {
+        const { message, ...extra } = log;
+        // kafkajs logs a rebalance as an error while the group recovers on its own: keep it a warning.
+        const method = LEVELS[level] ?? 'info';
+        kafkaLogger[method](extra, message);
+      },
+  };
+  if (consumer.client.ssl !== undefined) config.ssl = consumer.client.ssl;
+  if (consumer.client.sasl !== undefined) config.sasl = consumer.client.sasl as unknown as SASLOptions;
+  if (consumer.client.connectionTimeout !== undefined)
+    config.connectionTimeout = consumer.client.connectionTimeout;
+  if (consumer.client.requestTimeout !== undefined) config.requestTimeout = consumer.client.requestTimeout;
+  return new Kafka(config);
+}

@@ -1,0 +1,379 @@
+import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import { errorMessage } from '../common/errors';
+import type { Logger } from '../common/logger';
+import type { CommitOffset, DurableOffset } from '../common/offsets';
+import type { ResolvedConsumer } from '../config';
+import type { BatchDone, PartitionOffset } from '../pool/protocol';
+import type { StagingPool } from '../pool/staging-pool';
+import type { StagingEpoch } from '../staging/epoch';
+import type { DeadLetter, DeadLetterSink } from './dead-letter';
+import { OffsetTracker, type PartitionCommit } from './offset-tracker';
+import { appendEpoch, decodeChain, encodeChain, type OwnershipEpoch } from './ownership';
+
+export interface IngestionOptions {
+  readonly consumer: ResolvedConsumer;
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly pool: StagingPool;
+  readonly deadLetters: DeadLetterSink;
+  /** This process instance: the owner recorded in parts and in the ownership chain. */
+  readonly owner: string;
+  readonly logger: Logger;
+  /** The epoch the pool's staging starts in (before the first join). */
+  readonly initialEpoch: number;
+  /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
+  readonly killAtCommit?: number;
+}
+
+export interface IngestionStats {
+  readonly consumedRecords: number;
+  readonly consumedBytes: number;
+  readonly deadLetters: number;
+  readonly commits: number;
+  readonly refusedCommits: number;
+  readonly joins: number;
+}
+
+const HEARTBEAT_EVERY_MS = 3_000;
+
+/**
+ * The consumer group side of a replica: fetches with kafkajs, hands batches to the
+ * staging pool (waiting for queue room: that wait is the backpressure), and on each
+ * durability tick commits what staging reports durable, for the partitions it owns.
+ *
+ * Ownership (DESIGN.md, "Offsets, rebalances, crashes"): on every join the
+ * revoked partitions stop being tracked at once (no commit for them can be issued
+ * after the join), and each newly assigned partition gets this replica's epoch
+ * appended to the chain in its offset metadata, committed before its first batch is
+ * staged.
+ */
+export class Ingestion {
+  readonly #o: IngestionOptions;
+  readonly #consumer: Consumer;
+  readonly #tracker = new OffsetTracker();
+  #assignment = new Set<string>();
+  #assignmentReady: Promise<void> = Promise.resolve();
+  #epoch: number;
+  #ready = false;
+  #stopping = false;
+  #tickTimer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> = Promise.resolve();
+  readonly #inFlight = new Set<Promise<unknown>>();
+  #dataCommits = 0;
+  #fatal: ((error: Error) => void) | undefined;
+  readonly #stats = {
+    consumedRecords: 0,
+    consumedBytes: 0,
+    deadLetters: 0,
+    commits: 0,
+    refusedCommits: 0,
+    joins: 0,
+  };
+
+  constructor(options: IngestionOptions) {
+    this.#o = options;
+    this.#epoch = options.initialEpoch;
+    this.#consumer = options.kafka.consumer({
+      groupId: options.consumer.groupId,
+      sessionTimeout: 30_000,
+      rebalanceTimeout: 60_000,
+      heartbeatInterval: 3_000,
+      maxBytesPerPartition: 4 * 1024 * 1024,
+      allowAutoTopicCreation: false,
+    });
+  }
+
+  /** True once the consumer joined its group and its assignment is set up. */
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  get stats(): IngestionStats {
+    return { ...this.#stats };
+  }
+
+  get consumerGroup(): Consumer {
+    return this.#consumer;
+  }
+
+  /** The batches' DLQ results (pool hook): registered synchronously, before a sync covering them. */
+  onBatchDone(topic: string, partition: number, result: BatchDone): void {
+    if (result.deadLetters.length > 0) {
+      this.#tracker.addPendingDeadLetters(
+        topic,
+        partition,
+        result.deadLetters.map((d) => d.offset),
+      );
+    }
+  }
+
+  async start(onFatal: (error: Error) => void): Promise<void> {
+    this.#fatal = onFatal;
+    const c = this.#o.consumer;
+    this.#consumer.on(this.#consumer.events.GROUP_JOIN, (event) => {
+      this.#onJoin(event.payload.memberAssignment);
+    });
+    this.#consumer.on(this.#consumer.events.CRASH, (event) => {
+      const error = event.payload.error;
+      this.#o.logger.error(
+        { event: 'kafka.crash', err: error, restart: event.payload.restart },
+        'consumer crashed',
+      );
+      if (!event.payload.restart) onFatal(error);
+    });
+    await this.#consumer.connect();
+    await this.#consumer.subscribe({
+      topics: c.topics ?? [new RegExp(c.topicsRegex!)],
+      fromBeginning: c.fromBeginning,
+    });
+    await this.#consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 1,
+      eachBatch: (payload) => this.#eachBatch(payload),
+    });
+    this.#scheduleTick();
+  }
+
+  /**
+   * Graceful stop: stop fetching, let admitted batches finish, make everything
+   * durable, commit it, seal every part, leave the group.
+   */
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    if (this.#tickTimer) clearTimeout(this.#tickTimer);
+    const topics = [
+      ...new Set([...this.#assignment].map((k) => JSON.parse(k) as [string, number]).map(([t]) => t)),
+    ];
+    if (topics.length > 0) this.#consumer.pause(topics.map((topic) => ({ topic })));
+    await this.#ticking;
+    await Promise.allSettled([...this.#inFlight]);
+    await this.#tick();
+    await this.#o.pool.close();
+    await this.#consumer.disconnect();
+  }
+
+  #onJoin(memberAssignment: Record<string, number[]>): void {
+    this.#stats.joins += 1;
+    const next = new Set<string>();
+    for (const [topic, partitions] of Object.entries(memberAssignment)) {
+      for (const p of partitions) next.add(JSON.stringify([topic, p]));
+    }
+    const revoked: PartitionOffset[] = [];
+    // Synchronously, before any await: no commit for a lost partition may start after the join.
+    for (const key of this.#assignment) {
+      if (next.has(key)) continue;
+      const [topic, partition] = JSON.parse(key) as [string, number];
+      const ceiling = this.#tracker.revoke(topic, partition);
+      if (ceiling !== undefined) revoked.push([topic, partition, (ceiling as number) - 1]);
+    }
+    const gained = [...next]
+      .filter((k) => !this.#assignment.has(k))
+      .map((k) => JSON.parse(k) as [string, number]);
+    this.#assignment = next;
+    this.#epoch += 1;
+    const epoch: StagingEpoch = { owner: this.#o.owner, epoch: this.#epoch };
+    const previous = this.#assignmentReady;
+    this.#assignmentReady = (async () => {
+      await previous.catch(() => undefined);
+      const assigned = await this.#claimPartitions(gained, epoch.epoch);
+      await this.#o.pool.beginEpoch(epoch, revoked, assigned);
+      this.#ready = true;
+      this.#o.logger.info(
+        {
+          event: 'kafka.join',
+          epoch: epoch.epoch,
+          assigned: [...next].map((k) => JSON.parse(k) as unknown),
+          gained: assigned.map(([t, p, o]) => ({ topic: t, partition: p, start: o + 1 })),
+          revoked: revoked.map(([t, p, o]) => ({ topic: t, partition: p, ceiling: o + 1 })),
+        },
+        'joined the consumer group',
+      );
+    })();
+    this.#assignmentReady.catch((error: unknown) => {
+      // A stale generation: kafkajs rejoins and a later join sets things up again.
+      this.#o.logger.warn({ event: 'kafka.join.failed', err: error }, 'could not set up the assignment');
+    });
+  }
+
+  /**
+   * For each gained partition: read its committed offset and ownership chain, append
+   * this replica's epoch, and commit the start offset with the new chain. Returns the
+   * high-water for staging (start - 1) of each partition whose commit landed.
+   */
+  async #claimPartitions(gained: readonly [string, number][], epoch: number): Promise<PartitionOffset[]> {
+    if (gained.length === 0) return [];
+    const topics = [...new Set(gained.map(([t]) => t))];
+    const committed = await this.#o.admin.fetchOffsets({ groupId: this.#o.consumer.groupId, topics });
+    const commits: PartitionCommit[] = [];
+    const chains = new Map<string, OwnershipEpoch[]>();
+    for (const [topic, partition] of gained) {
+      const entry = committed
+        .find((t) => t.topic === topic)
+        ?.partitions.find((p) => p.partition === partition);
+      let start = entry ? Number(entry.offset) : -1;
+      if (start < 0) start = await this.#initialOffset(topic, partition);
+      const chain = appendEpoch(decodeChain(entry?.metadata), { owner: this.#o.owner, epoch, start });
+      commits.push({ topic, partition, offset: start as CommitOffset, metadata: encodeChain(chain) });
+      chains.set(`${topic}:${partition}`, chain);
+    }
+    // Must land before the first batch is staged: if it does not, this generation is
+    // stale, kafkajs rejoins, and a later join claims the partitions again.
+    await this.#consumer.commitOffsets(
+      commits.map((c) => ({
+        topic: c.topic,
+        partition: c.partition,
+        offset: String(c.offset),
+        metadata: c.metadata,
+      })),
+    );
+    for (const c of commits)
+      this.#tracker.assign(c.topic, c.partition, c.offset, chains.get(`${c.topic}:${c.partition}`)!);
+    return commits.map((c) => [c.topic, c.partition, (c.offset as number) - 1] as const);
+  }
+
+  async #initialOffset(topic: string, partition: number): Promise<number> {
+    const offsets = await this.#o.admin.fetchTopicOffsets(topic);
+    const p = offsets.find((o) => o.partition === partition);
+    return Number(this.#o.consumer.fromBeginning ? (p?.low ?? 0) : (p?.high ?? 0));
+  }
+
+  async #eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch } = payload;
+    const heartbeat = () => payload.heartbeat();
+    await this.#whileHeartbeating(this.#assignmentReady, heartbeat);
+    const { topic, partition } = batch;
+    if (this.#stopping || !payload.isRunning() || payload.isStale() || !this.#tracker.owns(topic, partition))
+      return;
+    const messages = batch.messages;
+    const last = messages[messages.length - 1];
+    if (!last) return;
+    const { done } = await this.#whileHeartbeating(this.#o.pool.admit(topic, partition, messages), heartbeat);
+    // Only the fetch position: with autoCommit off, kafkajs never commits what is resolved.
+    payload.resolveOffset(last.offset);
+    this.#stats.consumedRecords += messages.length;
+    for (const m of messages)
+      this.#stats.consumedBytes += (m.value?.byteLength ?? 0) + (m.key?.byteLength ?? 0);
+    const tracked = done.then((result) => this.#afterBatch(topic, partition, messages, result));
+    this.#inFlight.add(tracked);
+    void tracked
+      .catch((error: unknown) => this.#fatal?.(error instanceof Error ? error : new Error(String(error))))
+      .finally(() => this.#inFlight.delete(tracked));
+    await heartbeat();
+  }
+
+  async #afterBatch(
+    topic: string,
+    partition: number,
+    messages: KafkaMessage[],
+    result: BatchDone,
+  ): Promise<void> {
+    if (result.deadLetters.length === 0) return;
+    const byOffset = new Map(messages.map((m) => [Number(m.offset), m]));
+    const letters: DeadLetter[] = result.deadLetters.map((d) => {
+      const m = byOffset.get(d.offset)!;
+      return {
+        topic,
+        partition,
+        offset: d.offset,
+        timestamp: m.timestamp,
+        reason: d.reason,
+        detail: d.detail,
+        key: m.key,
+        value: m.value,
+        headers: m.headers,
+      };
+    });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#o.deadLetters.write(letters);
+        break;
+      } catch (error) {
+        // Never dropped: their offsets stay uncommitted until the write succeeds.
+        this.#o.logger.error(
+          { event: 'dead-letter.retry', attempt, sink: this.#o.deadLetters.description, err: error },
+          'dead-letter write failed; retrying',
+        );
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** attempt)));
+      }
+    }
+    this.#stats.deadLetters += letters.length;
+    for (const l of letters) {
+      this.#o.logger.warn(
+        { event: 'dead-letter', topic, partition, offset: l.offset, reason: l.reason, detail: l.detail },
+        'record sent to the dead-letter output',
+      );
+    }
+    this.#tracker.resolveDeadLetters(
+      topic,
+      partition,
+      letters.map((l) => l.offset),
+    );
+  }
+
+  #scheduleTick(): void {
+    if (this.#stopping) return;
+    this.#tickTimer = setTimeout(() => {
+      this.#ticking = this.#tick()
+        .catch((error: unknown) => this.#fatal?.(error instanceof Error ? error : new Error(String(error))))
+        .finally(() => this.#scheduleTick());
+    }, this.#o.consumer.durabilityIntervalMs);
+  }
+
+  /** One durability tick: sync staging, commit what became durable, seal due parts. */
+  async #tick(): Promise<void> {
+    const durable = await this.#o.pool.sync();
+    for (const [topic, partition, offset] of durable) {
+      this.#tracker.noteDurable(topic, partition, offset as DurableOffset);
+    }
+    await this.#commit(this.#tracker.commitsDue());
+    await this.#o.pool.flush(false);
+  }
+
+  async #commit(commits: readonly PartitionCommit[]): Promise<void> {
+    if (commits.length === 0) return;
+    try {
+      await this.#consumer.commitOffsets(
+        commits.map((c) => ({
+          topic: c.topic,
+          partition: c.partition,
+          offset: String(c.offset),
+          metadata: c.metadata,
+        })),
+      );
+      this.#dataCommits += 1;
+      if (this.#o.killAtCommit !== undefined && this.#dataCommits >= this.#o.killAtCommit) {
+        // Test-only: the answer arrived but this replica dies before it records it.
+        process.kill(process.pid, 'SIGKILL');
+      }
+      this.#tracker.landed(commits);
+      this.#stats.commits += 1;
+    } catch (error) {
+      // A refused commit (rebalance, stale generation) did not land; it is never
+      // retried into a generation that no longer owns the partition: the next tick
+      // recomputes commits from the current assignment.
+      this.#stats.refusedCommits += 1;
+      this.#o.logger.warn(
+        { event: 'kafka.commit.refused', err: errorMessage(error) },
+        'offset commit refused',
+      );
+    }
+  }
+
+  async #whileHeartbeating<T>(work: Promise<T>, heartbeat: () => Promise<void>): Promise<T> {
+    let settled = false;
+    const beat = async () => {
+      while (!settled) {
+        await new Promise((r) => setTimeout(r, HEARTBEAT_EVERY_MS));
+        if (!settled) await heartbeat().catch(() => undefined);
+      }
+    };
+    void beat();
+    try {
+      return await work;
+    } finally {
+      settled = true;
+    }
+  }
+}

@@ -1,0 +1,103 @@
+import {
+  commitOffsetAfter,
+  tpKey,
+  type CommitOffset,
+  type DurableOffset,
+  type TopicPartitionKey,
+} from '../common/offsets';
+import { encodeChain, type OwnershipEpoch } from './ownership';
+
+export interface PartitionCommit {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: CommitOffset;
+  readonly metadata: string;
+}
+
+interface PartitionState {
+  readonly topic: string;
+  readonly partition: number;
+  readonly chain: readonly OwnershipEpoch[];
+  /** The last commit known to have landed. */
+  landed: CommitOffset;
+  durable: DurableOffset;
+  /** Offsets handed to the dead-letter output whose write is not durable yet. */
+  readonly pendingDeadLetters: Set<number>;
+}
+
+/**
+ * What may be committed, per partition currently assigned: the highest offset `o`
+ * such that every record `<= o` is durable (staged and fsynced, or dead-lettered
+ * durably), plus one. Only this class decides commits; stages report facts to it.
+ */
+export class OffsetTracker {
+  readonly #partitions = new Map<TopicPartitionKey, PartitionState>();
+
+  /** Starts tracking a partition whose start offset was committed (it landed) with `chain`. */
+  assign(topic: string, partition: number, start: CommitOffset, chain: readonly OwnershipEpoch[]): void {
+    this.#partitions.set(tpKey(topic, partition), {
+      topic,
+      partition,
+      chain,
+      landed: start,
+      durable: ((start as number) - 1) as DurableOffset,
+      pendingDeadLetters: new Set(),
+    });
+  }
+
+  /** Stops tracking a lost partition; returns its ceiling (its last landed commit). */
+  revoke(topic: string, partition: number): CommitOffset | undefined {
+    const key = tpKey(topic, partition);
+    const state = this.#partitions.get(key);
+    this.#partitions.delete(key);
+    return state?.landed;
+  }
+
+  owns(topic: string, partition: number): boolean {
+    return this.#partitions.has(tpKey(topic, partition));
+  }
+
+  assigned(): { topic: string; partition: number; landed: CommitOffset }[] {
+    return [...this.#partitions.values()].map((s) => ({
+      topic: s.topic,
+      partition: s.partition,
+      landed: s.landed,
+    }));
+  }
+
+  noteDurable(topic: string, partition: number, offset: DurableOffset): void {
+    const state = this.#partitions.get(tpKey(topic, partition));
+    if (state && offset > state.durable) state.durable = offset;
+  }
+
+  addPendingDeadLetters(topic: string, partition: number, offsets: readonly number[]): void {
+    const state = this.#partitions.get(tpKey(topic, partition));
+    for (const o of offsets) state?.pendingDeadLetters.add(o);
+  }
+
+  resolveDeadLetters(topic: string, partition: number, offsets: readonly number[]): void {
+    const state = this.#partitions.get(tpKey(topic, partition));
+    for (const o of offsets) state?.pendingDeadLetters.delete(o);
+  }
+
+  /** Commits that would move a partition forward now. */
+  commitsDue(): PartitionCommit[] {
+    const due: PartitionCommit[] = [];
+    for (const s of this.#partitions.values()) {
+      let durable = s.durable;
+      for (const o of s.pendingDeadLetters) if (o <= durable) durable = (o - 1) as DurableOffset;
+      const offset = commitOffsetAfter(durable);
+      if (offset > s.landed)
+        due.push({ topic: s.topic, partition: s.partition, offset, metadata: encodeChain(s.chain) });
+    }
+    return due;
+  }
+
+  /** Records commits that the broker acknowledged. */
+  landed(commits: readonly PartitionCommit[]): void {
+    for (const c of commits) {
+      const state = this.#partitions.get(tpKey(c.topic, c.partition));
+      if (state && c.offset > state.landed) state.landed = c.offset;
+    }
+  }
+}

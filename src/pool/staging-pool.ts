@@ -1,0 +1,270 @@
+import { Worker } from 'node:worker_threads';
+import { KafkaLanceError } from '../common/errors';
+import type { Logger } from '../common/logger';
+import type { StagingEpoch } from '../staging/epoch';
+import { BoundedBudget } from './bounded-budget';
+import { compiledEntry } from './compiled-entry';
+import { packMessages, packedBytes, type PackableMessage } from './packed-messages';
+import type {
+  BatchDone,
+  PartitionOffset,
+  SealedSummary,
+  StagingWorkerInit,
+  WorkerReply,
+  WorkerRequest,
+} from './protocol';
+
+export interface StagingPoolOptions {
+  readonly workers: number;
+  readonly consumerPath: string;
+  readonly brokers: readonly string[];
+  readonly tableDir: string;
+  readonly epoch: StagingEpoch;
+  readonly maxPartBytes: number;
+  readonly maxPartAgeMs: number;
+  /** Bound on records and bytes handed to workers and not yet staged. */
+  readonly maxQueueRecords: number;
+  readonly maxQueueBytes: number;
+  readonly logger: Logger;
+  /**
+   * Called synchronously when a worker reports a staged batch, before any later reply
+   * (a sync covering it) is handled: dead letters are registered in time to hold back
+   * their offsets' commit.
+   */
+  readonly onBatchDone: (topic: string, partition: number, result: BatchDone) => void;
+  /** Called once when a worker reports a failure that staging cannot survive (restart to recover). */
+  readonly onFatal: (error: Error) => void;
+}
+
+/** A staging worker failed in a way that leaves nothing safe to continue with. */
+export class StagingWorkerError extends KafkaLanceError {
+  constructor(message: string, fatal: boolean) {
+    super('STAGING_CLOSED', message, { retriable: !fatal, context: { fatal } });
+  }
+}
+
+type Pending = {
+  resolve: (reply: WorkerReply) => void;
+  reject: (error: Error) => void;
+  /** Runs synchronously on the reply, before the promise settles. */
+  observe?: (reply: WorkerReply) => void;
+};
+
+class WorkerHandle {
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 1;
+  #exited = false;
+
+  constructor(
+    readonly index: number,
+    readonly worker: Worker,
+    onFatal: (error: Error) => void,
+  ) {
+    worker.on('message', (reply: WorkerReply) => {
+      if (reply.type === 'ready') return;
+      if (reply.type === 'error' && reply.fatal) onFatal(new StagingWorkerError(reply.message, true));
+      const id = reply.id;
+      if (id === undefined) return;
+      const pending = this.#pending.get(id);
+      if (!pending) return;
+      this.#pending.delete(id);
+      if (reply.type === 'error') pending.reject(new StagingWorkerError(reply.message, reply.fatal));
+      else {
+        pending.observe?.(reply);
+        pending.resolve(reply);
+      }
+    });
+    const failAll = (error: Error) => {
+      this.#exited = true;
+      for (const p of this.#pending.values()) p.reject(error);
+      this.#pending.clear();
+    };
+    worker.on('error', (error) => {
+      failAll(error);
+      onFatal(error);
+    });
+    worker.on('exit', (code) =>
+      failAll(new StagingWorkerError(`staging worker ${index} exited (code ${code})`, true)),
+    );
+  }
+
+  request<T extends WorkerReply>(
+    build: (id: number) => WorkerRequest,
+    transfer: ArrayBuffer[] = [],
+    observe?: (reply: T) => void,
+  ): Promise<T> {
+    if (this.#exited)
+      return Promise.reject(new StagingWorkerError(`staging worker ${this.index} is gone`, true));
+    const id = this.#nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, {
+        resolve: resolve as (r: WorkerReply) => void,
+        reject,
+        observe: observe as ((r: WorkerReply) => void) | undefined,
+      });
+      this.worker.postMessage(build(id), transfer);
+    });
+  }
+}
+
+/**
+ * The staging workers and the bounded queue in front of them. Each (topic,
+ * partition) always goes to the same worker, so a partition's batches are staged
+ * in order. `submit` resolves once the batch is pushed into staging (not yet
+ * durable: `sync` says what is).
+ */
+export class StagingPool {
+  readonly #workers: WorkerHandle[];
+  readonly #budget: BoundedBudget;
+  readonly #onBatchDone: StagingPoolOptions['onBatchDone'];
+
+  private constructor(
+    workers: WorkerHandle[],
+    budget: BoundedBudget,
+    onBatchDone: StagingPoolOptions['onBatchDone'],
+  ) {
+    this.#workers = workers;
+    this.#budget = budget;
+    this.#onBatchDone = onBatchDone;
+  }
+
+  static async start(options: StagingPoolOptions): Promise<StagingPool> {
+    const entry = compiledEntry(__dirname, 'staging-worker.ts');
+    const handles = await Promise.all(
+      Array.from({ length: options.workers }, async (_, index) => {
+        const init: StagingWorkerInit = {
+          consumerPath: options.consumerPath,
+          brokers: options.brokers,
+          tableDir: options.tableDir,
+          workerIndex: index,
+          epoch: options.epoch,
+          maxPartBytes: options.maxPartBytes,
+          maxPartAgeMs: options.maxPartAgeMs,
+          logLevel: options.logger.level,
+        };
+        const worker = new Worker(entry, { workerData: init });
+        await new Promise<void>((resolve, reject) => {
+          const onMessage = (reply: WorkerReply) => {
+            if (reply.type === 'ready') resolve();
+            else if (reply.type === 'error') reject(new StagingWorkerError(reply.message, true));
+            else return;
+            worker.off('message', onMessage);
+          };
+          worker.on('message', onMessage);
+          worker.once('error', reject);
+        });
+        return new WorkerHandle(index, worker, options.onFatal);
+      }),
+    );
+    return new StagingPool(
+      handles,
+      new BoundedBudget(options.maxQueueRecords, options.maxQueueBytes),
+      options.onBatchDone,
+    );
+  }
+
+  /** The worker that owns a partition: a stable hash, so a partition's order is kept. */
+  workerOf(topic: string, partition: number): number {
+    let h = 2166136261;
+    for (let i = 0; i < topic.length; i++) h = Math.imul(h ^ topic.charCodeAt(i), 16777619);
+    h = Math.imul(h ^ partition, 16777619);
+    return (h >>> 0) % this.#workers.length;
+  }
+
+  /**
+   * Waits for room in the queue (backpressure), then hands the batch to its worker.
+   * Resolves once admitted; `done` resolves once the batch is pushed into staging.
+   */
+  async admit(
+    topic: string,
+    partition: number,
+    messages: readonly PackableMessage[],
+  ): Promise<{ done: Promise<BatchDone> }> {
+    const packed = packMessages(messages);
+    const bytes = packedBytes(packed);
+    await this.#budget.acquire(messages.length, bytes);
+    const handle = this.#workers[this.workerOf(topic, partition)]!;
+    const done = handle
+      .request<Extract<WorkerReply, { type: 'batch' }>>(
+        (id) => ({ type: 'batch', id, topic, partition, packed }),
+        [packed.meta.buffer as ArrayBuffer, packed.data.buffer as ArrayBuffer],
+        (reply) => this.#onBatchDone(topic, partition, reply.result),
+      )
+      .then((r) => r.result)
+      .finally(() => this.#budget.release(messages.length, bytes));
+    return { done };
+  }
+
+  queue(): { records: number; bytes: number; maxRecords: number; maxBytes: number; waiting: number } {
+    const b = this.#budget;
+    return {
+      records: b.records,
+      bytes: b.bytes,
+      maxRecords: b.maxRecords,
+      maxBytes: b.maxBytes,
+      waiting: b.waiting,
+    };
+  }
+
+  /** One durability tick in every worker; the durable offsets of all partitions. */
+  async sync(): Promise<PartitionOffset[]> {
+    const replies = await Promise.all(
+      this.#workers.map((w) =>
+        w.request<Extract<WorkerReply, { type: 'sync' }>>((id) => ({ type: 'sync', id })),
+      ),
+    );
+    return replies.flatMap((r) => [...r.durable]);
+  }
+
+  async flush(force = false): Promise<SealedSummary> {
+    return sumSealed(
+      await Promise.all(
+        this.#workers.map((w) =>
+          w.request<Extract<WorkerReply, { type: 'flush' }>>((id) => ({ type: 'flush', id, force })),
+        ),
+      ),
+    );
+  }
+
+  async beginEpoch(
+    epoch: StagingEpoch,
+    revoked: readonly PartitionOffset[],
+    assigned: readonly PartitionOffset[],
+  ): Promise<SealedSummary> {
+    return sumSealed(
+      await Promise.all(
+        this.#workers.map((w) =>
+          w.request<Extract<WorkerReply, { type: 'epoch' }>>((id) => ({
+            type: 'epoch',
+            id,
+            epoch,
+            revoked,
+            assigned,
+          })),
+        ),
+      ),
+    );
+  }
+
+  /** Seals everything and stops the workers (never terminates one mid-write). */
+  async close(): Promise<SealedSummary> {
+    const replies = await Promise.all(
+      this.#workers.map((w) =>
+        w.request<Extract<WorkerReply, { type: 'close' }>>((id) => ({ type: 'close', id })),
+      ),
+    );
+    await Promise.all(this.#workers.map((w) => new Promise((resolve) => w.worker.once('exit', resolve))));
+    return sumSealed(replies);
+  }
+}
+
+function sumSealed(replies: readonly { sealed: SealedSummary }[]): SealedSummary {
+  return replies.reduce(
+    (a, r) => ({
+      parts: a.parts + r.sealed.parts,
+      rows: a.rows + r.sealed.rows,
+      bytes: a.bytes + r.sealed.bytes,
+    }),
+    { parts: 0, rows: 0, bytes: 0 },
+  );
+}

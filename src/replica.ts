@@ -1,0 +1,186 @@
+import * as path from 'node:path';
+import { Partitioners, type Admin, type Producer } from 'kafkajs';
+import { ulid } from 'ulid';
+import { errorMessage } from './common/errors';
+import { createLogger, type Logger } from './common/logger';
+import { loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from './config';
+import { createKafka } from './kafka/client';
+import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './kafka/dead-letter';
+import { Ingestion } from './kafka/ingestion';
+import { StagingPool } from './pool/staging-pool';
+import { ClaimRegistry } from './staging/claims';
+import { recoverTableStaging } from './staging/recovery';
+import { tableStagingDir } from './staging/table-staging';
+
+export interface ReplicaOptions {
+  readonly consumerPath: string;
+  readonly overrides?: ConsumerOverrides;
+  readonly logger?: Logger;
+  /** Test-only: SIGKILL at the Nth data commit's answer (KAFKA_LANCE_TEST_KILL_AT_COMMIT). */
+  readonly killAtCommit?: number;
+}
+
+/**
+ * One replica of a consumer: the wiring of the stages and their order of start
+ * and stop, in one place. Startup: read the group's committed offsets from the
+ * broker, recover staging, start the staging workers, then subscribe. Stop: stop
+ * fetching, make durable, commit, seal, leave.
+ */
+export class Replica {
+  readonly consumer: ResolvedConsumer;
+  readonly owner: string;
+  readonly #logger: Logger;
+  readonly #admin: Admin;
+  readonly #ingestion: Ingestion;
+  readonly #deadLetters: DeadLetterSink;
+  readonly #failed: Promise<Error>;
+
+  private constructor(
+    consumer: ResolvedConsumer,
+    owner: string,
+    logger: Logger,
+    admin: Admin,
+    ingestion: Ingestion,
+    deadLetters: DeadLetterSink,
+    failed: Promise<Error>,
+  ) {
+    this.consumer = consumer;
+    this.owner = owner;
+    this.#logger = logger;
+    this.#admin = admin;
+    this.#ingestion = ingestion;
+    this.#deadLetters = deadLetters;
+    this.#failed = failed;
+  }
+
+  static async start(options: ReplicaOptions): Promise<Replica> {
+    const logger = options.logger ?? createLogger();
+    const consumer = loadConsumer(options.consumerPath, process.env, options.overrides);
+    const owner = ulid();
+    const log = logger.child({ consumer: consumer.name, owner });
+    log.info(
+      {
+        event: 'replica.start',
+        groupId: consumer.groupId,
+        topics: consumer.topics ?? consumer.topicsRegex,
+        table: consumer.table,
+        dataDir: consumer.dataDir,
+        brokers: consumer.brokers,
+        client: consumer.client,
+      },
+      'starting replica',
+    );
+    let reportFailure!: (error: Error) => void;
+    const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
+
+    const kafka = createKafka(consumer, log);
+    const admin = kafka.admin();
+    await admin.connect();
+    await logCommittedOffsets(admin, consumer, log);
+
+    const tableDir = tableStagingDir(consumer.dataDir, consumer.table);
+    await recoverTableStaging({
+      tableDir,
+      claims: new ClaimRegistry(),
+      owner: 'startup-recovery',
+      logger: log,
+    });
+
+    const deadLetters = await openDeadLetterSink(
+      consumer,
+      kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      }),
+    );
+    // The pool reports staged batches to the ingestion created after it.
+    const wiring: { ingestion?: Ingestion } = {};
+    const pool = await StagingPool.start({
+      workers: consumer.workers,
+      consumerPath: consumer.source,
+      brokers: consumer.brokers,
+      tableDir,
+      epoch: { owner, epoch: 0 },
+      maxPartBytes: consumer.staging.maxPartBytes,
+      maxPartAgeMs: consumer.staging.maxPartAgeMs,
+      maxQueueRecords: consumer.queue.maxRecords,
+      maxQueueBytes: consumer.queue.maxBytes,
+      logger: log,
+      onBatchDone: (topic, partition, result) => wiring.ingestion?.onBatchDone(topic, partition, result),
+      onFatal: reportFailure,
+    });
+    const ingestion = new Ingestion({
+      consumer,
+      kafka,
+      admin,
+      pool,
+      deadLetters,
+      owner,
+      logger: log,
+      initialEpoch: 0,
+      killAtCommit: options.killAtCommit,
+    });
+    wiring.ingestion = ingestion;
+    await ingestion.start(reportFailure);
+    return new Replica(consumer, owner, log, admin, ingestion, deadLetters, failed);
+  }
+
+  /** Resolves with the error when the replica cannot go on (for example staging failed on disk). */
+  get failed(): Promise<Error> {
+    return this.#failed;
+  }
+
+  get ready(): boolean {
+    return this.#ingestion.ready;
+  }
+
+  get ingestion(): Ingestion {
+    return this.#ingestion;
+  }
+
+  async stop(): Promise<void> {
+    this.#logger.info({ event: 'replica.stop' }, 'stopping: stop fetching, flush, commit');
+    await this.#ingestion.stop();
+    await this.#deadLetters.close();
+    await this.#admin.disconnect();
+    this.#logger.info({ event: 'replica.stopped', ...this.#ingestion.stats }, 'replica stopped');
+  }
+}
+
+async function openDeadLetterSink(consumer: ResolvedConsumer, producer: Producer): Promise<DeadLetterSink> {
+  const target = consumer.deadLetter;
+  if (target && 'topic' in target) {
+    await producer.connect();
+    return new KafkaDeadLetterSink(producer, target.topic, consumer.name, target.contextHeaders);
+  }
+  const file = target?.file ?? path.join(consumer.dataDir, 'dead-letter', `${consumer.name}.jsonl`);
+  return new FileDeadLetterSink(path.resolve(file));
+}
+
+async function logCommittedOffsets(admin: Admin, consumer: ResolvedConsumer, logger: Logger): Promise<void> {
+  let topics = consumer.topics;
+  if (!topics) {
+    const pattern = new RegExp(consumer.topicsRegex!);
+    topics = (await admin.listTopics()).filter((t) => pattern.test(t));
+  }
+  if (topics.length === 0) return;
+  try {
+    const committed = await admin.fetchOffsets({ groupId: consumer.groupId, topics });
+    logger.info(
+      {
+        event: 'replica.committed-offsets',
+        committed: committed.map((t) => ({
+          topic: t.topic,
+          partitions: t.partitions.map((p) => ({ partition: p.partition, offset: p.offset })),
+        })),
+      },
+      'committed offsets of the group',
+    );
+  } catch (error) {
+    logger.warn(
+      { event: 'replica.committed-offsets.failed', err: errorMessage(error) },
+      'could not read committed offsets',
+    );
+  }
+}
