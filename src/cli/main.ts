@@ -57,13 +57,15 @@ export function buildCli(): Command {
         testKillAtCommit?: number;
       }) => {
         const logger = createLogger({ level: opts.logLevel as 'info' });
-        const replica = await Replica.start({
+        // Handlers go in before startup: a signal during recovery or the first join still
+        // gets a graceful stop once the replica is up.
+        let stopping = false;
+        const starting = Replica.start({
           consumerPath: opts.consumer,
           overrides: { brokers: opts.brokers, dataDir: opts.dataDir },
           logger,
           killAtCommit: opts.testKillAtCommit ?? envInt('KAFKA_LANCE_TEST_KILL_AT_COMMIT'),
         });
-        let stopping = false;
         const onSignal = (signal: NodeJS.Signals) => {
           if (stopping) {
             logger.warn({ event: 'replica.signal', signal }, 'second signal: exiting at once');
@@ -79,16 +81,19 @@ export function buildCli(): Command {
             process.exit(1);
           }, SHUTDOWN_TIMEOUT_MS);
           timer.unref();
-          replica.stop().then(
-            () => process.exit(0),
-            (error: unknown) => {
-              logger.error({ event: 'replica.stop.failed', err: error }, errorMessage(error));
-              process.exit(1);
-            },
-          );
+          starting
+            .then((replica) => replica.stop())
+            .then(
+              () => process.exit(0),
+              (error: unknown) => {
+                logger.error({ event: 'replica.stop.failed', err: error }, errorMessage(error));
+                process.exit(1);
+              },
+            );
         };
         process.on('SIGTERM', onSignal);
         process.on('SIGINT', onSignal);
+        const replica = await starting;
         const error = await replica.failed;
         logger.fatal(
           { event: 'replica.failed', err: error },

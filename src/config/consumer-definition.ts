@@ -113,6 +113,10 @@ export const consumerDefinitionSchema = z
       })
       .default({ maxPartBytes: 64 * 1024 * 1024, maxPartAgeMs: 5_000 }),
     workers: z.number().int().min(1).max(64).default(2),
+    /** Group membership timing (kafkajs names). A crashed replica's partitions move after sessionTimeoutMs. */
+    sessionTimeoutMs: z.number().int().min(1_000).default(30_000),
+    heartbeatIntervalMs: z.number().int().min(100).default(3_000),
+    rebalanceTimeoutMs: z.number().int().min(1_000).default(60_000),
     client: clientOptions,
   })
   .superRefine((def, ctx) => {

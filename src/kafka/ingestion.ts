@@ -34,8 +34,6 @@ export interface IngestionStats {
   readonly joins: number;
 }
 
-const HEARTBEAT_EVERY_MS = 3_000;
-
 /**
  * The consumer group side of a replica: fetches with kafkajs, hands batches to the
  * staging pool (waiting for queue room: that wait is the backpressure), and on each
@@ -75,9 +73,9 @@ export class Ingestion {
     this.#epoch = options.initialEpoch;
     this.#consumer = options.kafka.consumer({
       groupId: options.consumer.groupId,
-      sessionTimeout: 30_000,
-      rebalanceTimeout: 60_000,
-      heartbeatInterval: 3_000,
+      sessionTimeout: options.consumer.sessionTimeoutMs,
+      rebalanceTimeout: options.consumer.rebalanceTimeoutMs,
+      heartbeatInterval: options.consumer.heartbeatIntervalMs,
       maxBytesPerPartition: 4 * 1024 * 1024,
       allowAutoTopicCreation: false,
     });
@@ -147,11 +145,16 @@ export class Ingestion {
       ...new Set([...this.#assignment].map((k) => JSON.parse(k) as [string, number]).map(([t]) => t)),
     ];
     if (topics.length > 0) this.#consumer.pause(topics.map((topic) => ({ topic })));
+    const log = (step: string) => this.#o.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
     await this.#ticking;
     await Promise.allSettled([...this.#inFlight]);
+    log('fetching stopped, admitted batches staged');
     await this.#tick();
-    await this.#o.pool.close();
+    log('durable and committed');
+    const sealed = await this.#o.pool.close();
+    log(`sealed ${sealed.parts} parts`);
     await this.#consumer.disconnect();
+    log('left the group');
   }
 
   #onJoin(memberAssignment: Record<string, number[]>): void {
@@ -361,11 +364,12 @@ export class Ingestion {
     }
   }
 
+  /** kafkajs heartbeats only from its fetch loop: keep the membership alive while we wait. */
   async #whileHeartbeating<T>(work: Promise<T>, heartbeat: () => Promise<void>): Promise<T> {
     let settled = false;
     const beat = async () => {
       while (!settled) {
-        await new Promise((r) => setTimeout(r, HEARTBEAT_EVERY_MS));
+        await new Promise((r) => setTimeout(r, this.#o.consumer.heartbeatIntervalMs));
         if (!settled) await heartbeat().catch(() => undefined);
       }
     };

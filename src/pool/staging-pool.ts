@@ -54,6 +54,8 @@ class WorkerHandle {
   readonly #pending = new Map<number, Pending>();
   #nextId = 1;
   #exited = false;
+  /** Settles when the thread is gone; set up at once so an early exit is never missed. */
+  readonly exit: Promise<void>;
 
   constructor(
     readonly index: number,
@@ -83,9 +85,12 @@ class WorkerHandle {
       failAll(error);
       onFatal(error);
     });
-    worker.on('exit', (code) =>
-      failAll(new StagingWorkerError(`staging worker ${index} exited (code ${code})`, true)),
-    );
+    this.exit = new Promise((resolve) => {
+      worker.on('exit', (code) => {
+        failAll(new StagingWorkerError(`staging worker ${index} exited (code ${code})`, true));
+        resolve();
+      });
+    });
   }
 
   request<T extends WorkerReply>(
@@ -253,7 +258,15 @@ export class StagingPool {
         w.request<Extract<WorkerReply, { type: 'close' }>>((id) => ({ type: 'close', id })),
       ),
     );
-    await Promise.all(this.#workers.map((w) => new Promise((resolve) => w.worker.once('exit', resolve))));
+    // Each worker closed its port after sealing: it holds no open file and is not
+    // inside a write, so ending a thread that lingers is safe.
+    await Promise.all(
+      this.#workers.map(async (w) => {
+        const lingering = setTimeout(() => void w.worker.terminate(), 5_000);
+        await w.exit;
+        clearTimeout(lingering);
+      }),
+    );
     return sumSealed(replies);
   }
 }
