@@ -12,6 +12,8 @@ module.exports = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { diagnostics: false }],
   },
+  // Definitions import 'kafka-lance'; the CLI resolves it to itself, jest needs telling.
+  moduleNameMapper: { '^kafka-lance$': '<rootDir>/src/index.ts' },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 120_000,

@@ -60,15 +60,7 @@ export function resolveConsumer(
   overrides: ConsumerOverrides = {},
 ): ResolvedConsumer {
   const parsed = consumerDefinitionSchema.safeParse(input);
-  if (!parsed.success) {
-    throw new ConfigError(
-      source,
-      parsed.error.issues.map((i) => ({
-        field: i.path.map(String).join('.') || '(definition)',
-        message: i.message,
-      })),
-    );
-  }
+  if (!parsed.success) throw new ConfigError(source, fieldProblems(parsed.error.issues, []));
   const def = parsed.data;
   const brokers = overrides.brokers ? [...overrides.brokers] : (brokersFromEnv(env) ?? def.brokers);
   if (!brokers) {
@@ -99,4 +91,31 @@ export function resolveConsumer(
     fields,
     source,
   };
+}
+
+interface Issue {
+  readonly code: string;
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+  readonly errors?: readonly (readonly Issue[])[];
+}
+
+/**
+ * zod issues as field-named problems. A union that matched no branch reports the
+ * branch that got furthest (the deepest paths), so `schema: {fields: {id: 'uuid'}}`
+ * names `schema.fields.id` instead of a bare "Invalid input" at `schema`.
+ */
+function fieldProblems(
+  issues: readonly Issue[],
+  prefix: readonly PropertyKey[],
+): { field: string; message: string }[] {
+  return issues.flatMap((issue) => {
+    const here = [...prefix, ...issue.path];
+    if (issue.code === 'invalid_union' && issue.errors && issue.errors.length > 0) {
+      const depth = (branch: readonly Issue[]) => Math.max(...branch.map((i) => i.path.length));
+      const best = issue.errors.reduce((a, b) => (depth(b) > depth(a) ? b : a));
+      return fieldProblems(best, here);
+    }
+    return [{ field: here.map(String).join('.') || '(definition)', message: issue.message }];
+  });
 }

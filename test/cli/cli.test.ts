@@ -1,0 +1,41 @@
+import { spawnSync } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { tempDir } from '../support/rows';
+
+const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
+const run = (...args: string[]) =>
+  spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, KAFKA_BOOTSTRAP_SERVERS: '' },
+  });
+
+describe('kafka-lance CLI', () => {
+  test('run --help explains every option', () => {
+    const out = run('run', '--help');
+    expect(out.status).toBe(0);
+    for (const option of ['--consumer', '--brokers', '--data-dir', '--log-level'])
+      expect(out.stdout).toContain(option);
+    expect(out.stdout).toContain('SIGTERM');
+  });
+
+  test('validate accepts the shipped app-logs definition', () => {
+    const out = run('validate', '-c', path.resolve(__dirname, '../../consumers/app-logs.ts'));
+    expect(out.status).toBe(0);
+    expect(out.stdout).toContain('consumer app-logs');
+  });
+
+  test('a bad definition fails at start with exit code 2 and the fields named', async () => {
+    const dir = await tempDir('kl-cli');
+    const file = path.join(dir, 'bad.json');
+    await fsp.writeFile(
+      file,
+      JSON.stringify({ name: 'x', topics: ['t'], schema: { fields: { a: 'nope' } }, workers: 0 }),
+    );
+    const out = run('run', '-c', file, '--brokers', '127.0.0.1:1');
+    expect(out.status).toBe(2);
+    expect(out.stderr).toContain('workers');
+    expect(out.stderr).toContain('schema.fields.a');
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+});

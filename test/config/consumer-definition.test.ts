@@ -1,0 +1,85 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { ConfigError, loadConsumer, resolveConsumer } from '../../src/config';
+import { tempDir } from '../support/rows';
+
+const valid = { name: 'orders', topics: ['orders'], schema: { fields: { id: 'int64' } } };
+const problems = (input: unknown, env: NodeJS.ProcessEnv = { KAFKA_BOOTSTRAP_SERVERS: 'b:9092' }) => {
+  try {
+    resolveConsumer(input, 'test.json', env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems.map((p) => p.field);
+    throw error;
+  }
+  return [];
+};
+
+describe('consumer definitions', () => {
+  test('defaults: group id, table, data dir, queue and staging bounds', () => {
+    const c = resolveConsumer(valid, 'x', { KAFKA_BROKERS: 'a:1, b:2' });
+    expect(c).toMatchObject({
+      brokers: ['a:1', 'b:2'],
+      groupId: 'kafka-lance-orders',
+      table: 'orders',
+      format: 'json',
+      durabilityIntervalMs: 1000,
+      queue: { maxRecords: 50_000, maxBytes: 64 * 1024 * 1024 },
+      staging: { maxPartAgeMs: 5_000 },
+      fields: [{ name: 'id', type: 'int64', nullable: true }],
+    });
+    expect(path.isAbsolute(c.dataDir)).toBe(true);
+  });
+
+  test('flags override the environment, which overrides the file', () => {
+    const withBrokers = { ...valid, brokers: ['file:1'] };
+    expect(resolveConsumer(withBrokers, 'x', {}).brokers).toEqual(['file:1']);
+    expect(resolveConsumer(withBrokers, 'x', { KAFKA_BOOTSTRAP_SERVERS: 'env:1' }).brokers).toEqual([
+      'env:1',
+    ]);
+    expect(
+      resolveConsumer(withBrokers, 'x', { KAFKA_BOOTSTRAP_SERVERS: 'env:1' }, { brokers: ['flag:1'] })
+        .brokers,
+    ).toEqual(['flag:1']);
+  });
+
+  test.each([
+    [{ ...valid, topics: undefined }, ['topics']],
+    [{ ...valid, topicsRegex: 'o.*' }, ['topicsRegex']],
+    [{ ...valid, topics: undefined, topicsRegex: '(' }, ['topicsRegex']],
+    [{ ...valid, name: '9 bad' }, ['name']],
+    [{ ...valid, schema: { fields: { id: 'uuid' } } }, ['schema.fields.id']],
+    [{ ...valid, schema: { fields: { _offset: 'int64' } } }, ['schema.fields._offset']],
+    [{ ...valid, durabilityIntervalMs: 0 }, ['durabilityIntervalMs']],
+    [{ ...valid, queue: { maxRecords: -1 } }, ['queue.maxRecords']],
+    [{ ...valid, deadLetter: { topic: '' } }, ['deadLetter.topic']],
+    [{ ...valid, unknownKnob: 1 }, ['(definition)']],
+    [{ ...valid, eventTimeField: 'missing' }, ['eventTimeField']],
+  ])('a bad definition fails with the field named (%#)', (input, fields) => {
+    expect(problems(input)).toEqual(fields);
+  });
+
+  test('no brokers anywhere names the field and the environment variables', () => {
+    expect(() => resolveConsumer(valid, 'x', {})).toThrow(/brokers: .*KAFKA_BOOTSTRAP_SERVERS/);
+  });
+
+  test('a TypeScript definition file loads with its transform', async () => {
+    const dir = await tempDir('kl-config');
+    const file = path.join(dir, 'events.ts');
+    await fsp.writeFile(
+      file,
+      `import { defineConsumer } from 'kafka-lance';
+       const double = (n: number): number => n * 2;
+       export default defineConsumer({ name: 'events', topics: ['e'], schema: 'infer',
+         transform: (r) => ({ twice: double((r.value as { n: number }).n) }) });`,
+    );
+    const c = loadConsumer(file, { KAFKA_BOOTSTRAP_SERVERS: 'b:1' });
+    expect(
+      c.transform?.({ topic: 'e', partition: 0, offset: 0, timestamp: 0, key: null, value: { n: 21 } }),
+    ).toEqual({
+      twice: 42,
+    });
+    await fsp.writeFile(path.join(dir, 'broken.ts'), 'export default defineConsumer({');
+    expect(() => loadConsumer(path.join(dir, 'broken.ts'), {})).toThrow(ConfigError);
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+});
