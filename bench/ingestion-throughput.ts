@@ -84,6 +84,7 @@ async function main(): Promise<void> {
     deadLetter: { file: path.join(work, 'dlq.jsonl') },
     durabilityIntervalMs: 1000,
     workers: 2,
+    ...(args.has('queue-mib') ? { queue: { maxBytes: Number(args.get('queue-mib')) * 1024 * 1024 } } : {}),
   };
   const file = path.join(work, 'consumer.json');
   await fsp.writeFile(file, JSON.stringify(definition));

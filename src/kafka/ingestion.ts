@@ -366,18 +366,16 @@ export class Ingestion {
 
   /** kafkajs heartbeats only from its fetch loop: keep the membership alive while we wait. */
   async #whileHeartbeating<T>(work: Promise<T>, heartbeat: () => Promise<void>): Promise<T> {
-    let settled = false;
-    const beat = async () => {
-      while (!settled) {
-        await new Promise((r) => setTimeout(r, this.#o.consumer.heartbeatIntervalMs));
-        if (!settled) await heartbeat().catch(() => undefined);
-      }
-    };
-    void beat();
+    // The timer is cleared as soon as the work settles: a pending timer would keep the
+    // batch (and kafkajs's fetch buffers behind it) alive for a whole interval.
+    const timer = setInterval(
+      () => void heartbeat().catch(() => undefined),
+      this.#o.consumer.heartbeatIntervalMs,
+    );
     try {
       return await work;
     } finally {
-      settled = true;
+      clearInterval(timer);
     }
   }
 }

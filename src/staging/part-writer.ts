@@ -37,6 +37,7 @@ export class PartWriter {
   #position = 0;
   #pending: RecordBatch[] = [];
   #pendingBytes = 0;
+  #writeBehindQueued = false;
   #unsynced = false;
   #rows = 0;
   #batches = 0;
@@ -82,6 +83,10 @@ export class PartWriter {
   get rows(): number {
     return this.#rows;
   }
+  /** Bytes appended but not yet written to the file. */
+  get pendingBytes(): number {
+    return this.#pendingBytes;
+  }
 
   /** Buffers a batch of one partition's rows; they reach the disk at the next sync or finish. */
   append(
@@ -111,6 +116,20 @@ export class PartWriter {
   /** Stops accepting appends: a flush took this writer out of the table's map. */
   detach(): void {
     if (this.#state === 'open') this.#state = 'detached';
+  }
+
+  /**
+   * Writes the buffered batches to the file without fsync, to bound memory between
+   * durability ticks. Durability still comes only from syncPending() or finish(); a
+   * failure here is reported by them.
+   */
+  writeBehind(): void {
+    if (this.#writeBehindQueued || this.#pending.length === 0) return;
+    this.#writeBehindQueued = true;
+    this.#enqueue(async () => {
+      this.#writeBehindQueued = false;
+      await this.#writePending();
+    }).catch(() => undefined);
   }
 
   /** Writes buffered batches as whole messages and fsyncs; one fsync per call, none when nothing changed. */

@@ -32,6 +32,8 @@ export interface TableStagingOptions {
   readonly maxPartBytes: number;
   /** Seal a part this long after it was opened, so freshness in Lance is bounded (Connect's rotate.schedule.interval.ms). */
   readonly maxPartAgeMs: number;
+  /** A part writes its buffered rows (without fsync) once this many bytes wait, so memory stays bounded between ticks. */
+  readonly writeBehindBytes?: number;
   /** Per-partition offsets already staged or committed: records at or below are skipped as redeliveries. */
   readonly highWaters?: ReadonlyMap<TopicPartitionKey, DurableOffset>;
   /** The epoch recorded in the parts opened until the next beginEpoch(). */
@@ -70,8 +72,11 @@ export interface StagingStats {
   readonly stagedRows: number;
   readonly skippedRows: number;
   readonly sealedParts: number;
+  /** Rows appended but not yet written to their part files. */
   readonly bufferedBytes: number;
 }
+
+const DEFAULT_WRITE_BEHIND_BYTES = 8 * 1024 * 1024;
 
 /** Staging failed on disk: nothing more becomes durable in this process; restart and let recovery run. */
 export class StagingFailedError extends KafkaLanceError {
@@ -155,6 +160,9 @@ export class TableStaging {
           recordOffset(offsets[run.to - 1]!),
         );
         if (writer.bytes >= this.#options.maxPartBytes) this.#detach(writer);
+        else if (writer.pendingBytes >= (this.#options.writeBehindBytes ?? DEFAULT_WRITE_BEHIND_BYTES)) {
+          writer.writeBehind();
+        }
       }
     }
     if (input.handledThrough > highWater)
@@ -279,7 +287,7 @@ export class TableStaging {
     let bufferedBytes = 0;
     let sealingParts = 0;
     for (const [writer, sealing] of this.#unsealed) {
-      bufferedBytes += writer.bytes;
+      bufferedBytes += writer.pendingBytes;
       if (sealing) sealingParts += 1;
     }
     return {
