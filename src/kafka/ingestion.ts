@@ -175,6 +175,11 @@ export class Ingestion {
       .filter((k) => !this.#assignment.has(k))
       .map((k) => JSON.parse(k) as [string, number]);
     this.#assignment = next;
+    // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop.
+    if (!this.#stopping) {
+      const paused = this.#consumer.paused();
+      if (paused.length > 0) this.#consumer.resume(paused);
+    }
     this.#epoch += 1;
     const epoch: StagingEpoch = { owner: this.#o.owner, epoch: this.#epoch };
     const previous = this.#assignmentReady;
