@@ -7,6 +7,9 @@ import { loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from './c
 import { createKafka } from './kafka/client';
 import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './kafka/dead-letter';
 import { Ingestion } from './kafka/ingestion';
+import { decodeChain } from './kafka/ownership';
+import { MaterializerHost } from './materializer/host';
+import type { OwnershipRow } from './materializer/worker-protocol';
 import { StagingPool } from './pool/staging-pool';
 import { ClaimRegistry } from './staging/claims';
 import { recoverTableStaging } from './staging/recovery';
@@ -34,6 +37,8 @@ export class Replica {
   readonly #ingestion: Ingestion;
   readonly #deadLetters: DeadLetterSink;
   readonly #failed: Promise<Error>;
+  readonly #materializer: MaterializerHost | undefined;
+  readonly #ownershipTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     consumer: ResolvedConsumer,
@@ -43,6 +48,7 @@ export class Replica {
     ingestion: Ingestion,
     deadLetters: DeadLetterSink,
     failed: Promise<Error>,
+    materializer: MaterializerHost | undefined,
   ) {
     this.consumer = consumer;
     this.owner = owner;
@@ -51,6 +57,21 @@ export class Replica {
     this.#ingestion = ingestion;
     this.#deadLetters = deadLetters;
     this.#failed = failed;
+    this.#materializer = materializer;
+    if (materializer) {
+      // The planner needs every partition's chain and landed commit, owned here or not.
+      const refresh = () =>
+        void readOwnership(admin, consumer).then(
+          (rows) => materializer.updateOwnership(rows),
+          (error: unknown) =>
+            logger.warn(
+              { event: 'materializer.ownership.failed', err: errorMessage(error) },
+              'could not read offsets',
+            ),
+        );
+      refresh();
+      this.#ownershipTimer = setInterval(refresh, consumer.materializer.pollMs);
+    }
   }
 
   static async start(options: ReplicaOptions): Promise<Replica> {
@@ -122,8 +143,32 @@ export class Replica {
       killAtCommit: options.killAtCommit,
     });
     wiring.ingestion = ingestion;
+    const m = consumer.materializer;
+    const materializer = m.enabled
+      ? await MaterializerHost.start(
+          {
+            tableDir,
+            lance: {
+              uri: consumer.lance.uri ?? path.join(consumer.dataDir, 'lance'),
+              table: consumer.table,
+              ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
+            },
+            owner,
+            mode: m.pipelinePreparation ? 'streamed' : 'buffered',
+            maxPublicationBytes: m.maxPublicationBytes,
+            maxPublicationDelayMs: m.maxPublicationDelayMs,
+            fetchPermits: m.fetchPermits,
+            decodePermits: m.decodePermits,
+            sourceReservationBytes: m.sourceReservationBytes,
+            pollMs: m.pollMs,
+            logLevel: log.level,
+          },
+          reportFailure,
+          log,
+        )
+      : undefined;
     await ingestion.start(reportFailure);
-    return new Replica(consumer, owner, log, admin, ingestion, deadLetters, failed);
+    return new Replica(consumer, owner, log, admin, ingestion, deadLetters, failed, materializer);
   }
 
   /** Resolves with the error when the replica cannot go on (for example staging failed on disk). */
@@ -142,6 +187,9 @@ export class Replica {
   async stop(): Promise<void> {
     this.#logger.info({ event: 'replica.stop' }, 'stopping: stop fetching, flush, commit');
     await this.#ingestion.stop();
+    if (this.#ownershipTimer) clearInterval(this.#ownershipTimer);
+    // Finish the running publication (never interrupt a Lance add).
+    await this.#materializer?.stop();
     await this.#deadLetters.close();
     await this.#admin.disconnect();
     this.#logger.info({ event: 'replica.stopped', ...this.#ingestion.stats }, 'replica stopped');
@@ -183,4 +231,19 @@ async function logCommittedOffsets(admin: Admin, consumer: ResolvedConsumer, log
       'could not read committed offsets',
     );
   }
+}
+
+async function readOwnership(admin: Admin, consumer: ResolvedConsumer): Promise<OwnershipRow[]> {
+  let topics = consumer.topics;
+  if (!topics) {
+    const pattern = new RegExp(consumer.topicsRegex!);
+    topics = (await admin.listTopics()).filter((t) => pattern.test(t));
+  }
+  if (topics.length === 0) return [];
+  const committed = await admin.fetchOffsets({ groupId: consumer.groupId, topics });
+  return committed.flatMap((t) =>
+    t.partitions
+      .filter((p) => Number(p.offset) >= 0)
+      .map((p) => [t.topic, p.partition, decodeChain(p.metadata), Number(p.offset)] as const),
+  );
 }

@@ -113,6 +113,37 @@ export const consumerDefinitionSchema = z
       })
       .default({ maxPartBytes: 64 * 1024 * 1024, maxPartAgeMs: 5_000 }),
     workers: z.number().int().min(1).max(64).default(2),
+    /** Where the Lance table lives: a directory (default <dataDir>/lance) or s3://, gs://, az:// with storageOptions. */
+    lance: z
+      .strictObject({
+        uri: z.string().min(1).optional(),
+        storageOptions: z.record(z.string(), z.string()).optional(),
+      })
+      .prefault({}),
+    materializer: z
+      .strictObject({
+        /** Publish into Lance (false: stage and commit only). */
+        enabled: z.boolean().default(true),
+        /** false: buffered (prepare all, then write); true: streamed (prepare the next while one writes). */
+        pipelinePreparation: z.boolean().default(false),
+        maxPublicationBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(64 * 1024 * 1024),
+        /** A small publication waits at most this long for more parts (freshness bound). */
+        maxPublicationDelayMs: z.number().int().min(0).default(2_000),
+        fetchPermits: z.number().int().min(1).max(64).default(2),
+        decodePermits: z.number().int().min(1).max(64).default(2),
+        /** Bytes of fetched + decoded source data in flight (about 2× the parts being prepared). */
+        sourceReservationBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(256 * 1024 * 1024),
+        pollMs: z.number().int().min(10).default(1_000),
+      })
+      .prefault({}),
     /** Group membership timing (kafkajs names). A crashed replica's partitions move after sessionTimeoutMs. */
     sessionTimeoutMs: z.number().int().min(1_000).default(30_000),
     heartbeatIntervalMs: z.number().int().min(100).default(3_000),

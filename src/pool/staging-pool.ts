@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { StagingEpoch } from '../staging/epoch';
-import { BoundedBudget } from './bounded-budget';
+import { BoundedBudget } from '../common/bounded-budget';
 import { compiledEntry } from './compiled-entry';
 import { packMessages, packedBytes, type PackableMessage } from './packed-messages';
 import type {

@@ -1,4 +1,4 @@
-import { BoundedBudget } from '../../src/pool/bounded-budget';
+import { BoundedBudget } from '../../src/common/bounded-budget';
 import { packMessages, unpackMessages } from '../../src/pool/packed-messages';
 
 describe('bounded budget', () => {

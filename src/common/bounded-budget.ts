@@ -8,6 +8,9 @@ export class BoundedBudget {
   #records = 0;
   #bytes = 0;
   readonly #waiters: { records: number; bytes: number; resolve: () => void }[] = [];
+  /** Total and count of waits that had to queue, for metrics (seconds). */
+  waitSecondsTotal = 0;
+  waits = 0;
 
   constructor(
     readonly maxRecords: number,
@@ -29,7 +32,18 @@ export class BoundedBudget {
       this.#take(records, bytes);
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.#waiters.push({ records, bytes, resolve }));
+    const started = performance.now();
+    return new Promise((resolve) =>
+      this.#waiters.push({
+        records,
+        bytes,
+        resolve: () => {
+          this.waitSecondsTotal += (performance.now() - started) / 1000;
+          this.waits += 1;
+          resolve();
+        },
+      }),
+    );
   }
 
   release(records: number, bytes: number): void {

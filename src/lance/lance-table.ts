@@ -1,0 +1,171 @@
+import * as lancedb from '@lancedb/lancedb';
+import { Field, Schema, Table as ArrowTable, type RecordBatch } from 'apache-arrow';
+import { KafkaLanceError } from '../common/errors';
+import type { Logger } from '../common/logger';
+import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+
+export interface LanceTarget {
+  /** A local directory or an object store URI (s3://, gs://, az://). */
+  readonly uri: string;
+  readonly table: string;
+  readonly storageOptions?: Readonly<Record<string, string>>;
+}
+
+export interface OffsetIntervalFilter {
+  readonly topic: string;
+  readonly partition: number;
+  readonly first: number;
+  readonly last: number;
+}
+
+/** A Lance error classified once, here at the boundary: callers branch on `retriable`. */
+export class LanceWriteError extends KafkaLanceError {
+  constructor(message: string, cause: unknown, retriable: boolean, table: string) {
+    super('BROKER_UNAVAILABLE', `Lance table ${table}: ${message}`, { cause, retriable, context: { table } });
+  }
+}
+
+/**
+ * One Lance table as kafka-lance uses it: created on first publication with the
+ * system columns indexed (BTree on _offset, bitmap on _partition), evolved by adding
+ * nullable columns, appended to with exactly one `add` per publication (one Lance
+ * commit), and counted by offset intervals to resolve an interrupted publication.
+ * It stays an ordinary LanceDB table that Python or Rust readers open as is.
+ */
+export class LanceTable {
+  #table: lancedb.Table | undefined;
+
+  private constructor(
+    readonly target: LanceTarget,
+    private readonly db: lancedb.Connection,
+    private readonly logger: Logger,
+  ) {}
+
+  static async connect(target: LanceTarget, logger: Logger): Promise<LanceTable> {
+    const db = await lancedb.connect(target.uri, {
+      // Other replicas append too: never read a stale version.
+      readConsistencyInterval: 0,
+      ...(target.storageOptions ? { storageOptions: { ...target.storageOptions } } : {}),
+    });
+    const t = new LanceTable(target, db, logger);
+    if ((await db.tableNames()).includes(target.table)) t.#table = await db.openTable(target.table);
+    return t;
+  }
+
+  get exists(): boolean {
+    return this.#table !== undefined;
+  }
+
+  /** Creates the table for `schema`, or adds the columns it lacks (nullable). */
+  async ensureSchema(schema: Schema): Promise<void> {
+    const plain = new Schema(schema.fields);
+    if (!this.#table) {
+      this.#table = await this.db.createEmptyTable(this.target.table, plain, {
+        mode: 'create',
+        existOk: true,
+      });
+      await this.#ensureIndexes();
+      this.logger.info(
+        { event: 'lance.table.created', table: this.target.table, uri: this.target.uri },
+        'Lance table created',
+      );
+    }
+    const current = await this.#table.schema();
+    const have = new Map(current.fields.map((f) => [f.name, f]));
+    const missing: Field[] = [];
+    for (const f of plain.fields) {
+      const existing = have.get(f.name);
+      if (!existing) missing.push(new Field(f.name, f.type, true));
+      else if (String(existing.type) !== String(f.type) && !compatible(existing, f)) {
+        throw new LanceWriteError(
+          `column ${f.name} is ${String(existing.type)} in the table but ${String(f.type)} in the staged data`,
+          undefined,
+          false,
+          this.target.table,
+        );
+      }
+    }
+    if (missing.length > 0) {
+      await this.#table.addColumns(missing);
+      this.logger.info(
+        { event: 'lance.schema.evolved', table: this.target.table, added: missing.map((f) => f.name) },
+        'added nullable columns',
+      );
+    }
+  }
+
+  /**
+   * The writer side of a publication. LanceDB 0.39's `add` takes a whole Arrow table
+   * (no streaming add), so batches are assembled first; `beforeCommit` runs between
+   * the assembly and the single `add` (the ledger's `writing` step). Kept behind an
+   * AsyncIterable so a streaming add can replace the assembly later.
+   */
+  async append(
+    batches: AsyncIterable<RecordBatch>,
+    beforeCommit: () => Promise<void>,
+  ): Promise<{ rows: number; version: number | undefined }> {
+    const collected: RecordBatch[] = [];
+    for await (const b of batches) collected.push(b);
+    if (collected.length > 0) await this.ensureSchema(collected[0]!.schema);
+    await beforeCommit();
+    const rows = collected.reduce((n, b) => n + b.numRows, 0);
+    if (rows === 0) return { rows, version: undefined };
+    const table = this.#required();
+    try {
+      const result = await table.add(new ArrowTable(collected), { mode: 'append' });
+      return { rows, version: (result as { version?: number }).version };
+    } catch (error) {
+      throw new LanceWriteError('add failed', error, true, this.target.table);
+    }
+  }
+
+  /** Rows whose (topic, partition, offset) fall in the intervals. */
+  async countRows(intervals: readonly OffsetIntervalFilter[]): Promise<number> {
+    if (!this.#table || intervals.length === 0) return 0;
+    let total = 0;
+    for (let i = 0; i < intervals.length; i += 64) {
+      const filter = intervals
+        .slice(i, i + 64)
+        .map(
+          (v) =>
+            `(${TOPIC_COLUMN} = '${v.topic.replace(/'/g, "''")}' AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last})`,
+        )
+        .join(' OR ');
+      total += await this.#table.countRows(filter);
+    }
+    return total;
+  }
+
+  async totalRows(): Promise<number> {
+    return this.#table ? this.#table.countRows() : 0;
+  }
+
+  /** Compaction, version cleanup and index update; a conflict with a concurrent commit is retried by the caller. */
+  async optimize(): Promise<void> {
+    await this.#table?.optimize();
+  }
+
+  close(): void {
+    this.#table?.close();
+    this.db.close();
+  }
+
+  async #ensureIndexes(): Promise<void> {
+    const table = this.#required();
+    const existing = new Set((await table.listIndices()).map((i) => i.columns.join(',')));
+    if (!existing.has(OFFSET_COLUMN))
+      await table.createIndex(OFFSET_COLUMN, { config: lancedb.Index.btree() });
+    if (!existing.has(PARTITION_COLUMN))
+      await table.createIndex(PARTITION_COLUMN, { config: lancedb.Index.bitmap() });
+  }
+
+  #required(): lancedb.Table {
+    if (!this.#table) throw new Error(`Lance table ${this.target.table} is not created yet`);
+    return this.#table;
+  }
+}
+
+/** Int32 staged into an Int64 column is cast by Lance; other differences are conflicts. */
+function compatible(existing: Field, staged: Field): boolean {
+  return String(existing.type) === 'Int64' && String(staged.type) === 'Int32';
+}

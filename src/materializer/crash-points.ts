@@ -1,0 +1,10 @@
+/**
+ * Test-only crash points (KAFKA_LANCE_TEST_CRASH_AT=<name>): the process SIGKILLs
+ * itself there, so tests can prove that every point ends exactly once after a
+ * restart. Unset in production: a no-op.
+ */
+export type CrashPointName = 'after-plan' | 'during-prepare' | 'before-add' | 'after-add' | 'after-published';
+
+export function crashPoint(name: CrashPointName): void {
+  if (process.env.KAFKA_LANCE_TEST_CRASH_AT === name) process.kill(process.pid, 'SIGKILL');
+}

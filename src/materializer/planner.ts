@@ -1,0 +1,152 @@
+import { decodeTime } from 'ulid';
+import { tpKey, type TopicPartitionKey } from '../common/offsets';
+import { ceilingOf, type OwnershipEpoch } from '../kafka/ownership';
+import { parsePartName } from '../staging/part-name';
+import type { SealedPart } from '../staging/sealed-part';
+import type { KeepRange, PlanPart } from './plan';
+import * as path from 'node:path';
+
+/** What the broker says of a partition: its ownership chain and its last landed commit. */
+export interface PartitionOwnership {
+  readonly chain: readonly OwnershipEpoch[];
+  readonly committed: number;
+}
+
+export interface PlannerInput {
+  readonly parts: readonly SealedPart[];
+  readonly ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership>;
+  /** This process's owner id: its newest epochs are still moving (their ceiling is the next commit). */
+  readonly liveOwner: string;
+  /** Parts already in a plan: never planned twice. */
+  readonly planned: ReadonlySet<string>;
+  readonly maxPublicationBytes: number;
+  readonly maxPublicationDelayMs: number;
+  readonly now: number;
+}
+
+export interface PartDecision {
+  readonly part: SealedPart;
+  readonly keep: readonly KeepRange[];
+  /** Rows of the part outside the keep ranges exist: the kept count needs a read. */
+  readonly straddles: boolean;
+}
+
+export interface PlannerOutput {
+  /** Groups of ready parts, each of one schema and within the size bound: one publication each. */
+  readonly groups: readonly (readonly PartDecision[])[];
+  /** Parts whose rows are not all below a landed commit yet. */
+  readonly waiting: number;
+  /** Parts whose epoch the ownership chain no longer reaches: held, never guessed at. */
+  readonly unresolvable: readonly {
+    part: string;
+    topic: string;
+    partition: number;
+    owner: string;
+    epoch: number;
+  }[];
+}
+
+/**
+ * Decides which sealed parts can be published and what of them (DESIGN.md, "Ceiling
+ * rule"): a part is ready when, for each partition in it, its rows are below a
+ * landed commit (an epoch still running here), or the epoch has ended (the next
+ * owner's start in the chain is its ceiling) — then rows at or above the ceiling are
+ * cut, the next owner re-consumed them.
+ */
+export function planPublications(input: PlannerInput): PlannerOutput {
+  const ready: PartDecision[] = [];
+  let waiting = 0;
+  const unresolvable: PlannerOutput['unresolvable'][number][] = [];
+  for (const part of input.parts) {
+    if (input.planned.has(part.path)) continue;
+    const keep: KeepRange[] = [];
+    let straddles = false;
+    let isReady = true;
+    for (const r of part.ranges) {
+      const ownership = input.ownership.get(tpKey(r.topic, r.partition));
+      if (!ownership) {
+        isReady = false;
+        break;
+      }
+      const lookup = ceilingOf(ownership.chain, part.epoch.owner, part.epoch.epoch, ownership.committed);
+      if (lookup.kind === 'unknown') {
+        unresolvable.push({ part: part.path, topic: r.topic, partition: r.partition, ...part.epoch });
+        isReady = false;
+        break;
+      }
+      const entryIsNewest =
+        ownership.chain.at(-1)?.owner === part.epoch.owner && lookup.ceiling === ownership.committed;
+      const moving = entryIsNewest && part.epoch.owner === input.liveOwner;
+      if (moving && (r.lastOffset as number) >= ownership.committed) {
+        isReady = false; // not all rows committed yet
+        break;
+      }
+      keep.push({ topic: r.topic, partition: r.partition, from: lookup.start, below: lookup.ceiling });
+      const inside = (r.firstOffset as number) >= lookup.start && (r.lastOffset as number) < lookup.ceiling;
+      const outside = (r.lastOffset as number) < lookup.start || (r.firstOffset as number) >= lookup.ceiling;
+      if (!inside && !outside) straddles = true;
+    }
+    if (isReady) ready.push({ part, keep, straddles });
+    else waiting += 1;
+  }
+
+  // One schema per publication; parts in name order (schema, minute, ULID).
+  const bySchema = new Map<string, PartDecision[]>();
+  for (const d of ready.sort((a, b) =>
+    path.basename(a.part.path).localeCompare(path.basename(b.part.path)),
+  )) {
+    const list = bySchema.get(d.part.schemaKey) ?? [];
+    list.push(d);
+    bySchema.set(d.part.schemaKey, list);
+  }
+  const groups: PartDecision[][] = [];
+  for (const decisions of bySchema.values()) {
+    let current: PartDecision[] = [];
+    let bytes = 0;
+    for (const d of decisions) {
+      if (current.length > 0 && bytes + d.part.bytes > input.maxPublicationBytes) {
+        groups.push(current);
+        current = [];
+        bytes = 0;
+      }
+      current.push(d);
+      bytes += d.part.bytes;
+    }
+    if (current.length === 0) continue;
+    // A small last group waits a little for company, bounded by maxPublicationDelayMs.
+    const oldest = Math.min(...current.map((d) => partCreatedAt(d.part.path)));
+    if (bytes >= input.maxPublicationBytes || input.now - oldest >= input.maxPublicationDelayMs)
+      groups.push(current);
+    else waiting += current.length;
+  }
+  return { groups, waiting, unresolvable };
+}
+
+/** When a part was opened: the time in its ULID. */
+function partCreatedAt(file: string): number {
+  const id = parsePartName(path.basename(file))?.id.slice(0, 26);
+  return id ? decodeTime(id) : 0;
+}
+
+export function toPlanPart(d: PartDecision, keptRows: number): PlanPart {
+  return {
+    path: d.part.path,
+    bytes: d.part.bytes,
+    checksum: d.part.checksum,
+    epoch: d.part.epoch,
+    rows: d.part.rows,
+    keptRows,
+    ranges: d.part.ranges,
+    keep: d.keep,
+  };
+}
+
+/** Rows of a range kept when it lies wholly inside or outside its keep range. */
+export function keptRowsWithoutReading(d: PartDecision): number {
+  let kept = 0;
+  for (const r of d.part.ranges) {
+    const k = d.keep.find((x) => x.topic === r.topic && x.partition === r.partition)!;
+    if ((r.firstOffset as number) >= k.from && (r.lastOffset as number) < k.below) kept += r.rows;
+  }
+  return kept;
+}

@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import { RecordBatch, Schema } from 'apache-arrow';
+import type { BoundedBudget } from '../common/bounded-budget';
+import { PartCorruptError } from '../common/errors';
+import { decodeBatches } from '../staging/ipc-stream';
+import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import type { Permits } from './permits';
+import type { KeepRange, OffsetInterval, PlanPart } from './plan';
+
+/** What one preparation task reports: the publication commits only with all of them, matching the plan. */
+export interface Descriptor {
+  readonly path: string;
+  readonly rows: number;
+  readonly bytes: number;
+  readonly checksum: string;
+  readonly intervals: readonly OffsetInterval[];
+}
+
+export interface PreparedPart {
+  readonly descriptor: Descriptor;
+  readonly batches: readonly RecordBatch[];
+  /** Bytes of the source reservation this part holds until its batches are handed to Lance. */
+  readonly reservedBytes: number;
+}
+
+export interface PreparationContext {
+  readonly fetch: Permits;
+  readonly decode: Permits;
+  readonly reservation: BoundedBudget;
+  /** Test hooks: run inside the fetch / decode permit (inject blocking work or failures). */
+  readonly hooks?: {
+    readonly fetched?: (part: PlanPart) => Promise<void> | void;
+    readonly decoded?: (part: PlanPart) => Promise<void> | void;
+  };
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Fetches and decodes one whole part under the shared permits, keeping the rows the
+ * plan keeps. The source reservation (fetched + decoded bytes, ~2× the part) is
+ * taken before the fetch; on success it stays held (the caller releases it once the
+ * batches are handed to Lance), on failure it is released here. A task that has
+ * started is never abandoned midway: cancellation is checked only before it starts.
+ */
+export async function preparePart(part: PlanPart, ctx: PreparationContext): Promise<PreparedPart> {
+  ctx.signal?.throwIfAborted();
+  const reservedBytes = part.bytes * 2;
+  await ctx.reservation.acquire(0, reservedBytes);
+  try {
+    let bytes: Buffer;
+    {
+      using _fetch = await ctx.fetch.acquire();
+      bytes = await fsp.readFile(part.path);
+      await ctx.hooks?.fetched?.(part);
+    }
+    const checksum = createHash('sha256').update(bytes).digest('hex');
+    if (checksum !== part.checksum) throw new PartCorruptError(part.path, 'checksum differs from the plan');
+    let batches: RecordBatch[];
+    {
+      using _decode = await ctx.decode.acquire();
+      batches = keepRows(decodeBatches(bytes).batches, part.keep);
+      await ctx.hooks?.decoded?.(part);
+    }
+    const rows = batches.reduce((n, b) => n + b.numRows, 0);
+    return {
+      descriptor: { path: part.path, rows, bytes: part.bytes, checksum, intervals: intervalsOf(batches) },
+      batches,
+      reservedBytes,
+    };
+  } catch (error) {
+    ctx.reservation.release(0, reservedBytes);
+    throw error;
+  }
+}
+
+/** The rows inside the keep ranges, as slices (no copy), with the part's schema metadata dropped. */
+function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[]): RecordBatch[] {
+  const out: RecordBatch[] = [];
+  for (const batch of batches) {
+    const schema = new Schema(batch.schema.fields);
+    const plain = new RecordBatch(schema, batch.data);
+    const topics = batch.getChild(TOPIC_COLUMN)!;
+    const partitions = batch.getChild(PARTITION_COLUMN)!;
+    const offsets = batch.getChild(OFFSET_COLUMN)!;
+    let runStart = -1;
+    for (let i = 0; i <= batch.numRows; i++) {
+      let kept = false;
+      if (i < batch.numRows) {
+        const topic = topics.get(i) as string;
+        const partition = partitions.get(i) as number;
+        const offset = Number(offsets.get(i) as bigint);
+        const k = keep.find((x) => x.partition === partition && x.topic === topic);
+        kept = k !== undefined && offset >= k.from && offset < k.below;
+      }
+      if (kept && runStart < 0) runStart = i;
+      if (!kept && runStart >= 0) {
+        out.push(runStart === 0 && i === batch.numRows ? plain : plain.slice(runStart, i));
+        runStart = -1;
+      }
+    }
+  }
+  return out;
+}
+
+/** Runs of consecutive offsets per partition (equal offsets: rows of one record). */
+export function intervalsOf(batches: readonly RecordBatch[]): OffsetInterval[] {
+  const byPartition = new Map<string, { topic: string; partition: number; offsets: number[] }>();
+  for (const b of batches) {
+    const topics = b.getChild(TOPIC_COLUMN)!;
+    const partitions = b.getChild(PARTITION_COLUMN)!;
+    const offsets = b.getChild(OFFSET_COLUMN)!;
+    for (let i = 0; i < b.numRows; i++) {
+      const topic = topics.get(i) as string;
+      const partition = partitions.get(i) as number;
+      const key = `${topic}\u0000${partition}`;
+      let entry = byPartition.get(key);
+      if (!entry) byPartition.set(key, (entry = { topic, partition, offsets: [] }));
+      entry.offsets.push(Number(offsets.get(i) as bigint));
+    }
+  }
+  const out: OffsetInterval[] = [];
+  for (const { topic, partition, offsets } of byPartition.values()) {
+    offsets.sort((a, b) => a - b);
+    let first = offsets[0]!;
+    let last = first;
+    for (const o of offsets.slice(1)) {
+      if (o <= last + 1) {
+        last = o;
+        continue;
+      }
+      out.push({ topic, partition, first, last });
+      first = last = o;
+    }
+    if (offsets.length > 0) out.push({ topic, partition, first, last });
+  }
+  return out;
+}

@@ -1,0 +1,194 @@
+import { promises as fsp } from 'node:fs';
+import type { RecordBatch } from 'apache-arrow';
+import type { BoundedBudget } from '../common/bounded-budget';
+import { KafkaLanceError, asError } from '../common/errors';
+import { fsyncDirectory } from '../common/fs-durable';
+import type { Logger } from '../common/logger';
+import type { LanceTable } from '../lance/lance-table';
+import * as path from 'node:path';
+import { crashPoint } from './crash-points';
+import { ledger, type Plan, type WritingRecord } from './plan';
+import { preparePart, type PreparationContext, type PreparedPart } from './preparation';
+
+export type PreparationMode = 'buffered' | 'streamed';
+
+export interface PublicationResult {
+  readonly id: string;
+  readonly rows: number;
+  readonly bytes: number;
+  readonly prepareSeconds: number;
+  readonly writeSeconds: number;
+  /** Seconds the writer waited for source data (streamed) or for the whole preparation (buffered). */
+  readonly sourceWaitSeconds: number;
+}
+
+/** A publication whose descriptors do not add up to its plan: nothing was written. */
+export class PublicationMismatchError extends KafkaLanceError {
+  constructor(planId: string, detail: string) {
+    super('PART_CORRUPT', `publication ${planId}: ${detail}`, { context: { planId } });
+  }
+}
+
+/** A publication found half in the table after a crash: it cannot be resolved without a human. */
+export class PartialPublicationError extends KafkaLanceError {
+  constructor(planId: string, table: string, found: number, expected: number) {
+    super(
+      'PART_CORRUPT',
+      `table ${table} holds ${found} of the ${expected} rows of publication ${planId}; a Lance add is atomic, so this is not ours to repair: stopping the table`,
+      { context: { planId, table, found, expected } },
+    );
+  }
+}
+
+export interface PublisherOptions {
+  readonly tableDir: string;
+  readonly lance: LanceTable;
+  readonly preparation: PreparationContext;
+  readonly reservation: BoundedBudget;
+  readonly logger: Logger;
+}
+
+/**
+ * Runs one plan to its single Lance commit: prepare every part (permits and source
+ * reservation), check the descriptors against the plan, mark `writing` (with the
+ * exact offset intervals), one `add`, mark `published`, then delete the sources.
+ * Buffered and streamed preparation share all of it but the hand-over of batches.
+ */
+export class Publisher {
+  constructor(private readonly o: PublisherOptions) {}
+
+  async publish(plan: Plan, mode: PreparationMode): Promise<PublicationResult> {
+    const started = performance.now();
+    const tasks = plan.parts.map((part) => preparePart(part, this.o.preparation));
+    // Every admitted task finishes (and keeps or releases its reservation) before a
+    // failure is returned: settle() waits for all of them, once.
+    const prepared: PreparedPart[] = [];
+    let firstError: unknown;
+    let settling: Promise<void> | undefined;
+    const settle = () =>
+      (settling ??= Promise.allSettled(tasks).then((results) => {
+        for (const r of results) {
+          if (r.status === 'fulfilled') prepared.push(r.value);
+          else firstError ??= r.reason;
+        }
+      }));
+    let sourceWait = 0;
+    let preparedAt = 0;
+    let written: { rows: number; version: number | undefined };
+    try {
+      if (mode === 'buffered') {
+        const t0 = performance.now();
+        await settle();
+        sourceWait = (performance.now() - t0) / 1000;
+        if (firstError !== undefined) throw asError(firstError);
+      }
+      const source = this.#batches(tasks, mode, (s) => (sourceWait += s));
+      written = await this.o.lance.append(source, async () => {
+        await settle();
+        if (firstError !== undefined) throw asError(firstError);
+        preparedAt = performance.now();
+        crashPoint('during-prepare');
+        await ledger.markWriting(this.o.tableDir, this.#verify(plan, prepared));
+        crashPoint('before-add');
+      });
+      crashPoint('after-add');
+    } finally {
+      // The batches are in Lance (or the publication failed): the source reservation goes back.
+      await settle();
+      for (const p of prepared) this.o.reservation.release(0, p.reservedBytes);
+    }
+    await ledger.markPublished(this.o.tableDir, plan.id, written.version);
+    crashPoint('after-published');
+    await this.#cleanup(plan);
+    const done = performance.now();
+    return {
+      id: plan.id,
+      rows: written.rows,
+      bytes: plan.bytes,
+      prepareSeconds: ((preparedAt || done) - started) / 1000,
+      writeSeconds: (done - (preparedAt || done)) / 1000,
+      sourceWaitSeconds: sourceWait,
+    };
+  }
+
+  /**
+   * Startup: finish what a crash interrupted. `published` → delete leftover sources;
+   * `writing` → the table decides: all its rows there → published, none → write
+   * again, some → stop (PartialPublicationError); a plan alone → publish it.
+   */
+  async resume(mode: PreparationMode): Promise<{ finished: number; rewritten: number }> {
+    let finished = 0;
+    let rewritten = 0;
+    for (const { plan, writing, published } of await ledger.list(this.o.tableDir)) {
+      let done = published;
+      if (!done && writing) {
+        const found = await this.o.lance.countRows(writing.intervals);
+        if (found === writing.rows) {
+          await ledger.markPublished(this.o.tableDir, plan.id, undefined);
+          done = true;
+        } else if (found !== 0) {
+          throw new PartialPublicationError(plan.id, this.o.lance.target.table, found, writing.rows);
+        }
+      }
+      if (done) {
+        await this.#cleanup(plan);
+        finished += 1;
+        continue;
+      }
+      this.o.logger.info(
+        { event: 'publication.resume', id: plan.id },
+        'publishing an interrupted plan again',
+      );
+      await this.publish(plan, mode);
+      rewritten += 1;
+    }
+    return { finished, rewritten };
+  }
+
+  #verify(plan: Plan, prepared: readonly PreparedPart[]): WritingRecord {
+    if (prepared.length !== plan.parts.length) {
+      throw new PublicationMismatchError(
+        plan.id,
+        `${prepared.length} descriptors for ${plan.parts.length} parts`,
+      );
+    }
+    const byPath = new Map(prepared.map((p) => [p.descriptor.path, p.descriptor]));
+    let rows = 0;
+    for (const part of plan.parts) {
+      const d = byPath.get(part.path);
+      if (!d) throw new PublicationMismatchError(plan.id, `no descriptor for ${part.path}`);
+      if (d.checksum !== part.checksum)
+        throw new PublicationMismatchError(plan.id, `checksum of ${part.path} differs`);
+      if (d.rows !== part.keptRows) {
+        throw new PublicationMismatchError(
+          plan.id,
+          `${part.path}: ${d.rows} rows prepared, plan keeps ${part.keptRows}`,
+        );
+      }
+      rows += d.rows;
+    }
+    if (rows !== plan.rows)
+      throw new PublicationMismatchError(plan.id, `${rows} rows prepared, plan has ${plan.rows}`);
+    return { id: plan.id, rows, intervals: prepared.flatMap((p) => p.descriptor.intervals) };
+  }
+
+  /** Batches in plan order (buffered: all ready) or as each part becomes ready (streamed). */
+  async *#batches(
+    tasks: readonly Promise<PreparedPart>[],
+    mode: PreparationMode,
+    waited: (seconds: number) => void,
+  ): AsyncGenerator<RecordBatch> {
+    for (const task of tasks) {
+      const t0 = performance.now();
+      const part = await task;
+      if (mode === 'streamed') waited((performance.now() - t0) / 1000);
+      yield* part.batches;
+    }
+  }
+
+  async #cleanup(plan: Plan): Promise<void> {
+    for (const part of plan.parts) await fsp.rm(part.path, { force: true });
+    if (plan.parts.length > 0) await fsyncDirectory(path.dirname(plan.parts[0]!.path));
+    await ledger.forget(this.o.tableDir, plan.id);
+  }
+}
