@@ -34,6 +34,8 @@ export class LanceWriteError extends KafkaLanceError {
  */
 export class LanceTable {
   #table: lancedb.Table | undefined;
+  /** Schema changes (create, indexes, new columns) one at a time in this process. */
+  #schemaChanges: Promise<unknown> = Promise.resolve();
 
   private constructor(
     readonly target: LanceTarget,
@@ -56,8 +58,17 @@ export class LanceTable {
     return this.#table !== undefined;
   }
 
-  /** Creates the table for `schema`, or adds the columns it lacks (nullable). */
-  async ensureSchema(schema: Schema): Promise<void> {
+  /**
+   * Creates the table for `schema`, or adds the columns it lacks (nullable). Other
+   * replicas may change the schema concurrently: a commit conflict is retried.
+   */
+  ensureSchema(schema: Schema): Promise<void> {
+    const run = this.#schemaChanges.then(() => retryConflicts(() => this.#ensureSchema(schema)));
+    this.#schemaChanges = run.catch(() => undefined);
+    return run;
+  }
+
+  async #ensureSchema(schema: Schema): Promise<void> {
     const plain = new Schema(schema.fields);
     if (!this.#table) {
       this.#table = await this.db.createEmptyTable(this.target.table, plain, {
@@ -112,7 +123,8 @@ export class LanceTable {
     if (rows === 0) return { rows, version: undefined };
     const table = this.#required();
     try {
-      const result = await table.add(new ArrowTable(collected), { mode: 'append' });
+      const arrowTable = new ArrowTable(collected);
+      const result = await retryConflicts(() => table.add(arrowTable, { mode: 'append' }));
       return { rows, version: (result as { version?: number }).version };
     } catch (error) {
       throw new LanceWriteError('add failed', error, true, this.target.table);
@@ -142,7 +154,8 @@ export class LanceTable {
 
   /** Compaction, version cleanup and index update; a conflict with a concurrent commit is retried by the caller. */
   async optimize(): Promise<void> {
-    await this.#table?.optimize();
+    const table = this.#table;
+    if (table) await retryConflicts(() => table.optimize());
   }
 
   close(): void {
@@ -168,4 +181,24 @@ export class LanceTable {
 /** Int32 staged into an Int64 column is cast by Lance; other differences are conflicts. */
 function compatible(existing: Field, staged: Field): boolean {
   return String(existing.type) === 'Int64' && String(staged.type) === 'Int32';
+}
+
+/**
+ * LanceDB's errors are untyped: this is the one place that reads their text. A
+ * commit preempted by another writer (another replica, a compaction) is retried.
+ */
+export function isCommitConflict(error: unknown): boolean {
+  const text = error instanceof Error ? error.message : String(error);
+  return /Retryable commit conflict|preempted by concurrent transaction|Commit conflict/i.test(text);
+}
+
+async function retryConflicts<T>(fn: () => Promise<T>, attempts = 8): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!isCommitConflict(error) || attempt >= attempts) throw error;
+      await new Promise((r) => setTimeout(r, Math.min(2_000, 25 * 2 ** attempt) * (0.5 + Math.random())));
+    }
+  }
 }

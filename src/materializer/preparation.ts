@@ -5,6 +5,7 @@ import type { BoundedBudget } from '../common/bounded-budget';
 import { PartCorruptError } from '../common/errors';
 import { decodeBatches } from '../staging/ipc-stream';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import { crashPoint } from './crash-points';
 import type { Permits } from './permits';
 import type { KeepRange, OffsetInterval, PlanPart } from './plan';
 
@@ -52,6 +53,7 @@ export async function preparePart(part: PlanPart, ctx: PreparationContext): Prom
     {
       using _fetch = await ctx.fetch.acquire();
       bytes = await fsp.readFile(part.path);
+      crashPoint('during-prepare');
       await ctx.hooks?.fetched?.(part);
     }
     const checksum = createHash('sha256').update(bytes).digest('hex');

@@ -87,7 +87,6 @@ export class Publisher {
         await settle();
         if (firstError !== undefined) throw asError(firstError);
         preparedAt = performance.now();
-        crashPoint('during-prepare');
         await ledger.markWriting(this.o.tableDir, this.#verify(plan, prepared));
         crashPoint('before-add');
       });

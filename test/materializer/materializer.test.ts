@@ -1,0 +1,241 @@
+import { spawn } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
+import type { CrashPointName } from '../../src/materializer/crash-points';
+import { PartialPublicationError } from '../../src/materializer/publisher';
+import { ledger } from '../../src/materializer/plan';
+import {
+  TABLE,
+  TOPIC,
+  expectExactly,
+  ledgerFiles,
+  openMaterializer,
+  ownershipOf,
+  readLance,
+  sealedPartCount,
+  stageRows,
+} from '../support/materializer-fixture';
+import { tempDir } from '../support/rows';
+
+const CHILD = path.resolve(__dirname, '../../dist/test/support/materializer-child.js');
+const chainA = [{ owner: 'A', epoch: 1, start: 0 }];
+
+let dir: string;
+let tableDir: string;
+let lanceDir: string;
+beforeEach(async () => {
+  dir = await tempDir('kl-mat');
+  tableDir = path.join(dir, 'staging', TABLE);
+  lanceDir = path.join(dir, 'lance');
+});
+afterEach(async () => {
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+describe.each(['buffered', 'streamed'] as const)('materializer (%s)', (mode) => {
+  test('publishes every committed staged row exactly once, deletes the sources and empties the ledger', async () => {
+    await stageRows(tableDir, { partitions: 3, perPartition: 20_000, rowsPerPart: 2_500 });
+    const m = await openMaterializer(tableDir, lanceDir, { mode, maxPublicationBytes: 1024 * 1024 });
+    m.setOwnership(ownershipOf(3, chainA, 20_000));
+    const results = await m.runOnce();
+    expect(results.length).toBeGreaterThan(1); // the size bound split the backlog
+    expectExactly(await readLance(lanceDir), 3, () => 20_000);
+    expect(await sealedPartCount(tableDir)).toBe(0);
+    expect(await ledgerFiles(tableDir)).toEqual([]);
+    const stats = m.stats();
+    expect(stats.permits.every((p) => p.inUse === 0)).toBe(true);
+    expect(stats.reservation.bytes).toBe(0);
+    m.close();
+  });
+});
+
+test("the ceiling rule: an ended epoch's rows at or above the next owner's start are cut, never published", async () => {
+  await stageRows(tableDir, { partitions: 2, perPartition: 1_000, rowsPerPart: 300 });
+  const m = await openMaterializer(tableDir, lanceDir);
+  // Partition 0 moved to B at 450 (A's rows 450..999 were re-consumed by B); partition 1 is still A's.
+  const ownership = ownershipOf(2, chainA, 1_000);
+  ownership.set(ownership.keys().next().value!, {
+    chain: [...chainA, { owner: 'B', epoch: 1, start: 450 }],
+    committed: 2_000,
+  });
+  m.setOwnership(ownership);
+  await m.runOnce();
+  expectExactly(await readLance(lanceDir), 2, (p) => (p === 0 ? 450 : 1_000));
+  expect(await sealedPartCount(tableDir)).toBe(0);
+  m.close();
+});
+
+test('parts of an epoch the chain no longer reaches are held, not guessed at', async () => {
+  await stageRows(tableDir, { partitions: 1, perPartition: 100, rowsPerPart: 100, owner: 'Z' });
+  const m = await openMaterializer(tableDir, lanceDir);
+  m.setOwnership(ownershipOf(1, chainA, 100));
+  expect(await m.runOnce()).toEqual([]);
+  expect(m.stats().unresolvableParts).toBe(1);
+  expect(await sealedPartCount(tableDir)).toBe(1);
+  expect(await readLance(lanceDir)).toEqual([]);
+  m.close();
+});
+
+test("this replica's running epoch publishes a part only once all its rows are committed", async () => {
+  await stageRows(tableDir, { partitions: 1, perPartition: 100, rowsPerPart: 100, owner: 'live' });
+  const m = await openMaterializer(tableDir, lanceDir, { owner: 'live' });
+  const chain = [{ owner: 'live', epoch: 1, start: 0 }];
+  m.setOwnership(ownershipOf(1, chain, 99)); // offset 99 not committed yet
+  expect(await m.runOnce()).toEqual([]);
+  m.setOwnership(ownershipOf(1, chain, 100));
+  expect((await m.runOnce()).map((r) => r.rows)).toEqual([100]);
+  m.close();
+});
+
+describe('permits and source reservation', () => {
+  test('a failing task waits for every admitted task; permits and reserved bytes return to zero; nothing is visible', async () => {
+    await stageRows(tableDir, { partitions: 1, perPartition: 4_000, rowsPerPart: 1_000 });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let decodes = 0;
+    let maxDecoding = 0;
+    let decoding = 0;
+    let failedAt = 0;
+    let sawBlocked = false;
+    const m = await openMaterializer(tableDir, lanceDir, {
+      decodePermits: 2,
+      fetchPermits: 2,
+      sourceReservationBytes: 10 * 1024 * 1024,
+      hooks: {
+        decoded: async () => {
+          decoding += 1;
+          maxDecoding = Math.max(maxDecoding, decoding);
+          const n = decodes++;
+          try {
+            if (n === 0) await gate; // a blocking decode
+            if (n === 1) {
+              failedAt = performance.now();
+              throw new Error('injected decode failure');
+            }
+          } finally {
+            decoding -= 1;
+          }
+        },
+      },
+    });
+    m.setOwnership(ownershipOf(1, chainA, 4_000));
+    const run = m.runOnce();
+    let settledAt = 0;
+    void run.catch(() => (settledAt = performance.now()));
+    await new Promise((r) => setTimeout(r, 300));
+    // The failure happened, but the blocked decode still holds its permit and reservation: no answer yet.
+    expect(failedAt).toBeGreaterThan(0);
+    expect(settledAt).toBe(0);
+    const during = m.stats();
+    sawBlocked = during.permits.find((p) => p.kind === 'decode')!.inUse >= 1 && during.reservation.bytes > 0;
+    expect(sawBlocked).toBe(true);
+    open();
+    await expect(run).rejects.toThrow('injected decode failure');
+    expect(settledAt).toBeGreaterThan(failedAt);
+    expect(maxDecoding).toBeLessThanOrEqual(2);
+    const after = m.stats();
+    expect(after.permits.map((p) => p.inUse)).toEqual([0, 0]);
+    expect(after.reservation.bytes).toBe(0);
+    expect(await readLance(lanceDir)).toEqual([]); // nothing partial
+    expect(await sealedPartCount(tableDir)).toBe(4); // sources kept
+    m.close();
+
+    // The plan is retried from the ledger and publishes once.
+    const retry = await openMaterializer(tableDir, lanceDir);
+    retry.setOwnership(ownershipOf(1, chainA, 4_000));
+    await retry.runOnce();
+    expectExactly(await readLance(lanceDir), 1, () => 4_000);
+    retry.close();
+  });
+
+  test('row counts in Lance only ever move by whole publications', async () => {
+    await stageRows(tableDir, { partitions: 2, perPartition: 10_000, rowsPerPart: 1_000 });
+    const m = await openMaterializer(tableDir, lanceDir, {
+      maxPublicationBytes: 300 * 1024,
+      mode: 'streamed',
+    });
+    m.setOwnership(ownershipOf(2, chainA, 10_000));
+    const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
+    const seen = new Set<number>();
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        if ((await db.tableNames()).includes(TABLE)) {
+          const t = await db.openTable(TABLE);
+          seen.add(await t.countRows());
+          t.close();
+        }
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const results = await m.runOnce();
+    watching = false;
+    await watcher;
+    // Every count observed is 0 or a sum of whole publications (in any order for streamed).
+    const sizes = results.map((r) => r.rows);
+    const reachable = new Set([0]);
+    for (const s of sizes) for (const r of [...reachable]) reachable.add(r + s);
+    for (const count of seen) expect(reachable.has(count)).toBe(true);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(20_000);
+    db.close();
+    m.close();
+  });
+});
+
+test('a publication found half in the table stops with an error that says why', async () => {
+  await stageRows(tableDir, { partitions: 1, perPartition: 100, rowsPerPart: 100 });
+  const m = await openMaterializer(tableDir, lanceDir);
+  m.setOwnership(ownershipOf(1, chainA, 100));
+  await m.runOnce();
+  m.close();
+  // A ledger claiming a 'writing' publication of 200 rows of which only 100 are in the table.
+  await ledger.writePlan(tableDir, {
+    id: 'P1',
+    table: TABLE,
+    schemaKey: 'x',
+    createdAt: 0,
+    parts: [],
+    rows: 200,
+    bytes: 0,
+  });
+  await ledger.markWriting(tableDir, {
+    id: 'P1',
+    rows: 200,
+    intervals: [{ topic: TOPIC, partition: 0, first: 0, last: 199 }],
+  });
+  const again = await openMaterializer(tableDir, lanceDir);
+  await expect(again.resume()).rejects.toBeInstanceOf(PartialPublicationError);
+  await expect(again.resume()).rejects.toThrow(/holds 100 of the 200 rows/);
+  again.close();
+});
+
+describe('crash points: a real SIGKILL at each, then a restart, ends exactly once', () => {
+  const points: CrashPointName[] = [
+    'after-plan',
+    'during-prepare',
+    'before-add',
+    'after-add',
+    'after-published',
+  ];
+  test.each(points)('%s', async (point) => {
+    await stageRows(tableDir, { partitions: 2, perPartition: 3_000, rowsPerPart: 1_000 });
+    const run = (env: NodeJS.ProcessEnv) =>
+      new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [CHILD, tableDir, lanceDir, '2', '3000', 'buffered'], {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+        child.on('exit', (code, signal) => resolve({ code, signal, stderr }));
+      });
+    const crashed = await run({ KAFKA_LANCE_TEST_CRASH_AT: point });
+    expect(crashed.signal).toBe('SIGKILL');
+    const restarted = await run({ KAFKA_LANCE_TEST_CRASH_AT: '' });
+    expect(restarted).toMatchObject({ code: 0, stderr: '' });
+    expectExactly(await readLance(lanceDir), 2, () => 3_000);
+    expect(await sealedPartCount(tableDir)).toBe(0);
+    expect(await ledgerFiles(tableDir)).toEqual([]);
+  });
+});

@@ -1,0 +1,136 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
+import { silentLogger } from '../../src/common/logger';
+import { recordOffset, tpKey, type TopicPartitionKey } from '../../src/common/offsets';
+import type { OwnershipEpoch } from '../../src/kafka/ownership';
+import { Materializer, type MaterializerOptions } from '../../src/materializer/materializer';
+import type { PartitionOwnership } from '../../src/materializer/planner';
+import { ClaimRegistry, TableStaging, minuteKeyOf } from '../../src/staging';
+import { payloadOf, range, rowsFor } from './rows';
+
+export const TOPIC = 'mat';
+export const TABLE = 'events';
+
+/** Stages `perPartition` rows in each partition as sealed parts of about `rowsPerPart` rows, by `owner`/`epoch`. */
+export async function stageRows(
+  tableDir: string,
+  options: {
+    partitions: number;
+    perPartition: number;
+    rowsPerPart: number;
+    owner?: string;
+    epoch?: number;
+    from?: number;
+  },
+): Promise<void> {
+  const staging = await TableStaging.open({
+    tableDir,
+    table: TABLE,
+    claims: new ClaimRegistry(),
+    owner: 'fixture',
+    logger: silentLogger(),
+    maxPartBytes: 1 << 30,
+    maxPartAgeMs: 1 << 30,
+    epoch: { owner: options.owner ?? 'A', epoch: options.epoch ?? 1 },
+  });
+  const from = options.from ?? 0;
+  for (let start = from; start < from + options.perPartition; start += options.rowsPerPart) {
+    const end = Math.min(from + options.perPartition, start + options.rowsPerPart);
+    for (let p = 0; p < options.partitions; p++) {
+      staging.push({
+        topic: TOPIC,
+        partition: p,
+        batch: rowsFor(TOPIC, p, range(start, end)),
+        minute: minuteKeyOf(Date.UTC(2026, 10, 30, 12)),
+        handledThrough: recordOffset(end - 1),
+      });
+    }
+    await staging.flush({ force: true });
+  }
+  await staging.close();
+}
+
+export function ownershipOf(
+  partitions: number,
+  chain: readonly OwnershipEpoch[],
+  committed: number,
+): Map<TopicPartitionKey, PartitionOwnership> {
+  return new Map(Array.from({ length: partitions }, (_, p) => [tpKey(TOPIC, p), { chain, committed }]));
+}
+
+export function materializerOptions(
+  tableDir: string,
+  lanceDir: string,
+  extra: Partial<MaterializerOptions> = {},
+): MaterializerOptions {
+  return {
+    tableDir,
+    lance: { uri: lanceDir, table: TABLE },
+    owner: 'materializer-test',
+    mode: 'buffered',
+    maxPublicationBytes: 64 * 1024 * 1024,
+    maxPublicationDelayMs: 0,
+    fetchPermits: 2,
+    decodePermits: 2,
+    sourceReservationBytes: 256 * 1024 * 1024,
+    logger: silentLogger(),
+    ...extra,
+  };
+}
+
+export async function openMaterializer(
+  tableDir: string,
+  lanceDir: string,
+  extra: Partial<MaterializerOptions> = {},
+) {
+  return Materializer.open(materializerOptions(tableDir, lanceDir, extra));
+}
+
+export interface LanceRow {
+  readonly partition: number;
+  readonly offset: number;
+  readonly message: string | null;
+}
+
+export async function readLance(lanceDir: string): Promise<LanceRow[]> {
+  const db = await lancedb.connect(lanceDir);
+  if (!(await db.tableNames()).includes(TABLE)) return [];
+  const t = await db.openTable(TABLE);
+  const rows = (await t.query().select(['_partition', '_offset', 'message']).toArray()) as {
+    _partition: number;
+    _offset: bigint;
+    message: string | null;
+  }[];
+  t.close();
+  db.close();
+  return rows.map((r) => ({ partition: r._partition, offset: Number(r._offset), message: r.message }));
+}
+
+/** Each (partition, offset) in [0, below) exactly once, with its payload. */
+export function expectExactly(
+  rows: readonly LanceRow[],
+  partitions: number,
+  below: (p: number) => number,
+): void {
+  const seen = new Set<string>();
+  for (const r of rows) {
+    const key = `${r.partition}:${r.offset}`;
+    if (seen.has(key)) throw new Error(`row ${key} published twice`);
+    seen.add(key);
+    if (r.offset >= below(r.partition))
+      throw new Error(`row ${key} is above its ceiling ${below(r.partition)}`);
+    if (r.message !== payloadOf(TOPIC, r.partition, r.offset)) throw new Error(`row ${key} has other bytes`);
+  }
+  let expected = 0;
+  for (let p = 0; p < partitions; p++) expected += below(p);
+  if (seen.size !== expected) throw new Error(`${seen.size} rows published, ${expected} expected`);
+}
+
+export async function sealedPartCount(tableDir: string): Promise<number> {
+  return (await fsp.readdir(tableDir)).filter((n) => n.endsWith('.arrows')).length;
+}
+
+export async function ledgerFiles(tableDir: string): Promise<string[]> {
+  return fsp.readdir(path.join(tableDir, 'plans')).catch(() => []);
+}
