@@ -161,6 +161,7 @@ export class Replica {
             decodePermits: m.decodePermits,
             sourceReservationBytes: m.sourceReservationBytes,
             pollMs: m.pollMs,
+            optimizeEveryMs: m.optimizeEveryMs,
             logLevel: log.level,
           },
           reportFailure,

@@ -142,6 +142,11 @@ export const consumerDefinitionSchema = z
           .positive()
           .default(256 * 1024 * 1024),
         pollMs: z.number().int().min(10).default(1_000),
+        /**
+         * Compact small fragments (LanceDB optimize) this often; 0 turns it off. Only the
+         * replica that owns the first partition of the first topic runs it.
+         */
+        optimizeEveryMs: z.number().int().min(0).default(300_000),
       })
       .prefault({}),
     /** Group membership timing (kafkajs names). A crashed replica's partitions move after sessionTimeoutMs. */

@@ -49,13 +49,16 @@ export class LanceTable {
       readConsistencyInterval: 0,
       ...(target.storageOptions ? { storageOptions: { ...target.storageOptions } } : {}),
     });
-    const t = new LanceTable(target, db, logger);
-    if ((await db.tableNames()).includes(target.table)) t.#table = await db.openTable(target.table);
-    return t;
+    // The table is opened lazily: a storage failure shows up in a publication (retried), not at start.
+    return new LanceTable(target, db, logger);
   }
 
-  get exists(): boolean {
-    return this.#table !== undefined;
+  /** The table, once it exists (created by this or another replica). */
+  async #current(): Promise<lancedb.Table | undefined> {
+    if (!this.#table && (await this.db.tableNames()).includes(this.target.table)) {
+      this.#table = await this.db.openTable(this.target.table);
+    }
+    return this.#table;
   }
 
   /**
@@ -70,6 +73,7 @@ export class LanceTable {
 
   async #ensureSchema(schema: Schema): Promise<void> {
     const plain = new Schema(schema.fields);
+    await this.#current();
     if (!this.#table) {
       this.#table = await this.db.createEmptyTable(this.target.table, plain, {
         mode: 'create',
@@ -133,7 +137,8 @@ export class LanceTable {
 
   /** Rows whose (topic, partition, offset) fall in the intervals. */
   async countRows(intervals: readonly OffsetIntervalFilter[]): Promise<number> {
-    if (!this.#table || intervals.length === 0) return 0;
+    const table = intervals.length === 0 ? undefined : await this.#current();
+    if (!table) return 0;
     let total = 0;
     for (let i = 0; i < intervals.length; i += 64) {
       const filter = intervals
@@ -143,19 +148,21 @@ export class LanceTable {
             `(${TOPIC_COLUMN} = '${v.topic.replace(/'/g, "''")}' AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last})`,
         )
         .join(' OR ');
-      total += await this.#table.countRows(filter);
+      total += await table.countRows(filter);
     }
     return total;
   }
 
   async totalRows(): Promise<number> {
-    return this.#table ? this.#table.countRows() : 0;
+    const table = await this.#current();
+    return table ? table.countRows() : 0;
   }
 
   /** Compaction, version cleanup and index update; a conflict with a concurrent commit is retried by the caller. */
-  async optimize(): Promise<void> {
-    const table = this.#table;
+  async optimize(): Promise<boolean> {
+    const table = await this.#current();
     if (table) await retryConflicts(() => table.optimize());
+    return table !== undefined;
   }
 
   close(): void {

@@ -34,13 +34,18 @@ async function main(): Promise<void> {
     wake?.();
   });
   reply({ type: 'ready' });
-  await materializer.resume();
+  // Interrupted publications are finished at the start of every run (runOnce → resume).
   let backoffMs = 0;
+  let lastOptimize = Date.now();
   while (!stopping) {
     if (ownership) {
       try {
         await materializer.runOnce();
         backoffMs = 0;
+        if (init.optimizeEveryMs > 0 && Date.now() - lastOptimize >= init.optimizeEveryMs) {
+          lastOptimize = Date.now();
+          await materializer.optimizeIfLeader();
+        }
       } catch (error) {
         if (error instanceof PartialPublicationError) throw error;
         // Lance unreachable, a disk error...: nothing is lost (sources stay until published); retry with backoff.

@@ -158,6 +158,31 @@ export class Materializer {
     return results;
   }
 
+  /**
+   * Compaction by one replica at a time: the owner of the first partition of the
+   * first topic (by the chains it was given). A commit conflict with a concurrent
+   * append is retried inside; any other failure is logged, never fatal.
+   */
+  async optimizeIfLeader(): Promise<boolean> {
+    const first = [...this.#ownership.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))[0];
+    if (!first || first[1].chain.at(-1)?.owner !== this.#o.owner) return false;
+    try {
+      const t0 = performance.now();
+      if (!(await this.#lance.optimize())) return false;
+      this.#o.logger.info(
+        { event: 'lance.optimized', seconds: (performance.now() - t0) / 1000 },
+        'compacted the table',
+      );
+      return true;
+    } catch (error) {
+      this.#o.logger.warn(
+        { event: 'lance.optimize.failed', err: error },
+        'compaction failed; will try again',
+      );
+      return false;
+    }
+  }
+
   stats(): MaterializerStats {
     return {
       ...this.#stats,

@@ -14,6 +14,7 @@ export interface MaterializerWorkerInit {
   readonly decodePermits: number;
   readonly sourceReservationBytes: number;
   readonly pollMs: number;
+  readonly optimizeEveryMs: number;
   readonly logLevel: string;
 }
 

@@ -239,3 +239,97 @@ describe('crash points: a real SIGKILL at each, then a restart, ends exactly onc
     expect(await ledgerFiles(tableDir)).toEqual([]);
   });
 });
+
+test('a new nullable column in later parts is added to the table; earlier rows read null', async () => {
+  await stageRows(tableDir, { partitions: 1, perPartition: 100, rowsPerPart: 100 });
+  const m = await openMaterializer(tableDir, lanceDir);
+  m.setOwnership(ownershipOf(1, chainA, 200));
+  await m.runOnce();
+  // Parts of an evolved schema: the same rows plus a `region` column.
+  const { TableStaging, ClaimRegistry, minuteKeyOf } = await import('../../src/staging');
+  const { Field, Utf8, RecordBatch, Schema, Struct, makeData, vectorFromArray } =
+    await import('apache-arrow');
+  const { rowsFor, range } = await import('../support/rows');
+  const { silentLogger } = await import('../../src/common/logger');
+  const { recordOffset } = await import('../../src/common/offsets');
+  const base = rowsFor(TOPIC, 0, range(100, 200));
+  const schema = new Schema([...base.schema.fields, new Field('region', new Utf8(), true)]);
+  const region = vectorFromArray(
+    range(100, 200).map((i) => `r${i % 3}`),
+    new Utf8(),
+  ).data[0]!;
+  const evolved = new RecordBatch(
+    schema,
+    makeData({
+      type: new Struct(schema.fields),
+      length: 100,
+      nullCount: 0,
+      children: [...base.data.children, region],
+    }),
+  );
+  const staging = await TableStaging.open({
+    tableDir,
+    table: TABLE,
+    claims: new ClaimRegistry(),
+    owner: 'fixture',
+    logger: silentLogger(),
+    maxPartBytes: 1 << 30,
+    maxPartAgeMs: 1 << 30,
+    epoch: { owner: 'A', epoch: 1 },
+  });
+  staging.push({
+    topic: TOPIC,
+    partition: 0,
+    batch: evolved,
+    minute: minuteKeyOf(Date.now()),
+    handledThrough: recordOffset(199),
+  });
+  await staging.close();
+  await m.runOnce();
+  expectExactly(await readLance(lanceDir), 1, () => 200);
+  const db = await lancedb.connect(lanceDir);
+  const t = await db.openTable(TABLE);
+  expect((await t.schema()).fields.find((f) => f.name === 'region')?.nullable).toBe(true);
+  expect(await t.countRows('region IS NULL')).toBe(100);
+  expect(await t.countRows("region = 'r1'")).toBe(34);
+  t.close();
+  db.close();
+  m.close();
+});
+
+test('a Lance failure loses nothing: the publication fails, sources stay, and it succeeds once Lance is back', async () => {
+  await stageRows(tableDir, { partitions: 1, perPartition: 500, rowsPerPart: 250 });
+  // A file where the table directory should be: Lance cannot write there.
+  await fsp.mkdir(lanceDir, { recursive: true });
+  await fsp.writeFile(path.join(lanceDir, `${TABLE}.lance`), 'not a directory');
+  const broken = await openMaterializer(tableDir, lanceDir);
+  broken.setOwnership(ownershipOf(1, chainA, 500));
+  await expect(broken.runOnce()).rejects.toThrow();
+  expect(broken.stats().failedPublications).toBe(1);
+  expect(await sealedPartCount(tableDir)).toBe(2);
+  broken.close();
+  await fsp.rm(path.join(lanceDir, `${TABLE}.lance`));
+  const fixed = await openMaterializer(tableDir, lanceDir);
+  fixed.setOwnership(ownershipOf(1, chainA, 500));
+  await fixed.runOnce();
+  expectExactly(await readLance(lanceDir), 1, () => 500);
+  fixed.close();
+});
+
+test('compaction runs only on the replica that owns the first partition, and keeps every row', async () => {
+  for (let i = 0; i < 4; i++)
+    await stageRows(tableDir, { partitions: 2, perPartition: 50, rowsPerPart: 50, from: i * 50 });
+  const follower = await openMaterializer(tableDir, lanceDir, {
+    owner: 'someone-else',
+    maxPublicationBytes: 1,
+  });
+  follower.setOwnership(ownershipOf(2, chainA, 200));
+  await follower.runOnce();
+  expect(await follower.optimizeIfLeader()).toBe(false);
+  follower.close();
+  const leader = await openMaterializer(tableDir, lanceDir, { owner: 'A' });
+  leader.setOwnership(ownershipOf(2, chainA, 200));
+  expect(await leader.optimizeIfLeader()).toBe(true);
+  expectExactly(await readLance(lanceDir), 2, () => 200);
+  leader.close();
+});
