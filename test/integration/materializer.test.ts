@@ -122,3 +122,56 @@ test.each([false, true])(
     );
   },
 );
+
+test('two replicas publishing into one Lance table, one SIGKILLed mid-stream and restarted: every record exactly once', async () => {
+  const topic = uniqueName('e2e2');
+  const name = uniqueName('two').replace(/[^A-Za-z0-9_-]/g, '');
+  await admin.createTopics({ topics: [{ topic, numPartitions: 4 }], waitForLeaders: true });
+  const lanceDir = path.join(work, `${name}-lance`);
+  const file = await writeConsumer(work, {
+    name,
+    topics: [topic],
+    table: 'logs',
+    schema: { fields: { n: 'int64', level: 'string', service: 'string', message: 'string' } },
+    deadLetter: { file: path.join(work, `${name}.dlq`) },
+    durabilityIntervalMs: 200,
+    sessionTimeoutMs: 6_000,
+    heartbeatIntervalMs: 1_000,
+    staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: 500 },
+    lance: { uri: lanceDir },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const produced: Produced[] = [];
+  const producing = (async () => {
+    for (let i = 0; i < 20; i++) {
+      produced.push(...(await produceRecords(kafka, topic, 4, 4_000, undefined, i * 4_000)));
+      await new Promise((r) => setTimeout(r, 400));
+    }
+  })();
+  const dirA = await tempDir('kl-two-a');
+  let a = new ReplicaProcess(file, dirA, testBrokers());
+  const b = new ReplicaProcess(file, await tempDir('kl-two-b'), testBrokers());
+  await a.waitForEvent('kafka.join');
+  await b.waitForEvent('kafka.join');
+  await a.waitForEvent('publication');
+  expect((await a.kill('SIGKILL')).signal).toBe('SIGKILL');
+  await new Promise((r) => setTimeout(r, 3_000));
+  a = new ReplicaProcess(file, dirA, testBrokers());
+  await producing;
+  await waitForCommittedAtEnd(admin, `kafka-lance-${name}`, topic);
+  await waitForRows(lanceDir, 'logs', produced.length);
+  // Let both replicas publish whatever else they might (a duplicate would show up now).
+  await new Promise((r) => setTimeout(r, 2_000));
+  expect(await a.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  expect(await b.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  const rows = await lanceRows(lanceDir, 'logs');
+  expect(rows).toHaveLength(produced.length);
+  expect(new Set(rows.map((r) => `${r._partition}:${r._offset}`)).size).toBe(produced.length);
+  const expected = checksum(
+    produced.map((p) => {
+      const v = JSON.parse(p.value) as { n: number; message: string };
+      return [p.partition, p.offset, BigInt(v.n), v.message] as [number, number, bigint, string];
+    }),
+  );
+  expect(checksum(rows.map((r) => [r._partition, Number(r._offset), r.n, r.message]))).toBe(expected);
+});
