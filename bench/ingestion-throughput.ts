@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   const bin = path.resolve(__dirname, '../../bin/kafka-lance');
   const child = spawn(
     process.execPath,
-    [bin, 'run', '-c', file, '--data-dir', work, '--brokers', brokers.join(',')],
+    [bin, 'run', '-c', file, '--data-dir', work, '--brokers', brokers.join(','), '--metrics-port', '0'],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },

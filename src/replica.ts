@@ -9,6 +9,7 @@ import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './
 import { Ingestion } from './kafka/ingestion';
 import { decodeChain } from './kafka/ownership';
 import { MaterializerHost } from './materializer/host';
+import { Metrics } from './metrics/metrics';
 import type { OwnershipRow } from './materializer/worker-protocol';
 import { StagingPool } from './pool/staging-pool';
 import { ClaimRegistry } from './staging/claims';
@@ -19,6 +20,8 @@ export interface ReplicaOptions {
   readonly consumerPath: string;
   readonly overrides?: ConsumerOverrides;
   readonly logger?: Logger;
+  /** The registry the replica reports into (the CLI serves it on /metrics). */
+  readonly metrics?: Metrics;
   /** Test-only: SIGKILL at the Nth data commit's answer (KAFKA_LANCE_TEST_KILL_AT_COMMIT). */
   readonly killAtCommit?: number;
 }
@@ -39,6 +42,7 @@ export class Replica {
   readonly #failed: Promise<Error>;
   readonly #materializer: MaterializerHost | undefined;
   readonly #ownershipTimer: NodeJS.Timeout | undefined;
+  readonly #gaugeTimer: NodeJS.Timeout;
 
   private constructor(
     consumer: ResolvedConsumer,
@@ -49,6 +53,8 @@ export class Replica {
     deadLetters: DeadLetterSink,
     failed: Promise<Error>,
     materializer: MaterializerHost | undefined,
+    metrics: Metrics,
+    pool: StagingPool,
   ) {
     this.consumer = consumer;
     this.owner = owner;
@@ -72,11 +78,29 @@ export class Replica {
       refresh();
       this.#ownershipTimer = setInterval(refresh, consumer.materializer.pollMs);
     }
+    // Gauges read off the running stages; lag needs the log end from the broker.
+    let lagInFlight = false;
+    this.#gaugeTimer = setInterval(() => {
+      const q = pool.queue();
+      metrics.queueDepth.set({ queue: 'staging' }, q.records);
+      metrics.queueCapacity.set({ queue: 'staging' }, q.maxRecords);
+      metrics.queueDepth.set({ queue: 'staging_bytes' }, q.bytes);
+      metrics.queueCapacity.set({ queue: 'staging_bytes' }, q.maxBytes);
+      metrics.stagingParts.set({ table: consumer.table, state: 'open' }, pool.parts.open);
+      metrics.stagingParts.set({ table: consumer.table, state: 'sealing' }, pool.parts.sealing);
+      if (lagInFlight) return;
+      lagInFlight = true;
+      void updateLag(admin, ingestion, metrics)
+        .catch(() => undefined)
+        .finally(() => (lagInFlight = false));
+    }, 1_000);
+    this.#gaugeTimer.unref();
   }
 
   static async start(options: ReplicaOptions): Promise<Replica> {
     const logger = options.logger ?? createLogger();
     const consumer = loadConsumer(options.consumerPath, process.env, options.overrides);
+    const metrics = options.metrics ?? new Metrics();
     const owner = ulid();
     const log = logger.child({ consumer: consumer.name, owner });
     log.info(
@@ -100,6 +124,8 @@ export class Replica {
     await logCommittedOffsets(admin, consumer, log);
 
     const tableDir = tableStagingDir(consumer.dataDir, consumer.table);
+    const recoveryDelay = Number(process.env.KAFKA_LANCE_TEST_RECOVERY_DELAY_MS ?? 0);
+    if (recoveryDelay > 0) await new Promise((r) => setTimeout(r, recoveryDelay)); // test-only: a slow recovery
     await recoverTableStaging({
       tableDir,
       claims: new ClaimRegistry(),
@@ -140,6 +166,7 @@ export class Replica {
       owner,
       logger: log,
       initialEpoch: 0,
+      metrics,
       killAtCommit: options.killAtCommit,
     });
     wiring.ingestion = ingestion;
@@ -166,10 +193,22 @@ export class Replica {
           },
           reportFailure,
           log,
+          metrics,
         )
       : undefined;
     await ingestion.start(reportFailure);
-    return new Replica(consumer, owner, log, admin, ingestion, deadLetters, failed, materializer);
+    return new Replica(
+      consumer,
+      owner,
+      log,
+      admin,
+      ingestion,
+      deadLetters,
+      failed,
+      materializer,
+      metrics,
+      pool,
+    );
   }
 
   /** Resolves with the error when the replica cannot go on (for example staging failed on disk). */
@@ -187,6 +226,7 @@ export class Replica {
 
   async stop(): Promise<void> {
     this.#logger.info({ event: 'replica.stop' }, 'stopping: stop fetching, flush, commit');
+    clearInterval(this.#gaugeTimer);
     await this.#ingestion.stop();
     if (this.#ownershipTimer) clearInterval(this.#ownershipTimer);
     // Finish the running publication (never interrupt a Lance add).
@@ -247,4 +287,19 @@ async function readOwnership(admin: Admin, consumer: ResolvedConsumer): Promise<
       .filter((p) => Number(p.offset) >= 0)
       .map((p) => [t.topic, p.partition, decodeChain(p.metadata), Number(p.offset)] as const),
   );
+}
+
+async function updateLag(admin: Admin, ingestion: Ingestion, metrics: Metrics): Promise<void> {
+  const owned = ingestion.owned();
+  for (const topic of new Set(owned.map((o) => o.topic))) {
+    const ends = await admin.fetchTopicOffsets(topic);
+    for (const o of owned.filter((x) => x.topic === topic)) {
+      const end = ends.find((e) => e.partition === o.partition);
+      if (end)
+        metrics.consumerLag.set(
+          { topic, partition: String(o.partition) },
+          Math.max(0, Number(end.high) - o.landed),
+        );
+    }
+  }
 }

@@ -2,6 +2,8 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { errorMessage } from '../common/errors';
 import { createLogger } from '../common/logger';
 import { ConfigError, loadConsumer } from '../config';
+import { Metrics } from '../metrics/metrics';
+import { startMetricsServer } from '../metrics/server';
 import { Replica } from '../replica';
 
 const SHUTDOWN_TIMEOUT_MS = Number(process.env.KAFKA_LANCE_SHUTDOWN_TIMEOUT_MS ?? 25_000);
@@ -44,64 +46,81 @@ export function buildCli(): Command {
     .addOption(dataDirOption)
     .addOption(logLevelOption)
     .addOption(
+      new Option('--metrics-port <port>', 'port of /metrics, /healthz and /readyz (0: any free port)')
+        .argParser((v) => Number(v))
+        .default(Number(process.env.KAFKA_LANCE_METRICS_PORT ?? 9464)),
+    )
+    .addOption(
+      new Option('--metrics-host <address>', 'bind address of the metrics server').default(
+        process.env.KAFKA_LANCE_METRICS_HOST ?? '0.0.0.0',
+      ),
+    )
+    .addOption(
       new Option('--test-kill-at-commit <n>', 'test only: SIGKILL when the nth offset commit is answered')
         .argParser(positiveInt)
         .hideHelp(),
     )
-    .action(
-      async (opts: {
-        consumer: string;
-        brokers?: string[];
-        dataDir?: string;
-        logLevel: string;
-        testKillAtCommit?: number;
-      }) => {
-        const logger = createLogger({ level: opts.logLevel as 'info' });
-        // Handlers go in before startup: a signal during recovery or the first join still
-        // gets a graceful stop once the replica is up.
-        let stopping = false;
-        const starting = Replica.start({
-          consumerPath: opts.consumer,
-          overrides: { brokers: opts.brokers, dataDir: opts.dataDir },
-          logger,
-          killAtCommit: opts.testKillAtCommit ?? envInt('KAFKA_LANCE_TEST_KILL_AT_COMMIT'),
-        });
-        const onSignal = (signal: NodeJS.Signals) => {
-          if (stopping) {
-            logger.warn({ event: 'replica.signal', signal }, 'second signal: exiting at once');
-            process.exit(130);
-          }
-          stopping = true;
-          logger.info({ event: 'replica.signal', signal }, 'signal received: stopping gracefully');
-          const timer = setTimeout(() => {
-            logger.error(
-              { event: 'replica.stop.timeout', timeoutMs: SHUTDOWN_TIMEOUT_MS },
-              'graceful stop timed out',
-            );
-            process.exit(1);
-          }, SHUTDOWN_TIMEOUT_MS);
-          timer.unref();
-          starting
-            .then((replica) => replica.stop())
-            .then(
-              () => process.exit(0),
-              (error: unknown) => {
-                logger.error({ event: 'replica.stop.failed', err: error }, errorMessage(error));
-                process.exit(1);
-              },
-            );
-        };
-        process.on('SIGTERM', onSignal);
-        process.on('SIGINT', onSignal);
-        const replica = await starting;
-        const error = await replica.failed;
-        logger.fatal(
-          { event: 'replica.failed', err: error },
-          'replica failed; exiting so that a restart recovers',
-        );
-        process.exit(1);
-      },
-    );
+    .action(async (opts: RunOptions) => {
+      const logger = createLogger({ level: opts.logLevel as 'info' });
+      const metrics = new Metrics();
+      const running: { replica?: Replica } = {};
+      // Served before recovery starts: /healthz answers at once, /readyz once joined.
+      const server = await startMetricsServer({
+        port: opts.metricsPort,
+        host: opts.metricsHost,
+        metrics,
+        ready: () => running.replica?.ready ?? false,
+      });
+      logger.info(
+        { event: 'metrics.listening', port: server.port, host: opts.metricsHost },
+        'metrics server listening',
+      );
+      // Handlers go in before startup: a signal during recovery or the first join still
+      // gets a graceful stop once the replica is up.
+      let stopping = false;
+      const starting = Replica.start({
+        consumerPath: opts.consumer,
+        overrides: { brokers: opts.brokers, dataDir: opts.dataDir },
+        logger,
+        metrics,
+        killAtCommit: opts.testKillAtCommit ?? envInt('KAFKA_LANCE_TEST_KILL_AT_COMMIT'),
+      });
+      const onSignal = (signal: NodeJS.Signals) => {
+        if (stopping) {
+          logger.warn({ event: 'replica.signal', signal }, 'second signal: exiting at once');
+          process.exit(130);
+        }
+        stopping = true;
+        logger.info({ event: 'replica.signal', signal }, 'signal received: stopping gracefully');
+        const timer = setTimeout(() => {
+          logger.error(
+            { event: 'replica.stop.timeout', timeoutMs: SHUTDOWN_TIMEOUT_MS },
+            'graceful stop timed out',
+          );
+          process.exit(1);
+        }, SHUTDOWN_TIMEOUT_MS);
+        timer.unref();
+        starting
+          .then((replica) => replica.stop())
+          .then(
+            () => process.exit(0),
+            (error: unknown) => {
+              logger.error({ event: 'replica.stop.failed', err: error }, errorMessage(error));
+              process.exit(1);
+            },
+          );
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+      const replica = await starting;
+      running.replica = replica;
+      const error = await replica.failed;
+      logger.fatal(
+        { event: 'replica.failed', err: error },
+        'replica failed; exiting so that a restart recovers',
+      );
+      process.exit(1);
+    });
 
   program
     .command('validate')
@@ -118,6 +137,16 @@ export function buildCli(): Command {
       );
     });
   return program;
+}
+
+interface RunOptions {
+  consumer: string;
+  brokers?: string[];
+  dataDir?: string;
+  logLevel: string;
+  metricsPort: number;
+  metricsHost: string;
+  testKillAtCommit?: number;
 }
 
 function envInt(name: string): number | undefined {

@@ -22,15 +22,19 @@ const REDACT = [
   '*.sasl.password',
   '*.secretAccessKey',
   '*.aws_secret_access_key',
+  '*.*.aws_secret_access_key',
+  '*.*.secretAccessKey',
+  '*.*.key',
 ];
 
-export function createLogger(options: LoggerOptions = {}): Logger {
-  return pino({
-    level: options.level ?? (process.env.KAFKA_LANCE_LOG_LEVEL as pino.LevelWithSilent | undefined) ?? 'info',
+export function createLogger(options: LoggerOptions = {}, destination?: pino.DestinationStream): Logger {
+  const config: pino.LoggerOptions = {
+    level: options.level ?? process.env.KAFKA_LANCE_LOG_LEVEL ?? 'info',
     name: options.name ?? 'kafka-lance',
     redact: { paths: REDACT, censor: '[redacted]' },
     base: { pid: process.pid },
-  });
+  };
+  return destination ? pino(config, destination) : pino(config);
 }
 
 export const silentLogger = (): Logger => pino({ level: 'silent' });

@@ -4,6 +4,7 @@ import type { Logger } from '../common/logger';
 import type { CommitOffset, DurableOffset } from '../common/offsets';
 import type { ResolvedConsumer } from '../config';
 import type { BatchDone, PartitionOffset } from '../pool/protocol';
+import type { Metrics } from '../metrics/metrics';
 import type { StagingPool } from '../pool/staging-pool';
 import type { StagingEpoch } from '../staging/epoch';
 import type { DeadLetter, DeadLetterSink } from './dead-letter';
@@ -21,6 +22,7 @@ export interface IngestionOptions {
   readonly logger: Logger;
   /** The epoch the pool's staging starts in (before the first join). */
   readonly initialEpoch: number;
+  readonly metrics: Metrics;
   /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
   readonly killAtCommit?: number;
 }
@@ -90,12 +92,20 @@ export class Ingestion {
     return { ...this.#stats };
   }
 
+  /** Partitions owned now, with their last landed commit. */
+  owned(): { topic: string; partition: number; landed: number }[] {
+    return this.#tracker.assigned();
+  }
+
   get consumerGroup(): Consumer {
     return this.#consumer;
   }
 
   /** The batches' DLQ results (pool hook): registered synchronously, before a sync covering them. */
   onBatchDone(topic: string, partition: number, result: BatchDone): void {
+    const table = { table: this.#o.consumer.table };
+    this.#o.metrics.stagedRecords.inc(table, result.staged);
+    this.#o.metrics.stagedBytes.inc(table, result.stagedBytes);
     if (result.deadLetters.length > 0) {
       this.#tracker.addPendingDeadLetters(
         topic,
@@ -169,6 +179,8 @@ export class Ingestion {
       if (next.has(key)) continue;
       const [topic, partition] = JSON.parse(key) as [string, number];
       const ceiling = this.#tracker.revoke(topic, partition);
+      this.#o.metrics.committedOffset.remove({ topic, partition: String(partition) });
+      this.#o.metrics.consumerLag.remove({ topic, partition: String(partition) });
       if (ceiling !== undefined) revoked.push([topic, partition, (ceiling as number) - 1]);
     }
     const gained = [...next]
@@ -236,8 +248,10 @@ export class Ingestion {
         metadata: c.metadata,
       })),
     );
-    for (const c of commits)
+    for (const c of commits) {
       this.#tracker.assign(c.topic, c.partition, c.offset, chains.get(`${c.topic}:${c.partition}`)!);
+      this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.offset);
+    }
     return commits.map((c) => [c.topic, c.partition, (c.offset as number) - 1] as const);
   }
 
@@ -260,9 +274,12 @@ export class Ingestion {
     const { done } = await this.#whileHeartbeating(this.#o.pool.admit(topic, partition, messages), heartbeat);
     // Only the fetch position: with autoCommit off, kafkajs never commits what is resolved.
     payload.resolveOffset(last.offset);
+    let bytes = 0;
+    for (const m of messages) bytes += (m.value?.byteLength ?? 0) + (m.key?.byteLength ?? 0);
     this.#stats.consumedRecords += messages.length;
-    for (const m of messages)
-      this.#stats.consumedBytes += (m.value?.byteLength ?? 0) + (m.key?.byteLength ?? 0);
+    this.#stats.consumedBytes += bytes;
+    this.#o.metrics.consumedRecords.inc({ topic }, messages.length);
+    this.#o.metrics.consumedBytes.inc({ topic }, bytes);
     const tracked = done.then((result) => this.#afterBatch(topic, partition, messages, result));
     this.#inFlight.add(tracked);
     void tracked
@@ -308,6 +325,7 @@ export class Ingestion {
     }
     this.#stats.deadLetters += letters.length;
     for (const l of letters) {
+      this.#o.metrics.deadLetters.inc({ topic, reason: l.reason });
       this.#o.logger.warn(
         { event: 'dead-letter', topic, partition, offset: l.offset, reason: l.reason, detail: l.detail },
         'record sent to the dead-letter output',
@@ -331,7 +349,9 @@ export class Ingestion {
 
   /** One durability tick: sync staging, commit what became durable, seal due parts. */
   async #tick(): Promise<void> {
+    const endTimer = this.#o.metrics.durableSync.startTimer();
     const durable = await this.#o.pool.sync();
+    endTimer();
     for (const [topic, partition, offset] of durable) {
       this.#tracker.noteDurable(topic, partition, offset as DurableOffset);
     }
@@ -357,6 +377,9 @@ export class Ingestion {
       }
       this.#tracker.landed(commits);
       this.#stats.commits += 1;
+      for (const c of commits) {
+        this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.offset);
+      }
     } catch (error) {
       // A refused commit (rebalance, stale generation) did not land; it is never
       // retried into a generation that no longer owns the partition: the next tick

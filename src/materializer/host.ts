@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { DeltaTracker, type Metrics } from '../metrics/metrics';
 import { compiledEntry } from '../pool/compiled-entry';
 import type { MaterializerStats } from './materializer';
 import type { MaterializerReply, MaterializerWorkerInit, OwnershipRow } from './worker-protocol';
@@ -10,14 +11,18 @@ export class MaterializerHost {
   #stats: MaterializerStats | undefined;
   readonly #stopped: Promise<void>;
 
+  readonly #deltas = new DeltaTracker();
+
   private constructor(
     private readonly worker: Worker,
     onFatal: (error: Error) => void,
     logger: Logger,
+    private readonly metrics: Metrics,
+    private readonly labels: { table: string; mode: string },
   ) {
     this.#stopped = new Promise((resolve) => {
       worker.on('message', (m: MaterializerReply) => {
-        if (m.type === 'stats') this.#stats = m.stats;
+        if (m.type === 'stats') this.#record(m.stats);
         else if (m.type === 'fatal') {
           logger.fatal({ event: 'materializer.fatal', reason: m.message }, 'materializer stopped');
           onFatal(new KafkaLanceError('PART_CORRUPT', `materializer: ${m.message}`));
@@ -32,6 +37,7 @@ export class MaterializerHost {
     init: MaterializerWorkerInit,
     onFatal: (error: Error) => void,
     logger: Logger,
+    metrics: Metrics,
   ): Promise<MaterializerHost> {
     const worker = new Worker(compiledEntry(__dirname, 'materializer-worker.ts'), { workerData: init });
     await new Promise<void>((resolve, reject) => {
@@ -45,7 +51,34 @@ export class MaterializerHost {
       worker.on('message', onMessage);
       worker.once('error', reject);
     });
-    return new MaterializerHost(worker, onFatal, logger);
+    metrics.reservationLimit.set(init.sourceReservationBytes);
+    metrics.permitsCapacity.set({ kind: 'fetch' }, init.fetchPermits);
+    metrics.permitsCapacity.set({ kind: 'decode' }, init.decodePermits);
+    return new MaterializerHost(worker, onFatal, logger, metrics, {
+      table: init.lance.table,
+      mode: init.mode,
+    });
+  }
+
+  /** Worker reports → the main registry: totals as counter deltas, recent events as observations. */
+  #record(stats: MaterializerStats): void {
+    this.#stats = stats;
+    const m = this.metrics;
+    const { table, mode } = this.labels;
+    m.publishedRecords.inc({ table }, this.#deltas.delta('rows', stats.publishedRows));
+    m.publishedBytes.inc({ table }, this.#deltas.delta('bytes', stats.publishedBytes));
+    m.publications.inc({ table, result: 'success' }, this.#deltas.delta('ok', stats.publications));
+    m.publications.inc({ table, result: 'failure' }, this.#deltas.delta('failed', stats.failedPublications));
+    for (const r of stats.recent) {
+      m.publicationDuration.observe({ table, phase: 'prepare' }, r.prepareSeconds);
+      m.publicationDuration.observe({ table, phase: 'write' }, r.writeSeconds);
+      m.sourceWait.observe({ table, mode }, r.sourceWaitSeconds);
+    }
+    for (const p of stats.permits) m.permitsInUse.set({ kind: p.kind }, p.inUse);
+    for (const w of stats.recentPermitWaits)
+      for (const s of w.seconds) m.permitWait.observe({ kind: w.kind }, s);
+    m.reservationBytes.set(stats.reservation.bytes);
+    m.stagingParts.set({ table, state: 'sealed' }, stats.waitingParts + stats.unresolvableParts);
   }
 
   get stats(): MaterializerStats | undefined {

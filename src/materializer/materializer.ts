@@ -50,6 +50,9 @@ export interface MaterializerStats {
   }[];
   readonly reservation: { bytes: number; limit: number; waitSecondsTotal: number };
   readonly last: PublicationResult | undefined;
+  /** Publications and permit waits since the previous stats() call (drained by it). */
+  readonly recent: readonly PublicationResult[];
+  readonly recentPermitWaits: readonly { kind: 'fetch' | 'decode'; seconds: readonly number[] }[];
 }
 
 /**
@@ -77,6 +80,7 @@ export class Materializer {
     unresolvableParts: 0,
   };
   #last: PublicationResult | undefined;
+  #recent: PublicationResult[] = [];
 
   private constructor(o: MaterializerOptions, lance: LanceTable) {
     this.#o = o;
@@ -183,8 +187,13 @@ export class Materializer {
     }
   }
 
+  /** A snapshot; it drains the recent publications and permit waits it reports. */
   stats(): MaterializerStats {
+    const recent = this.#recent;
+    this.#recent = [];
     return {
+      recent,
+      recentPermitWaits: [this.#fetch, this.#decode].map((p) => ({ kind: p.kind, seconds: p.drainWaits() })),
       ...this.#stats,
       permits: [this.#fetch, this.#decode].map((p) => ({
         kind: p.kind,
@@ -236,6 +245,7 @@ export class Materializer {
       this.#stats.publishedRows += result.rows;
       this.#stats.publishedBytes += result.bytes;
       this.#last = result;
+      if (this.#recent.length < 10_000) this.#recent.push(result);
       for (const p of plan.parts) {
         this.#catalog.forget(p.path);
         this.#inPlan.delete(p.path);

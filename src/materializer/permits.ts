@@ -8,6 +8,8 @@ export class Permits {
   readonly #waiters: (() => void)[] = [];
   waitSecondsTotal = 0;
   waits = 0;
+  /** Individual waits since the last drain (for a histogram), bounded. */
+  #recentWaits: number[] = [];
 
   constructor(
     readonly kind: 'fetch' | 'decode',
@@ -25,14 +27,22 @@ export class Permits {
     return this.#waiters.length;
   }
 
+  drainWaits(): number[] {
+    const waits = this.#recentWaits;
+    this.#recentWaits = [];
+    return waits;
+  }
+
   async acquire(): Promise<Disposable> {
     if (this.#inUse < this.capacity && this.#waiters.length === 0) {
       this.#inUse += 1;
     } else {
       const started = performance.now();
       await new Promise<void>((resolve) => this.#waiters.push(resolve));
-      this.waitSecondsTotal += (performance.now() - started) / 1000;
+      const seconds = (performance.now() - started) / 1000;
+      this.waitSecondsTotal += seconds;
       this.waits += 1;
+      if (this.#recentWaits.length < 10_000) this.#recentWaits.push(seconds);
     }
     let released = false;
     return {

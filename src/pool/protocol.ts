@@ -55,7 +55,12 @@ export interface SealedSummary {
 export type WorkerReply =
   | { readonly type: 'ready' }
   | { readonly type: 'batch'; readonly id: number; readonly result: BatchDone }
-  | { readonly type: 'sync'; readonly id: number; readonly durable: readonly PartitionOffset[] }
+  | {
+      readonly type: 'sync';
+      readonly id: number;
+      readonly durable: readonly PartitionOffset[];
+      readonly parts: { readonly open: number; readonly sealing: number };
+    }
   | { readonly type: 'flush' | 'epoch' | 'close'; readonly id: number; readonly sealed: SealedSummary }
   | {
       readonly type: 'error';

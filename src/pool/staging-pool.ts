@@ -122,6 +122,7 @@ export class StagingPool {
   readonly #workers: WorkerHandle[];
   readonly #budget: BoundedBudget;
   readonly #onBatchDone: StagingPoolOptions['onBatchDone'];
+  #parts = { open: 0, sealing: 0 };
 
   private constructor(
     workers: WorkerHandle[],
@@ -218,7 +219,16 @@ export class StagingPool {
         w.request<Extract<WorkerReply, { type: 'sync' }>>((id) => ({ type: 'sync', id })),
       ),
     );
+    this.#parts = replies.reduce(
+      (a, r) => ({ open: a.open + r.parts.open, sealing: a.sealing + r.parts.sealing }),
+      { open: 0, sealing: 0 },
+    );
     return replies.flatMap((r) => [...r.durable]);
+  }
+
+  /** Open and sealing parts over all workers, as of the last sync. */
+  get parts(): { open: number; sealing: number } {
+    return this.#parts;
   }
 
   async flush(force = false): Promise<SealedSummary> {

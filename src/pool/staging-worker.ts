@@ -71,9 +71,11 @@ async function main(): Promise<void> {
           }
           case 'sync': {
             const durable = await staging.sync();
+            const stats = staging.stats();
             reply({
               type: 'sync',
               id: request.id,
+              parts: { open: stats.openParts, sealing: stats.sealingParts },
               durable: [...durable].map(([key, offset]) => {
                 const { topic, partition } = parseTpKey(key);
                 return [topic, partition, offset] as const;

@@ -48,6 +48,11 @@ export class ReplicaProcess {
         brokers.join(','),
         '--log-level',
         'info',
+        // Several replicas run at once: each takes a free port (see metricsPort()).
+        '--metrics-port',
+        '0',
+        '--metrics-host',
+        '127.0.0.1',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
     );
@@ -77,6 +82,11 @@ export class ReplicaProcess {
     this.exited = new Promise((resolve) =>
       this.#child.on('exit', (code, signal) => resolve({ code, signal })),
     );
+  }
+
+  /** The metrics server's port (it listens before recovery starts). */
+  async metricsPort(): Promise<number> {
+    return (await this.waitForEvent('metrics.listening')).port as number;
   }
 
   get pid(): number {

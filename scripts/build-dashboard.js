@@ -1,0 +1,208 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * Writes grafana/dashboards/kafka-lance.json. The dashboard is generated so that
+ * every panel has the same shape (datasource variable, instance filter, units);
+ * edit this file, run it, and commit both.
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+
+const ds = { type: 'prometheus', uid: '${datasource}' };
+const sel = 'instance=~"$instance"';
+let id = 0;
+const panel = (title, unit, targets, gridPos, extra = {}) => ({
+  id: ++id,
+  type: 'timeseries',
+  title,
+  datasource: ds,
+  gridPos,
+  fieldConfig: { defaults: { unit }, overrides: [] },
+  options: { legend: { displayMode: 'list', placement: 'bottom' }, tooltip: { mode: 'multi' } },
+  targets: targets.map(([expr, legendFormat], i) => ({
+    refId: String.fromCharCode(65 + i),
+    datasource: ds,
+    expr,
+    legendFormat,
+  })),
+  ...extra,
+});
+const row =
+  (y) =>
+  (x, w = 8, h = 8) => ({ x, y, w, h });
+
+const rate = (m) => `rate(${m}{${sel}}[$__rate_interval])`;
+const q = (quantile, m, by) =>
+  `histogram_quantile(${quantile}, sum by (le, ${by}) (rate(${m}_bucket{${sel}}[$__rate_interval])))`;
+
+const r0 = row(0);
+const r1 = row(8);
+const r2 = row(16);
+const r3 = row(24);
+const r4 = row(32);
+const panels = [
+  panel(
+    'Records per second: consumed, staged, published',
+    'rps',
+    [
+      [`sum(${rate('kafka_lance_consumed_records_total')})`, 'consumed'],
+      [`sum(${rate('kafka_lance_staged_records_total')})`, 'staged'],
+      [`sum(${rate('kafka_lance_published_records_total')})`, 'published'],
+    ],
+    r0(0),
+  ),
+  panel(
+    'Bytes per second: consumed, staged, published',
+    'Bps',
+    [
+      [`sum(${rate('kafka_lance_consumed_bytes_total')})`, 'consumed'],
+      [`sum(${rate('kafka_lance_staged_bytes_total')})`, 'staged'],
+      [`sum(${rate('kafka_lance_published_bytes_total')})`, 'published'],
+    ],
+    r0(8),
+  ),
+  panel(
+    'Consumer lag per partition',
+    'short',
+    [[`sum by (topic, partition) (kafka_lance_consumer_lag{${sel}})`, '{{topic}}[{{partition}}]']],
+    r0(16),
+  ),
+  panel(
+    'Source wait (writer waiting for prepared data)',
+    's',
+    [
+      [q(0.5, 'kafka_lance_source_wait_seconds', 'table, mode'), 'p50 {{table}} {{mode}}'],
+      [q(0.99, 'kafka_lance_source_wait_seconds', 'table, mode'), 'p99 {{table}} {{mode}}'],
+    ],
+    r1(0),
+  ),
+  panel(
+    'Permits in use vs capacity',
+    'short',
+    [
+      [`sum by (kind) (kafka_lance_permits_in_use{${sel}})`, 'in use {{kind}}'],
+      [`sum by (kind) (kafka_lance_permits_capacity{${sel}})`, 'capacity {{kind}}'],
+      [q(0.99, 'kafka_lance_permit_wait_seconds', 'kind'), 'p99 wait {{kind}} (s)'],
+    ],
+    r1(8),
+  ),
+  panel(
+    'Source reservation',
+    'bytes',
+    [
+      [`sum(kafka_lance_source_reservation_bytes{${sel}})`, 'reserved'],
+      [`sum(kafka_lance_source_reservation_limit_bytes{${sel}})`, 'limit'],
+    ],
+    r1(16),
+  ),
+  panel(
+    'Staging queue depth vs capacity',
+    'short',
+    [
+      [`sum by (queue) (kafka_lance_queue_depth{${sel}})`, 'depth {{queue}}'],
+      [`sum by (queue) (kafka_lance_queue_capacity{${sel}})`, 'capacity {{queue}}'],
+    ],
+    r2(0),
+  ),
+  panel(
+    'Publication duration by phase',
+    's',
+    [
+      [q(0.5, 'kafka_lance_publication_duration_seconds', 'phase'), 'p50 {{phase}}'],
+      [q(0.99, 'kafka_lance_publication_duration_seconds', 'phase'), 'p99 {{phase}}'],
+    ],
+    r2(8),
+  ),
+  panel(
+    'Publications per minute by result',
+    'short',
+    [
+      [
+        `sum by (table, result) (increase(kafka_lance_publications_total{${sel}}[1m]))`,
+        '{{table}} {{result}}',
+      ],
+    ],
+    r2(16),
+  ),
+  panel(
+    'Dead letters per second by reason',
+    'rps',
+    [[`sum by (topic, reason) (${rate('kafka_lance_dead_letter_records_total')})`, '{{topic}} {{reason}}']],
+    r3(0),
+  ),
+  panel(
+    'Staging parts by state',
+    'short',
+    [[`sum by (state) (kafka_lance_staging_parts{${sel}})`, '{{state}}']],
+    r3(8),
+  ),
+  panel(
+    'Durability tick (sync) duration',
+    's',
+    [
+      [q(0.5, 'kafka_lance_durable_sync_seconds', 'instance'), 'p50 {{instance}}'],
+      [q(0.99, 'kafka_lance_durable_sync_seconds', 'instance'), 'p99 {{instance}}'],
+    ],
+    r3(16),
+  ),
+  panel('Replicas up', 'short', [['count(up{job="kafka-lance"} == 1)', 'up']], r4(0), { type: 'stat' }),
+  panel(
+    'Event-loop lag (main thread)',
+    's',
+    [[`max by (instance) (nodejs_eventloop_lag_p99_seconds{${sel}})`, 'p99 {{instance}}']],
+    r4(8),
+  ),
+  panel(
+    'Resident memory per replica',
+    'bytes',
+    [[`max by (instance) (process_resident_memory_bytes{${sel}})`, '{{instance}}']],
+    r4(16),
+  ),
+];
+
+const dashboard = {
+  id: null,
+  uid: 'kafka-lance',
+  title: 'kafka-lance',
+  description: 'Kafka → staging → Lance: throughput, lag, preparation and publication health per replica.',
+  tags: ['kafka', 'lance', 'kafka-lance'],
+  schemaVersion: 39,
+  version: 1,
+  editable: true,
+  refresh: '10s',
+  time: { from: 'now-1h', to: 'now' },
+  timezone: 'browser',
+  templating: {
+    list: [
+      {
+        name: 'datasource',
+        label: 'Data source',
+        type: 'datasource',
+        query: 'prometheus',
+        current: {},
+        hide: 0,
+      },
+      {
+        name: 'instance',
+        label: 'Replica',
+        type: 'query',
+        datasource: ds,
+        query: { query: 'label_values(kafka_lance_consumed_records_total, instance)', refId: 'instance' },
+        definition: 'label_values(kafka_lance_consumed_records_total, instance)',
+        includeAll: true,
+        multi: true,
+        allValue: '.*',
+        current: { text: 'All', value: '$__all' },
+        refresh: 2,
+        hide: 0,
+      },
+    ],
+  },
+  annotations: { list: [] },
+  panels,
+};
+
+fs.writeFileSync(
+  path.join(__dirname, '..', 'grafana', 'dashboards', 'kafka-lance.json'),
+  `${JSON.stringify(dashboard, null, 2)}\n`,
+);

@@ -1,0 +1,159 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Every metric kafka-lance exports, in one registry owned by the main thread.
+ * Values observed in workers reach it as reports (counters as deltas, histograms as
+ * observations), so nothing observed off the main thread is lost. The names are a
+ * contract: the Grafana dashboard and the alert rules are checked against them.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly sourceWait = new Histogram({
+    name: 'kafka_lance_source_wait_seconds',
+    help: 'Seconds a Lance writer waited for source data (prepared batches) per publication.',
+    labelNames: ['table', 'mode'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly permitsInUse = new Gauge({
+    name: 'kafka_lance_permits_in_use',
+    help: 'Fetch or decode permits held by preparation tasks (count).',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly permitsCapacity = new Gauge({
+    name: 'kafka_lance_permits_capacity',
+    help: 'Fetch or decode permits available in this process (count).',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly permitWait = new Histogram({
+    name: 'kafka_lance_permit_wait_seconds',
+    help: 'Seconds a preparation task waited for a fetch or decode permit.',
+    labelNames: ['kind'] as const,
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [this.registry],
+  });
+  readonly reservationBytes = new Gauge({
+    name: 'kafka_lance_source_reservation_bytes',
+    help: 'Bytes of fetched and decoded source data reserved by publications.',
+    registers: [this.registry],
+  });
+  readonly reservationLimit = new Gauge({
+    name: 'kafka_lance_source_reservation_limit_bytes',
+    help: 'Limit of the source reservation in bytes.',
+    registers: [this.registry],
+  });
+  readonly consumedRecords = new Counter({
+    name: 'kafka_lance_consumed_records_total',
+    help: 'Records fetched from Kafka and handed to staging.',
+    labelNames: ['topic'] as const,
+    registers: [this.registry],
+  });
+  readonly consumedBytes = new Counter({
+    name: 'kafka_lance_consumed_bytes_total',
+    help: 'Bytes of keys and values fetched from Kafka and handed to staging.',
+    labelNames: ['topic'] as const,
+    registers: [this.registry],
+  });
+  readonly stagedRecords = new Counter({
+    name: 'kafka_lance_staged_records_total',
+    help: 'Rows appended to staging parts (redeliveries skipped are not counted).',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+  readonly stagedBytes = new Counter({
+    name: 'kafka_lance_staged_bytes_total',
+    help: 'Bytes of Arrow data appended to staging parts.',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+  readonly publishedRecords = new Counter({
+    name: 'kafka_lance_published_records_total',
+    help: 'Rows committed to Lance.',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+  readonly publishedBytes = new Counter({
+    name: 'kafka_lance_published_bytes_total',
+    help: 'Bytes of staged parts published into Lance.',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+  readonly publications = new Counter({
+    name: 'kafka_lance_publications_total',
+    help: 'Publications into Lance by result (success or failure; failures are retried).',
+    labelNames: ['table', 'result'] as const,
+    registers: [this.registry],
+  });
+  readonly publicationDuration = new Histogram({
+    name: 'kafka_lance_publication_duration_seconds',
+    help: 'Seconds per publication phase: prepare (fetch + decode) and write (Lance add and ledger).',
+    labelNames: ['table', 'phase'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly committedOffset = new Gauge({
+    name: 'kafka_lance_committed_offset',
+    help: 'Last offset commit that landed, per partition owned by this replica (next offset to consume).',
+    labelNames: ['topic', 'partition'] as const,
+    registers: [this.registry],
+  });
+  readonly consumerLag = new Gauge({
+    name: 'kafka_lance_consumer_lag',
+    help: 'Records between the log end and the committed offset, per partition owned by this replica.',
+    labelNames: ['topic', 'partition'] as const,
+    registers: [this.registry],
+  });
+  readonly queueDepth = new Gauge({
+    name: 'kafka_lance_queue_depth',
+    help: 'Items in a bounded queue (queue="staging": records; "staging_bytes": bytes).',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
+  readonly queueCapacity = new Gauge({
+    name: 'kafka_lance_queue_capacity',
+    help: 'Capacity of a bounded queue, in the unit of kafka_lance_queue_depth.',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
+  readonly deadLetters = new Counter({
+    name: 'kafka_lance_dead_letter_records_total',
+    help: 'Records written to the dead-letter output, by reason.',
+    labelNames: ['topic', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly stagingParts = new Gauge({
+    name: 'kafka_lance_staging_parts',
+    help: 'Staging parts by state: open (appended to), sealing, sealed (waiting for publication).',
+    labelNames: ['table', 'state'] as const,
+    registers: [this.registry],
+  });
+  readonly durableSync = new Histogram({
+    name: 'kafka_lance_durable_sync_seconds',
+    help: 'Seconds per durability tick (write and fsync of every open part in every staging worker).',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
+  }
+
+  /** Names of every family this registry exports (for checking dashboards and rules). */
+  familyNames(): string[] {
+    return this.registry.getMetricsAsArray().map((m) => m.name);
+  }
+}
+
+/** Turns cumulative totals reported by a worker into counter increments. */
+export class DeltaTracker {
+  readonly #last = new Map<string, number>();
+
+  delta(key: string, total: number): number {
+    const previous = this.#last.get(key) ?? 0;
+    this.#last.set(key, total);
+    return Math.max(0, total - previous);
+  }
+}
