@@ -240,14 +240,7 @@ export class Ingestion {
     }
     // Must land before the first batch is staged: if it does not, this generation is
     // stale, kafkajs rejoins, and a later join claims the partitions again.
-    await this.#consumer.commitOffsets(
-      commits.map((c) => ({
-        topic: c.topic,
-        partition: c.partition,
-        offset: String(c.offset),
-        metadata: c.metadata,
-      })),
-    );
+    await this.#send(commits);
     for (const c of commits) {
       this.#tracker.assign(c.topic, c.partition, c.offset, chains.get(`${c.topic}:${c.partition}`)!);
       this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.offset);
@@ -362,14 +355,7 @@ export class Ingestion {
   async #commit(commits: readonly PartitionCommit[]): Promise<void> {
     if (commits.length === 0) return;
     try {
-      await this.#consumer.commitOffsets(
-        commits.map((c) => ({
-          topic: c.topic,
-          partition: c.partition,
-          offset: String(c.offset),
-          metadata: c.metadata,
-        })),
-      );
+      await this.#send(commits);
       this.#dataCommits += 1;
       if (this.#o.killAtCommit !== undefined && this.#dataCommits >= this.#o.killAtCommit) {
         // Test-only: the answer arrived but this replica dies before it records it.
@@ -390,6 +376,18 @@ export class Ingestion {
         'offset commit refused',
       );
     }
+  }
+
+  /** Commits exactly these offsets, each with its partition's ownership chain as metadata. */
+  async #send(commits: readonly PartitionCommit[]): Promise<void> {
+    await this.#consumer.commitOffsets(
+      commits.map((c) => ({
+        topic: c.topic,
+        partition: c.partition,
+        offset: String(c.offset),
+        metadata: c.metadata,
+      })),
+    );
   }
 
   /** kafkajs heartbeats only from its fetch loop: keep the membership alive while we wait. */

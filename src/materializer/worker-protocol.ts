@@ -1,18 +1,8 @@
-import type { LanceTarget } from '../lance/lance-table';
 import type { OwnershipEpoch } from '../kafka/ownership';
-import type { MaterializerStats } from './materializer';
-import type { PreparationMode } from './publisher';
+import type { MaterializerOptions, MaterializerStats } from './materializer';
 
-export interface MaterializerWorkerInit {
-  readonly tableDir: string;
-  readonly lance: LanceTarget;
-  readonly owner: string;
-  readonly mode: PreparationMode;
-  readonly maxPublicationBytes: number;
-  readonly maxPublicationDelayMs: number;
-  readonly fetchPermits: number;
-  readonly decodePermits: number;
-  readonly sourceReservationBytes: number;
+/** What the worker needs to build its Materializer (everything but what cannot cross threads), plus its loop's timing. */
+export interface MaterializerWorkerInit extends Omit<MaterializerOptions, 'logger' | 'hooks'> {
   readonly pollMs: number;
   readonly optimizeEveryMs: number;
   readonly logLevel: string;

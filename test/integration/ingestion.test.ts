@@ -1,15 +1,13 @@
-import { promises as fsp } from 'node:fs';
-import type { Admin } from 'kafkajs';
 import {
   expectExactlyProduced,
   produceRecords,
   publishable,
   readStaged,
   waitForCommittedAtEnd,
-  writeConsumer,
   type Produced,
 } from '../support/ingestion-fixture';
-import { testBrokers, testKafka, uniqueName } from '../support/kafka';
+import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
+import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
 
@@ -18,50 +16,16 @@ import { tempDir } from '../support/rows';
  * `bin/kafka-lance run`. Exactly-once is checked on what the ceiling rule lets each
  * replica publish: rows of an ownership epoch in [start, ceiling) per partition.
  */
-const kafka = testKafka();
-let admin: Admin;
-let work: string;
+const suite = brokerSuite('kl-ingest');
+const { kafka } = suite;
 
-beforeAll(async () => {
-  admin = kafka.admin();
-  await admin.connect();
-  work = await tempDir('kl-ingest');
-});
-afterAll(async () => {
-  await ReplicaProcess.killAll();
-  await admin.disconnect();
-  await fsp.rm(work, { recursive: true, force: true });
-});
-
-async function setup(partitions: number, extra: Record<string, unknown> = {}) {
-  const topic = uniqueName('ingest');
-  const name = uniqueName('c').replace(/[^A-Za-z0-9_-]/g, '');
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
-  const definition = {
-    name,
-    topics: [topic],
-    table: 'logs',
-    schema: {
-      fields: {
-        n: { type: 'int64', nullable: false },
-        level: 'string',
-        service: { type: 'string', nullable: false },
-        message: 'string',
-      },
-    },
-    deadLetter: { file: `${work}/${name}.dlq.jsonl` },
-    durabilityIntervalMs: 200,
-    sessionTimeoutMs: 6_000,
-    heartbeatIntervalMs: 1_000,
-    workers: 2,
+/** Staging is what these tests read: publication (which deletes published parts) is tested apart. */
+const setup = (partitions: number, extra: Record<string, unknown> = {}) =>
+  topicAndConsumer(suite, partitions, {
     staging: { maxPartBytes: 8 * 1024 * 1024, maxPartAgeMs: 1_000 },
-    // These tests read what staging holds; publication (which deletes published parts) is tested apart.
     materializer: { enabled: false },
     ...extra,
-  };
-  const file = await writeConsumer(work, definition);
-  return { topic, groupId: `kafka-lance-${name}`, file, name };
-}
+  });
 
 const dataDir = async (label: string) => tempDir(`kl-${label}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -95,18 +59,18 @@ test('200,000 JSON records over 6 partitions are staged exactly once, and commit
   const replica = new ReplicaProcess(file, dir, testBrokers());
   const joined = Date.now();
   await replica.waitForEvent('kafka.join');
-  await waitForCommittedAtEnd(admin, groupId, topic);
+  await waitForCommittedAtEnd(suite.admin, groupId, topic);
   const seconds = (Date.now() - joined) / 1000;
   expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
 
   const rows = await readStaged([dir], 'logs');
   expect(rows).toHaveLength(200_000); // a clean run cuts nothing
   expectExactlyProduced(rows, produced);
-  const { kept, unknown } = await publishable(admin, groupId, topic, rows);
+  const { kept, unknown } = await publishable(suite.admin, groupId, topic, rows);
   expect(unknown).toEqual([]);
   expect(kept).toHaveLength(200_000);
-  const ends = await admin.fetchTopicOffsets(topic);
-  const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  const ends = await suite.admin.fetchTopicOffsets(topic);
+  const [committed] = await suite.admin.fetchOffsets({ groupId, topics: [topic] });
   for (const e of ends)
     expect(committed!.partitions.find((p) => p.partition === e.partition)!.offset).toBe(e.high);
   console.log(`200,000 records staged and committed in ${seconds.toFixed(1)} s (including the group join)`);
@@ -129,10 +93,10 @@ test('a replica SIGKILLed three times during ingestion and restarted on the same
   }
   const final = new ReplicaProcess(file, dir, testBrokers());
   await producing.done;
-  await waitForCommittedAtEnd(admin, groupId, topic);
+  await waitForCommittedAtEnd(suite.admin, groupId, topic);
   expect(await final.kill('SIGTERM')).toEqual({ code: 0, signal: null });
   const rows = await readStaged([dir], 'logs');
-  const { kept, unknown } = await publishable(admin, groupId, topic, rows);
+  const { kept, unknown } = await publishable(suite.admin, groupId, topic, rows);
   expect(unknown).toEqual([]);
   expectExactlyProduced(kept, producing.produced);
   console.log(`killed at ${kills.join(', ')}: ${rows.length} rows staged, ${kept.length} publishable`);
@@ -154,11 +118,11 @@ test('two replicas in one group, one killed mid-stream and restarted later: what
   a = new ReplicaProcess(file, dirA, testBrokers());
   await a.waitForEvent('kafka.join');
   await producing.done;
-  await waitForCommittedAtEnd(admin, groupId, topic);
+  await waitForCommittedAtEnd(suite.admin, groupId, topic);
   expect(await a.kill('SIGTERM')).toEqual({ code: 0, signal: null });
   expect(await b.kill('SIGTERM')).toEqual({ code: 0, signal: null });
   const rows = await readStaged([dirA, dirB], 'logs');
-  const { kept, unknown } = await publishable(admin, groupId, topic, rows);
+  const { kept, unknown } = await publishable(suite.admin, groupId, topic, rows);
   expect(unknown).toEqual([]);
   expectExactlyProduced(kept, producing.produced);
   expect(new Set(kept.map((r) => r.dataDir)).size).toBe(2);
@@ -181,12 +145,12 @@ test('an ambiguous commit: the ownership chain in the offset metadata gives the 
   const restarted = new ReplicaProcess(file, dirA, testBrokers());
   await restarted.waitForEvent('kafka.join');
   await producing.done;
-  await waitForCommittedAtEnd(admin, groupId, topic);
+  await waitForCommittedAtEnd(suite.admin, groupId, topic);
   expect(await restarted.kill('SIGTERM')).toEqual({ code: 0, signal: null });
   expect(await b.kill('SIGTERM')).toEqual({ code: 0, signal: null });
 
   const rows = await readStaged([dirA, dirB], 'logs');
-  const { kept, unknown, chains } = await publishable(admin, groupId, topic, rows);
+  const { kept, unknown, chains } = await publishable(suite.admin, groupId, topic, rows);
   expect(unknown).toEqual([]);
   expectExactlyProduced(kept, producing.produced);
   // A's first epoch is in every partition's chain, followed by B's: its ceiling came from Kafka, not from A.
@@ -204,7 +168,7 @@ test('bad input goes to the dead-letter topic with its reason, and the good reco
     deadLetter: { topic: dlq },
     maxRecordBytes: 1024 * 1024,
   });
-  await admin.createTopics({ topics: [{ topic: dlq, numPartitions: 1 }], waitForLeaders: true });
+  await suite.admin.createTopics({ topics: [{ topic: dlq, numPartitions: 1 }], waitForLeaders: true });
   const good = (n: number) => JSON.stringify({ n, service: 'svc', level: 'info', message: `good ${n}` });
   const corpus: { value: Buffer | null; reason?: string }[] = [
     { value: Buffer.from(good(0)) },
@@ -233,7 +197,7 @@ test('bad input goes to the dead-letter topic with its reason, and the good reco
 
   const dir = await dataDir('dlq');
   const replica = new ReplicaProcess(file, dir, testBrokers());
-  await waitForCommittedAtEnd(admin, groupId, topic);
+  await waitForCommittedAtEnd(suite.admin, groupId, topic);
   expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
 
   const staged = await readStaged([dir], 'logs');

@@ -1,15 +1,9 @@
 import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
-import type { Admin } from 'kafkajs';
-import {
-  produceRecords,
-  waitForCommittedAtEnd,
-  writeConsumer,
-  type Produced,
-} from '../support/ingestion-fixture';
-import { testBrokers, testKafka, uniqueName } from '../support/kafka';
+import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
+import { produceRecords, waitForCommittedAtEnd, type Produced } from '../support/ingestion-fixture';
+import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
 
@@ -17,19 +11,8 @@ import { tempDir } from '../support/rows';
  * Kafka to Lance through a real replica process: every produced record lands in the
  * Lance table exactly once, with its payload, in both preparation modes.
  */
-const kafka = testKafka();
-let admin: Admin;
-let work: string;
-beforeAll(async () => {
-  admin = kafka.admin();
-  await admin.connect();
-  work = await tempDir('kl-e2e');
-});
-afterAll(async () => {
-  await ReplicaProcess.killAll();
-  await admin.disconnect();
-  await fsp.rm(work, { recursive: true, force: true });
-});
+const suite = brokerSuite('kl-e2e');
+const { kafka } = suite;
 
 const RECORDS = 500_000;
 
@@ -38,6 +21,16 @@ function checksum(rows: Iterable<[number, number, bigint | number, string]>): st
   const h = createHash('sha256');
   for (const [p, o, n, m] of sorted) h.update(`${p}:${o}:${n}:${m}\n`);
   return h.digest('hex');
+}
+
+/** The checksum of what was produced, in the shape lanceRows() gives. */
+function producedChecksum(produced: readonly Produced[]): string {
+  return checksum(
+    produced.map((p) => {
+      const v = JSON.parse(p.value) as { n: number; message: string };
+      return [p.partition, p.offset, BigInt(v.n), v.message] as [number, number, bigint, string];
+    }),
+  );
 }
 
 async function lanceRows(dir: string, table: string) {
@@ -76,19 +69,8 @@ async function waitForRows(dir: string, table: string, expected: number, timeout
 test.each([false, true])(
   '500,000 records land in Lance exactly once with their payload (pipelinePreparation: %s)',
   async (pipelinePreparation) => {
-    const topic = uniqueName('e2e');
-    const name = uniqueName('e2e').replace(/[^A-Za-z0-9_-]/g, '');
-    await admin.createTopics({ topics: [{ topic, numPartitions: 6 }], waitForLeaders: true });
-    const produced: Produced[] = await produceRecords(kafka, topic, 6, RECORDS);
-    const file = await writeConsumer(work, {
-      name,
-      topics: [topic],
-      table: 'logs',
-      schema: { fields: { n: 'int64', level: 'string', service: 'string', message: 'string' } },
-      deadLetter: { file: path.join(work, `${name}.dlq`) },
+    const { topic, groupId, file } = await topicAndConsumer(suite, 6, {
       durabilityIntervalMs: 250,
-      sessionTimeoutMs: 6_000,
-      heartbeatIntervalMs: 1_000,
       staging: { maxPartBytes: 16 * 1024 * 1024, maxPartAgeMs: 1_000 },
       materializer: {
         pipelinePreparation,
@@ -97,10 +79,11 @@ test.each([false, true])(
         pollMs: 250,
       },
     });
+    const produced: Produced[] = await produceRecords(kafka, topic, 6, RECORDS);
     const dataDir = await tempDir('kl-e2e-data');
     const replica = new ReplicaProcess(file, dataDir, testBrokers());
     const started = Date.now();
-    await waitForCommittedAtEnd(admin, `kafka-lance-${name}`, topic);
+    await waitForCommittedAtEnd(suite.admin, groupId, topic);
     await waitForRows(path.join(dataDir, 'lance'), 'logs', RECORDS);
     const seconds = (Date.now() - started) / 1000;
     expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
@@ -108,12 +91,7 @@ test.each([false, true])(
     const rows = await lanceRows(path.join(dataDir, 'lance'), 'logs');
     expect(rows).toHaveLength(RECORDS);
     expect(new Set(rows.map((r) => `${r._partition}:${r._offset}`)).size).toBe(RECORDS);
-    const expected = checksum(
-      produced.map((p) => {
-        const v = JSON.parse(p.value) as { n: number; message: string };
-        return [p.partition, p.offset, BigInt(v.n), v.message] as [number, number, bigint, string];
-      }),
-    );
+    const expected = producedChecksum(produced);
     expect(checksum(rows.map((r) => [r._partition, Number(r._offset), r.n, r.message]))).toBe(expected);
     const published = replica.logs.filter((l) => l.event === 'publication');
     expect(published.length).toBeGreaterThan(1);
@@ -124,19 +102,8 @@ test.each([false, true])(
 );
 
 test('two replicas publishing into one Lance table, one SIGKILLed mid-stream and restarted: every record exactly once', async () => {
-  const topic = uniqueName('e2e2');
-  const name = uniqueName('two').replace(/[^A-Za-z0-9_-]/g, '');
-  await admin.createTopics({ topics: [{ topic, numPartitions: 4 }], waitForLeaders: true });
-  const lanceDir = path.join(work, `${name}-lance`);
-  const file = await writeConsumer(work, {
-    name,
-    topics: [topic],
-    table: 'logs',
-    schema: { fields: { n: 'int64', level: 'string', service: 'string', message: 'string' } },
-    deadLetter: { file: path.join(work, `${name}.dlq`) },
-    durabilityIntervalMs: 200,
-    sessionTimeoutMs: 6_000,
-    heartbeatIntervalMs: 1_000,
+  const lanceDir = path.join(suite.work, `${uniqueName('shared')}-lance`);
+  const { topic, groupId, file } = await topicAndConsumer(suite, 4, {
     staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: 500 },
     lance: { uri: lanceDir },
     materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
@@ -158,7 +125,7 @@ test('two replicas publishing into one Lance table, one SIGKILLed mid-stream and
   await new Promise((r) => setTimeout(r, 3_000));
   a = new ReplicaProcess(file, dirA, testBrokers());
   await producing;
-  await waitForCommittedAtEnd(admin, `kafka-lance-${name}`, topic);
+  await waitForCommittedAtEnd(suite.admin, groupId, topic);
   await waitForRows(lanceDir, 'logs', produced.length);
   // Let both replicas publish whatever else they might (a duplicate would show up now).
   await new Promise((r) => setTimeout(r, 2_000));
@@ -167,11 +134,6 @@ test('two replicas publishing into one Lance table, one SIGKILLed mid-stream and
   const rows = await lanceRows(lanceDir, 'logs');
   expect(rows).toHaveLength(produced.length);
   expect(new Set(rows.map((r) => `${r._partition}:${r._offset}`)).size).toBe(produced.length);
-  const expected = checksum(
-    produced.map((p) => {
-      const v = JSON.parse(p.value) as { n: number; message: string };
-      return [p.partition, p.offset, BigInt(v.n), v.message] as [number, number, bigint, string];
-    }),
-  );
+  const expected = producedChecksum(produced);
   expect(checksum(rows.map((r) => [r._partition, Number(r._offset), r.n, r.message]))).toBe(expected);
 });

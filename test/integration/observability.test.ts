@@ -1,24 +1,11 @@
-import { promises as fsp } from 'node:fs';
-import * as path from 'node:path';
-import type { Admin } from 'kafkajs';
-import { produceRecords, waitForCommittedAtEnd, writeConsumer } from '../support/ingestion-fixture';
-import { testBrokers, testKafka, uniqueName } from '../support/kafka';
+import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
+import { produceRecords, waitForCommittedAtEnd } from '../support/ingestion-fixture';
+import { testBrokers } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
 
-const kafka = testKafka();
-let admin: Admin;
-let work: string;
-beforeAll(async () => {
-  admin = kafka.admin();
-  await admin.connect();
-  work = await tempDir('kl-obs');
-});
-afterAll(async () => {
-  await ReplicaProcess.killAll();
-  await admin.disconnect();
-  await fsp.rm(work, { recursive: true, force: true });
-});
+const suite = brokerSuite('kl-obs');
+const { kafka } = suite;
 
 const get = async (port: number, p: string) => {
   const res = await fetch(`http://127.0.0.1:${port}${p}`);
@@ -39,17 +26,7 @@ const value = (s: Map<string, number>, prefix: string) =>
   [...s].filter(([k]) => k === prefix || k.startsWith(`${prefix}{`)).reduce((n, [, v]) => n + v, 0);
 
 test('/readyz answers "not ready" until recovery ends and the group is joined; /healthz answers all along', async () => {
-  const topic = uniqueName('obs-ready');
-  const name = uniqueName('ready').replace(/[^A-Za-z0-9_-]/g, '');
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
-  const file = await writeConsumer(work, {
-    name,
-    topics: [topic],
-    schema: 'infer',
-    deadLetter: { file: path.join(work, `${name}.dlq`) },
-    sessionTimeoutMs: 6_000,
-    heartbeatIntervalMs: 1_000,
-  });
+  const { file } = await topicAndConsumer(suite, 1, { schema: 'infer' });
   const replica = new ReplicaProcess(file, await tempDir('kl-obs-ready'), testBrokers(), {
     KAFKA_LANCE_TEST_RECOVERY_DELAY_MS: '3000',
   });
@@ -67,9 +44,10 @@ test('/readyz answers "not ready" until recovery ends and the group is joined; /
 });
 
 test('/metrics after a real run: every family, throughput counters equal to what was produced, permits back to zero', async () => {
-  const topic = uniqueName('obs');
-  const name = uniqueName('obs').replace(/[^A-Za-z0-9_-]/g, '');
-  await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+  const { topic, groupId, file } = await topicAndConsumer(suite, 3, {
+    staging: { maxPartAgeMs: 500 },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
   const good = 30_000;
   await produceRecords(kafka, topic, 3, good);
   const producer = kafka.producer();
@@ -82,21 +60,9 @@ test('/metrics after a real run: every family, throughput counters equal to what
     ],
   });
   await producer.disconnect();
-  const file = await writeConsumer(work, {
-    name,
-    topics: [topic],
-    table: 'logs',
-    schema: { fields: { n: 'int64', level: 'string', service: 'string', message: 'string' } },
-    deadLetter: { file: path.join(work, `${name}.dlq`) },
-    durabilityIntervalMs: 200,
-    sessionTimeoutMs: 6_000,
-    heartbeatIntervalMs: 1_000,
-    staging: { maxPartAgeMs: 500 },
-    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
-  });
   const replica = new ReplicaProcess(file, await tempDir('kl-obs-run'), testBrokers());
   const port = await replica.metricsPort();
-  await waitForCommittedAtEnd(admin, `kafka-lance-${name}`, topic);
+  await waitForCommittedAtEnd(suite.admin, groupId, topic);
   let s = samples((await get(port, '/metrics')).text);
   for (let i = 0; i < 100 && value(s, 'kafka_lance_published_records_total') < good; i++) {
     await new Promise((r) => setTimeout(r, 200));

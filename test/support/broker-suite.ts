@@ -1,0 +1,85 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import type { Admin, Kafka } from 'kafkajs';
+import { writeConsumer } from './ingestion-fixture';
+import { testKafka, uniqueName } from './kafka';
+import { ReplicaProcess } from './replica-process';
+import { tempDir } from './rows';
+
+export interface BrokerSuite {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  /** A scratch directory for definitions and dead letters, removed after the suite. */
+  readonly work: string;
+}
+
+/**
+ * The set-up every integration suite shares: an admin client on the test broker, a
+ * scratch directory, and no replica process left running afterwards.
+ */
+export function brokerSuite(label: string): BrokerSuite {
+  const kafka = testKafka();
+  const state: { admin?: Admin; work?: string } = {};
+  beforeAll(async () => {
+    state.admin = kafka.admin();
+    await state.admin.connect();
+    state.work = await tempDir(label);
+  });
+  afterAll(async () => {
+    await ReplicaProcess.killAll();
+    await state.admin?.disconnect();
+    if (state.work) await fsp.rm(state.work, { recursive: true, force: true });
+  });
+  return {
+    kafka,
+    get admin() {
+      return state.admin!;
+    },
+    get work() {
+      return state.work!;
+    },
+  };
+}
+
+export interface TestConsumer {
+  readonly topic: string;
+  readonly name: string;
+  readonly groupId: string;
+  /** The definition file, for `kafka-lance run -c`. */
+  readonly file: string;
+}
+
+/**
+ * A new topic and a consumer definition for it: the log schema the fixtures produce
+ * (`n`, `level`, `service`, `message`), dead letters to a file, and group timings
+ * short enough for tests that kill replicas. `extra` overrides any of it.
+ */
+export async function topicAndConsumer(
+  suite: BrokerSuite,
+  partitions: number,
+  extra: Record<string, unknown> = {},
+): Promise<TestConsumer> {
+  const topic = uniqueName('topic');
+  const name = uniqueName('c').replace(/[^A-Za-z0-9_-]/g, '');
+  await suite.admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  const file = await writeConsumer(suite.work, {
+    name,
+    topics: [topic],
+    table: 'logs',
+    schema: {
+      fields: {
+        n: { type: 'int64', nullable: false },
+        level: 'string',
+        service: { type: 'string', nullable: false },
+        message: 'string',
+      },
+    },
+    deadLetter: { file: path.join(suite.work, `${name}.dlq.jsonl`) },
+    durabilityIntervalMs: 200,
+    sessionTimeoutMs: 6_000,
+    heartbeatIntervalMs: 1_000,
+    workers: 2,
+    ...extra,
+  });
+  return { topic, name, groupId: `kafka-lance-${name}`, file };
+}
