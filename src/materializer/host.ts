@@ -51,6 +51,11 @@ export class MaterializerHost {
       worker.on('message', onMessage);
       worker.once('error', reject);
     });
+    // Series exist from the start (a histogram without observations shows no sample otherwise).
+    for (const kind of ['fetch', 'decode'] as const) metrics.permitWait.zero({ kind });
+    metrics.sourceWait.zero({ table: init.lance.table, mode: init.mode });
+    for (const phase of ['prepare', 'write'] as const)
+      metrics.publicationDuration.zero({ table: init.lance.table, phase });
     metrics.reservationLimit.set(init.sourceReservationBytes);
     metrics.permitsCapacity.set({ kind: 'fetch' }, init.fetchPermits);
     metrics.permitsCapacity.set({ kind: 'decode' }, init.decodePermits);
