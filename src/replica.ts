@@ -3,7 +3,7 @@ import { Partitioners, type Admin, type Producer } from 'kafkajs';
 import { ulid } from 'ulid';
 import { errorMessage } from './common/errors';
 import { createLogger, type Logger } from './common/logger';
-import { loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from './config';
+import { ConfigError, loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from './config';
 import { createKafka } from './kafka/client';
 import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './kafka/dead-letter';
 import { Ingestion } from './kafka/ingestion';
@@ -121,6 +121,7 @@ export class Replica {
     const kafka = createKafka(consumer, log);
     const admin = kafka.admin();
     await admin.connect();
+    await checkTopicsExist(admin, consumer);
     await logCommittedOffsets(admin, consumer, log);
 
     const tableDir = tableStagingDir(consumer.dataDir, consumer.table);
@@ -245,6 +246,21 @@ async function openDeadLetterSink(consumer: ResolvedConsumer, producer: Producer
   }
   const file = target?.file ?? path.join(consumer.dataDir, 'dead-letter', `${consumer.name}.jsonl`);
   return new FileDeadLetterSink(path.resolve(file));
+}
+
+/** A missing topic is a configuration error: say which, instead of kafkajs's "does not host this topic-partition". */
+async function checkTopicsExist(admin: Admin, consumer: ResolvedConsumer): Promise<void> {
+  if (!consumer.topics) return;
+  const existing = new Set(await admin.listTopics());
+  const missing = consumer.topics.filter((t) => !existing.has(t));
+  if (missing.length > 0) {
+    throw new ConfigError(consumer.source, [
+      {
+        field: 'topics',
+        message: `${missing.join(', ')} ${missing.length === 1 ? 'does' : 'do'} not exist on ${consumer.brokers.join(',')}; create ${missing.length === 1 ? 'it' : 'them'} or fix the name`,
+      },
+    ]);
+  }
 }
 
 async function logCommittedOffsets(admin: Admin, consumer: ResolvedConsumer, logger: Logger): Promise<void> {

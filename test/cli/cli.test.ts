@@ -39,3 +39,19 @@ describe('kafka-lance CLI', () => {
     await fsp.rm(dir, { recursive: true, force: true });
   });
 });
+
+test('a topic that does not exist fails at start with exit code 2, naming it', async () => {
+  const { testBrokers, uniqueName } = await import('../support/kafka');
+  const dir = await tempDir('kl-cli-topic');
+  const file = path.join(dir, 'missing.json');
+  const topic = uniqueName('nowhere');
+  await fsp.writeFile(file, JSON.stringify({ name: 'missing', topics: [topic], schema: 'infer' }));
+  const out = spawnSync(
+    process.execPath,
+    [BIN, 'run', '-c', file, '--brokers', testBrokers().join(','), '--data-dir', dir, '--metrics-port', '0'],
+    { encoding: 'utf8' },
+  );
+  expect(out.status).toBe(2);
+  expect(out.stderr).toContain(`topics: ${topic} does not exist`);
+  await fsp.rm(dir, { recursive: true, force: true });
+});
