@@ -123,6 +123,28 @@ export function buildCli(): Command {
     });
 
   program
+    .command('demo')
+    .description(
+      'Run the app-logs pipeline end to end: an embedded Kafka broker (unless KAFKA_BOOTSTRAP_SERVERS is set), one replica of consumers/app-logs.ts, a producer of realistic logs, progress every 2 s, then a summary of the Lance table.',
+    )
+    .addOption(new Option('--seconds <n>', 'how long to produce').argParser(positiveInt).default(30))
+    .addOption(new Option('--rate <n>', 'log lines per second').argParser(positiveInt).default(5_000))
+    .addOption(new Option('--data-dir <dir>', 'staging, ledger and Lance table').default('data/demo'))
+    .addOption(new Option('--log-level <level>', 'JSON log level (stderr)').default('warn'))
+    .action(async (opts: { seconds: number; rate: number; dataDir: string; logLevel: string }) => {
+      const { runDemo } = await import('./demo');
+      await runDemo({
+        seconds: opts.seconds,
+        rate: opts.rate,
+        dataDir: opts.dataDir,
+        metrics: new Metrics(),
+        logger: createLogger({ level: opts.logLevel as 'warn' }, process.stderr),
+        print: (line) => console.log(line),
+      });
+      process.exit(0);
+    });
+
+  program
     .command('validate')
     .description('Check a consumer definition without connecting; exits non-zero with field-named errors.')
     .requiredOption('-c, --consumer <file>', 'consumer definition (.ts, .js or .json)')

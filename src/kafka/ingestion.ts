@@ -317,13 +317,24 @@ export class Ingestion {
       }
     }
     this.#stats.deadLetters += letters.length;
+    const reasons: Record<string, number> = {};
     for (const l of letters) {
       this.#o.metrics.deadLetters.inc({ topic, reason: l.reason });
-      this.#o.logger.warn(
-        { event: 'dead-letter', topic, partition, offset: l.offset, reason: l.reason, detail: l.detail },
-        'record sent to the dead-letter output',
-      );
+      reasons[l.reason] = (reasons[l.reason] ?? 0) + 1;
     }
+    // One line per batch, not per record: a stream of bad input must not flood the logs.
+    this.#o.logger.warn(
+      {
+        event: 'dead-letter',
+        topic,
+        partition,
+        count: letters.length,
+        reasons,
+        offsets: letters.slice(0, 10).map((l) => l.offset),
+        first: { offset: letters[0]!.offset, reason: letters[0]!.reason, detail: letters[0]!.detail },
+      },
+      `${letters.length} record(s) sent to the dead-letter output`,
+    );
     this.#tracker.resolveDeadLetters(
       topic,
       partition,

@@ -55,3 +55,30 @@ test('a topic that does not exist fails at start with exit code 2, naming it', a
   expect(out.stderr).toContain(`topics: ${topic} does not exist`);
   await fsp.rm(dir, { recursive: true, force: true });
 });
+
+test('demo: produces app logs, publishes the good ones into Lance, dead-letters the broken ones, and says so', async () => {
+  const { testBrokers } = await import('../support/kafka');
+  const dir = await tempDir('kl-demo');
+  const out = spawnSync(
+    process.execPath,
+    [BIN, 'demo', '--seconds', '3', '--rate', '1000', '--data-dir', dir, '--log-level', 'error'],
+    {
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        KAFKA_BOOTSTRAP_SERVERS: testBrokers().join(','),
+        KAFKA_LANCE_METRICS_PORT: '0',
+      },
+    },
+  );
+  expect(out.status).toBe(0);
+  const produced = /Produced (\d+) log lines \((\d+) broken/.exec(out.stdout);
+  const published = /Published (\d+) rows into the Lance table app_logs/.exec(out.stdout);
+  const dead = /(\d+) records went to app-logs\.dlq/.exec(out.stdout);
+  expect(produced && published && dead).toBeTruthy();
+  expect(Number(produced![1])).toBe(3_000);
+  expect(Number(published![1])).toBe(Number(produced![1]) - Number(produced![2]));
+  expect(Number(dead![1])).toBe(Number(produced![2]));
+  expect(out.stdout).toContain(path.join(dir, 'lance'));
+  await fsp.rm(dir, { recursive: true, force: true });
+}, 180_000);
