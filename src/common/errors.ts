@@ -6,12 +6,16 @@
 export type ErrorCode =
   | 'CONFIG_INVALID'
   | 'CLAIM_CONFLICT'
-  | 'CLAIM_NOT_OWNER'
   | 'PART_CORRUPT'
   | 'PART_SCHEMA_MISMATCH'
   | 'STAGING_CLOSED'
+  | 'STAGING_FAILED'
   | 'STAGING_OFFSET_ORDER'
-  | 'BROKER_UNAVAILABLE';
+  | 'STAGING_WORKER_FAILED'
+  | 'LANCE_WRITE_FAILED'
+  | 'PUBLICATION_MISMATCH'
+  | 'PUBLICATION_PARTIAL'
+  | 'MATERIALIZER_FAILED';
 
 export interface KafkaLanceErrorOptions {
   readonly retriable?: boolean;

@@ -21,7 +21,7 @@ export interface OffsetIntervalFilter {
 /** A Lance error classified once, here at the boundary: callers branch on `retriable`. */
 export class LanceWriteError extends KafkaLanceError {
   constructor(message: string, cause: unknown, retriable: boolean, table: string) {
-    super('BROKER_UNAVAILABLE', `Lance table ${table}: ${message}`, { cause, retriable, context: { table } });
+    super('LANCE_WRITE_FAILED', `Lance table ${table}: ${message}`, { cause, retriable, context: { table } });
   }
 }
 

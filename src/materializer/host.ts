@@ -25,7 +25,7 @@ export class MaterializerHost {
         if (m.type === 'stats') this.#record(m.stats);
         else if (m.type === 'fatal') {
           logger.fatal({ event: 'materializer.fatal', reason: m.message }, 'materializer stopped');
-          onFatal(new KafkaLanceError('PART_CORRUPT', `materializer: ${m.message}`));
+          onFatal(new KafkaLanceError('MATERIALIZER_FAILED', `materializer: ${m.message}`));
         }
       });
       worker.on('error', (error) => onFatal(error));
@@ -44,7 +44,7 @@ export class MaterializerHost {
       const onMessage = (m: MaterializerReply) => {
         if (m.type === 'ready') resolve();
         else if (m.type === 'fatal')
-          reject(new KafkaLanceError('PART_CORRUPT', `materializer: ${m.message}`));
+          reject(new KafkaLanceError('MATERIALIZER_FAILED', `materializer: ${m.message}`));
         else return;
         worker.off('message', onMessage);
       };

@@ -25,7 +25,7 @@ export interface PublicationResult {
 /** A publication whose descriptors do not add up to its plan: nothing was written. */
 export class PublicationMismatchError extends KafkaLanceError {
   constructor(planId: string, detail: string) {
-    super('PART_CORRUPT', `publication ${planId}: ${detail}`, { context: { planId } });
+    super('PUBLICATION_MISMATCH', `publication ${planId}: ${detail}`, { context: { planId } });
   }
 }
 
@@ -33,7 +33,7 @@ export class PublicationMismatchError extends KafkaLanceError {
 export class PartialPublicationError extends KafkaLanceError {
   constructor(planId: string, table: string, found: number, expected: number) {
     super(
-      'PART_CORRUPT',
+      'PUBLICATION_PARTIAL',
       `table ${table} holds ${found} of the ${expected} rows of publication ${planId}; a Lance add is atomic, so this is not ours to repair: stopping the table`,
       { context: { planId, table, found, expected } },
     );

@@ -39,7 +39,7 @@ export interface StagingPoolOptions {
 /** A staging worker failed in a way that leaves nothing safe to continue with. */
 export class StagingWorkerError extends KafkaLanceError {
   constructor(message: string, fatal: boolean) {
-    super('STAGING_CLOSED', message, { retriable: !fatal, context: { fatal } });
+    super('STAGING_WORKER_FAILED', message, { retriable: !fatal, context: { fatal } });
   }
 }
 

@@ -81,7 +81,7 @@ const DEFAULT_WRITE_BEHIND_BYTES = 8 * 1024 * 1024;
 /** Staging failed on disk: nothing more becomes durable in this process; restart and let recovery run. */
 export class StagingFailedError extends KafkaLanceError {
   constructor(table: string, cause: unknown) {
-    super('STAGING_CLOSED', `staging for table ${table} failed on disk; restart to recover`, {
+    super('STAGING_FAILED', `staging for table ${table} failed on disk; restart to recover`, {
       cause,
       context: { table },
     });
