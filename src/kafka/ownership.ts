@@ -49,7 +49,13 @@ export function appendEpoch(chain: readonly OwnershipEpoch[], entry: OwnershipEp
 }
 
 export type CeilingLookup =
-  | { readonly kind: 'found'; readonly start: number; readonly ceiling: number }
+  | {
+      readonly kind: 'found';
+      readonly start: number;
+      readonly ceiling: number;
+      /** The epoch is the newest in the chain: its ceiling is the landed commit and still moves while it runs. */
+      readonly newest: boolean;
+    }
   /** The chain no longer reaches back to this epoch: its rows must not be guessed at. */
   | { readonly kind: 'unknown' };
 
@@ -73,5 +79,10 @@ export function ceilingOf(
   if (index < 0) return { kind: 'unknown' };
   const entry = chain[index]!;
   const next = chain[index + 1];
-  return { kind: 'found', start: entry.start, ceiling: next ? next.start : committed };
+  return {
+    kind: 'found',
+    start: entry.start,
+    ceiling: next ? next.start : committed,
+    newest: next === undefined,
+  };
 }

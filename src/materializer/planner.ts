@@ -74,9 +74,7 @@ export function planPublications(input: PlannerInput): PlannerOutput {
         isReady = false;
         break;
       }
-      const entryIsNewest =
-        ownership.chain.at(-1)?.owner === part.epoch.owner && lookup.ceiling === ownership.committed;
-      const moving = entryIsNewest && part.epoch.owner === input.liveOwner;
+      const moving = lookup.newest && part.epoch.owner === input.liveOwner;
       if (moving && (r.lastOffset as number) >= ownership.committed) {
         isReady = false; // not all rows committed yet
         break;

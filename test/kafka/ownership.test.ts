@@ -19,10 +19,11 @@ describe('ownership chain', () => {
   });
 
   test('the ceiling of an epoch is the next owner start; the newest epoch ends at the landed commit', () => {
-    expect(ceilingOf(chain, 'A', 1, 900)).toEqual({ kind: 'found', start: 0, ceiling: 500 });
-    expect(ceilingOf(chain, 'A', 2, 900)).toEqual({ kind: 'found', start: 0, ceiling: 500 }); // kept p across a join
-    expect(ceilingOf(chain, 'B', 7, 900)).toEqual({ kind: 'found', start: 500, ceiling: 800 });
-    expect(ceilingOf(chain, 'A', 4, 900)).toEqual({ kind: 'found', start: 800, ceiling: 900 });
+    expect(ceilingOf(chain, 'A', 1, 900)).toEqual({ kind: 'found', start: 0, ceiling: 500, newest: false });
+    // kept p across a join
+    expect(ceilingOf(chain, 'A', 2, 900)).toEqual({ kind: 'found', start: 0, ceiling: 500, newest: false });
+    expect(ceilingOf(chain, 'B', 7, 900)).toEqual({ kind: 'found', start: 500, ceiling: 800, newest: false });
+    expect(ceilingOf(chain, 'A', 4, 900)).toEqual({ kind: 'found', start: 800, ceiling: 900, newest: true });
     expect(ceilingOf(chain, 'C', 1, 900)).toEqual({ kind: 'unknown' });
     expect(ceilingOf(chain, 'B', 2, 900)).toEqual({ kind: 'unknown' });
   });

@@ -333,3 +333,19 @@ test('compaction runs only on the replica that owns the first partition, and kee
   expectExactly(await readLance(lanceDir), 2, () => 200);
   leader.close();
 });
+
+test("an ended epoch of this replica is cut at the next entry's start even when it regained the partition there", async () => {
+  // A staged 0..149 in epoch 1, lost the partition to B at 100 (B consumed nothing),
+  // regained it at 100 in epoch 5: A's epoch-1 rows 100..149 belong to epoch 5's re-consumption.
+  await stageRows(tableDir, { partitions: 1, perPartition: 150, rowsPerPart: 150, owner: 'A', epoch: 1 });
+  const m = await openMaterializer(tableDir, lanceDir, { owner: 'A' });
+  const chain = [
+    { owner: 'A', epoch: 1, start: 0 },
+    { owner: 'B', epoch: 1, start: 100 },
+    { owner: 'A', epoch: 5, start: 100 },
+  ];
+  m.setOwnership(ownershipOf(1, chain, 100));
+  expect((await m.runOnce()).map((r) => r.rows)).toEqual([100]);
+  expectExactly(await readLance(lanceDir), 1, () => 100);
+  m.close();
+});
