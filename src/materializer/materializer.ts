@@ -128,6 +128,8 @@ export class Materializer {
   async runOnce(now = Date.now()): Promise<PublicationResult[]> {
     // A plan left by a failed publication (or a crash) goes first, the same way recovery does it.
     await this.resume();
+    // Nothing is in flight between runs and every ledger plan is finished: no part is in a plan.
+    this.#inPlan.clear();
     const { parts } = await this.#catalog.refresh();
     const out = planPublications({
       parts,
