@@ -15,10 +15,9 @@ import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { benchArgs } from './args';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2)
-  args.set(process.argv[i]!.replace(/^--/, ''), process.argv[i + 1]!);
+const args = benchArgs();
 const RECORDS = Number(args.get('records') ?? 300_000);
 const PARTITIONS = 6;
 const brokers = (process.env.KAFKA_BOOTSTRAP_SERVERS ?? process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(

@@ -28,10 +28,9 @@ import { silentLogger } from '../src/common/logger';
 import { recordOffset, tpKey } from '../src/common/offsets';
 import { Materializer } from '../src/materializer/materializer';
 import { ClaimRegistry, TableStaging, minuteKeyOf } from '../src/staging';
+import { benchArgs } from './args';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2)
-  args.set(process.argv[i]!.replace(/^--/, ''), process.argv[i + 1]!);
+const args = benchArgs();
 const BACKLOG = Number(args.get('backlog-mib') ?? 640) * 1024 * 1024;
 const PUBLICATION = Number(args.get('publication-mib') ?? 64) * 1024 * 1024;
 const PARTITIONS = 6;

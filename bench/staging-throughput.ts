@@ -31,10 +31,9 @@ import { ulid } from 'ulid';
 import { silentLogger } from '../src/common/logger';
 import { recordOffset } from '../src/common/offsets';
 import { ClaimRegistry, TableStaging, minuteKeyOf } from '../src/staging';
+import { benchArgs } from './args';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2)
-  args.set(process.argv[i]!.replace(/^--/, ''), process.argv[i + 1]!);
+const args = benchArgs();
 const SECONDS = Number(args.get('seconds') ?? 20);
 const TICK_MS = Number(args.get('tick-ms') ?? 1000);
 const PARTITIONS = 6;

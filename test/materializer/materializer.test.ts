@@ -10,6 +10,7 @@ import {
   TOPIC,
   expectExactly,
   ledgerFiles,
+  openFixtureStaging,
   openMaterializer,
   ownershipOf,
   readLance,
@@ -246,11 +247,10 @@ test('a new nullable column in later parts is added to the table; earlier rows r
   m.setOwnership(ownershipOf(1, chainA, 200));
   await m.runOnce();
   // Parts of an evolved schema: the same rows plus a `region` column.
-  const { TableStaging, ClaimRegistry, minuteKeyOf } = await import('../../src/staging');
+  const { minuteKeyOf } = await import('../../src/staging');
   const { Field, Utf8, RecordBatch, Schema, Struct, makeData, vectorFromArray } =
     await import('apache-arrow');
   const { rowsFor, range } = await import('../support/rows');
-  const { silentLogger } = await import('../../src/common/logger');
   const { recordOffset } = await import('../../src/common/offsets');
   const base = rowsFor(TOPIC, 0, range(100, 200));
   const schema = new Schema([...base.schema.fields, new Field('region', new Utf8(), true)]);
@@ -267,16 +267,7 @@ test('a new nullable column in later parts is added to the table; earlier rows r
       children: [...base.data.children, region],
     }),
   );
-  const staging = await TableStaging.open({
-    tableDir,
-    table: TABLE,
-    claims: new ClaimRegistry(),
-    owner: 'fixture',
-    logger: silentLogger(),
-    maxPartBytes: 1 << 30,
-    maxPartAgeMs: 1 << 30,
-    epoch: { owner: 'A', epoch: 1 },
-  });
+  const staging = await openFixtureStaging(tableDir);
   staging.push({
     topic: TOPIC,
     partition: 0,

@@ -6,11 +6,28 @@ import { recordOffset, tpKey, type TopicPartitionKey } from '../../src/common/of
 import type { OwnershipEpoch } from '../../src/kafka/ownership';
 import { Materializer, type MaterializerOptions } from '../../src/materializer/materializer';
 import type { PartitionOwnership } from '../../src/materializer/planner';
-import { ClaimRegistry, TableStaging, minuteKeyOf } from '../../src/staging';
+import { ClaimRegistry, TableStaging, minuteKeyOf, type StagingEpoch } from '../../src/staging';
 import { payloadOf, range, rowsFor } from './rows';
 
 export const TOPIC = 'mat';
 export const TABLE = 'events';
+
+/** A staging of the fixture table that seals only when told to (flush/close). */
+export function openFixtureStaging(
+  tableDir: string,
+  epoch: StagingEpoch = { owner: 'A', epoch: 1 },
+): Promise<TableStaging> {
+  return TableStaging.open({
+    tableDir,
+    table: TABLE,
+    claims: new ClaimRegistry(),
+    owner: 'fixture',
+    logger: silentLogger(),
+    maxPartBytes: 1 << 30,
+    maxPartAgeMs: 1 << 30,
+    epoch,
+  });
+}
 
 /** Stages `perPartition` rows in each partition as sealed parts of about `rowsPerPart` rows, by `owner`/`epoch`. */
 export async function stageRows(
@@ -24,15 +41,9 @@ export async function stageRows(
     from?: number;
   },
 ): Promise<void> {
-  const staging = await TableStaging.open({
-    tableDir,
-    table: TABLE,
-    claims: new ClaimRegistry(),
-    owner: 'fixture',
-    logger: silentLogger(),
-    maxPartBytes: 1 << 30,
-    maxPartAgeMs: 1 << 30,
-    epoch: { owner: options.owner ?? 'A', epoch: options.epoch ?? 1 },
+  const staging = await openFixtureStaging(tableDir, {
+    owner: options.owner ?? 'A',
+    epoch: options.epoch ?? 1,
   });
   const from = options.from ?? 0;
   for (let start = from; start < from + options.perPartition; start += options.rowsPerPart) {
