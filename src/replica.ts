@@ -221,10 +221,6 @@ export class Replica {
     return this.#ingestion.ready;
   }
 
-  get ingestion(): Ingestion {
-    return this.#ingestion;
-  }
-
   async stop(): Promise<void> {
     this.#logger.info({ event: 'replica.stop' }, 'stopping: stop fetching, flush, commit');
     clearInterval(this.#gaugeTimer);

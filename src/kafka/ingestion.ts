@@ -97,10 +97,6 @@ export class Ingestion {
     return this.#tracker.assigned();
   }
 
-  get consumerGroup(): Consumer {
-    return this.#consumer;
-  }
-
   /** The batches' DLQ results (pool hook): registered synchronously, before a sync covering them. */
   onBatchDone(topic: string, partition: number, result: BatchDone): void {
     const table = { table: this.#o.consumer.table };

@@ -194,7 +194,7 @@ function compatible(existing: Field, staged: Field): boolean {
  * LanceDB's errors are untyped: this is the one place that reads their text. A
  * commit preempted by another writer (another replica, a compaction) is retried.
  */
-export function isCommitConflict(error: unknown): boolean {
+function isCommitConflict(error: unknown): boolean {
   const text = error instanceof Error ? error.message : String(error);
   return /Retryable commit conflict|preempted by concurrent transaction|Commit conflict/i.test(text);
 }

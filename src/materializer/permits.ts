@@ -23,10 +23,6 @@ export class Permits {
     return this.#inUse;
   }
 
-  get waiting(): number {
-    return this.#waiters.length;
-  }
-
   drainWaits(): number[] {
     const waits = this.#recentWaits;
     this.#recentWaits = [];
