@@ -1,3 +1,4 @@
+import { untilHosted } from '../support/broker-suite';
 import { testBrokers, testKafka, uniqueName } from '../support/kafka';
 
 /**
@@ -21,6 +22,7 @@ describe('local Kafka broker', () => {
     const groupId = uniqueName('foundation-group');
     const total = 10_000;
     await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+    await untilHosted(admin, topic, 3);
 
     const producer = kafka.producer();
     await producer.connect();

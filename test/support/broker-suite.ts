@@ -62,6 +62,7 @@ export async function topicAndConsumer(
   const topic = uniqueName('topic');
   const name = uniqueName('c').replace(/[^A-Za-z0-9_-]/g, '');
   await suite.admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  await untilHosted(suite.admin, topic, partitions);
   const file = await writeConsumer(suite.work, {
     name,
     topics: [topic],
@@ -82,4 +83,19 @@ export async function topicAndConsumer(
     ...extra,
   });
   return { topic, name, groupId: `kafka-lance-${name}`, file };
+}
+
+/**
+ * A new topic's leaders can be elected before every partition answers requests
+ * ("This server does not host this topic-partition"): wait until all list offsets.
+ */
+export async function untilHosted(admin: Admin, topic: string, partitions: number): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if ((await admin.fetchTopicOffsets(topic)).length === partitions) return;
+    } catch (error) {
+      if (attempt >= 50) throw error;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
