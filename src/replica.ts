@@ -7,7 +7,8 @@ import { ConfigError, loadConsumer, type ConsumerOverrides, type ResolvedConsume
 import { createKafka } from './kafka/client';
 import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './kafka/dead-letter';
 import { Ingestion } from './kafka/ingestion';
-import { decodeChain } from './kafka/ownership';
+import { decodeChain } from './ownership/chain';
+import { SequencedSnapshots } from './ownership/snapshots';
 import { MaterializerHost } from './materializer/host';
 import { Metrics } from './metrics/metrics';
 import type { OwnershipRow } from './materializer/worker-protocol';
@@ -66,15 +67,19 @@ export class Replica {
     this.#materializer = materializer;
     if (materializer) {
       // The planner needs every partition's chain and landed commit, owned here or not.
+      const snapshots = new SequencedSnapshots(
+        () => readOwnership(admin, consumer),
+        (rows, sequence) => materializer.updateOwnership(rows, sequence),
+      );
       const refresh = () =>
-        void readOwnership(admin, consumer).then(
-          (rows) => materializer.updateOwnership(rows),
-          (error: unknown) =>
+        void snapshots
+          .refresh()
+          .catch((error: unknown) =>
             logger.warn(
               { event: 'materializer.ownership.failed', err: errorMessage(error) },
               'could not read offsets',
             ),
-        );
+          );
       refresh();
       this.#ownershipTimer = setInterval(refresh, consumer.materializer.pollMs);
     }

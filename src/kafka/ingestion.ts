@@ -1,15 +1,18 @@
 import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import type { CommitOffset, DurableOffset } from '../common/offsets';
+import type { DurableOffset } from '../common/offsets';
 import type { ResolvedConsumer } from '../config';
-import type { BatchDone, PartitionOffset } from '../pool/protocol';
+import type { BatchDone, DurableReport, PartitionOffset } from '../pool/protocol';
 import type { Metrics } from '../metrics/metrics';
 import type { StagingPool } from '../pool/staging-pool';
 import type { StagingEpoch } from '../staging/epoch';
+import { claimPartitions, type Claim } from '../ownership/claim';
+import { CommitFence } from '../ownership/commit-fence';
+import { GroupMembership, type Generation } from '../ownership/membership';
+import { OffsetTracker, type PartitionCommit } from '../ownership/offset-tracker';
+import { createHookedConsumer } from './coordinator-hook';
 import type { DeadLetter, DeadLetterSink } from './dead-letter';
-import { OffsetTracker, type PartitionCommit } from './offset-tracker';
-import { appendEpoch, decodeChain, encodeChain, type OwnershipEpoch } from './ownership';
 
 export interface IngestionOptions {
   readonly consumer: ResolvedConsumer;
@@ -33,6 +36,8 @@ export interface IngestionStats {
   readonly deadLetters: number;
   readonly commits: number;
   readonly refusedCommits: number;
+  /** Commits kafkajs returned from without sending (its runner was restarting): retried at the next tick. */
+  readonly unsentCommits: number;
   readonly joins: number;
 }
 
@@ -41,17 +46,21 @@ export interface IngestionStats {
  * staging pool (waiting for queue room: that wait is the backpressure), and on each
  * durability tick commits what staging reports durable, for the partitions it owns.
  *
- * Ownership (DESIGN.md, "Offsets, rebalances, crashes"): on every join the
- * revoked partitions stop being tracked at once (no commit for them can be issued
- * after the join), and each newly assigned partition gets this replica's epoch
- * appended to the chain in its offset metadata, committed before its first batch is
- * staged.
+ * Ownership (DESIGN.md, "Offsets, rebalances, crashes"; the rules live in
+ * src/ownership/): every join starts from scratch. At once, before any await, every
+ * partition stops being tracked, so no commit can be decided for it; then each
+ * assigned partition is claimed under the new staging epoch (its chain gets this
+ * epoch appended, committed at the committed offset), the staging high-water is set
+ * to the claim's start and kafkajs is sought there. A claim superseded by a newer
+ * join is dropped; a claim that fails is retried while its join is current. Every
+ * commit is fenced to the generation it was decided in.
  */
 export class Ingestion {
   readonly #o: IngestionOptions;
   readonly #consumer: Consumer;
   readonly #tracker = new OffsetTracker();
-  #assignment = new Set<string>();
+  readonly #membership = new GroupMembership();
+  readonly #fence: CommitFence;
   #assignmentReady: Promise<void> = Promise.resolve();
   #epoch: number;
   #ready = false;
@@ -67,20 +76,30 @@ export class Ingestion {
     deadLetters: 0,
     commits: 0,
     refusedCommits: 0,
+    unsentCommits: 0,
     joins: 0,
   };
 
   constructor(options: IngestionOptions) {
     this.#o = options;
     this.#epoch = options.initialEpoch;
-    this.#consumer = options.kafka.consumer({
-      groupId: options.consumer.groupId,
-      sessionTimeout: options.consumer.sessionTimeoutMs,
-      rebalanceTimeout: options.consumer.rebalanceTimeoutMs,
-      heartbeatInterval: options.consumer.heartbeatIntervalMs,
-      maxBytesPerPartition: 4 * 1024 * 1024,
-      allowAutoTopicCreation: false,
-    });
+    this.#fence = new CommitFence(this.#membership, options.consumer.groupId);
+    this.#consumer = createHookedConsumer(
+      options.kafka,
+      {
+        groupId: options.consumer.groupId,
+        sessionTimeout: options.consumer.sessionTimeoutMs,
+        rebalanceTimeout: options.consumer.rebalanceTimeoutMs,
+        heartbeatInterval: options.consumer.heartbeatIntervalMs,
+        maxBytesPerPartition: 4 * 1024 * 1024,
+        allowAutoTopicCreation: false,
+      },
+      {
+        synced: (memberId, generationId) => this.#membership.synced(memberId, generationId),
+        beforeCommit: (attempt) => this.#fence.check(attempt),
+        committed: (attempt) => this.#fence.answered(attempt),
+      },
+    );
   }
 
   /** True once the consumer joined its group and its assignment is set up. */
@@ -147,9 +166,7 @@ export class Ingestion {
     if (this.#stopping) return;
     this.#stopping = true;
     if (this.#tickTimer) clearTimeout(this.#tickTimer);
-    const topics = [
-      ...new Set([...this.#assignment].map((k) => JSON.parse(k) as [string, number]).map(([t]) => t)),
-    ];
+    const topics = [...new Set(this.#tracker.assigned().map((a) => a.topic))];
     if (topics.length > 0) this.#consumer.pause(topics.map((topic) => ({ topic })));
     const log = (step: string) => this.#o.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
     await this.#ticking;
@@ -165,24 +182,21 @@ export class Ingestion {
 
   #onJoin(memberAssignment: Record<string, number[]>): void {
     this.#stats.joins += 1;
-    const next = new Set<string>();
+    const generation = this.#membership.joined();
+    const assigned: [string, number][] = [];
     for (const [topic, partitions] of Object.entries(memberAssignment)) {
-      for (const p of partitions) next.add(JSON.stringify([topic, p]));
+      for (const p of partitions) assigned.push([topic, p]);
     }
+    // Synchronously, before any await: no commit may be decided for any partition
+    // until this join's claim has landed, kept partitions included (another member
+    // may have owned and committed them while this one missed a generation).
     const revoked: PartitionOffset[] = [];
-    // Synchronously, before any await: no commit for a lost partition may start after the join.
-    for (const key of this.#assignment) {
-      if (next.has(key)) continue;
-      const [topic, partition] = JSON.parse(key) as [string, number];
-      const ceiling = this.#tracker.revoke(topic, partition);
+    for (const { topic, partition } of this.#tracker.assigned()) {
+      const landed = this.#tracker.revoke(topic, partition);
       this.#o.metrics.committedOffset.remove({ topic, partition: String(partition) });
       this.#o.metrics.consumerLag.remove({ topic, partition: String(partition) });
-      if (ceiling !== undefined) revoked.push([topic, partition, (ceiling as number) - 1]);
+      if (landed !== undefined) revoked.push([topic, partition, (landed as number) - 1]);
     }
-    const gained = [...next]
-      .filter((k) => !this.#assignment.has(k))
-      .map((k) => JSON.parse(k) as [string, number]);
-    this.#assignment = next;
     // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop.
     if (!this.#stopping) {
       const paused = this.#consumer.paused();
@@ -193,55 +207,78 @@ export class Ingestion {
     const previous = this.#assignmentReady;
     this.#assignmentReady = (async () => {
       await previous.catch(() => undefined);
-      const assigned = await this.#claimPartitions(gained, epoch.epoch);
-      await this.#o.pool.beginEpoch(epoch, revoked, assigned);
+      const claims = await this.#claimWhileCurrent(generation, assigned, epoch.epoch);
+      // Superseded: the newer join claims (and resets the high-water of) whatever it is assigned.
+      if (claims === undefined) return;
+      for (const c of claims) {
+        this.#tracker.assign(c.topic, c.partition, c.start, c.chain, epoch.epoch);
+        this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.start);
+      }
+      await this.#o.pool.beginEpoch(
+        epoch,
+        revoked,
+        claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const),
+      );
+      // Consume from exactly the claimed start: a batch fetched before the claim is stale.
+      for (const c of claims) {
+        this.#consumer.seek({ topic: c.topic, partition: c.partition, offset: String(c.start) });
+      }
       this.#ready = true;
       this.#o.logger.info(
         {
           event: 'kafka.join',
           epoch: epoch.epoch,
-          assigned: [...next].map((k) => JSON.parse(k) as unknown),
-          gained: assigned.map(([t, p, o]) => ({ topic: t, partition: p, start: o + 1 })),
-          revoked: revoked.map(([t, p, o]) => ({ topic: t, partition: p, ceiling: o + 1 })),
+          generation: generation.generationId,
+          claimed: claims.map((c) => ({ topic: c.topic, partition: c.partition, start: c.start })),
+          revoked: revoked.map(([t, p, o]) => ({ topic: t, partition: p, landed: o + 1 })),
         },
         'joined the consumer group',
       );
     })();
     this.#assignmentReady.catch((error: unknown) => {
-      // A stale generation: kafkajs rejoins and a later join sets things up again.
-      this.#o.logger.warn({ event: 'kafka.join.failed', err: error }, 'could not set up the assignment');
+      this.#fatal?.(error instanceof Error ? error : new Error(String(error)));
     });
   }
 
   /**
-   * For each gained partition: read its committed offset and ownership chain, append
-   * this replica's epoch, and commit the start offset with the new chain. Returns the
-   * high-water for staging (start - 1) of each partition whose commit landed.
+   * Claims the assignment of one join, retrying a claim that did not land (a refused
+   * commit, an unreachable coordinator) as long as that join is the current one.
+   * Undefined when a newer join superseded it: its claim, even if it landed, is dropped.
    */
-  async #claimPartitions(gained: readonly [string, number][], epoch: number): Promise<PartitionOffset[]> {
-    if (gained.length === 0) return [];
-    const topics = [...new Set(gained.map(([t]) => t))];
+  async #claimWhileCurrent(
+    generation: Generation,
+    partitions: readonly [string, number][],
+    epoch: number,
+  ): Promise<Claim[] | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.#stopping || !this.#membership.isCurrent(generation)) return undefined;
+      try {
+        const claims = await claimPartitions(partitions, this.#o.owner, epoch, {
+          committed: (tps) => this.#readCommitted(tps),
+          initialOffset: (topic, partition) => this.#initialOffset(topic, partition),
+          commit: (commits) => this.#fence.commit(generation, () => this.#send(commits)),
+        });
+        return this.#membership.isCurrent(generation) ? claims : undefined;
+      } catch (error) {
+        if (!this.#membership.isCurrent(generation)) return undefined;
+        this.#o.logger.warn(
+          { event: 'kafka.claim.failed', attempt, epoch, err: errorMessage(error) },
+          'could not claim the assigned partitions; retrying',
+        );
+        await new Promise((r) => setTimeout(r, Math.min(5_000, 200 * 2 ** attempt)));
+      }
+    }
+  }
+
+  async #readCommitted(partitions: readonly (readonly [string, number])[]) {
+    const topics = [...new Set(partitions.map(([t]) => t))];
     const committed = await this.#o.admin.fetchOffsets({ groupId: this.#o.consumer.groupId, topics });
-    const commits: PartitionCommit[] = [];
-    const chains = new Map<string, OwnershipEpoch[]>();
-    for (const [topic, partition] of gained) {
+    return partitions.map(([topic, partition]) => {
       const entry = committed
         .find((t) => t.topic === topic)
         ?.partitions.find((p) => p.partition === partition);
-      let start = entry ? Number(entry.offset) : -1;
-      if (start < 0) start = await this.#initialOffset(topic, partition);
-      const chain = appendEpoch(decodeChain(entry?.metadata), { owner: this.#o.owner, epoch, start });
-      commits.push({ topic, partition, offset: start as CommitOffset, metadata: encodeChain(chain) });
-      chains.set(`${topic}:${partition}`, chain);
-    }
-    // Must land before the first batch is staged: if it does not, this generation is
-    // stale, kafkajs rejoins, and a later join claims the partitions again.
-    await this.#send(commits);
-    for (const c of commits) {
-      this.#tracker.assign(c.topic, c.partition, c.offset, chains.get(`${c.topic}:${c.partition}`)!);
-      this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.offset);
-    }
-    return commits.map((c) => [c.topic, c.partition, (c.offset as number) - 1] as const);
+      return entry ? { offset: Number(entry.offset), metadata: entry.metadata } : undefined;
+    });
   }
 
   async #initialOffset(topic: string, partition: number): Promise<number> {
@@ -253,14 +290,20 @@ export class Ingestion {
   async #eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
     const heartbeat = () => payload.heartbeat();
-    await this.#whileHeartbeating(this.#assignmentReady, heartbeat);
+    await this.#untilClaimed(heartbeat);
     const { topic, partition } = batch;
     if (this.#stopping || !payload.isRunning() || payload.isStale() || !this.#tracker.owns(topic, partition))
       return;
     const messages = batch.messages;
     const last = messages[messages.length - 1];
     if (!last) return;
-    const { done } = await this.#whileHeartbeating(this.#o.pool.admit(topic, partition, messages), heartbeat);
+    // Staging drops the batch if a join begins a new epoch before it gets there: its
+    // fetch position belongs to the old claim (see StagingPool.admit).
+    const epoch = this.#epoch;
+    const { done } = await this.#whileHeartbeating(
+      this.#o.pool.admit(topic, partition, messages, epoch),
+      heartbeat,
+    );
     // Only the fetch position: with autoCommit off, kafkajs never commits what is resolved.
     payload.resolveOffset(last.offset);
     let bytes = 0;
@@ -275,6 +318,29 @@ export class Ingestion {
       .catch((error: unknown) => this.#fatal?.(error instanceof Error ? error : new Error(String(error))))
       .finally(() => this.#inFlight.delete(tracked));
     await heartbeat();
+  }
+
+  /**
+   * Waits for the current join's claim, heartbeating. If a heartbeat says the group
+   * is rebalancing (or forgot this member), the error leaves eachBatch so that
+   * kafkajs rejoins: the claim of a stale generation can never land.
+   */
+  async #untilClaimed(heartbeat: () => Promise<void>): Promise<void> {
+    let failed: ((error: unknown) => void) | undefined;
+    const heartbeatFailed = new Promise<never>((_, reject) => (failed = reject));
+    heartbeatFailed.catch(() => undefined);
+    const timer = setInterval(
+      () =>
+        void heartbeat().catch((error: unknown) => {
+          if (isGroupChange(error)) failed?.(error);
+        }),
+      this.#o.consumer.heartbeatIntervalMs,
+    );
+    try {
+      await Promise.race([this.#assignmentReady.catch(() => undefined), heartbeatFailed]);
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   async #afterBatch(
@@ -350,19 +416,23 @@ export class Ingestion {
   /** One durability tick: sync staging, commit what became durable, seal due parts. */
   async #tick(): Promise<void> {
     const endTimer = this.#o.metrics.durableSync.startTimer();
-    const durable = await this.#o.pool.sync();
+    const reports: readonly DurableReport[] = await this.#o.pool.sync();
     endTimer();
-    for (const [topic, partition, offset] of durable) {
-      this.#tracker.noteDurable(topic, partition, offset as DurableOffset);
+    for (const { epoch, offsets } of reports) {
+      for (const [topic, partition, offset] of offsets) {
+        this.#tracker.noteDurable(topic, partition, offset as DurableOffset, epoch);
+      }
     }
     await this.#commit(this.#tracker.commitsDue());
     await this.#o.pool.flush(false);
   }
 
+  /** Commits decided now (in the current generation), fenced to it. */
   async #commit(commits: readonly PartitionCommit[]): Promise<void> {
-    if (commits.length === 0) return;
-    try {
-      await this.#send(commits);
+    const generation = this.#membership.current;
+    if (commits.length === 0 || !generation) return;
+    const outcome = await this.#fence.commit(generation, () => this.#send(commits));
+    if (outcome.kind === 'landed') {
       this.#dataCommits += 1;
       if (this.#o.killAtCommit !== undefined && this.#dataCommits >= this.#o.killAtCommit) {
         // Test-only: the answer arrived but this replica dies before it records it.
@@ -373,13 +443,18 @@ export class Ingestion {
       for (const c of commits) {
         this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.offset);
       }
-    } catch (error) {
-      // A refused commit (rebalance, stale generation) did not land; it is never
+    } else if (outcome.kind === 'not-sent') {
+      // kafkajs's runner was not running (a crash-restart or rejoin): nothing reached
+      // the broker. The next tick recomputes the commit from what is still owned.
+      this.#stats.unsentCommits += 1;
+      this.#o.logger.warn({ event: 'kafka.commit.unsent' }, 'offset commit not sent (consumer restarting)');
+    } else {
+      // A refused commit (rebalance, stale generation, fenced) did not land; it is never
       // retried into a generation that no longer owns the partition: the next tick
       // recomputes commits from the current assignment.
       this.#stats.refusedCommits += 1;
       this.#o.logger.warn(
-        { event: 'kafka.commit.refused', err: errorMessage(error) },
+        { event: 'kafka.commit.refused', err: errorMessage(outcome.error) },
         'offset commit refused',
       );
     }
@@ -411,4 +486,10 @@ export class Ingestion {
       clearInterval(timer);
     }
   }
+}
+
+/** A heartbeat error that means this member must rejoin before anything it claims can land. */
+function isGroupChange(error: unknown): boolean {
+  const type = (error as { type?: unknown } | null)?.type;
+  return type === 'REBALANCE_IN_PROGRESS' || type === 'UNKNOWN_MEMBER_ID' || type === 'ILLEGAL_GENERATION';
 }

@@ -90,8 +90,8 @@ export class MaterializerHost {
     return this.#stats;
   }
 
-  updateOwnership(partitions: readonly OwnershipRow[]): void {
-    this.worker.postMessage({ type: 'ownership', partitions });
+  updateOwnership(partitions: readonly OwnershipRow[], sequence: number): void {
+    this.worker.postMessage({ type: 'ownership', partitions, sequence });
   }
 
   /** Lets the running publication finish, then the thread ends by itself. */

@@ -20,10 +20,14 @@ async function main(): Promise<void> {
   const reply = (m: MaterializerReply) => port.postMessage(m);
   const materializer = await Materializer.open({ ...init, logger });
   let ownership: Map<ReturnType<typeof tpKey>, PartitionOwnership> | undefined;
+  let ownershipSequence = 0;
   let stopping = false;
   let wake: (() => void) | undefined;
   port.on('message', (m: MaterializerRequest) => {
     if (m.type === 'ownership') {
+      // Sequenced at the source too; this guards the planner against any reordering on the way.
+      if (m.sequence <= ownershipSequence) return;
+      ownershipSequence = m.sequence;
       ownership = new Map(
         m.partitions.map(([t, p, chain, committed]) => [tpKey(t, p), { chain, committed }]),
       );

@@ -1,6 +1,7 @@
 import { decodeTime } from 'ulid';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
-import { ceilingOf, type OwnershipEpoch } from '../kafka/ownership';
+import type { OwnershipEpoch } from '../ownership/chain';
+import { publishableRange } from '../ownership/publishable-range';
 import { parsePartName } from '../staging/part-name';
 import type { SealedPart } from '../staging/sealed-part';
 import type { KeepRange, PlanPart } from './plan';
@@ -62,16 +63,26 @@ export function planPublications(input: PlannerInput): PlannerOutput {
     const keep: KeepRange[] = [];
     let straddles = false;
     let isReady = true;
+    let held = false;
     for (const r of part.ranges) {
       const ownership = input.ownership.get(tpKey(r.topic, r.partition));
       if (!ownership) {
         isReady = false;
         break;
       }
-      const lookup = ceilingOf(ownership.chain, part.epoch.owner, part.epoch.epoch, ownership.committed);
+      const lookup = publishableRange(
+        ownership.chain,
+        part.epoch.owner,
+        part.epoch.epoch,
+        ownership.committed,
+      );
       if (lookup.kind === 'unknown') {
+        if (snapshotPredatesClaim(ownership.chain, part.epoch.owner, part.epoch.epoch, input.liveOwner)) {
+          isReady = false; // this process claimed the epoch after the snapshot was read: wait for a newer one
+          break;
+        }
         unresolvable.push({ part: part.path, topic: r.topic, partition: r.partition, ...part.epoch });
-        isReady = false;
+        held = true;
         break;
       }
       const moving = lookup.newest && part.epoch.owner === input.liveOwner;
@@ -84,6 +95,7 @@ export function planPublications(input: PlannerInput): PlannerOutput {
       const outside = (r.lastOffset as number) < lookup.start || (r.firstOffset as number) >= lookup.ceiling;
       if (!inside && !outside) straddles = true;
     }
+    if (held) continue; // reported once, as unresolvable, not also as waiting
     if (isReady) ready.push({ part, keep, straddles });
     else waiting += 1;
   }
@@ -118,6 +130,19 @@ export function planPublications(input: PlannerInput): PlannerOutput {
     else waiting += current.length;
   }
   return { groups, waiting, unresolvable };
+}
+
+/**
+ * A part of this live process whose epoch is newer than every entry of ours in the
+ * chain: the snapshot was read before the epoch's claim landed. Not unresolvable.
+ */
+function snapshotPredatesClaim(
+  chain: readonly OwnershipEpoch[],
+  owner: string,
+  epoch: number,
+  liveOwner: string,
+): boolean {
+  return owner === liveOwner && chain.every((e) => e.owner !== owner || e.epoch < epoch);
 }
 
 /** When a part was opened: the time in its ULID. */

@@ -1,4 +1,4 @@
-import type { OwnershipEpoch } from '../kafka/ownership';
+import type { OwnershipEpoch } from '../ownership/chain';
 import type { MaterializerOptions, MaterializerStats } from './materializer';
 
 /** What the worker needs to build its Materializer (everything but what cannot cross threads), plus its loop's timing. */
@@ -12,7 +12,13 @@ export interface MaterializerWorkerInit extends Omit<MaterializerOptions, 'logge
 export type OwnershipRow = readonly [string, number, readonly OwnershipEpoch[], number];
 
 export type MaterializerRequest =
-  { readonly type: 'ownership'; readonly partitions: readonly OwnershipRow[] } | { readonly type: 'stop' };
+  | {
+      readonly type: 'ownership';
+      readonly partitions: readonly OwnershipRow[];
+      /** Increases with every snapshot read from the broker: an older one never replaces a newer one. */
+      readonly sequence: number;
+    }
+  | { readonly type: 'stop' };
 
 export type MaterializerReply =
   | { readonly type: 'ready' }

@@ -25,6 +25,8 @@ export type WorkerRequest =
       readonly topic: string;
       readonly partition: number;
       readonly packed: PackedMessages;
+      /** The staging epoch the batch was admitted in: a batch that reaches a newer epoch is dropped unstaged. */
+      readonly epoch: number;
     }
   | { readonly type: 'sync'; readonly id: number }
   | { readonly type: 'flush'; readonly id: number; readonly force: boolean }
@@ -34,16 +36,24 @@ export type WorkerRequest =
       readonly epoch: StagingEpoch;
       /** Partitions lost: their high-water drops to the ceiling (last landed commit - 1). */
       readonly revoked: readonly PartitionOffset[];
-      /** Partitions gained: their high-water is set to the start offset - 1. */
+      /** Partitions claimed in this epoch (every join claims all it is assigned): high-water = start - 1. */
       readonly assigned: readonly PartitionOffset[];
     }
   | { readonly type: 'close'; readonly id: number };
 
 export interface BatchDone {
+  /** The batch was admitted in an older epoch than staging's: nothing of it was staged or decoded. */
+  readonly dropped: boolean;
   readonly staged: number;
   readonly skipped: number;
   readonly deadLetters: readonly DeadLetterVerdict[];
   readonly stagedBytes: number;
+}
+
+/** One worker's durability tick: the highest durable offset per partition, as of a staging epoch. */
+export interface DurableReport {
+  readonly epoch: number;
+  readonly offsets: readonly PartitionOffset[];
 }
 
 export interface SealedSummary {
@@ -58,6 +68,8 @@ export type WorkerReply =
   | {
       readonly type: 'sync';
       readonly id: number;
+      /** The staging epoch the durable offsets belong to. */
+      readonly epoch: number;
       readonly durable: readonly PartitionOffset[];
       readonly parts: { readonly open: number; readonly sealing: number };
     }

@@ -7,6 +7,7 @@ import { compiledEntry } from './compiled-entry';
 import { packMessages, packedBytes, type PackableMessage } from './packed-messages';
 import type {
   BatchDone,
+  DurableReport,
   PartitionOffset,
   SealedSummary,
   StagingWorkerInit,
@@ -185,6 +186,7 @@ export class StagingPool {
     topic: string,
     partition: number,
     messages: readonly PackableMessage[],
+    epoch: number,
   ): Promise<{ done: Promise<BatchDone> }> {
     const packed = packMessages(messages);
     const bytes = packedBytes(packed);
@@ -192,7 +194,7 @@ export class StagingPool {
     const handle = this.#workers[this.workerOf(topic, partition)]!;
     const done = handle
       .request<Extract<WorkerReply, { type: 'batch' }>>(
-        (id) => ({ type: 'batch', id, topic, partition, packed }),
+        (id) => ({ type: 'batch', id, topic, partition, packed, epoch }),
         [packed.meta.buffer as ArrayBuffer, packed.data.buffer as ArrayBuffer],
         (reply) => this.#onBatchDone(topic, partition, reply.result),
       )
@@ -213,7 +215,7 @@ export class StagingPool {
   }
 
   /** One durability tick in every worker; the durable offsets of all partitions. */
-  async sync(): Promise<PartitionOffset[]> {
+  async sync(): Promise<DurableReport[]> {
     const replies = await Promise.all(
       this.#workers.map((w) =>
         w.request<Extract<WorkerReply, { type: 'sync' }>>((id) => ({ type: 'sync', id })),
@@ -223,7 +225,7 @@ export class StagingPool {
       (a, r) => ({ open: a.open + r.parts.open, sealing: a.sealing + r.parts.sealing }),
       { open: 0, sealing: 0 },
     );
-    return replies.flatMap((r) => [...r.durable]);
+    return replies.map((r) => ({ epoch: r.epoch, offsets: r.durable }));
   }
 
   /** Open and sealing parts over all workers, as of the last sync. */

@@ -46,6 +46,16 @@ async function main(): Promise<void> {
       try {
         switch (request.type) {
           case 'batch': {
+            if (request.epoch !== staging.epoch.epoch) {
+              // Admitted before a join that began a newer epoch: its offsets follow the
+              // old claim's fetch position, so staging it could leave a gap below it.
+              reply({
+                type: 'batch',
+                id: request.id,
+                result: { dropped: true, staged: 0, skipped: 0, deadLetters: [], stagedBytes: 0 },
+              });
+              break;
+            }
             const messages = unpackMessages(request.packed);
             const decoded = decoder.decode(request.topic, request.partition, messages);
             const last = messages[messages.length - 1];
@@ -62,6 +72,7 @@ async function main(): Promise<void> {
               type: 'batch',
               id: request.id,
               result: {
+                dropped: false,
                 ...pushed,
                 deadLetters: decoded.deadLetters,
                 stagedBytes: decoded.batch?.data.byteLength ?? 0,
@@ -75,6 +86,7 @@ async function main(): Promise<void> {
             reply({
               type: 'sync',
               id: request.id,
+              epoch: staging.epoch.epoch,
               parts: { open: stats.openParts, sealing: stats.sealingParts },
               durable: [...durable].map(([key, offset]) => {
                 const { topic, partition } = parseTpKey(key);

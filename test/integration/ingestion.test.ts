@@ -140,7 +140,7 @@ test('an ambiguous commit: the ownership chain in the offset metadata gives the 
   expect((await a.exited).signal).toBe('SIGKILL');
   const ownerA = a.logs.find((l) => l.event === 'replica.start')!.owner as string;
   // B takes every partition and commits past A's last commit.
-  await b.waitFor((l) => l.event === 'kafka.join' && (l.assigned as unknown[]).length === 4, 60_000);
+  await b.waitFor((l) => l.event === 'kafka.join' && (l.claimed as unknown[]).length === 4, 60_000);
   await sleep(1_000);
   const restarted = new ReplicaProcess(file, dirA, testBrokers());
   await restarted.waitForEvent('kafka.join');

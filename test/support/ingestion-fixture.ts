@@ -1,7 +1,8 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Partitioners, type Admin, type Kafka } from 'kafkajs';
-import { ceilingOf, decodeChain } from '../../src/kafka/ownership';
+import { decodeChain } from '../../src/ownership/chain';
+import { publishableRange } from '../../src/ownership/publishable-range';
 import { readSealedPart } from '../../src/staging/sealed-part';
 import { parsePartName } from '../../src/staging/part-name';
 
@@ -130,7 +131,9 @@ export async function publishable(
   const unknown: StagedRecord[] = [];
   for (const r of rows) {
     const c = chains.get(r.partition);
-    const lookup = c ? ceilingOf(c.chain, r.owner, r.epoch, c.committed) : { kind: 'unknown' as const };
+    const lookup = c
+      ? publishableRange(c.chain, r.owner, r.epoch, c.committed)
+      : { kind: 'unknown' as const };
     if (lookup.kind === 'unknown') unknown.push(r);
     else if (r.offset >= lookup.start && r.offset < lookup.ceiling) kept.push(r);
   }

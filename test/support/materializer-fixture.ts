@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { silentLogger } from '../../src/common/logger';
 import { recordOffset, tpKey, type TopicPartitionKey } from '../../src/common/offsets';
-import type { OwnershipEpoch } from '../../src/kafka/ownership';
+import type { OwnershipEpoch } from '../../src/ownership/chain';
 import { Materializer, type MaterializerOptions } from '../../src/materializer/materializer';
 import type { PartitionOwnership } from '../../src/materializer/planner';
 import { ClaimRegistry, TableStaging, minuteKeyOf, type StagingEpoch } from '../../src/staging';

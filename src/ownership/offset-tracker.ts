@@ -5,7 +5,7 @@ import {
   type DurableOffset,
   type TopicPartitionKey,
 } from '../common/offsets';
-import { encodeChain, type OwnershipEpoch } from './ownership';
+import { encodeChain, type OwnershipEpoch } from './chain';
 
 export interface PartitionCommit {
   readonly topic: string;
@@ -18,6 +18,8 @@ interface PartitionState {
   readonly topic: string;
   readonly partition: number;
   readonly chain: readonly OwnershipEpoch[];
+  /** The staging epoch the partition was claimed in: durable reports of older epochs are not ours to commit. */
+  readonly epoch: number;
   /** The last commit known to have landed. */
   landed: CommitOffset;
   durable: DurableOffset;
@@ -33,19 +35,29 @@ interface PartitionState {
 export class OffsetTracker {
   readonly #partitions = new Map<TopicPartitionKey, PartitionState>();
 
-  /** Starts tracking a partition whose start offset was committed (it landed) with `chain`. */
-  assign(topic: string, partition: number, start: CommitOffset, chain: readonly OwnershipEpoch[]): void {
+  /**
+   * Starts tracking a partition whose claim (start offset, `chain`) landed in staging
+   * epoch `epoch`. Replaces whatever was tracked for it: every join claims anew.
+   */
+  assign(
+    topic: string,
+    partition: number,
+    start: CommitOffset,
+    chain: readonly OwnershipEpoch[],
+    epoch: number,
+  ): void {
     this.#partitions.set(tpKey(topic, partition), {
       topic,
       partition,
       chain,
+      epoch,
       landed: start,
       durable: ((start as number) - 1) as DurableOffset,
       pendingDeadLetters: new Set(),
     });
   }
 
-  /** Stops tracking a lost partition; returns its ceiling (its last landed commit). */
+  /** Stops tracking a lost partition; returns its last landed commit. */
   revoke(topic: string, partition: number): CommitOffset | undefined {
     const key = tpKey(topic, partition);
     const state = this.#partitions.get(key);
@@ -65,9 +77,15 @@ export class OffsetTracker {
     }));
   }
 
-  noteDurable(topic: string, partition: number, offset: DurableOffset): void {
+  /**
+   * Staging reports `offset` durable as of staging epoch `epoch`. A report from an
+   * older epoch than the partition's claim is dropped: it was taken before the
+   * re-claim reset the high-water, and its rows above the new start belong to the
+   * old epoch (cut by the ceiling rule), so committing them would lose them.
+   */
+  noteDurable(topic: string, partition: number, offset: DurableOffset, epoch: number): void {
     const state = this.#partitions.get(tpKey(topic, partition));
-    if (state && offset > state.durable) state.durable = offset;
+    if (state && epoch === state.epoch && offset > state.durable) state.durable = offset;
   }
 
   addPendingDeadLetters(topic: string, partition: number, offsets: readonly number[]): void {

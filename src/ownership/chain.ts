@@ -1,0 +1,48 @@
+/**
+ * The ownership chain of a partition, kept in Kafka itself: every commit carries in
+ * its offset metadata a short chain of (owner, epoch, start offset), and at every
+ * group join each member appends an entry for every partition it was assigned
+ * (committing its start offset) before it stages a record of it.
+ *
+ * An entry is one ownership epoch: the epoch number is the staging epoch of the
+ * owner process (bumped at each of its joins, recorded in every part it stages), so
+ * a part maps to exactly one entry of each of its partitions' chains.
+ */
+export interface OwnershipEpoch {
+  readonly owner: string;
+  readonly epoch: number;
+  /** The first offset this epoch consumed (the committed offset when it began). */
+  readonly start: number;
+}
+
+/** The broker's default offset.metadata.max.bytes is 4096; keep well inside it. */
+export const MAX_CHAIN_BYTES = 3_800;
+const TAG = 'kl1';
+
+export function encodeChain(chain: readonly OwnershipEpoch[]): string {
+  return JSON.stringify({ [TAG]: chain.map((e) => [e.owner, e.epoch, e.start]) });
+}
+
+/** Parses offset metadata; anything that is not a kafka-lance chain (or is empty) is an empty chain. */
+export function decodeChain(metadata: string | null | undefined): OwnershipEpoch[] {
+  if (!metadata) return [];
+  try {
+    const parsed = JSON.parse(metadata) as Record<string, unknown>;
+    const raw = parsed[TAG];
+    if (!Array.isArray(raw)) return [];
+    return raw.flatMap((e: unknown) =>
+      Array.isArray(e) && typeof e[0] === 'string' && Number.isSafeInteger(e[1]) && Number.isSafeInteger(e[2])
+        ? [{ owner: e[0], epoch: e[1] as number, start: e[2] as number }]
+        : [],
+    );
+  } catch {
+    return [];
+  }
+}
+
+/** Appends an epoch, dropping the oldest entries until the encoded chain fits. */
+export function appendEpoch(chain: readonly OwnershipEpoch[], entry: OwnershipEpoch): OwnershipEpoch[] {
+  const next = [...chain, entry];
+  while (next.length > 1 && Buffer.byteLength(encodeChain(next)) > MAX_CHAIN_BYTES) next.shift();
+  return next;
+}
