@@ -58,7 +58,7 @@ describe('commit fence against a real broker', () => {
     );
     await consumer.connect();
     await consumer.subscribe({ topics: [topic], fromBeginning: true });
-    await consumer.run({ autoCommit: false, eachBatch: async () => undefined });
+    await consumer.run({ autoCommit: false, eachBatch: () => Promise.resolve() });
     await joined;
     firstJoin = membership.current!.sequence;
     const decidedIn = membership.current!;
@@ -70,7 +70,7 @@ describe('commit fence against a real broker', () => {
     consumers.push(other);
     await other.connect();
     await other.subscribe({ topics: [topic], fromBeginning: true });
-    await other.run({ autoCommit: false, eachBatch: async () => undefined });
+    await other.run({ autoCommit: false, eachBatch: () => Promise.resolve() });
     const result = await outcome;
     const offsets = await suite.admin.fetchOffsets({ groupId, topics: [topic] });
     const committed = offsets[0]!.partitions.find((p) => p.partition === 0)!.offset;
