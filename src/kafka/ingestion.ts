@@ -208,8 +208,8 @@ export class Ingestion {
     this.#assignmentReady = (async () => {
       await previous.catch(() => undefined);
       const claims = await this.#claimWhileCurrent(generation, assigned, epoch.epoch);
-      // Superseded: the newer join claims (and resets the high-water of) whatever it is assigned.
-      if (claims === undefined) return;
+      // Superseded (or stopping): the newer join claims, and resets the high-water of, whatever it is assigned.
+      if (claims === undefined || this.#stopping) return;
       for (const c of claims) {
         this.#tracker.assign(c.topic, c.partition, c.start, c.chain, epoch.epoch);
         this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.start);
