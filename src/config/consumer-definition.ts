@@ -15,10 +15,20 @@ import { z } from 'zod';
 export const FIELD_TYPES = ['string', 'int32', 'int64', 'float64', 'boolean', 'timestamp', 'json'] as const;
 export type FieldTypeName = (typeof FIELD_TYPES)[number];
 
+/** Units of numeric (epoch) timestamps. */
+export const EPOCH_UNITS = ['s', 'ms', 'us', 'ns'] as const;
+export type EpochUnit = (typeof EPOCH_UNITS)[number];
+
 const fieldType = z.enum(FIELD_TYPES);
+const epochUnit = z.enum(EPOCH_UNITS);
 const fieldSpec = z.union([
   fieldType,
-  z.strictObject({ type: fieldType, nullable: z.boolean().default(true) }),
+  z.strictObject({
+    type: fieldType,
+    nullable: z.boolean().default(true),
+    /** The unit of this timestamp field's numbers; the consumer's `epochUnit` when absent. */
+    epochUnit: epochUnit.optional(),
+  }),
 ]);
 
 const identifier = z
@@ -81,6 +91,12 @@ export const consumerDefinitionSchema = z
     dataDir: z.string().min(1).optional(),
     schema: z.union([z.literal('infer'), z.strictObject({ fields: z.record(z.string().min(1), fieldSpec) })]),
     eventTimeField: z.string().min(1).optional(),
+    /**
+     * The unit of numeric timestamps (declared `timestamp` fields and `eventTimeField`):
+     * epoch seconds, milliseconds, microseconds or nanoseconds. Strings are RFC 3339 /
+     * ISO 8601, and a string without a zone is UTC (see src/decode/timestamp.ts).
+     */
+    epochUnit: epochUnit.default('ms'),
     includeKey: z.boolean().default(false),
     transform: z.custom<Transform>((v) => typeof v === 'function', 'must be a function').optional(),
     maxRecordBytes: z
@@ -171,7 +187,14 @@ export const consumerDefinitionSchema = z
       });
     }
     if (def.schema !== 'infer') {
-      for (const name of Object.keys(def.schema.fields)) {
+      for (const [name, spec] of Object.entries(def.schema.fields)) {
+        if (typeof spec === 'object' && spec.epochUnit !== undefined && spec.type !== 'timestamp') {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['schema', 'fields', name, 'epochUnit'],
+            message: 'only a timestamp field has an epoch unit',
+          });
+        }
         if (name.startsWith('_')) {
           ctx.addIssue({
             code: 'custom',

@@ -1,5 +1,5 @@
 import { Bool, Float64, Int32, Int64, TimeUnit, Timestamp, Utf8, type DataType } from 'apache-arrow';
-import type { FieldTypeName } from '../config';
+import type { EpochUnit, FieldTypeName } from '../config';
 import {
   BoolBuilder,
   newFloat64,
@@ -11,16 +11,24 @@ import {
   type FixedWidthBuilder,
   type VariableWidthBuilder,
 } from './column-builder';
+import { parseTimestamp } from './timestamp';
 
-/** Returned by a conversion that does not fit the column: the record becomes a dead letter. */
-export const INVALID: unique symbol = Symbol('invalid');
+/**
+ * Returned by a conversion that does not fit the column: the record becomes a dead
+ * letter. `why` says more than "expected <type>, got <kind>" when there is more to say.
+ */
+export class Invalid {
+  constructor(readonly why?: string) {}
+}
+/** A value of the wrong kind for the column. */
+export const INVALID = new Invalid();
 export type Converted = string | number | bigint | boolean | null;
 
 export interface FieldCodec {
   readonly arrowType: () => DataType;
   readonly builder: () => ColumnBuilder;
-  /** A JSON value → the column's value, null, or INVALID. */
-  readonly convert: (value: unknown) => Converted | typeof INVALID;
+  /** A JSON value → the column's value, null, or Invalid. `unit`: of numeric timestamps. */
+  readonly convert: (value: unknown, unit: EpochUnit) => Converted | Invalid;
   readonly append: (builder: ColumnBuilder, value: Converted) => void;
 }
 
@@ -73,9 +81,9 @@ export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
   timestamp: {
     arrowType: () => new Timestamp(TimeUnit.MILLISECOND),
     builder: newTimestampMs,
-    convert: (v) => {
-      const ms = epochMillisOf(v);
-      return ms === undefined ? INVALID : BigInt(ms);
+    convert: (v, unit) => {
+      const time = parseTimestamp(v, unit);
+      return 'ms' in time ? BigInt(time.ms) : new Invalid(time.invalid);
     },
     append: (b, v) => (b as FixedWidthBuilder<BigInt64Array>).append(v as bigint),
   },
@@ -93,16 +101,6 @@ export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
     append: (b, v) => (b as VariableWidthBuilder).appendString(v as string),
   },
 };
-
-/** Epoch milliseconds from a number (ms) or an ISO-8601 string; undefined when neither. */
-export function epochMillisOf(v: unknown): number | undefined {
-  if (typeof v === 'number') return Number.isFinite(v) ? Math.trunc(v) : undefined;
-  if (typeof v === 'string') {
-    const ms = Date.parse(v);
-    return Number.isNaN(ms) ? undefined : ms;
-  }
-  return undefined;
-}
 
 /** The column type inferred from a JSON value's kind; undefined for null (decide later). */
 export function inferFieldType(v: unknown): FieldTypeName | undefined {

@@ -1,11 +1,12 @@
 import { Binary, Field, Int32, RecordBatch, Schema, Struct, makeData, type Data } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
-import type { FieldTypeName, ResolvedConsumer, Row, SourceRecord } from '../config';
+import type { EpochUnit, FieldTypeName, ResolvedConsumer, Row, SourceRecord } from '../config';
 import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
 import { SYSTEM_FIELDS } from '../staging/system-columns';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
 import type { DeadLetterVerdict } from './dead-letter-reason';
-import { FIELD_CODECS, INVALID, epochMillisOf, inferFieldType, type Converted } from './field-codec';
+import { FIELD_CODECS, Invalid, inferFieldType, type Converted } from './field-codec';
+import { parseTimestamp } from './timestamp';
 
 /** One Kafka message as it crosses into a worker. */
 export interface RawMessage {
@@ -27,13 +28,22 @@ export interface DecodedBatch {
 
 export type DecoderOptions = Pick<
   ResolvedConsumer,
-  'format' | 'fields' | 'transform' | 'eventTimeField' | 'includeKey' | 'maxRecordBytes' | 'tombstones'
+  | 'format'
+  | 'fields'
+  | 'transform'
+  | 'eventTimeField'
+  | 'includeKey'
+  | 'maxRecordBytes'
+  | 'tombstones'
+  | 'epochUnit'
 >;
 
 interface FieldState {
   readonly name: string;
   readonly type: FieldTypeName;
   readonly nullable: boolean;
+  /** Of numeric timestamps: the field's own unit, else the consumer's. */
+  readonly epochUnit: EpochUnit;
 }
 
 export const KEY_COLUMN = '_key';
@@ -63,7 +73,7 @@ export class RecordDecoder {
     this.#fields =
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
-        : [...(options.fields ?? [])];
+        : (options.fields ?? []).map((f) => ({ ...f, epochUnit: f.epochUnit ?? options.epochUnit }));
     this.#clock = clock;
   }
 
@@ -136,15 +146,15 @@ export class RecordDecoder {
       }
       let minute = ingestMinute;
       if (this.#options.eventTimeField !== undefined && rows.length > 0) {
-        const ms = epochMillisOf(rows[0]![this.#options.eventTimeField]);
-        if (ms === undefined) {
-          verdict(
-            'invalid-event-time',
-            `field "${this.#options.eventTimeField}" is not a time (epoch ms or ISO-8601)`,
-          );
+        const name = this.#options.eventTimeField;
+        const unit = this.#fields.find((f) => f.name === name)?.epochUnit ?? this.#options.epochUnit;
+        const time = parseTimestamp(rows[0]![name], unit);
+        if ('invalid' in time) {
+          verdict('invalid-event-time', `event-time field "${name}": ${time.invalid}`);
           continue;
         }
-        minute = minuteKeyOf(ms);
+        // parseTimestamp keeps to years 0000-9999: every such minute key is a valid part name.
+        minute = minuteKeyOf(time.ms);
       }
       for (const field of converted.newFields) builders.addField(field);
       this.#fields.push(...converted.newFields);
@@ -171,7 +181,7 @@ export class RecordDecoder {
       const out: Converted[] = [];
       for (const field of this.#fields) {
         const result = convertValue(field, row[field.name]);
-        if (result === INVALID) return mismatch(field, row[field.name]);
+        if (result instanceof Invalid) return mismatch(field, row[field.name], result);
         out.push(result);
       }
       if (this.#infer) {
@@ -182,16 +192,16 @@ export class RecordDecoder {
           if (!field) {
             const type = inferFieldType(v);
             if (type === undefined) continue; // null: the column is created once a value shows its type
-            field = { name, type, nullable: true };
+            field = { name, type, nullable: true, epochUnit: this.#options.epochUnit };
             newFields.push(field);
           }
           const result = convertValue(field, v);
-          if (result === INVALID) return mismatch(field, v);
+          if (result instanceof Invalid) return mismatch(field, v, result);
         }
         // Values of columns first seen in this record, in their order (filled per row below).
         for (const field of newFields) {
           const result = convertValue(field, row[field.name]);
-          if (result === INVALID) return mismatch(field, row[field.name]);
+          if (result instanceof Invalid) return mismatch(field, row[field.name], result);
           out.push(result);
         }
       }
@@ -204,14 +214,15 @@ export class RecordDecoder {
   }
 }
 
-function convertValue(field: FieldState, value: unknown): Converted | typeof INVALID {
-  if (value === null || value === undefined) return field.nullable ? null : INVALID;
-  return FIELD_CODECS[field.type].convert(value);
+function convertValue(field: FieldState, value: unknown): Converted | Invalid {
+  if (value === null || value === undefined) return field.nullable ? null : new Invalid();
+  return FIELD_CODECS[field.type].convert(value, field.epochUnit);
 }
 
-function mismatch(field: FieldState, value: unknown): string {
+function mismatch(field: FieldState, value: unknown, invalid: Invalid): string {
   const kind = value === null || value === undefined ? 'null' : Array.isArray(value) ? 'array' : typeof value;
-  return `field "${field.name}": expected ${field.type}${field.nullable ? '' : ' (required)'}, got ${kind}`;
+  const head = `field "${field.name}": expected ${field.type}${field.nullable ? '' : ' (required)'}`;
+  return invalid.why === undefined ? `${head}, got ${kind}` : `${head}: ${invalid.why}`;
 }
 
 function normalizeRows(result: Row | readonly Row[] | null | undefined): readonly Row[] {

@@ -82,4 +82,20 @@ describe('consumer definitions', () => {
     expect(() => loadConsumer(path.join(dir, 'broken.ts'), {})).toThrow(ConfigError);
     await fsp.rm(dir, { recursive: true, force: true });
   });
+
+  test('15: numeric timestamps have an epoch unit: per consumer (default ms) and per timestamp field', () => {
+    const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:1' };
+    expect(resolveConsumer(valid, 'x', env).epochUnit).toBe('ms');
+    const c = resolveConsumer(
+      { ...valid, epochUnit: 'us', schema: { fields: { at: { type: 'timestamp', epochUnit: 's' } } } },
+      'x',
+      env,
+    );
+    expect(c.epochUnit).toBe('us');
+    expect(c.fields).toEqual([{ name: 'at', type: 'timestamp', nullable: true, epochUnit: 's' }]);
+    expect(problems({ ...valid, epochUnit: 'minutes' })).toEqual(['epochUnit']);
+    expect(problems({ ...valid, schema: { fields: { id: { type: 'int64', epochUnit: 's' } } } })).toEqual([
+      'schema.fields.id.epochUnit',
+    ]);
+  });
 });

@@ -26,6 +26,7 @@ const explicit: DecoderOptions = {
   includeKey: false,
   maxRecordBytes: 1024,
   tombstones: 'dead-letter',
+  epochUnit: 'ms',
 };
 
 function column(batch: NonNullable<ReturnType<RecordDecoder['decode']>['batch']>, name: string): unknown[] {
