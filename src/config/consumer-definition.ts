@@ -46,7 +46,10 @@ export interface SourceRecord {
   /** Kafka timestamp, epoch milliseconds. */
   readonly timestamp: number;
   readonly key: Buffer | null;
-  /** The parsed JSON value (format `json`), or the raw bytes (format `raw`). */
+  /**
+   * The parsed JSON value (format `json`), or the raw bytes (format `raw`). Integer
+   * literals beyond Number.MAX_SAFE_INTEGER are BigInt, exact (JSON.parse would round them).
+   */
   readonly value: unknown;
 }
 export type Row = Record<string, unknown>;

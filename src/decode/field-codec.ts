@@ -1,4 +1,5 @@
 import { Bool, Float64, Int32, Int64, TimeUnit, Timestamp, Utf8, type DataType } from 'apache-arrow';
+import { errorMessage } from '../common/errors';
 import type { EpochUnit, FieldTypeName } from '../config';
 import {
   BoolBuilder,
@@ -11,6 +12,7 @@ import {
   type FixedWidthBuilder,
   type VariableWidthBuilder,
 } from './column-builder';
+import { stringifyJsonExact } from './exact-json';
 import { parseTimestamp } from './timestamp';
 
 /**
@@ -35,10 +37,24 @@ export interface FieldCodec {
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
+/**
+ * False when the string holds a lone UTF-16 surrogate (a "\ud800" escape, or a
+ * transform's output): UTF-8 cannot store one, and TextEncoder would write U+FFFD.
+ * String.prototype.isWellFormed (ES2024, Node 20) is ~15× faster than a /\p{Cs}/u
+ * test on the hot path; lib ES2023 does not declare it yet.
+ */
+export const isWellFormed = (s: string): boolean =>
+  (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+
 const utf8: FieldCodec = {
   arrowType: () => new Utf8(),
   builder: newUtf8,
-  convert: (v) => (typeof v === 'string' ? v : INVALID),
+  convert: (v) => {
+    if (typeof v !== 'string') return INVALID;
+    return isWellFormed(v)
+      ? v
+      : new Invalid('the string holds a lone UTF-16 surrogate, which UTF-8 cannot store');
+  },
   append: (b, v) => (b as VariableWidthBuilder).appendString(v as string),
 };
 
@@ -47,29 +63,43 @@ export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
   int32: {
     arrowType: () => new Int32(),
     builder: newInt32,
-    convert: (v) =>
-      Number.isInteger(v) && (v as number) >= -2147483648 && (v as number) <= 2147483647
-        ? (v as number)
-        : INVALID,
+    convert: (v) => {
+      if (typeof v !== 'number' && typeof v !== 'bigint') return INVALID;
+      return typeof v === 'number' && Number.isInteger(v) && v >= -2147483648 && v <= 2147483647
+        ? v
+        : new Invalid(`${v} is not an int32`);
+    },
     append: (b, v) => (b as FixedWidthBuilder<Int32Array>).append(v as number),
   },
   int64: {
     arrowType: () => new Int64(),
     builder: newInt64,
     convert: (v) => {
-      if (typeof v === 'number') return Number.isSafeInteger(v) ? BigInt(v) : INVALID;
-      if (typeof v === 'string' && /^-?\d{1,19}$/.test(v)) {
-        const big = BigInt(v);
-        return big >= INT64_MIN && big <= INT64_MAX ? big : INVALID;
-      }
-      return INVALID;
+      // Integer literals beyond 2^53 arrive as BigInt (exact-json.ts); a number that is not a
+      // safe integer is a float in the text (1e19, 1.5) and may already be rounded.
+      if (typeof v === 'number')
+        return Number.isSafeInteger(v) ? BigInt(v) : new Invalid(`${v} is not an exact integer`);
+      const big =
+        typeof v === 'bigint' ? v : typeof v === 'string' && /^-?\d{1,20}$/.test(v) ? BigInt(v) : undefined;
+      if (big === undefined) return INVALID;
+      return big >= INT64_MIN && big <= INT64_MAX ? big : new Invalid(`${big} is outside int64`);
     },
     append: (b, v) => (b as FixedWidthBuilder<BigInt64Array>).append(v as bigint),
   },
   float64: {
     arrowType: () => new Float64(),
     builder: newFloat64,
-    convert: (v) => (typeof v === 'number' ? v : INVALID),
+    convert: (v) => {
+      if (typeof v === 'number') return v;
+      if (typeof v !== 'bigint') return INVALID;
+      // An integer literal beyond 2^53: kept only when the double is exactly that integer.
+      const n = Number(v);
+      return BigInt(n) === v
+        ? n
+        : new Invalid(
+            `the integer ${v} has no exact float64 (declare the field int64, or send it as a string)`,
+          );
+    },
     append: (b, v) => (b as FixedWidthBuilder<Float64Array>).append(v as number),
   },
   boolean: {
@@ -90,12 +120,12 @@ export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
   json: {
     arrowType: () => new Utf8(),
     builder: newUtf8,
-    // JSON.stringify of a pathologically deep value can overflow the stack: that is a dead letter too.
+    // Stringifying a pathologically deep (or, from a transform, cyclic) value throws: a dead letter too.
     convert: (v) => {
       try {
-        return JSON.stringify(v);
-      } catch {
-        return INVALID;
+        return stringifyJsonExact(v) ?? new Invalid(`a ${typeof v} is not JSON`);
+      } catch (error) {
+        return new Invalid(`not writable as JSON: ${errorMessage(error)}`);
       }
     },
     append: (b, v) => (b as VariableWidthBuilder).appendString(v as string),
@@ -108,6 +138,7 @@ export function inferFieldType(v: unknown): FieldTypeName | undefined {
     case 'string':
       return 'string';
     case 'number':
+    case 'bigint': // an integer literal beyond 2^53: still a JSON number
       return 'float64';
     case 'boolean':
       return 'boolean';

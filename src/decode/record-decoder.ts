@@ -5,6 +5,7 @@ import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
 import { SYSTEM_FIELDS } from '../staging/system-columns';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
 import type { DeadLetterVerdict } from './dead-letter-reason';
+import { parseJsonExact } from './exact-json';
 import { FIELD_CODECS, Invalid, inferFieldType, type Converted } from './field-codec';
 import { parseTimestamp } from './timestamp';
 
@@ -56,6 +57,12 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * Turns Kafka messages into an Arrow batch in the table's schema, plus verdicts for
  * the records that cannot be staged. A record is converted whole before any of its
  * values is appended, so a bad record never leaves half a row behind.
+ *
+ * Values are stored exactly or not at all: integer literals beyond 2^53 are read
+ * exactly (exact-json.ts) and go into int64 or timestamp columns exactly, into
+ * float64 only when the double is that integer, into json columns as their digits;
+ * a timestamp outside years 0000-9999 (timestamp.ts), an int64 out of range or a
+ * string with a lone surrogate is a dead letter with the reason.
  *
  * With `schema: 'infer'` the field list grows as new keys appear (new nullable
  * columns); a value whose kind conflicts with its column's inferred type is a
@@ -116,7 +123,7 @@ export class RecordDecoder {
           continue;
         }
         try {
-          value = JSON.parse(text);
+          value = parseJsonExact(text);
         } catch (error) {
           verdict('invalid-json', errorMessage(error));
           continue;
@@ -220,7 +227,14 @@ function convertValue(field: FieldState, value: unknown): Converted | Invalid {
 }
 
 function mismatch(field: FieldState, value: unknown, invalid: Invalid): string {
-  const kind = value === null || value === undefined ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  const kind =
+    value === null || value === undefined
+      ? 'null'
+      : Array.isArray(value)
+        ? 'array'
+        : typeof value === 'bigint'
+          ? 'number'
+          : typeof value;
   const head = `field "${field.name}": expected ${field.type}${field.nullable ? '' : ' (required)'}`;
   return invalid.why === undefined ? `${head}, got ${kind}` : `${head}: ${invalid.why}`;
 }
