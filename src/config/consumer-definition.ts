@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { columnNameProblem } from '../decode/column-name';
 
 /**
  * A consumer definition: what to read, how to decode it, where to stage and publish
@@ -197,6 +198,10 @@ export const consumerDefinitionSchema = z
             path: ['schema', 'fields', name, 'epochUnit'],
             message: 'only a timestamp field has an epoch unit',
           });
+        }
+        const problem = columnNameProblem(name);
+        if (problem !== undefined && !name.startsWith('_')) {
+          ctx.addIssue({ code: 'custom', path: ['schema', 'fields', name], message: problem });
         }
         if (name.startsWith('_')) {
           ctx.addIssue({

@@ -12,6 +12,7 @@ import {
   type FixedWidthBuilder,
   type VariableWidthBuilder,
 } from './column-builder';
+import { isWellFormed } from './column-name';
 import { stringifyJsonExact } from './exact-json';
 import { parseTimestamp } from './timestamp';
 
@@ -36,15 +37,6 @@ export interface FieldCodec {
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
-
-/**
- * False when the string holds a lone UTF-16 surrogate (a "\ud800" escape, or a
- * transform's output): UTF-8 cannot store one, and TextEncoder would write U+FFFD.
- * String.prototype.isWellFormed (ES2024, Node 20) is ~15× faster than a /\p{Cs}/u
- * test on the hot path; lib ES2023 does not declare it yet.
- */
-export const isWellFormed = (s: string): boolean =>
-  (s as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 const utf8: FieldCodec = {
   arrowType: () => new Utf8(),

@@ -6,6 +6,7 @@ import { SYSTEM_FIELDS } from '../staging/system-columns';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
 import type { DeadLetterVerdict } from './dead-letter-reason';
 import { parseJsonExact } from './exact-json';
+import { columnNameProblem } from './column-name';
 import { FIELD_CODECS, Invalid, inferFieldType, type Converted } from './field-codec';
 import { parseTimestamp } from './timestamp';
 
@@ -37,7 +38,20 @@ export type DecoderOptions = Pick<
   | 'maxRecordBytes'
   | 'tombstones'
   | 'epochUnit'
->;
+> & {
+  /**
+   * `schema: 'infer'` only: the columns the table already has (from its Lance schema),
+   * so that a column keeps the table's type whatever kind this decoder sees first.
+   * Names starting with "_" (the system columns) are skipped.
+   */
+  readonly knownFields?: readonly KnownField[];
+};
+
+/** A data column of the table, as a seed for inference. */
+export interface KnownField {
+  readonly name: string;
+  readonly type: FieldTypeName;
+}
 
 interface FieldState {
   readonly name: string;
@@ -65,12 +79,26 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * string with a lone surrogate is a dead letter with the reason.
  *
  * With `schema: 'infer'` the field list grows as new keys appear (new nullable
- * columns); a value whose kind conflicts with its column's inferred type is a
- * dead letter. The inferred fields persist across batches in this decoder.
+ * columns); a value whose kind conflicts with its column's type is a dead letter
+ * naming column, expected and actual type. The inferred fields persist across
+ * batches in this decoder. Rules that let staging workers, replicas and restarts
+ * agree without talking to each other:
+ * - A column's type follows only the JSON kind of the value that creates it:
+ *   number → float64 (never int64, which a later 1.5 would contradict), string →
+ *   string, boolean → boolean, object or array → json. null creates no column.
+ * - `knownFields` seeds the table's existing columns, which keep their types.
+ * - A key Lance cannot take as a column name is a dead letter naming the key, not
+ *   renamed: a renaming ("a.b" → "a_b") could collide with a real key and would
+ *   move data without a trace. Refused (measured with LanceDB 0.39): "" and "`"
+ *   (created, but every later add fails), "." (the nested-field separator; create
+ *   and addColumns refuse it), a lone surrogate (stored as U+FFFD, a different name),
+ *   and "_..." (reserved for kafka-lance's columns). Spaces, quotes, non-ASCII and
+ *   case-distinct names are fine.
  */
 export class RecordDecoder {
   readonly #options: DecoderOptions;
   readonly #fields: FieldState[];
+  readonly #byName = new Map<string, FieldState>();
   readonly #infer: boolean;
   readonly #clock: () => number;
 
@@ -81,6 +109,13 @@ export class RecordDecoder {
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
         : (options.fields ?? []).map((f) => ({ ...f, epochUnit: f.epochUnit ?? options.epochUnit }));
+    if (this.#infer && this.#fields.length === 0) {
+      for (const { name, type } of options.knownFields ?? []) {
+        if (columnNameProblem(name) !== undefined || this.#fields.some((f) => f.name === name)) continue;
+        this.#fields.push({ name, type, nullable: true, epochUnit: options.epochUnit });
+      }
+    }
+    for (const f of this.#fields) this.#byName.set(f.name, f);
     this.#clock = clock;
   }
 
@@ -147,8 +182,8 @@ export class RecordDecoder {
         continue;
       }
       const converted = this.#convertRows(rows);
-      if (typeof converted === 'string') {
-        verdict('schema-mismatch', converted);
+      if ('reason' in converted) {
+        verdict(converted.reason, converted.detail);
         continue;
       }
       let minute = ingestMinute;
@@ -163,8 +198,11 @@ export class RecordDecoder {
         // parseTimestamp keeps to years 0000-9999: every such minute key is a valid part name.
         minute = minuteKeyOf(time.ms);
       }
-      for (const field of converted.newFields) builders.addField(field);
-      this.#fields.push(...converted.newFields);
+      for (const field of converted.newFields) {
+        builders.addField(field);
+        this.#fields.push(field);
+        this.#byName.set(field.name, field);
+      }
       converted.values.forEach((values, i) => {
         builders.appendSystem(topic, partition, message, i);
         builders.appendValues(values);
@@ -181,20 +219,25 @@ export class RecordDecoder {
   }
 
   /** Converts every row of one record, or returns why it cannot be staged. */
-  #convertRows(rows: readonly Row[]): { values: Converted[][]; newFields: FieldState[] } | string {
+  #convertRows(
+    rows: readonly Row[],
+  ): { values: Converted[][]; newFields: FieldState[] } | Omit<DeadLetterVerdict, 'offset'> {
+    const schemaMismatch = (detail: string) => ({ reason: 'schema-mismatch' as const, detail });
     const newFields: FieldState[] = [];
     const values: Converted[][] = [];
     for (const row of rows) {
       const out: Converted[] = [];
       for (const field of this.#fields) {
         const result = convertValue(field, row[field.name]);
-        if (result instanceof Invalid) return mismatch(field, row[field.name], result);
+        if (result instanceof Invalid) return schemaMismatch(mismatch(field, row[field.name], result));
         out.push(result);
       }
       if (this.#infer) {
         for (const [name, v] of Object.entries(row)) {
-          if (this.#fields.some((f) => f.name === name)) continue;
-          if (name.startsWith('_')) return `field "${name}": names starting with "_" are reserved`;
+          if (this.#byName.has(name)) continue;
+          // Checked before the null test: whether a bad key is refused must not depend on its value.
+          const problem = columnNameProblem(name);
+          if (problem !== undefined) return schemaMismatch(`key ${JSON.stringify(name)}: ${problem}`);
           let field = newFields.find((f) => f.name === name);
           if (!field) {
             const type = inferFieldType(v);
@@ -203,12 +246,12 @@ export class RecordDecoder {
             newFields.push(field);
           }
           const result = convertValue(field, v);
-          if (result instanceof Invalid) return mismatch(field, v, result);
+          if (result instanceof Invalid) return schemaMismatch(mismatch(field, v, result));
         }
         // Values of columns first seen in this record, in their order (filled per row below).
         for (const field of newFields) {
           const result = convertValue(field, row[field.name]);
-          if (result instanceof Invalid) return mismatch(field, row[field.name], result);
+          if (result instanceof Invalid) return schemaMismatch(mismatch(field, row[field.name], result));
           out.push(result);
         }
       }
