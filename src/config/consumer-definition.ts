@@ -96,6 +96,13 @@ export const consumerDefinitionSchema = z
     schema: z.union([z.literal('infer'), z.strictObject({ fields: z.record(z.string().min(1), fieldSpec) })]),
     eventTimeField: z.string().min(1).optional(),
     /**
+     * `schema: 'infer'`: at most this many data columns. A record that would add more is
+     * a dead letter (too-many-columns), so one wide record cannot make the table
+     * thousands of columns wide. Map-like objects (many or unbounded keys) belong under
+     * one key, which is inferred as a `json` column, or in a declared `json` field.
+     */
+    maxInferredColumns: z.number().int().min(1).max(10_000).default(256),
+    /**
      * The unit of numeric timestamps (declared `timestamp` fields and `eventTimeField`):
      * epoch seconds, milliseconds, microseconds or nanoseconds. Strings are RFC 3339 /
      * ISO 8601, and a string without a zone is UTC (see src/decode/timestamp.ts).

@@ -38,6 +38,7 @@ export type DecoderOptions = Pick<
   | 'maxRecordBytes'
   | 'tombstones'
   | 'epochUnit'
+  | 'maxInferredColumns'
 > & {
   /**
    * `schema: 'infer'` only: the columns the table already has (from its Lance schema),
@@ -87,6 +88,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  *   number → float64 (never int64, which a later 1.5 would contradict), string →
  *   string, boolean → boolean, object or array → json. null creates no column.
  * - `knownFields` seeds the table's existing columns, which keep their types.
+ * - At most `maxInferredColumns` data columns (known ones included): a record that
+ *   would add more is a dead letter (too-many-columns). Map-like objects belong
+ *   under one key (a json column) or in a declared json field.
  * - A key Lance cannot take as a column name is a dead letter naming the key, not
  *   renamed: a renaming ("a.b" → "a_b") could collide with a real key and would
  *   move data without a trace. Refused (measured with LanceDB 0.39): "" and "`"
@@ -242,6 +246,16 @@ export class RecordDecoder {
           if (!field) {
             const type = inferFieldType(v);
             if (type === undefined) continue; // null: the column is created once a value shows its type
+            const max = this.#options.maxInferredColumns;
+            if (this.#fields.length + newFields.length >= max) {
+              return {
+                reason: 'too-many-columns',
+                detail:
+                  `key ${JSON.stringify(name)} would be column ${this.#fields.length + newFields.length + 1}, ` +
+                  `beyond maxInferredColumns ${max}: keep map-like objects under one key (a json column) ` +
+                  'or declare a json field',
+              };
+            }
             field = { name, type, nullable: true, epochUnit: this.#options.epochUnit };
             newFields.push(field);
           }

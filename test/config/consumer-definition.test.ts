@@ -100,4 +100,15 @@ describe('consumer definitions', () => {
       'schema.fields.id.epochUnit',
     ]);
   });
+
+  test('12: maxInferredColumns defaults to 256 and must be a positive integer', () => {
+    const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:1' };
+    const inferred = { ...valid, schema: 'infer' };
+    expect(resolveConsumer(inferred, 'x', env).maxInferredColumns).toBe(256);
+    expect(resolveConsumer({ ...inferred, maxInferredColumns: 1000 }, 'x', env).maxInferredColumns).toBe(
+      1000,
+    );
+    expect(problems({ ...inferred, maxInferredColumns: 0 })).toEqual(['maxInferredColumns']);
+    expect(problems({ ...inferred, maxInferredColumns: 2.5 })).toEqual(['maxInferredColumns']);
+  });
 });

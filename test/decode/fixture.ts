@@ -25,6 +25,7 @@ export const base: DecoderOptions = {
   maxRecordBytes: 1024 * 1024,
   tombstones: 'dead-letter',
   epochUnit: 'ms',
+  maxInferredColumns: 256,
 };
 
 export const decoder = (options: Partial<DecoderOptions> = {}) =>

@@ -27,6 +27,7 @@ const explicit: DecoderOptions = {
   maxRecordBytes: 1024,
   tombstones: 'dead-letter',
   epochUnit: 'ms',
+  maxInferredColumns: 256,
 };
 
 function column(batch: NonNullable<ReturnType<RecordDecoder['decode']>['batch']>, name: string): unknown[] {

@@ -59,7 +59,7 @@ describe('timestamps (issue 9, item 15)', () => {
         compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText, file);
       const { RecordDecoder } = require(${JSON.stringify(path.join(root, 'src/decode/record-decoder.ts'))});
       const d = new RecordDecoder({ format: 'json', fields: [{ name: 'at', type: 'timestamp', nullable: true }],
-        includeKey: false, maxRecordBytes: 1e6, tombstones: 'dead-letter', epochUnit: 'ms', }, () => 0);
+        includeKey: false, maxRecordBytes: 1e6, tombstones: 'dead-letter', epochUnit: 'ms', maxInferredColumns: 256 }, () => 0);
       const out = d.decode('t', 0, [{ offset: 0, timestamp: 0, key: null,
         value: new TextEncoder().encode('{"at":"2025-11-30T10:00:00"}') }]);
       process.stdout.write(JSON.stringify({ offset: new Date().getTimezoneOffset(),
