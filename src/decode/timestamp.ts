@@ -46,18 +46,24 @@ export function parseTimestamp(value: unknown, unit: EpochUnit): TimestampResult
 function parseIsoTimestamp(text: string): TimestampResult {
   const m = ISO.exec(text);
   if (!m) return { invalid: FORMAT };
-  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const [hour, minute, second] = [Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0)];
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  const hour = Number(m[4] ?? 0);
+  const minute = Number(m[5] ?? 0);
+  const second = Number(m[6] ?? 0);
   // 24:00 and leap seconds (:60) are refused: the instant they name is ambiguous to most readers.
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return { invalid: FORMAT };
   if (hour > 23 || minute > 59 || second > 59) return { invalid: FORMAT };
   let offsetMinutes = 0;
   if (m[9] !== undefined) {
-    const [oh, om] = [Number(m[10]), Number(m[11] ?? 0)];
+    const oh = Number(m[10]);
+    const om = Number(m[11] ?? 0);
     if (oh > 23 || om > 59) return { invalid: FORMAT };
     offsetMinutes = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
   }
-  const millis = Number((m[7] ?? '').slice(0, 3).padEnd(3, '0'));
+  const fraction = m[7];
+  const millis = fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0'));
   const ms =
     daysFromCivil(year, month, day) * 86_400_000 +
     ((hour * 60 + minute - offsetMinutes) * 60 + second) * 1000 +
@@ -100,7 +106,7 @@ function floorDiv(a: bigint, b: bigint): bigint {
 
 function daysInMonth(year: number, month: number): number {
   if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
 /** Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil): no Date, no time zone. */
