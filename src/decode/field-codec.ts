@@ -86,7 +86,7 @@ export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
       if (typeof v !== 'bigint') return INVALID;
       // An integer literal beyond 2^53: kept only when the double is exactly that integer.
       const n = Number(v);
-      return BigInt(n) === v
+      return Number.isFinite(n) && BigInt(n) === v
         ? n
         : new Invalid(
             `the integer ${v} has no exact float64 (declare the field int64, or send it as a string)`,

@@ -19,6 +19,23 @@ describe('values are kept exactly or dead-lettered (issue 9, item 13)', () => {
     expect(column(out.batch!, 'v')).toEqual([1.5, 2 ** 60]);
   });
 
+  test('13: an integer literal too large for any double is a dead letter in every numeric column, never a crash', () => {
+    const huge = `1${'0'.repeat(400)}`;
+    const inferred = decodeAll(decoder(), [`{"v":${huge}}`, '{"v":1}']);
+    expect(inferred.deadLetters.map((v) => [v.offset, v.reason])).toEqual([[0, 'schema-mismatch']]);
+    const declared = decodeAll(
+      decoder({
+        fields: [
+          { name: 'a', type: 'int32', nullable: true },
+          { name: 'b', type: 'int64', nullable: true },
+          { name: 'c', type: 'timestamp', nullable: true },
+        ],
+      }),
+      [`{"a":${huge}}`, `{"b":${huge}}`, `{"c":${huge}}`, `{"c":-${huge}}`],
+    );
+    expect(declared.deadLetters.map((v) => v.offset)).toEqual([0, 1, 2, 3]);
+  });
+
   test('13: a declared int64 keeps every int64 exactly, beyond 2^53 and at the bounds', () => {
     const d = decoder({ fields: [{ name: 'n', type: 'int64', nullable: true }] });
     const good = [
