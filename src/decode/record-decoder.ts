@@ -7,7 +7,7 @@ import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuil
 import type { DeadLetterVerdict } from './dead-letter-reason';
 import { parseJsonExact } from './exact-json';
 import { columnNameProblem } from './column-name';
-import { FIELD_CODECS, Invalid, inferFieldType, type Converted } from './field-codec';
+import { FIELD_CODECS, INVALID, Invalid, inferFieldType, type Converted } from './field-codec';
 import { parseTimestamp } from './timestamp';
 
 /** One Kafka message as it crosses into a worker. */
@@ -147,6 +147,15 @@ export class RecordDecoder {
         if (this.#options.tombstones === 'dead-letter') verdict('tombstone', 'null value (tombstone)');
         continue;
       }
+      // _timestamp is Timestamp(ms) like any other: a producer's wild CreateTime (or NaN from a
+      // malformed header) would make BigInt throw, and the batch would crash-loop.
+      const kafkaTime = Number.isSafeInteger(message.timestamp)
+        ? parseTimestamp(message.timestamp, 'ms')
+        : { invalid: `${message.timestamp} is not a time` };
+      if ('invalid' in kafkaTime) {
+        verdict('invalid-event-time', `Kafka timestamp: ${kafkaTime.invalid}`);
+        continue;
+      }
       if (raw) {
         builders.appendSystem(topic, partition, message, 0);
         builders.appendRaw(message);
@@ -193,7 +202,7 @@ export class RecordDecoder {
       let minute = ingestMinute;
       if (this.#options.eventTimeField !== undefined && rows.length > 0) {
         const name = this.#options.eventTimeField;
-        const unit = this.#fields.find((f) => f.name === name)?.epochUnit ?? this.#options.epochUnit;
+        const unit = this.#byName.get(name)?.epochUnit ?? this.#options.epochUnit;
         const time = parseTimestamp(rows[0]![name], unit);
         if ('invalid' in time) {
           verdict('invalid-event-time', `event-time field "${name}": ${time.invalid}`);
@@ -241,7 +250,7 @@ export class RecordDecoder {
           if (this.#byName.has(name)) continue;
           // Checked before the null test: whether a bad key is refused must not depend on its value.
           const problem = columnNameProblem(name);
-          if (problem !== undefined) return schemaMismatch(`key ${JSON.stringify(name)}: ${problem}`);
+          if (problem !== undefined) return schemaMismatch(`key ${quoted(name)}: ${problem}`);
           let field = newFields.find((f) => f.name === name);
           if (!field) {
             const type = inferFieldType(v);
@@ -251,7 +260,7 @@ export class RecordDecoder {
               return {
                 reason: 'too-many-columns',
                 detail:
-                  `key ${JSON.stringify(name)} would be column ${this.#fields.length + newFields.length + 1}, ` +
+                  `key ${quoted(name)} would be column ${this.#fields.length + newFields.length + 1}, ` +
                   `beyond maxInferredColumns ${max}: keep map-like objects under one key (a json column) ` +
                   'or declare a json field',
               };
@@ -278,8 +287,13 @@ export class RecordDecoder {
   }
 }
 
+/** A key for a dead-letter detail: escaped (a lone surrogate stays visible), and short. */
+function quoted(name: string): string {
+  return JSON.stringify(name.length > 200 ? `${name.slice(0, 200)}…` : name);
+}
+
 function convertValue(field: FieldState, value: unknown): Converted | Invalid {
-  if (value === null || value === undefined) return field.nullable ? null : new Invalid();
+  if (value === null || value === undefined) return field.nullable ? null : INVALID;
   return FIELD_CODECS[field.type].convert(value, field.epochUnit);
 }
 

@@ -1,4 +1,4 @@
-import { column, decodeAll, decoder } from './fixture';
+import { column, decodeAll, decoder, msg } from './fixture';
 
 /** Regression tests for issue 9 item 5: event times out of range were committed and never published, or crash-looped. */
 describe('event time out of range (issue 9, item 5)', () => {
@@ -45,5 +45,24 @@ describe('event time out of range (issue 9, item 5)', () => {
     const out = decodeAll(d, ['{"ts":1764460800000000}', '{"ts":1764460859999999}']);
     expect(out.deadLetters).toEqual([]);
     expect(out.minute).toEqual(['202511300000', '202511300000']);
+  });
+
+  test('5: a Kafka record timestamp outside years 0000-9999 (or not a number) is a dead letter, in raw format too', () => {
+    for (const format of ['json', 'raw'] as const) {
+      const d = decoder({ format });
+      const ok = msg(0, '{"a":1}');
+      const out = d.decode('t', 0, [
+        ok,
+        { ...msg(1, '{"a":2}'), timestamp: 1764460800000000 },
+        { ...msg(2, '{"a":3}'), timestamp: NaN },
+        { ...msg(3, '{"a":4}'), timestamp: -1 }, // "no timestamp" in old message formats: kept as is
+      ]);
+      expect(out.deadLetters.map((v) => [v.offset, v.reason])).toEqual([
+        [1, 'invalid-event-time'],
+        [2, 'invalid-event-time'],
+      ]);
+      expect(out.deadLetters[0]!.detail).toMatch(/Kafka timestamp.*years 0000.9999/);
+      expect(column(out.batch!, '_offset')).toEqual([0n, 3n]);
+    }
   });
 });
