@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { columnNameProblem } from '../decode/column-name';
 
 /**
  * A consumer definition: what to read, how to decode it, where to stage and publish
@@ -15,10 +16,20 @@ import { z } from 'zod';
 export const FIELD_TYPES = ['string', 'int32', 'int64', 'float64', 'boolean', 'timestamp', 'json'] as const;
 export type FieldTypeName = (typeof FIELD_TYPES)[number];
 
+/** Units of numeric (epoch) timestamps. */
+export const EPOCH_UNITS = ['s', 'ms', 'us', 'ns'] as const;
+export type EpochUnit = (typeof EPOCH_UNITS)[number];
+
 const fieldType = z.enum(FIELD_TYPES);
+const epochUnit = z.enum(EPOCH_UNITS);
 const fieldSpec = z.union([
   fieldType,
-  z.strictObject({ type: fieldType, nullable: z.boolean().default(true) }),
+  z.strictObject({
+    type: fieldType,
+    nullable: z.boolean().default(true),
+    /** The unit of this timestamp field's numbers; the consumer's `epochUnit` when absent. */
+    epochUnit: epochUnit.optional(),
+  }),
 ]);
 
 const identifier = z
@@ -36,7 +47,10 @@ export interface SourceRecord {
   /** Kafka timestamp, epoch milliseconds. */
   readonly timestamp: number;
   readonly key: Buffer | null;
-  /** The parsed JSON value (format `json`), or the raw bytes (format `raw`). */
+  /**
+   * The parsed JSON value (format `json`), or the raw bytes (format `raw`). Integer
+   * literals beyond Number.MAX_SAFE_INTEGER are BigInt, exact (JSON.parse would round them).
+   */
   readonly value: unknown;
 }
 export type Row = Record<string, unknown>;
@@ -81,6 +95,19 @@ export const consumerDefinitionSchema = z
     dataDir: z.string().min(1).optional(),
     schema: z.union([z.literal('infer'), z.strictObject({ fields: z.record(z.string().min(1), fieldSpec) })]),
     eventTimeField: z.string().min(1).optional(),
+    /**
+     * `schema: 'infer'`: at most this many data columns. A record that would add more is
+     * a dead letter (too-many-columns), so one wide record cannot make the table
+     * thousands of columns wide. Map-like objects (many or unbounded keys) belong under
+     * one key, which is inferred as a `json` column, or in a declared `json` field.
+     */
+    maxInferredColumns: z.number().int().min(1).max(10_000).default(256),
+    /**
+     * The unit of numeric timestamps (declared `timestamp` fields and `eventTimeField`):
+     * epoch seconds, milliseconds, microseconds or nanoseconds. Strings are RFC 3339 /
+     * ISO 8601, and a string without a zone is UTC (see src/decode/timestamp.ts).
+     */
+    epochUnit: epochUnit.default('ms'),
     includeKey: z.boolean().default(false),
     transform: z.custom<Transform>((v) => typeof v === 'function', 'must be a function').optional(),
     maxRecordBytes: z
@@ -171,7 +198,18 @@ export const consumerDefinitionSchema = z
       });
     }
     if (def.schema !== 'infer') {
-      for (const name of Object.keys(def.schema.fields)) {
+      for (const [name, spec] of Object.entries(def.schema.fields)) {
+        if (typeof spec === 'object' && spec.epochUnit !== undefined && spec.type !== 'timestamp') {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['schema', 'fields', name, 'epochUnit'],
+            message: 'only a timestamp field has an epoch unit',
+          });
+        }
+        const problem = columnNameProblem(name);
+        if (problem !== undefined && !name.startsWith('_')) {
+          ctx.addIssue({ code: 'custom', path: ['schema', 'fields', name], message: problem });
+        }
         if (name.startsWith('_')) {
           ctx.addIssue({
             code: 'custom',

@@ -2,6 +2,8 @@ export {
   defineConsumer,
   consumerDefinitionSchema,
   FIELD_TYPES,
+  EPOCH_UNITS,
+  type EpochUnit,
   type ConsumerDefinition,
   type ConsumerDefinitionInput,
   type FieldTypeName,

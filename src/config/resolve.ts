@@ -1,6 +1,11 @@
 import * as path from 'node:path';
 import { KafkaLanceError } from '../common/errors';
-import { consumerDefinitionSchema, type ConsumerDefinition, type FieldTypeName } from './consumer-definition';
+import {
+  consumerDefinitionSchema,
+  type ConsumerDefinition,
+  type EpochUnit,
+  type FieldTypeName,
+} from './consumer-definition';
 
 /** A configuration that fails validation; the message names every offending field. */
 export class ConfigError extends KafkaLanceError {
@@ -20,6 +25,8 @@ export interface ResolvedField {
   readonly name: string;
   readonly type: FieldTypeName;
   readonly nullable: boolean;
+  /** Declared timestamp fields only: the unit of its numbers, when it differs from the consumer's. */
+  readonly epochUnit?: EpochUnit;
 }
 
 /** A validated definition with every default and environment fallback applied. */

@@ -4,6 +4,8 @@ export type DeadLetterReason =
   | 'invalid-json'
   | 'not-an-object'
   | 'schema-mismatch'
+  /** `schema: 'infer'`: the record would add columns beyond `maxInferredColumns`. */
+  | 'too-many-columns'
   | 'invalid-event-time'
   | 'too-large'
   | 'tombstone'

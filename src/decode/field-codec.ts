@@ -1,5 +1,6 @@
 import { Bool, Float64, Int32, Int64, TimeUnit, Timestamp, Utf8, type DataType } from 'apache-arrow';
-import type { FieldTypeName } from '../config';
+import { errorMessage } from '../common/errors';
+import type { EpochUnit, FieldTypeName } from '../config';
 import {
   BoolBuilder,
   newFloat64,
@@ -11,16 +12,26 @@ import {
   type FixedWidthBuilder,
   type VariableWidthBuilder,
 } from './column-builder';
+import { isWellFormed } from './column-name';
+import { stringifyJsonExact } from './exact-json';
+import { parseTimestamp } from './timestamp';
 
-/** Returned by a conversion that does not fit the column: the record becomes a dead letter. */
-export const INVALID: unique symbol = Symbol('invalid');
+/**
+ * Returned by a conversion that does not fit the column: the record becomes a dead
+ * letter. `why` says more than "expected <type>, got <kind>" when there is more to say.
+ */
+export class Invalid {
+  constructor(readonly why?: string) {}
+}
+/** A value of the wrong kind for the column. */
+export const INVALID = new Invalid();
 export type Converted = string | number | bigint | boolean | null;
 
 export interface FieldCodec {
   readonly arrowType: () => DataType;
   readonly builder: () => ColumnBuilder;
-  /** A JSON value → the column's value, null, or INVALID. */
-  readonly convert: (value: unknown) => Converted | typeof INVALID;
+  /** A JSON value → the column's value, null, or Invalid. `unit`: of numeric timestamps. */
+  readonly convert: (value: unknown, unit: EpochUnit) => Converted | Invalid;
   readonly append: (builder: ColumnBuilder, value: Converted) => void;
 }
 
@@ -30,7 +41,12 @@ const INT64_MAX = 2n ** 63n - 1n;
 const utf8: FieldCodec = {
   arrowType: () => new Utf8(),
   builder: newUtf8,
-  convert: (v) => (typeof v === 'string' ? v : INVALID),
+  convert: (v) => {
+    if (typeof v !== 'string') return INVALID;
+    return isWellFormed(v)
+      ? v
+      : new Invalid('the string holds a lone UTF-16 surrogate, which UTF-8 cannot store');
+  },
   append: (b, v) => (b as VariableWidthBuilder).appendString(v as string),
 };
 
@@ -39,29 +55,43 @@ export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
   int32: {
     arrowType: () => new Int32(),
     builder: newInt32,
-    convert: (v) =>
-      Number.isInteger(v) && (v as number) >= -2147483648 && (v as number) <= 2147483647
-        ? (v as number)
-        : INVALID,
+    convert: (v) => {
+      if (typeof v !== 'number' && typeof v !== 'bigint') return INVALID;
+      return typeof v === 'number' && Number.isInteger(v) && v >= -2147483648 && v <= 2147483647
+        ? v
+        : new Invalid(`${v} is not an int32`);
+    },
     append: (b, v) => (b as FixedWidthBuilder<Int32Array>).append(v as number),
   },
   int64: {
     arrowType: () => new Int64(),
     builder: newInt64,
     convert: (v) => {
-      if (typeof v === 'number') return Number.isSafeInteger(v) ? BigInt(v) : INVALID;
-      if (typeof v === 'string' && /^-?\d{1,19}$/.test(v)) {
-        const big = BigInt(v);
-        return big >= INT64_MIN && big <= INT64_MAX ? big : INVALID;
-      }
-      return INVALID;
+      // Integer literals beyond 2^53 arrive as BigInt (exact-json.ts); a number that is not a
+      // safe integer is a float in the text (1e19, 1.5) and may already be rounded.
+      if (typeof v === 'number')
+        return Number.isSafeInteger(v) ? BigInt(v) : new Invalid(`${v} is not an exact integer`);
+      const big =
+        typeof v === 'bigint' ? v : typeof v === 'string' && /^-?\d{1,20}$/.test(v) ? BigInt(v) : undefined;
+      if (big === undefined) return INVALID;
+      return big >= INT64_MIN && big <= INT64_MAX ? big : new Invalid(`${big} is outside int64`);
     },
     append: (b, v) => (b as FixedWidthBuilder<BigInt64Array>).append(v as bigint),
   },
   float64: {
     arrowType: () => new Float64(),
     builder: newFloat64,
-    convert: (v) => (typeof v === 'number' ? v : INVALID),
+    convert: (v) => {
+      if (typeof v === 'number') return v;
+      if (typeof v !== 'bigint') return INVALID;
+      // An integer literal beyond 2^53: kept only when the double is exactly that integer.
+      const n = Number(v);
+      return Number.isFinite(n) && BigInt(n) === v
+        ? n
+        : new Invalid(
+            `the integer ${v} has no exact float64 (declare the field int64, or send it as a string)`,
+          );
+    },
     append: (b, v) => (b as FixedWidthBuilder<Float64Array>).append(v as number),
   },
   boolean: {
@@ -73,36 +103,26 @@ export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
   timestamp: {
     arrowType: () => new Timestamp(TimeUnit.MILLISECOND),
     builder: newTimestampMs,
-    convert: (v) => {
-      const ms = epochMillisOf(v);
-      return ms === undefined ? INVALID : BigInt(ms);
+    convert: (v, unit) => {
+      const time = parseTimestamp(v, unit);
+      return 'ms' in time ? BigInt(time.ms) : new Invalid(time.invalid);
     },
     append: (b, v) => (b as FixedWidthBuilder<BigInt64Array>).append(v as bigint),
   },
   json: {
     arrowType: () => new Utf8(),
     builder: newUtf8,
-    // JSON.stringify of a pathologically deep value can overflow the stack: that is a dead letter too.
+    // Stringifying a pathologically deep (or, from a transform, cyclic) value throws: a dead letter too.
     convert: (v) => {
       try {
-        return JSON.stringify(v);
-      } catch {
-        return INVALID;
+        return stringifyJsonExact(v) ?? new Invalid(`a ${typeof v} is not JSON`);
+      } catch (error) {
+        return new Invalid(`not writable as JSON: ${errorMessage(error)}`);
       }
     },
     append: (b, v) => (b as VariableWidthBuilder).appendString(v as string),
   },
 };
-
-/** Epoch milliseconds from a number (ms) or an ISO-8601 string; undefined when neither. */
-export function epochMillisOf(v: unknown): number | undefined {
-  if (typeof v === 'number') return Number.isFinite(v) ? Math.trunc(v) : undefined;
-  if (typeof v === 'string') {
-    const ms = Date.parse(v);
-    return Number.isNaN(ms) ? undefined : ms;
-  }
-  return undefined;
-}
 
 /** The column type inferred from a JSON value's kind; undefined for null (decide later). */
 export function inferFieldType(v: unknown): FieldTypeName | undefined {
@@ -110,6 +130,7 @@ export function inferFieldType(v: unknown): FieldTypeName | undefined {
     case 'string':
       return 'string';
     case 'number':
+    case 'bigint': // an integer literal beyond 2^53: still a JSON number
       return 'float64';
     case 'boolean':
       return 'boolean';

@@ -1,11 +1,14 @@
 import { Binary, Field, Int32, RecordBatch, Schema, Struct, makeData, type Data } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
-import type { FieldTypeName, ResolvedConsumer, Row, SourceRecord } from '../config';
+import type { EpochUnit, FieldTypeName, ResolvedConsumer, Row, SourceRecord } from '../config';
 import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
 import { SYSTEM_FIELDS } from '../staging/system-columns';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
 import type { DeadLetterVerdict } from './dead-letter-reason';
-import { FIELD_CODECS, INVALID, epochMillisOf, inferFieldType, type Converted } from './field-codec';
+import { parseJsonExact } from './exact-json';
+import { columnNameProblem } from './column-name';
+import { FIELD_CODECS, INVALID, Invalid, inferFieldType, type Converted } from './field-codec';
+import { parseTimestamp } from './timestamp';
 
 /** One Kafka message as it crosses into a worker. */
 export interface RawMessage {
@@ -27,13 +30,36 @@ export interface DecodedBatch {
 
 export type DecoderOptions = Pick<
   ResolvedConsumer,
-  'format' | 'fields' | 'transform' | 'eventTimeField' | 'includeKey' | 'maxRecordBytes' | 'tombstones'
->;
+  | 'format'
+  | 'fields'
+  | 'transform'
+  | 'eventTimeField'
+  | 'includeKey'
+  | 'maxRecordBytes'
+  | 'tombstones'
+  | 'epochUnit'
+  | 'maxInferredColumns'
+> & {
+  /**
+   * `schema: 'infer'` only: the columns the table already has (from its Lance schema),
+   * so that a column keeps the table's type whatever kind this decoder sees first.
+   * Names starting with "_" (the system columns) are skipped.
+   */
+  readonly knownFields?: readonly KnownField[];
+};
+
+/** A data column of the table, as a seed for inference. */
+export interface KnownField {
+  readonly name: string;
+  readonly type: FieldTypeName;
+}
 
 interface FieldState {
   readonly name: string;
   readonly type: FieldTypeName;
   readonly nullable: boolean;
+  /** Of numeric timestamps: the field's own unit, else the consumer's. */
+  readonly epochUnit: EpochUnit;
 }
 
 export const KEY_COLUMN = '_key';
@@ -47,13 +73,36 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * the records that cannot be staged. A record is converted whole before any of its
  * values is appended, so a bad record never leaves half a row behind.
  *
+ * Values are stored exactly or not at all: integer literals beyond 2^53 are read
+ * exactly (exact-json.ts) and go into int64 or timestamp columns exactly, into
+ * float64 only when the double is that integer, into json columns as their digits;
+ * a timestamp outside years 0000-9999 (timestamp.ts), an int64 out of range or a
+ * string with a lone surrogate is a dead letter with the reason.
+ *
  * With `schema: 'infer'` the field list grows as new keys appear (new nullable
- * columns); a value whose kind conflicts with its column's inferred type is a
- * dead letter. The inferred fields persist across batches in this decoder.
+ * columns); a value whose kind conflicts with its column's type is a dead letter
+ * naming column, expected and actual type. The inferred fields persist across
+ * batches in this decoder. Rules that let staging workers, replicas and restarts
+ * agree without talking to each other:
+ * - A column's type follows only the JSON kind of the value that creates it:
+ *   number → float64 (never int64, which a later 1.5 would contradict), string →
+ *   string, boolean → boolean, object or array → json. null creates no column.
+ * - `knownFields` seeds the table's existing columns, which keep their types.
+ * - At most `maxInferredColumns` data columns (known ones included): a record that
+ *   would add more is a dead letter (too-many-columns). Map-like objects belong
+ *   under one key (a json column) or in a declared json field.
+ * - A key Lance cannot take as a column name is a dead letter naming the key, not
+ *   renamed: a renaming ("a.b" → "a_b") could collide with a real key and would
+ *   move data without a trace. Refused (measured with LanceDB 0.39): "" and "`"
+ *   (created, but every later add fails), "." (the nested-field separator; create
+ *   and addColumns refuse it), a lone surrogate (stored as U+FFFD, a different name),
+ *   and "_..." (reserved for kafka-lance's columns). Spaces, quotes, non-ASCII and
+ *   case-distinct names are fine.
  */
 export class RecordDecoder {
   readonly #options: DecoderOptions;
   readonly #fields: FieldState[];
+  readonly #byName = new Map<string, FieldState>();
   readonly #infer: boolean;
   readonly #clock: () => number;
 
@@ -63,7 +112,14 @@ export class RecordDecoder {
     this.#fields =
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
-        : [...(options.fields ?? [])];
+        : (options.fields ?? []).map((f) => ({ ...f, epochUnit: f.epochUnit ?? options.epochUnit }));
+    if (this.#infer && this.#fields.length === 0) {
+      for (const { name, type } of options.knownFields ?? []) {
+        if (columnNameProblem(name) !== undefined || this.#fields.some((f) => f.name === name)) continue;
+        this.#fields.push({ name, type, nullable: true, epochUnit: options.epochUnit });
+      }
+    }
+    for (const f of this.#fields) this.#byName.set(f.name, f);
     this.#clock = clock;
   }
 
@@ -91,6 +147,15 @@ export class RecordDecoder {
         if (this.#options.tombstones === 'dead-letter') verdict('tombstone', 'null value (tombstone)');
         continue;
       }
+      // _timestamp is Timestamp(ms) like any other: a producer's wild CreateTime (or NaN from a
+      // malformed header) would make BigInt throw, and the batch would crash-loop.
+      const kafkaTime = Number.isSafeInteger(message.timestamp)
+        ? parseTimestamp(message.timestamp, 'ms')
+        : { invalid: `${message.timestamp} is not a time` };
+      if ('invalid' in kafkaTime) {
+        verdict('invalid-event-time', `Kafka timestamp: ${kafkaTime.invalid}`);
+        continue;
+      }
       if (raw) {
         builders.appendSystem(topic, partition, message, 0);
         builders.appendRaw(message);
@@ -106,7 +171,7 @@ export class RecordDecoder {
           continue;
         }
         try {
-          value = JSON.parse(text);
+          value = parseJsonExact(text);
         } catch (error) {
           verdict('invalid-json', errorMessage(error));
           continue;
@@ -130,24 +195,27 @@ export class RecordDecoder {
         continue;
       }
       const converted = this.#convertRows(rows);
-      if (typeof converted === 'string') {
-        verdict('schema-mismatch', converted);
+      if ('reason' in converted) {
+        verdict(converted.reason, converted.detail);
         continue;
       }
       let minute = ingestMinute;
       if (this.#options.eventTimeField !== undefined && rows.length > 0) {
-        const ms = epochMillisOf(rows[0]![this.#options.eventTimeField]);
-        if (ms === undefined) {
-          verdict(
-            'invalid-event-time',
-            `field "${this.#options.eventTimeField}" is not a time (epoch ms or ISO-8601)`,
-          );
+        const name = this.#options.eventTimeField;
+        const unit = this.#byName.get(name)?.epochUnit ?? this.#options.epochUnit;
+        const time = parseTimestamp(rows[0]![name], unit);
+        if ('invalid' in time) {
+          verdict('invalid-event-time', `event-time field "${name}": ${time.invalid}`);
           continue;
         }
-        minute = minuteKeyOf(ms);
+        // parseTimestamp keeps to years 0000-9999: every such minute key is a valid part name.
+        minute = minuteKeyOf(time.ms);
       }
-      for (const field of converted.newFields) builders.addField(field);
-      this.#fields.push(...converted.newFields);
+      for (const field of converted.newFields) {
+        builders.addField(field);
+        this.#fields.push(field);
+        this.#byName.set(field.name, field);
+      }
       converted.values.forEach((values, i) => {
         builders.appendSystem(topic, partition, message, i);
         builders.appendValues(values);
@@ -164,34 +232,49 @@ export class RecordDecoder {
   }
 
   /** Converts every row of one record, or returns why it cannot be staged. */
-  #convertRows(rows: readonly Row[]): { values: Converted[][]; newFields: FieldState[] } | string {
+  #convertRows(
+    rows: readonly Row[],
+  ): { values: Converted[][]; newFields: FieldState[] } | Omit<DeadLetterVerdict, 'offset'> {
+    const schemaMismatch = (detail: string) => ({ reason: 'schema-mismatch' as const, detail });
     const newFields: FieldState[] = [];
     const values: Converted[][] = [];
     for (const row of rows) {
       const out: Converted[] = [];
       for (const field of this.#fields) {
         const result = convertValue(field, row[field.name]);
-        if (result === INVALID) return mismatch(field, row[field.name]);
+        if (result instanceof Invalid) return schemaMismatch(mismatch(field, row[field.name], result));
         out.push(result);
       }
       if (this.#infer) {
         for (const [name, v] of Object.entries(row)) {
-          if (this.#fields.some((f) => f.name === name)) continue;
-          if (name.startsWith('_')) return `field "${name}": names starting with "_" are reserved`;
+          if (this.#byName.has(name)) continue;
+          // Checked before the null test: whether a bad key is refused must not depend on its value.
+          const problem = columnNameProblem(name);
+          if (problem !== undefined) return schemaMismatch(`key ${quoted(name)}: ${problem}`);
           let field = newFields.find((f) => f.name === name);
           if (!field) {
             const type = inferFieldType(v);
             if (type === undefined) continue; // null: the column is created once a value shows its type
-            field = { name, type, nullable: true };
+            const max = this.#options.maxInferredColumns;
+            if (this.#fields.length + newFields.length >= max) {
+              return {
+                reason: 'too-many-columns',
+                detail:
+                  `key ${quoted(name)} would be column ${this.#fields.length + newFields.length + 1}, ` +
+                  `beyond maxInferredColumns ${max}: keep map-like objects under one key (a json column) ` +
+                  'or declare a json field',
+              };
+            }
+            field = { name, type, nullable: true, epochUnit: this.#options.epochUnit };
             newFields.push(field);
           }
           const result = convertValue(field, v);
-          if (result === INVALID) return mismatch(field, v);
+          if (result instanceof Invalid) return schemaMismatch(mismatch(field, v, result));
         }
         // Values of columns first seen in this record, in their order (filled per row below).
         for (const field of newFields) {
           const result = convertValue(field, row[field.name]);
-          if (result === INVALID) return mismatch(field, row[field.name]);
+          if (result instanceof Invalid) return schemaMismatch(mismatch(field, row[field.name], result));
           out.push(result);
         }
       }
@@ -204,14 +287,27 @@ export class RecordDecoder {
   }
 }
 
-function convertValue(field: FieldState, value: unknown): Converted | typeof INVALID {
-  if (value === null || value === undefined) return field.nullable ? null : INVALID;
-  return FIELD_CODECS[field.type].convert(value);
+/** A key for a dead-letter detail: escaped (a lone surrogate stays visible), and short. */
+function quoted(name: string): string {
+  return JSON.stringify(name.length > 200 ? `${name.slice(0, 200)}…` : name);
 }
 
-function mismatch(field: FieldState, value: unknown): string {
-  const kind = value === null || value === undefined ? 'null' : Array.isArray(value) ? 'array' : typeof value;
-  return `field "${field.name}": expected ${field.type}${field.nullable ? '' : ' (required)'}, got ${kind}`;
+function convertValue(field: FieldState, value: unknown): Converted | Invalid {
+  if (value === null || value === undefined) return field.nullable ? null : INVALID;
+  return FIELD_CODECS[field.type].convert(value, field.epochUnit);
+}
+
+function mismatch(field: FieldState, value: unknown, invalid: Invalid): string {
+  const kind =
+    value === null || value === undefined
+      ? 'null'
+      : Array.isArray(value)
+        ? 'array'
+        : typeof value === 'bigint'
+          ? 'number'
+          : typeof value;
+  const head = `field "${field.name}": expected ${field.type}${field.nullable ? '' : ' (required)'}`;
+  return invalid.why === undefined ? `${head}, got ${kind}` : `${head}: ${invalid.why}`;
 }
 
 function normalizeRows(result: Row | readonly Row[] | null | undefined): readonly Row[] {

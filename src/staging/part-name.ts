@@ -42,10 +42,17 @@ export const recoveredIdOf = (id: string): string => `${id}${RECOVERED_SUFFIX}`;
 export const originalIdOf = (id: string): string =>
   isRecoveredId(id) ? id.slice(0, -RECOVERED_SUFFIX.length) : id;
 
-/** The UTC minute of an instant, as used in part names. */
+/**
+ * The UTC minute of an instant, as used in part names. Only years 0000-9999 fit the
+ * 12-digit key that parsePartName reads back: a longer key would name a part that is
+ * committed but never found again. The decoder refuses such times (a dead letter,
+ * src/decode/timestamp.ts); reaching here with one is a bug, so it throws.
+ */
 export function minuteKeyOf(epochMs: number): MinuteKey {
   const d = new Date(epochMs);
-  if (Number.isNaN(d.getTime())) throw new RangeError(`not a time: ${epochMs}`);
+  const year = d.getUTCFullYear();
+  if (Number.isNaN(year) || year < 0 || year > 9999)
+    throw new RangeError(`not a time in years 0000-9999: ${epochMs}`);
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
-  return `${p(d.getUTCFullYear(), 4)}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}${p(d.getUTCHours())}${p(d.getUTCMinutes())}` as MinuteKey;
+  return `${p(year, 4)}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}${p(d.getUTCHours())}${p(d.getUTCMinutes())}` as MinuteKey;
 }

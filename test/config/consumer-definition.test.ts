@@ -49,6 +49,8 @@ describe('consumer definitions', () => {
     [{ ...valid, name: '9 bad' }, ['name']],
     [{ ...valid, schema: { fields: { id: 'uuid' } } }, ['schema.fields.id']],
     [{ ...valid, schema: { fields: { _offset: 'int64' } } }, ['schema.fields._offset']],
+    [{ ...valid, schema: { fields: { 'a.b': 'int64' } } }, ['schema.fields.a.b']], // issue 9 item 7: Lance refuses "."
+    [{ ...valid, schema: { fields: { 'a`b': 'int64' } } }, ['schema.fields.a`b']],
     [{ ...valid, durabilityIntervalMs: 0 }, ['durabilityIntervalMs']],
     [{ ...valid, queue: { maxRecords: -1 } }, ['queue.maxRecords']],
     [{ ...valid, deadLetter: { topic: '' } }, ['deadLetter.topic']],
@@ -81,5 +83,32 @@ describe('consumer definitions', () => {
     await fsp.writeFile(path.join(dir, 'broken.ts'), 'export default defineConsumer({');
     expect(() => loadConsumer(path.join(dir, 'broken.ts'), {})).toThrow(ConfigError);
     await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  test('15: numeric timestamps have an epoch unit: per consumer (default ms) and per timestamp field', () => {
+    const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:1' };
+    expect(resolveConsumer(valid, 'x', env).epochUnit).toBe('ms');
+    const c = resolveConsumer(
+      { ...valid, epochUnit: 'us', schema: { fields: { at: { type: 'timestamp', epochUnit: 's' } } } },
+      'x',
+      env,
+    );
+    expect(c.epochUnit).toBe('us');
+    expect(c.fields).toEqual([{ name: 'at', type: 'timestamp', nullable: true, epochUnit: 's' }]);
+    expect(problems({ ...valid, epochUnit: 'minutes' })).toEqual(['epochUnit']);
+    expect(problems({ ...valid, schema: { fields: { id: { type: 'int64', epochUnit: 's' } } } })).toEqual([
+      'schema.fields.id.epochUnit',
+    ]);
+  });
+
+  test('12: maxInferredColumns defaults to 256 and must be a positive integer', () => {
+    const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:1' };
+    const inferred = { ...valid, schema: 'infer' };
+    expect(resolveConsumer(inferred, 'x', env).maxInferredColumns).toBe(256);
+    expect(resolveConsumer({ ...inferred, maxInferredColumns: 1000 }, 'x', env).maxInferredColumns).toBe(
+      1000,
+    );
+    expect(problems({ ...inferred, maxInferredColumns: 0 })).toEqual(['maxInferredColumns']);
+    expect(problems({ ...inferred, maxInferredColumns: 2.5 })).toEqual(['maxInferredColumns']);
   });
 });

@@ -26,6 +26,8 @@ const explicit: DecoderOptions = {
   includeKey: false,
   maxRecordBytes: 1024,
   tombstones: 'dead-letter',
+  epochUnit: 'ms',
+  maxInferredColumns: 256,
 };
 
 function column(batch: NonNullable<ReturnType<RecordDecoder['decode']>['batch']>, name: string): unknown[] {

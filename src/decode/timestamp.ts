@@ -1,0 +1,120 @@
+import type { EpochUnit } from '../config';
+
+/**
+ * Timestamps as kafka-lance reads them, into epoch milliseconds (the staged column
+ * is Timestamp(ms), and event-time minutes are cut from the same value):
+ *
+ * - Strings: RFC 3339 / ISO 8601 extended format only,
+ *   `YYYY-MM-DD[(T|t| )hh:mm[:ss[(.|,)fraction]][Z|z|±hh[[:]mm]]]`. A string without a
+ *   zone is UTC, never the process's local time (which would make the stored instant
+ *   depend on the TZ of the replica that happened to decode it). A date alone is its
+ *   UTC midnight. Digits below the millisecond are cut (floor). Anything `Date.parse`
+ *   would guess at ("1", "March 7", RFC 2822) is refused.
+ * - Numbers (and integers beyond 2^53, which the JSON reader keeps as BigInt): epoch
+ *   values in the declared unit (`s`, `ms`, `us` or `ns`), converted exactly through
+ *   their decimal digits, then floored to the millisecond.
+ * - Date objects (from a transform) as they are.
+ *
+ * Every result must lie in years 0000–9999 UTC: what RFC 3339 can write, what a
+ * minute key (`yyyyMMddHHmm`) can hold, and well inside int64 milliseconds. A value
+ * outside is refused with a reason, so a microsecond value in a millisecond field is
+ * a dead letter instead of a year-57,000 row or a crash.
+ */
+export type TimestampResult = { readonly ms: number } | { readonly invalid: string };
+
+/** 0000-01-01T00:00:00.000Z */
+export const MIN_TIMESTAMP_MS = -62_167_219_200_000;
+/** 9999-12-31T23:59:59.999Z */
+export const MAX_TIMESTAMP_MS = 253_402_300_799_999;
+
+const RANGE = 'outside years 0000–9999 UTC';
+const FORMAT = 'not an RFC 3339 / ISO 8601 timestamp (e.g. 2025-11-30T10:00:00Z)';
+
+const ISO =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
+
+/** Powers of ten from a unit to milliseconds: ms = value × 10^shift. */
+const SHIFT: Readonly<Record<EpochUnit, number>> = { s: 3, ms: 0, us: -3, ns: -6 };
+
+export function parseTimestamp(value: unknown, unit: EpochUnit): TimestampResult {
+  if (typeof value === 'string') return parseIsoTimestamp(value);
+  if (typeof value === 'number' || typeof value === 'bigint') return epochToMs(value, unit);
+  if (value instanceof Date) return inRange(value.getTime(), 'an invalid Date');
+  return { invalid: 'not a time' };
+}
+
+function parseIsoTimestamp(text: string): TimestampResult {
+  const m = ISO.exec(text);
+  if (!m) return { invalid: FORMAT };
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  const hour = Number(m[4] ?? 0);
+  const minute = Number(m[5] ?? 0);
+  const second = Number(m[6] ?? 0);
+  // 24:00 and leap seconds (:60) are refused: the instant they name is ambiguous to most readers.
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return { invalid: FORMAT };
+  if (hour > 23 || minute > 59 || second > 59) return { invalid: FORMAT };
+  let offsetMinutes = 0;
+  if (m[9] !== undefined) {
+    const oh = Number(m[10]);
+    const om = Number(m[11] ?? 0);
+    if (oh > 23 || om > 59) return { invalid: FORMAT };
+    offsetMinutes = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  const fraction = m[7];
+  const millis = fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0'));
+  const ms =
+    daysFromCivil(year, month, day) * 86_400_000 +
+    ((hour * 60 + minute - offsetMinutes) * 60 + second) * 1000 +
+    millis;
+  return inRange(ms, `"${text}" is`);
+}
+
+/**
+ * Exact through the number's decimal digits: `1764496800123999999` ns is 1764496800123
+ * ms, where a double multiplication would round it up to ...124.
+ */
+function epochToMs(value: number | bigint, unit: EpochUnit): TimestampResult {
+  if (unit === 'ms' && Number.isSafeInteger(value)) return inRange(value as number, `${value} ms is`);
+  if (typeof value === 'number' && !Number.isFinite(value))
+    return { invalid: Number.isNaN(value) ? 'NaN is not a time' : `${value} is ${RANGE}` };
+  const d = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(String(value));
+  if (!d) return { invalid: `${String(value)} is not a time` };
+  const fraction = d[3] ?? '';
+  let mantissa = BigInt(`${d[1]}${d[2]}${fraction}`);
+  const exponent = Number(d[4] ?? 0) - fraction.length + SHIFT[unit];
+  // Far outside the range either way: do not build a 10^400 BigInt to find out.
+  if (exponent > 40) return mantissa === 0n ? { ms: 0 } : { invalid: `${String(value)} ${unit} is ${RANGE}` };
+  if (exponent < -400) mantissa = mantissa < 0n ? -1n : 0n;
+  else if (exponent >= 0) mantissa *= 10n ** BigInt(exponent);
+  else mantissa = floorDiv(mantissa, 10n ** BigInt(-exponent));
+  if (mantissa < BigInt(MIN_TIMESTAMP_MS) || mantissa > BigInt(MAX_TIMESTAMP_MS))
+    return { invalid: `${String(value)} ${unit} is ${RANGE}` };
+  return { ms: Number(mantissa) };
+}
+
+function inRange(ms: number, what: string): TimestampResult {
+  if (Number.isNaN(ms)) return { invalid: `${what} not a time` };
+  return ms >= MIN_TIMESTAMP_MS && ms <= MAX_TIMESTAMP_MS ? { ms } : { invalid: `${what} ${RANGE}` };
+}
+
+function floorDiv(a: bigint, b: bigint): bigint {
+  const q = a / b;
+  return a % b !== 0n && a < 0n ? q - 1n : q;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil): no Date, no time zone. */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const doy = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
+}
