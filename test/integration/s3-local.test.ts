@@ -47,6 +47,8 @@ test('the bucket exists: LanceDB creates, appends to and counts a table in it', 
     expect(await table.countRows()).toBe(3);
     expect(await db.tableNames()).toEqual(['t']);
     table.close();
+    await db.dropTable('t');
+    expect(await db.tableNames()).toEqual([]);
   } finally {
     db.close();
   }

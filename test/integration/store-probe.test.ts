@@ -1,6 +1,6 @@
 import { promises as fsp } from 'node:fs';
 import * as lancedb from '@lancedb/lancedb';
-import { PROBE_TABLE_PREFIX, probeCommitAtomicity } from '../../src/lance/store-probe';
+import { PROBE_TABLE_PREFIX, StoreProbeError, probeCommitAtomicity } from '../../src/lance/store-probe';
 import { tempDir } from '../support/rows';
 import { s3DatabaseUri, s3LocalSuite } from '../support/s3-local';
 
@@ -38,4 +38,33 @@ test('s3proxy (If-None-Match ignored) loses concurrent commits: the probe says n
   const last = verdict.rounds[verdict.rounds.length - 1]!;
   expect(last.foundRows).toBeLessThan(last.expectedRows);
   expect(await scratchTablesLeft(uri, s3.storageOptions)).toEqual([]);
+});
+
+test('an unreachable store fails the probe with a typed error naming the step, never the secret', async () => {
+  const secret = 'never-in-an-error-0d1e';
+  const probe = probeCommitAtomicity({
+    uri: s3DatabaseUri('unreachable'),
+    storageOptions: {
+      ...s3.storageOptions,
+      endpoint: 'http://127.0.0.1:9',
+      aws_secret_access_key: secret,
+      client_max_retries: '0',
+      client_retry_timeout: '1',
+    },
+  });
+  const error: unknown = await probe.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(StoreProbeError);
+  const probeError = error as StoreProbeError;
+  expect([probeError.code, probeError.step, probeError.retriable]).toEqual([
+    'LANCE_WRITE_FAILED',
+    'connect',
+    true,
+  ]);
+  expect(probeError.context.storageOptionKeys).toContain('aws_secret_access_key');
+  expect(
+    `${probeError.message} ${JSON.stringify(probeError.context)} ${String(probeError.cause)}`,
+  ).not.toContain(secret);
 });
