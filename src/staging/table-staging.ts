@@ -146,10 +146,10 @@ export class TableStaging {
       const offsets = offsetsOf(batch);
       let start = 0;
       while (start < offsets.length && offsets[start]! <= highWater) start++;
-      checkIncreasing(input.topic, input.partition, offsets, start);
+      checkNonDecreasing(input.topic, input.partition, offsets, start);
       skipped = start;
       staged = batch.numRows - start;
-      for (const run of minuteRuns(input.minute, start, batch.numRows)) {
+      for (const run of minuteRuns(input.minute, offsets, start, batch.numRows)) {
         const slice = run.from === 0 && run.to === batch.numRows ? batch : batch.slice(run.from, run.to);
         const writer = this.#writerFor(batch, run.minute);
         writer.append(
@@ -368,16 +368,26 @@ function offsetsOf(batch: RecordBatch): Float64Array {
   return out;
 }
 
-function checkIncreasing(topic: string, partition: number, offsets: Float64Array, from: number): void {
+/**
+ * Rows of one record share its offset (a multi-row transform numbers them in `_row`),
+ * so equal neighbours are one record's rows; only a step back is a bug upstream.
+ */
+function checkNonDecreasing(topic: string, partition: number, offsets: Float64Array, from: number): void {
   for (let i = from + 1; i < offsets.length; i++) {
-    if (offsets[i]! <= offsets[i - 1]!)
+    if (offsets[i]! < offsets[i - 1]!)
       throw new OffsetOrderError(topic, partition, offsets[i - 1]!, offsets[i]!);
   }
 }
 
-/** Contiguous runs of rows that share a minute, from row `from` on. */
+/**
+ * Contiguous runs of rows that share a minute, from row `from` on. A run never ends
+ * inside a record (rows of equal offset): a record's rows stay in one part, so one
+ * publication holds all of them or none, and a publication's offset runs never count
+ * another publication's rows.
+ */
 function* minuteRuns(
   minute: MinuteKey | readonly MinuteKey[],
+  offsets: Float64Array,
   from: number,
   to: number,
 ): Generator<{ minute: MinuteKey; from: number; to: number }> {
@@ -388,7 +398,7 @@ function* minuteRuns(
   if (minute.length !== to) throw new RangeError(`${minute.length} minutes for ${to} rows`);
   let start = from;
   for (let i = from + 1; i <= to; i++) {
-    if (i === to || minute[i] !== minute[start]) {
+    if (i === to || (minute[i] !== minute[start] && offsets[i] !== offsets[i - 1])) {
       yield { minute: minute[start]!, from: start, to: i };
       start = i;
     }
