@@ -2,7 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Schema, type RecordBatch } from 'apache-arrow';
-import { fsyncDirectory } from '../common/fs-durable';
+import { realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { RecordOffset } from '../common/offsets';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { Claim, ClaimRegistry } from './claims';
@@ -18,8 +18,8 @@ export type WriterState = 'open' | 'detached' | 'sealed' | 'failed';
  * One open part file: an append-only Arrow IPC stream for one (schema, minute).
  *
  * Invariants:
- * - the file is created with `wx` (never an existing file) and is never truncated
- *   or reopened; after `finish()` it is renamed to `.arrows` and never written again;
+ * - the file is created with `wx` (never an existing file), its directory is fsynced
+ *   before the first sync completes, and it is never truncated or reopened; after `finish()` it is renamed to `.arrows` and never written again;
  * - batches are appended in memory by `append()` and reach the file only in
  *   `syncPending()` / `finish()`, which run one at a time in call order;
  * - the claim on the open path is held from creation until the part is sealed or
@@ -59,6 +59,7 @@ export class PartWriter {
     claims: ClaimRegistry,
     owner: string,
     now: number,
+    private readonly directorySync: DirectorySync = realDirectorySync,
   ) {
     const base = { schemaKey, minute, id };
     this.path = path.join(dir, formatPartName(base, 'open'));
@@ -69,6 +70,9 @@ export class PartWriter {
     // A failure here is kept in #failure and reported by the next sync or finish.
     this.#enqueue(async () => {
       this.#handle = await fsp.open(this.path, 'wx');
+      // The new name must be durable before any row in the file is reported durable:
+      // an fsynced file whose directory entry is lost after a power cut loses its rows.
+      await this.directorySync.syncDirectory(this.dir);
       await this.#writeBytes(encodeSchema(this.schema));
     }).catch(() => undefined);
   }
@@ -154,7 +158,7 @@ export class PartWriter {
       await this.#handle!.close();
       this.#handle = undefined;
       await fsp.rename(this.path, this.sealedPath);
-      await fsyncDirectory(this.dir);
+      await this.directorySync.syncDirectory(this.dir);
       this.#state = 'sealed';
       this.#claim.release();
       return {

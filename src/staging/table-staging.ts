@@ -1,8 +1,8 @@
-import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { ulid } from 'ulid';
 import { KafkaLanceError, OffsetOrderError, StagingClosedError } from '../common/errors';
+import { mkdirDurably, realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import {
   NOTHING_DURABLE,
@@ -39,6 +39,8 @@ export interface TableStagingOptions {
   /** The epoch recorded in the parts opened until the next beginEpoch(). */
   readonly epoch: StagingEpoch;
   readonly clock?: () => number;
+  /** Directory fsyncs (a seam for tests); the real fsync by default. */
+  readonly directorySync?: DirectorySync;
 }
 
 /** One partition's rows for staging. */
@@ -127,7 +129,7 @@ export class TableStaging {
   }
 
   static async open(options: TableStagingOptions): Promise<TableStaging> {
-    await fsp.mkdir(options.tableDir, { recursive: true });
+    await mkdirDurably(options.tableDir, options.directorySync);
     return new TableStaging(options);
   }
 
@@ -322,6 +324,7 @@ export class TableStaging {
         this.#options.claims,
         this.#options.owner,
         this.#clock(),
+        this.#options.directorySync ?? realDirectorySync,
       );
       this.#open.set(key, writer);
       this.#unsealed.set(writer, undefined);

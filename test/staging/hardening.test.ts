@@ -1,6 +1,9 @@
 /** Regression tests for issue 9 ("Hardening"), staging side. */
-import { promises as fsp } from 'node:fs';
+import { readdirSync, promises as fsp } from 'node:fs';
+import * as path from 'node:path';
 import { OffsetOrderError } from '../../src/common/errors';
+import { realDirectorySync, type DirectorySync } from '../../src/common/fs-durable';
+import { FileDeadLetterSink } from '../../src/kafka/dead-letter';
 import { recordOffset, tpKey } from '../../src/common/offsets';
 import { minuteKeyOf } from '../../src/staging';
 import { MINUTE, openStaging, partFiles, readSealedRows, rowsFor, tempDir } from '../support/rows';
@@ -87,5 +90,77 @@ describe('item 6: multi-row records share an offset', () => {
     }
     expect([...byOffset.values()].every((files) => files.size === 1)).toBe(true);
     expect(await partFiles(dir, 'sealed')).toHaveLength(2); // m0 holds records 5 and 7
+  });
+});
+
+/**
+ * A directory sync that records, for each call, which entries the directory held:
+ * the entries made durable by that call. Real fsyncs still run.
+ */
+function recordingSync(): DirectorySync & { readonly synced: Map<string, Set<string>> } {
+  const synced = new Map<string, Set<string>>();
+  return {
+    synced,
+    async syncDirectory(dir: string): Promise<void> {
+      const entries = synced.get(dir) ?? new Set<string>();
+      for (const name of readdirSync(dir)) entries.add(name);
+      synced.set(dir, entries);
+      await realDirectorySync.syncDirectory(dir);
+    },
+  };
+}
+
+describe('item 11: a created file is durable in its directory before its rows count', () => {
+  test('a new .part is made durable in its directory before sync() reports its offsets, for every part', async () => {
+    const fs = recordingSync();
+    const h = await openStaging(dir, { directorySync: fs });
+    const m0 = minuteKeyOf(Date.UTC(2026, 10, 30, 11, 0));
+    const m1 = minuteKeyOf(Date.UTC(2026, 10, 30, 11, 1));
+    h.staging.push({
+      topic: T,
+      partition: 0,
+      batch: rowsFor(T, 0, [0, 1, 2]),
+      minute: [m0, m0, m1],
+      handledThrough: recordOffset(2),
+    });
+    expect((await h.staging.sync()).get(tpKey(T, 0))).toBe(2);
+    const open = await partFiles(dir, 'open');
+    expect(open).toHaveLength(2);
+    // Snapshot now: the seal later fsyncs the directory again for its rename.
+    const synced = [...(fs.synced.get(dir) ?? [])];
+    for (const name of open) expect(synced).toContain(name);
+    await h.staging.close();
+  });
+
+  test('a table directory created by staging is durable in its parents', async () => {
+    const fs = recordingSync();
+    const tableDir = path.join(dir, 'data', 'staging', 'events');
+    const h = await openStaging(tableDir, { directorySync: fs });
+    expect([...(fs.synced.get(dir) ?? [])]).toContain('data');
+    expect([...(fs.synced.get(path.join(dir, 'data')) ?? [])]).toContain('staging');
+    expect([...(fs.synced.get(path.join(dir, 'data', 'staging')) ?? [])]).toContain('events');
+    await h.staging.close();
+  });
+
+  test('a dead-letter file (and its directory) is durable in its directory before write() resolves', async () => {
+    const fs = recordingSync();
+    const file = path.join(dir, 'dead-letter', 'c.jsonl');
+    const sink = new FileDeadLetterSink(file, fs);
+    await sink.write([
+      {
+        topic: T,
+        partition: 0,
+        offset: 7,
+        timestamp: '0',
+        reason: 'invalid-json',
+        detail: 'x',
+        key: null,
+        value: Buffer.from('{'),
+        headers: undefined,
+      },
+    ]);
+    expect([...(fs.synced.get(dir) ?? [])]).toContain('dead-letter');
+    expect([...(fs.synced.get(path.dirname(file)) ?? [])]).toContain('c.jsonl');
+    await sink.close();
   });
 });
