@@ -152,6 +152,7 @@ export class Replica {
       epoch: { owner, epoch: 0 },
       maxPartBytes: consumer.staging.maxPartBytes,
       maxPartAgeMs: consumer.staging.maxPartAgeMs,
+      maxOpenParts: consumer.staging.maxOpenParts,
       maxQueueRecords: consumer.queue.maxRecords,
       maxQueueBytes: consumer.queue.maxBytes,
       logger: log,

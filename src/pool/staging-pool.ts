@@ -22,6 +22,8 @@ export interface StagingPoolOptions {
   readonly epoch: StagingEpoch;
   readonly maxPartBytes: number;
   readonly maxPartAgeMs: number;
+  /** Part files open at once over all workers (file descriptors); each worker gets an equal share. */
+  readonly maxOpenParts: number;
   /** Bound on records and bytes handed to workers and not yet staged. */
   readonly maxQueueRecords: number;
   readonly maxQueueBytes: number;
@@ -146,6 +148,7 @@ export class StagingPool {
           epoch: options.epoch,
           maxPartBytes: options.maxPartBytes,
           maxPartAgeMs: options.maxPartAgeMs,
+          maxOpenParts: Math.max(1, Math.floor(options.maxOpenParts / options.workers)),
           logLevel: options.logger.level,
         };
         const worker = new Worker(entry, { workerData: init });

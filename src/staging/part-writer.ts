@@ -6,6 +6,7 @@ import { realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { RecordOffset } from '../common/offsets';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { Claim, ClaimRegistry } from './claims';
+import type { OpenPartLimit } from './open-parts';
 import { epochMetadata, type StagingEpoch } from './epoch';
 import { END_OF_STREAM, encodeBatches, encodeSchema } from './ipc-stream';
 import { formatPartName, type MinuteKey } from './part-name';
@@ -13,6 +14,13 @@ import type { SchemaKey } from './schema-key';
 import type { PartOffsetRange, SealedPart } from './sealed-part';
 
 export type WriterState = 'open' | 'detached' | 'sealed' | 'failed';
+
+/** How a writer reaches the file system: seams for the directory fsync and the open-file bound. */
+export interface PartWriterFiles {
+  readonly directorySync?: DirectorySync;
+  /** Taken before the file is opened, given back once it is closed. */
+  readonly openParts?: OpenPartLimit<PartWriter>;
+}
 
 /**
  * One open part file: an append-only Arrow IPC stream for one (schema, minute).
@@ -47,6 +55,8 @@ export class PartWriter {
   >();
   readonly #hash: Hash = createHash('sha256');
   readonly #claim: Claim;
+  readonly #directorySync: DirectorySync;
+  readonly #openParts: OpenPartLimit<PartWriter> | undefined;
   #chain: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -59,7 +69,7 @@ export class PartWriter {
     claims: ClaimRegistry,
     owner: string,
     now: number,
-    private readonly directorySync: DirectorySync = realDirectorySync,
+    files: PartWriterFiles = {},
   ) {
     const base = { schemaKey, minute, id };
     this.path = path.join(dir, formatPartName(base, 'open'));
@@ -67,12 +77,15 @@ export class PartWriter {
     this.createdAt = now;
     this.schema = new Schema(batchSchema.fields, new Map([...batchSchema.metadata, ...epochMetadata(epoch)]));
     this.#claim = claims.claim(this.path, owner);
+    this.#directorySync = files.directorySync ?? realDirectorySync;
+    this.#openParts = files.openParts;
     // A failure here is kept in #failure and reported by the next sync or finish.
     this.#enqueue(async () => {
+      await this.#openParts?.acquire(this);
       this.#handle = await fsp.open(this.path, 'wx');
       // The new name must be durable before any row in the file is reported durable:
       // an fsynced file whose directory entry is lost after a power cut loses its rows.
-      await this.directorySync.syncDirectory(this.dir);
+      await this.#directorySync.syncDirectory(this.dir);
       await this.#writeBytes(encodeSchema(this.schema));
     }).catch(() => undefined);
   }
@@ -157,8 +170,9 @@ export class PartWriter {
       await this.#handle!.sync();
       await this.#handle!.close();
       this.#handle = undefined;
+      this.#openParts?.release(this);
       await fsp.rename(this.path, this.sealedPath);
-      await this.directorySync.syncDirectory(this.dir);
+      await this.#directorySync.syncDirectory(this.dir);
       this.#state = 'sealed';
       this.#claim.release();
       return {
@@ -182,6 +196,7 @@ export class PartWriter {
     this.#handle = undefined;
     this.#claim.release();
     await handle?.close().catch(() => undefined);
+    this.#openParts?.release(this);
   }
 
   #enqueue<T>(op: () => Promise<T>): Promise<T> {

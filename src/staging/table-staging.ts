@@ -15,6 +15,7 @@ import {
 import type { ClaimRegistry } from './claims';
 import type { StagingEpoch } from './epoch';
 import { minuteKeyOf, type MinuteKey } from './part-name';
+import { OpenPartLimit } from './open-parts';
 import { PartWriter } from './part-writer';
 import { schemaKeyOf } from './schema-key';
 import type { SealedPart } from './sealed-part';
@@ -39,6 +40,12 @@ export interface TableStagingOptions {
   /** The epoch recorded in the parts opened until the next beginEpoch(). */
   readonly epoch: StagingEpoch;
   readonly clock?: () => number;
+  /**
+   * Part files open at once (default 64): event time opens one part per minute, and a
+   * backfill over many minutes must not run out of file descriptors. The oldest open
+   * part is sealed to make room.
+   */
+  readonly maxOpenParts?: number;
   /** Directory fsyncs (a seam for tests); the real fsync by default. */
   readonly directorySync?: DirectorySync;
 }
@@ -79,6 +86,7 @@ export interface StagingStats {
 }
 
 const DEFAULT_WRITE_BEHIND_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_MAX_OPEN_PARTS = 64;
 
 /** Staging failed on disk: nothing more becomes durable in this process; restart and let recovery run. */
 export class StagingFailedError extends KafkaLanceError {
@@ -107,6 +115,9 @@ export class TableStaging {
   readonly #open = new Map<string, PartWriter>();
   /** Every writer not yet sealed (open or detached), with its seal in progress when there is one. */
   readonly #unsealed = new Map<PartWriter, Promise<SealedPart> | undefined>();
+  /** Seals started outside a flush (to make room for a new part); the next flush reports them. */
+  #sealedEarly: Array<Promise<SealedPart>> = [];
+  readonly #openParts: OpenPartLimit<PartWriter>;
   /** Highest offset handed to staging per partition (the redelivery threshold). */
   readonly #pushed = new Map<TopicPartitionKey, DurableOffset>();
   /** Highest offset durable per partition: reported by sync(). */
@@ -122,6 +133,9 @@ export class TableStaging {
     this.#options = options;
     this.#clock = options.clock ?? Date.now;
     this.#epoch = options.epoch;
+    this.#openParts = new OpenPartLimit(options.maxOpenParts ?? DEFAULT_MAX_OPEN_PARTS, () =>
+      this.#relievePressure(),
+    );
     for (const [key, offset] of options.highWaters ?? []) {
       this.#pushed.set(key, offset);
       this.#durable.set(key, offset);
@@ -161,7 +175,7 @@ export class TableStaging {
           recordOffset(offsets[run.from]!),
           recordOffset(offsets[run.to - 1]!),
         );
-        if (writer.bytes >= this.#options.maxPartBytes) this.#detach(writer);
+        if (writer.bytes >= this.#options.maxPartBytes) this.#sealEarly(writer);
         else if (writer.pendingBytes >= (this.#options.writeBehindBytes ?? DEFAULT_WRITE_BEHIND_BYTES)) {
           writer.writeBehind();
         }
@@ -220,6 +234,7 @@ export class TableStaging {
         started.push(promise);
       }
     }
+    started.push(...this.#sealedEarly.splice(0));
     const results = await Promise.allSettled(started);
     const sealed: SealedPart[] = [];
     let firstError: unknown;
@@ -314,6 +329,8 @@ export class TableStaging {
     const key = `${schemaKey}.${minute}`;
     let writer = this.#open.get(key);
     if (!writer) {
+      // Make room first: the oldest open part (Map order is creation order) is sealed.
+      if (this.#open.size >= this.#openParts.max) this.#sealEarly(this.#open.values().next().value!);
       writer = new PartWriter(
         this.#options.tableDir,
         batch.schema,
@@ -324,7 +341,7 @@ export class TableStaging {
         this.#options.claims,
         this.#options.owner,
         this.#clock(),
-        this.#options.directorySync ?? realDirectorySync,
+        { directorySync: this.#options.directorySync ?? realDirectorySync, openParts: this.#openParts },
       );
       this.#open.set(key, writer);
       this.#unsealed.set(writer, undefined);
@@ -336,6 +353,37 @@ export class TableStaging {
     const key = `${writer.schemaKey}.${writer.minute}`;
     if (this.#open.get(key) === writer) this.#open.delete(key);
     writer.detach();
+  }
+
+  /**
+   * Detaches a writer and starts its seal now, without waiting for it (pushes never
+   * wait): its file is closed soon and its slot goes to the next part. A failure is
+   * reported by the next sync (the writer fails its later operations) and flush.
+   */
+  #sealEarly(writer: PartWriter): void {
+    this.#detach(writer);
+    if (this.#unsealed.get(writer) !== undefined) return;
+    const promise = writer.finish();
+    promise.catch(() => undefined); // observed by the next flush; never an unhandled rejection
+    this.#unsealed.set(writer, promise);
+    this.#sealedEarly.push(promise);
+  }
+
+  /**
+   * A part waits for a file slot. Slots held by parts already being sealed come back
+   * by themselves; only when those are too few is an open part sealed, or a waiting
+   * part could wait on open parts that seal only at a flush the waiting part holds up.
+   */
+  #relievePressure(): void {
+    let releasing = 0;
+    for (const writer of this.#openParts.holders()) if (writer.state !== 'open') releasing += 1;
+    if (releasing >= this.#openParts.waiting) return;
+    for (const writer of this.#open.values()) {
+      if (this.#openParts.holds(writer)) {
+        this.#sealEarly(writer);
+        return;
+      }
+    }
   }
 
   #isDue(writer: PartWriter, now: number): boolean {

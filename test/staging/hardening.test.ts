@@ -1,8 +1,9 @@
 /** Regression tests for issue 9 ("Hardening"), staging side. */
-import { readdirSync, promises as fsp } from 'node:fs';
+import { readdirSync, readlinkSync, promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { OffsetOrderError } from '../../src/common/errors';
 import { realDirectorySync, type DirectorySync } from '../../src/common/fs-durable';
+import { resolveConsumer } from '../../src/config';
 import { FileDeadLetterSink } from '../../src/kafka/dead-letter';
 import { recordOffset, tpKey } from '../../src/common/offsets';
 import { minuteKeyOf } from '../../src/staging';
@@ -162,5 +163,81 @@ describe('item 11: a created file is durable in its directory before its rows co
     expect([...(fs.synced.get(dir) ?? [])]).toContain('dead-letter');
     expect([...(fs.synced.get(path.dirname(file)) ?? [])]).toContain('c.jsonl');
     await sink.close();
+  });
+});
+
+/** Files under `dir` this process holds open now (Linux: /proc/self/fd). */
+function openFilesUnder(dir: string): number {
+  let n = 0;
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${dir}/`)) n += 1;
+    } catch {
+      // closed between readdir and readlink
+    }
+  }
+  return n;
+}
+
+describe('item 14a: open part files are bounded', () => {
+  test('a backfill over more event-time minutes than maxOpenParts keeps at most maxOpenParts parts open, seals the oldest, loses nothing', async () => {
+    const h = await openStaging(dir, { maxOpenParts: 8 });
+    let peak = 0;
+    const sampler = setInterval(() => (peak = Math.max(peak, openFilesUnder(dir))), 1);
+    const minutes = 300;
+    const base = Date.UTC(2026, 0, 1);
+    // Records 0..899: three per minute, a backfill in event-time order.
+    for (let from = 0; from < minutes * 3; from += 90) {
+      const offsets = Array.from({ length: 90 }, (_, i) => from + i);
+      h.staging.push({
+        topic: T,
+        partition: 0,
+        batch: rowsFor(T, 0, offsets),
+        minute: offsets.map((o) => minuteKeyOf(base + Math.floor(o / 3) * 60_000)),
+        handledThrough: recordOffset(from + 89),
+      });
+      expect(h.staging.stats().openParts).toBeLessThanOrEqual(8);
+      await h.staging.sync();
+      peak = Math.max(peak, openFilesUnder(dir));
+    }
+    expect((await h.staging.sync()).get(tpKey(T, 0))).toBe(minutes * 3 - 1);
+    await h.staging.close();
+    clearInterval(sampler);
+    expect(peak).toBeLessThanOrEqual(8);
+    expect(openFilesUnder(dir)).toBe(0);
+    const offsets = (await readSealedRows(dir)).map((r) => r.offset).sort((a, b) => a - b);
+    expect(offsets).toEqual(Array.from({ length: minutes * 3 }, (_, i) => i));
+  });
+
+  test('many minutes in one push: the files open at once stay bounded', async () => {
+    const h = await openStaging(dir, { maxOpenParts: 4 });
+    let peak = 0;
+    const sampler = setInterval(() => (peak = Math.max(peak, openFilesUnder(dir))), 1);
+    const offsets = Array.from({ length: 200 }, (_, i) => i);
+    h.staging.push({
+      topic: T,
+      partition: 0,
+      batch: rowsFor(T, 0, offsets),
+      minute: offsets.map((o) => minuteKeyOf(Date.UTC(2026, 0, 1) + o * 60_000)),
+      handledThrough: recordOffset(199),
+    });
+    expect((await h.staging.sync()).get(tpKey(T, 0))).toBe(199);
+    peak = Math.max(peak, openFilesUnder(dir));
+    await h.staging.close();
+    clearInterval(sampler);
+    expect(peak).toBeLessThanOrEqual(4);
+    expect(await partFiles(dir, 'sealed')).toHaveLength(200);
+  });
+
+  test('staging.maxOpenParts defaults to 64 and is validated', () => {
+    const valid = { name: 'orders', topics: ['orders'], schema: { fields: { id: 'int64' } } };
+    const env = { KAFKA_BROKERS: 'b:9092' };
+    expect(resolveConsumer(valid, 'x', env).staging.maxOpenParts).toBe(64);
+    expect(resolveConsumer({ ...valid, staging: { maxOpenParts: 3 } }, 'x', env).staging.maxOpenParts).toBe(
+      3,
+    );
+    expect(() => resolveConsumer({ ...valid, staging: { maxOpenParts: 0 } }, 'x', env)).toThrow(
+      /staging\.maxOpenParts/,
+    );
   });
 });
