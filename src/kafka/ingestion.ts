@@ -5,7 +5,7 @@ import type { CommitOffset, DurableOffset } from '../common/offsets';
 import type { ResolvedConsumer } from '../config';
 import type { BatchDone, PartitionOffset } from '../pool/protocol';
 import type { Metrics } from '../metrics/metrics';
-import type { StagingPool } from '../pool/staging-pool';
+import { StagingPoolClosedError, type StagingPool } from '../pool/staging-pool';
 import type { StagingEpoch } from '../staging/epoch';
 import type { DeadLetter, DeadLetterSink } from './dead-letter';
 import { OffsetTracker, type PartitionCommit } from './offset-tracker';
@@ -260,7 +260,15 @@ export class Ingestion {
     const messages = batch.messages;
     const last = messages[messages.length - 1];
     if (!last) return;
-    const { done } = await this.#whileHeartbeating(this.#o.pool.admit(topic, partition, messages), heartbeat);
+    let done: Promise<BatchDone>;
+    try {
+      ({ done } = await this.#whileHeartbeating(this.#o.pool.admit(topic, partition, messages), heartbeat));
+    } catch (error) {
+      // A graceful stop closed the pool while this batch waited for room: nothing of it
+      // was staged, and leaving it unresolved and uncommitted lets Kafka redeliver it.
+      if (error instanceof StagingPoolClosedError) return;
+      throw error;
+    }
     // Only the fetch position: with autoCommit off, kafkajs never commits what is resolved.
     payload.resolveOffset(last.offset);
     let bytes = 0;

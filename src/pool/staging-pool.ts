@@ -45,6 +45,24 @@ export class StagingWorkerError extends KafkaLanceError {
   }
 }
 
+/**
+ * The pool is closing or closed: the batch was not handed to a worker, so none of its
+ * records is staged. Not a failure: its offsets stay uncommitted and Kafka redelivers
+ * the batch to whoever consumes the partition next.
+ */
+export class StagingPoolClosedError extends KafkaLanceError {
+  constructor(topic: string, partition: number, records: number) {
+    super(
+      'STAGING_CLOSED',
+      `staging is closing: a batch of ${records} records of ${topic}[${partition}] was refused`,
+      {
+        retriable: true,
+        context: { topic, partition, records },
+      },
+    );
+  }
+}
+
 type Pending = {
   resolve: (reply: WorkerReply) => void;
   reject: (error: Error) => void;
@@ -125,6 +143,8 @@ export class StagingPool {
   readonly #budget: BoundedBudget;
   readonly #onBatchDone: StagingPoolOptions['onBatchDone'];
   #parts = { open: 0, sealing: 0 };
+  /** Set by close() before its first await: no batch is sent to a worker after the close request. */
+  #closing = false;
 
   private constructor(
     workers: WorkerHandle[],
@@ -183,15 +203,23 @@ export class StagingPool {
   /**
    * Waits for room in the queue (backpressure), then hands the batch to its worker.
    * Resolves once admitted; `done` resolves once the batch is pushed into staging.
+   * Rejects with StagingPoolClosedError, having staged nothing, once close() has begun.
    */
   async admit(
     topic: string,
     partition: number,
     messages: readonly PackableMessage[],
   ): Promise<{ done: Promise<BatchDone> }> {
+    if (this.#closing) throw new StagingPoolClosedError(topic, partition, messages.length);
     const packed = packMessages(messages);
     const bytes = packedBytes(packed);
     await this.#budget.acquire(messages.length, bytes);
+    // close() may have started while this batch waited for room: a worker handles its
+    // port in order, so a batch posted after the close request would meet a closed staging.
+    if (this.#closing) {
+      this.#budget.release(messages.length, bytes);
+      throw new StagingPoolClosedError(topic, partition, messages.length);
+    }
     const handle = this.#workers[this.workerOf(topic, partition)]!;
     const done = handle
       .request<Extract<WorkerReply, { type: 'batch' }>>(
@@ -266,6 +294,7 @@ export class StagingPool {
 
   /** Seals everything and stops the workers (never terminates one mid-write). */
   async close(): Promise<SealedSummary> {
+    this.#closing = true;
     const replies = await Promise.all(
       this.#workers.map((w) =>
         w.request<Extract<WorkerReply, { type: 'close' }>>((id) => ({ type: 'close', id })),

@@ -1,0 +1,91 @@
+/**
+ * Regression (issue 9, item 14c): a batch admitted after `pool.close()` during a
+ * graceful stop reached a closed (or exited) worker and came back as a fatal
+ * StagingWorkerError: a clean SIGTERM ended as a failure exit. It must be refused
+ * cleanly instead: nothing staged, nothing fatal; Kafka redelivers it.
+ *
+ * The workers load dist/: run `npm run build` first.
+ */
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { silentLogger } from '../../src/common/logger';
+import { StagingPool, StagingPoolClosedError } from '../../src/pool/staging-pool';
+import type { PackableMessage } from '../../src/pool/packed-messages';
+import { readSealedRows, tempDir } from '../support/rows';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await tempDir('kl-pool-close');
+});
+afterEach(async () => {
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+const messages = (from: number, count: number): PackableMessage[] =>
+  Array.from({ length: count }, (_, i) => ({
+    offset: String(from + i),
+    timestamp: String(Date.UTC(2026, 10, 30, 12) + from + i),
+    key: null,
+    value: Buffer.from(JSON.stringify({ message: `m${from + i}` })),
+  }));
+
+async function startPool(maxQueueRecords: number) {
+  const consumerPath = path.join(dir, 'consumer.json');
+  await fsp.writeFile(
+    consumerPath,
+    JSON.stringify({ name: 'closing', topics: ['t'], schema: { fields: { message: 'string' } } }),
+  );
+  const fatal: Error[] = [];
+  const tableDir = path.join(dir, 'staging', 'closing');
+  const pool = await StagingPool.start({
+    workers: 1,
+    consumerPath,
+    brokers: ['127.0.0.1:1'],
+    tableDir,
+    epoch: { owner: 'o', epoch: 0 },
+    maxPartBytes: 1 << 30,
+    maxPartAgeMs: 1 << 30,
+    maxOpenParts: 8,
+    maxQueueRecords,
+    maxQueueBytes: 1 << 30,
+    logger: silentLogger(),
+    onBatchDone: () => undefined,
+    onFatal: (error) => fatal.push(error),
+  });
+  return { pool, fatal, tableDir };
+}
+
+describe('item 14c: a batch admitted during a graceful stop', () => {
+  test('a batch admitted after pool.close() is refused cleanly: nothing staged, nothing fatal', async () => {
+    const { pool, fatal, tableDir } = await startPool(1_000);
+    const { done } = await pool.admit('t', 0, messages(0, 10));
+    await done;
+    await pool.close();
+    await expect(pool.admit('t', 0, messages(10, 10))).rejects.toBeInstanceOf(StagingPoolClosedError);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fatal).toEqual([]);
+    expect((await readSealedRows(tableDir)).map((r) => r.offset)).toEqual(
+      Array.from({ length: 10 }, (_, i) => i),
+    );
+  });
+
+  test('a batch waiting for queue room when close() starts is refused once room frees up, never sent to the closing worker', async () => {
+    const { pool, fatal, tableDir } = await startPool(10);
+    const first = await pool.admit('t', 0, messages(0, 10));
+    // The queue is full: this one waits for the first batch's room.
+    const late = pool
+      .admit('t', 0, messages(10, 10))
+      .then(async ({ done }) => ({ admitted: await done.catch((error: unknown) => error) }))
+      .catch((error: unknown) => ({ refused: error }));
+    const closing = pool.close();
+    await first.done;
+    await closing;
+    expect(await late).toEqual({ refused: expect.any(StagingPoolClosedError) as unknown });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fatal).toEqual([]);
+    expect((await readSealedRows(tableDir)).map((r) => r.offset)).toEqual(
+      Array.from({ length: 10 }, (_, i) => i),
+    );
+    expect(pool.queue().records).toBe(0);
+  });
+});
