@@ -27,7 +27,10 @@ export interface PartWriterFiles {
  *
  * Invariants:
  * - the file is created with `wx` (never an existing file), its directory is fsynced
- *   before the first sync completes, and it is never truncated or reopened; after `finish()` it is renamed to `.arrows` and never written again;
+ *   before the first sync completes, and it is never truncated or reopened; after
+ *   `finish()` it is renamed to `.arrows` and never written again;
+ * - it holds a slot of the staging's open-part bound from before the open to after
+ *   the close;
  * - batches are appended in memory by `append()` and reach the file only in
  *   `syncPending()` / `finish()`, which run one at a time in call order;
  * - the claim on the open path is held from creation until the part is sealed or

@@ -175,6 +175,8 @@ export class TableStaging {
           recordOffset(offsets[run.from]!),
           recordOffset(offsets[run.to - 1]!),
         );
+        // Sealed now rather than at the next flush: a detached part must already be on its
+        // way to closing its file, or #relievePressure would count on a slot that never frees.
         if (writer.bytes >= this.#options.maxPartBytes) this.#sealEarly(writer);
         else if (writer.pendingBytes >= (this.#options.writeBehindBytes ?? DEFAULT_WRITE_BEHIND_BYTES)) {
           writer.writeBehind();

@@ -1,5 +1,6 @@
 /** Regression tests for issue 9 ("Hardening"), staging side. */
 import { readdirSync, readlinkSync, promises as fsp } from 'node:fs';
+import fc from 'fast-check';
 import * as path from 'node:path';
 import { OffsetOrderError } from '../../src/common/errors';
 import { realDirectorySync, type DirectorySync } from '../../src/common/fs-durable';
@@ -227,6 +228,86 @@ describe('item 14a: open part files are bounded', () => {
     clearInterval(sampler);
     expect(peak).toBeLessThanOrEqual(4);
     expect(await partFiles(dir, 'sealed')).toHaveLength(200);
+  });
+
+  test('random pushes over many minutes, syncs, flushes, size seals and new epochs: never more files open than the bound, never stuck, every row once', async () => {
+    type Step =
+      | { kind: 'push'; partition: number; rows: number; minutes: number; shift: number }
+      | { kind: 'sync' }
+      | { kind: 'flush'; force: boolean }
+      | { kind: 'epoch' };
+    const step: fc.Arbitrary<Step> = fc.oneof(
+      {
+        weight: 5,
+        arbitrary: fc.record({
+          kind: fc.constant('push' as const),
+          partition: fc.integer({ min: 0, max: 2 }),
+          rows: fc.integer({ min: 1, max: 40 }),
+          minutes: fc.integer({ min: 1, max: 12 }),
+          shift: fc.integer({ min: 0, max: 20 }),
+        }),
+      },
+      { weight: 2, arbitrary: fc.constant({ kind: 'sync' as const }) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('flush' as const), force: fc.boolean() }) },
+      { weight: 1, arbitrary: fc.constant({ kind: 'epoch' as const }) },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(step, { minLength: 1, maxLength: 25 }),
+        async (maxOpenParts, steps) => {
+          const sub = await fsp.mkdtemp(path.join(dir, 'run-'));
+          const h = await openStaging(sub, { maxOpenParts, maxPartBytes: 3_000 });
+          const next = [0, 0, 0];
+          let epoch = h.staging.epoch;
+          let peak = 0;
+          const sampler = setInterval(() => (peak = Math.max(peak, openFilesUnder(sub))), 1);
+          try {
+            for (const s of steps) {
+              if (s.kind === 'push') {
+                const from = next[s.partition]!;
+                const offsets = Array.from({ length: s.rows }, (_, i) => from + i);
+                next[s.partition] = from + s.rows;
+                h.staging.push({
+                  topic: T,
+                  partition: s.partition,
+                  batch: rowsFor(T, s.partition, offsets),
+                  minute: offsets.map((o) =>
+                    minuteKeyOf(Date.UTC(2026, 0, 1) + (s.shift + (o % s.minutes)) * 60_000),
+                  ),
+                  handledThrough: recordOffset(from + s.rows - 1),
+                });
+              } else if (s.kind === 'sync') {
+                const durable = await h.staging.sync();
+                for (let p = 0; p < 3; p++) {
+                  if (next[p]! > 0) expect(durable.get(tpKey(T, p))).toBe(next[p]! - 1);
+                }
+              } else if (s.kind === 'flush') {
+                await h.staging.flush({ force: s.force });
+              } else {
+                epoch = { owner: epoch.owner, epoch: epoch.epoch + 1 };
+                await h.staging.beginEpoch(epoch);
+              }
+              peak = Math.max(peak, openFilesUnder(sub));
+              expect(h.staging.stats().openParts).toBeLessThanOrEqual(maxOpenParts);
+            }
+            await h.staging.close();
+          } finally {
+            clearInterval(sampler);
+          }
+          expect(peak).toBeLessThanOrEqual(maxOpenParts);
+          const rows = await readSealedRows(sub);
+          for (let p = 0; p < 3; p++) {
+            const offsets = rows
+              .filter((r) => r.partition === p)
+              .map((r) => r.offset)
+              .sort((a, b) => a - b);
+            expect(offsets).toEqual(Array.from({ length: next[p]! }, (_, i) => i));
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
   });
 
   test('staging.maxOpenParts defaults to 64 and is validated', () => {
