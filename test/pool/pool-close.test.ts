@@ -29,12 +29,15 @@ const messages = (from: number, count: number): PackableMessage[] =>
     value: Buffer.from(JSON.stringify({ message: `m${from + i}` })),
   }));
 
-async function startPool(maxQueueRecords: number) {
-  const consumerPath = path.join(dir, 'consumer.json');
-  await fsp.writeFile(
-    consumerPath,
-    JSON.stringify({ name: 'closing', topics: ['t'], schema: { fields: { message: 'string' } } }),
-  );
+const JSON_CONSUMER = JSON.stringify({
+  name: 'closing',
+  topics: ['t'],
+  schema: { fields: { message: 'string' } },
+});
+
+async function startPool(maxQueueRecords: number, consumer = { file: 'consumer.json', text: JSON_CONSUMER }) {
+  const consumerPath = path.join(dir, consumer.file);
+  await fsp.writeFile(consumerPath, consumer.text);
   const fatal: Error[] = [];
   const tableDir = path.join(dir, 'staging', 'closing');
   const pool = await StagingPool.start({
@@ -88,4 +91,29 @@ describe('item 14c: a batch admitted during a graceful stop', () => {
     );
     expect(pool.queue().records).toBe(0);
   });
+});
+
+test('item 6: a multi-row transform stages through a staging worker without an offset-order failure', async () => {
+  // Record n yields n % 3 rows, numbered in _row, all with the record's offset.
+  const consumer = {
+    file: 'multi.js',
+    text: `module.exports = {
+      name: 'closing',
+      topics: ['t'],
+      schema: { fields: { message: 'string' } },
+      transform: (r) => Array.from({ length: Number(r.offset) % 3 }, (_, i) => ({ message: r.value.message + '/' + i })),
+    };`,
+  };
+  const { pool, fatal, tableDir } = await startPool(1_000, consumer);
+  const results = [];
+  for (let from = 0; from < 30; from += 10) {
+    const { done } = await pool.admit('t', 0, messages(from, 10));
+    results.push(await done);
+  }
+  await pool.close();
+  expect(fatal).toEqual([]);
+  expect(results.reduce((n, r) => n + r.staged, 0)).toBe(30);
+  const offsets = (await readSealedRows(tableDir)).map((r) => r.offset);
+  const expected = Array.from({ length: 30 }, (_, o) => Array<number>(o % 3).fill(o)).flat();
+  expect(offsets).toEqual(expected);
 });
