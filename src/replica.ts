@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { Partitioners, type Admin, type Producer } from 'kafkajs';
 import { ulid } from 'ulid';
+import { lockDataDir, type DataDirLock } from './common/data-dir-lock';
 import { errorMessage } from './common/errors';
 import { createLogger, type Logger } from './common/logger';
 import { ConfigError, loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from './config';
@@ -44,6 +45,7 @@ export class Replica {
   readonly #materializer: MaterializerHost | undefined;
   readonly #ownershipTimer: NodeJS.Timeout | undefined;
   readonly #gaugeTimer: NodeJS.Timeout;
+  readonly #dataDirLock: DataDirLock;
 
   private constructor(
     consumer: ResolvedConsumer,
@@ -56,8 +58,10 @@ export class Replica {
     materializer: MaterializerHost | undefined,
     metrics: Metrics,
     pool: StagingPool,
+    dataDirLock: DataDirLock,
   ) {
     this.consumer = consumer;
+    this.#dataDirLock = dataDirLock;
     this.owner = owner;
     this.#logger = logger;
     this.#admin = admin;
@@ -105,6 +109,23 @@ export class Replica {
   static async start(options: ReplicaOptions): Promise<Replica> {
     const logger = options.logger ?? createLogger();
     const consumer = loadConsumer(options.consumerPath, process.env, options.overrides);
+    // Before anything reads or writes the data directory: a second replica on it would
+    // recover, plan and publish this one's parts.
+    const dataDirLock = await lockDataDir(consumer.dataDir);
+    try {
+      return await Replica.#start(options, logger, consumer, dataDirLock);
+    } catch (error) {
+      await dataDirLock.release();
+      throw error;
+    }
+  }
+
+  static async #start(
+    options: ReplicaOptions,
+    logger: Logger,
+    consumer: ResolvedConsumer,
+    dataDirLock: DataDirLock,
+  ): Promise<Replica> {
     const metrics = options.metrics ?? new Metrics();
     const owner = ulid();
     const log = logger.child({ consumer: consumer.name, owner });
@@ -157,6 +178,7 @@ export class Replica {
       epoch: { owner, epoch: 0 },
       maxPartBytes: consumer.staging.maxPartBytes,
       maxPartAgeMs: consumer.staging.maxPartAgeMs,
+      maxOpenParts: consumer.staging.maxOpenParts,
       maxQueueRecords: consumer.queue.maxRecords,
       maxQueueBytes: consumer.queue.maxBytes,
       logger: log,
@@ -214,6 +236,7 @@ export class Replica {
       materializer,
       metrics,
       pool,
+      dataDirLock,
     );
   }
 
@@ -235,6 +258,7 @@ export class Replica {
     await this.#materializer?.stop();
     await this.#deadLetters.close();
     await this.#admin.disconnect();
+    await this.#dataDirLock.release();
     this.#logger.info({ event: 'replica.stopped', ...this.#ingestion.stats }, 'replica stopped');
   }
 }

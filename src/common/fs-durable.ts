@@ -14,6 +14,32 @@ export async function fsyncDirectory(dir: string): Promise<void> {
   }
 }
 
+/**
+ * The directory fsync as a seam: the code that creates files takes one, so a test can
+ * see that a new name was made durable before the data in it was reported durable (a
+ * missing directory sync loses nothing until a power cut, so no other test catches it).
+ */
+export interface DirectorySync {
+  syncDirectory(dir: string): Promise<void>;
+}
+
+export const realDirectorySync: DirectorySync = { syncDirectory: fsyncDirectory };
+
+/**
+ * `mkdir -p`, then fsync the parent of every directory it created: a new directory's
+ * entry is as volatile as a new file's, and a lost table directory loses its parts.
+ */
+export async function mkdirDurably(dir: string, sync: DirectorySync = realDirectorySync): Promise<void> {
+  const first = await fsp.mkdir(dir, { recursive: true });
+  if (first === undefined) return;
+  const created: string[] = [];
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    created.unshift(d);
+    if (d === path.resolve(first) || d === path.dirname(d)) break;
+  }
+  for (const d of created) await sync.syncDirectory(path.dirname(d));
+}
+
 /** Rename, then fsync the destination directory (and the source's, when it differs). */
 export async function renameDurably(from: string, to: string): Promise<void> {
   await fsp.rename(from, to);

@@ -137,8 +137,13 @@ export const consumerDefinitionSchema = z
           .positive()
           .default(64 * 1024 * 1024),
         maxPartAgeMs: z.number().int().positive().default(5_000),
+        /**
+         * Part files open at once in a replica (shared by its staging workers). Event
+         * time opens one part per minute; past the bound the oldest part is sealed.
+         */
+        maxOpenParts: z.number().int().min(1).max(100_000).default(64),
       })
-      .default({ maxPartBytes: 64 * 1024 * 1024, maxPartAgeMs: 5_000 }),
+      .default({ maxPartBytes: 64 * 1024 * 1024, maxPartAgeMs: 5_000, maxOpenParts: 64 }),
     workers: z.number().int().min(1).max(64).default(2),
     /** Where the Lance table lives: a directory (default <dataDir>/lance) or s3://, gs://, az:// with storageOptions. */
     lance: z

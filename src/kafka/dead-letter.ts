@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { IHeaders, Producer } from 'kafkajs';
+import { mkdirDurably, realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { DeadLetterReason } from '../decode/dead-letter-reason';
 
 /** A record that could not be staged, with everything needed to replay it. */
@@ -76,15 +77,28 @@ export class FileDeadLetterSink implements DeadLetterSink {
   readonly description: string;
   #handle: fsp.FileHandle | undefined;
 
-  constructor(private readonly file: string) {
+  constructor(
+    private readonly file: string,
+    private readonly directorySync: DirectorySync = realDirectorySync,
+  ) {
     this.description = `file ${file}`;
   }
 
   async write(letters: readonly DeadLetter[]): Promise<void> {
     if (letters.length === 0) return;
     if (!this.#handle) {
-      await fsp.mkdir(path.dirname(this.file), { recursive: true });
-      this.#handle = await fsp.open(this.file, 'a');
+      const dir = path.dirname(this.file);
+      await mkdirDurably(dir, this.directorySync);
+      const handle = await fsp.open(this.file, 'a');
+      // The file may be new: its name must be durable before the letters in it count
+      // as handled (their offsets get committed). Once per open, whether new or not.
+      try {
+        await this.directorySync.syncDirectory(dir);
+      } catch (error) {
+        await handle.close();
+        throw error;
+      }
+      this.#handle = handle;
     }
     const lines = letters.map((l) =>
       JSON.stringify({

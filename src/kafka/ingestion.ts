@@ -5,7 +5,7 @@ import type { DurableOffset } from '../common/offsets';
 import type { ResolvedConsumer } from '../config';
 import type { BatchDone, DurableReport, PartitionOffset } from '../pool/protocol';
 import type { Metrics } from '../metrics/metrics';
-import type { StagingPool } from '../pool/staging-pool';
+import { StagingPoolClosedError, type StagingPool } from '../pool/staging-pool';
 import type { StagingEpoch } from '../staging/epoch';
 import { claimPartitions, type Claim } from '../ownership/claim';
 import { CommitFence } from '../ownership/commit-fence';
@@ -300,10 +300,18 @@ export class Ingestion {
     // Staging drops the batch if a join begins a new epoch before it gets there: its
     // fetch position belongs to the old claim (see StagingPool.admit).
     const epoch = this.#epoch;
-    const { done } = await this.#whileHeartbeating(
-      this.#o.pool.admit(topic, partition, messages, epoch),
-      heartbeat,
-    );
+    let done: Promise<BatchDone>;
+    try {
+      ({ done } = await this.#whileHeartbeating(
+        this.#o.pool.admit(topic, partition, messages, epoch),
+        heartbeat,
+      ));
+    } catch (error) {
+      // A graceful stop closed the pool while this batch waited for room: nothing of it
+      // was staged, and leaving it unresolved and uncommitted lets Kafka redeliver it.
+      if (error instanceof StagingPoolClosedError) return;
+      throw error;
+    }
     // Only the fetch position: with autoCommit off, kafkajs never commits what is resolved.
     payload.resolveOffset(last.offset);
     let bytes = 0;

@@ -14,6 +14,8 @@ export interface StagingWorkerInit {
   readonly epoch: StagingEpoch;
   readonly maxPartBytes: number;
   readonly maxPartAgeMs: number;
+  /** This worker's share of the replica's open-part bound. */
+  readonly maxOpenParts: number;
   readonly logLevel: string;
 }
 

@@ -23,6 +23,8 @@ export interface StagingPoolOptions {
   readonly epoch: StagingEpoch;
   readonly maxPartBytes: number;
   readonly maxPartAgeMs: number;
+  /** Part files open at once over all workers (file descriptors); each worker gets an equal share. */
+  readonly maxOpenParts: number;
   /** Bound on records and bytes handed to workers and not yet staged. */
   readonly maxQueueRecords: number;
   readonly maxQueueBytes: number;
@@ -41,6 +43,24 @@ export interface StagingPoolOptions {
 export class StagingWorkerError extends KafkaLanceError {
   constructor(message: string, fatal: boolean) {
     super('STAGING_WORKER_FAILED', message, { retriable: !fatal, context: { fatal } });
+  }
+}
+
+/**
+ * The pool is closing or closed: the batch was not handed to a worker, so none of its
+ * records is staged. Not a failure: its offsets stay uncommitted and Kafka redelivers
+ * the batch to whoever consumes the partition next.
+ */
+export class StagingPoolClosedError extends KafkaLanceError {
+  constructor(topic: string, partition: number, records: number) {
+    super(
+      'STAGING_CLOSED',
+      `staging is closing: a batch of ${records} records of ${topic}[${partition}] was refused`,
+      {
+        retriable: true,
+        context: { topic, partition, records },
+      },
+    );
   }
 }
 
@@ -124,6 +144,8 @@ export class StagingPool {
   readonly #budget: BoundedBudget;
   readonly #onBatchDone: StagingPoolOptions['onBatchDone'];
   #parts = { open: 0, sealing: 0 };
+  /** Set by close() before its first await: no batch is sent to a worker after the close request. */
+  #closing = false;
 
   private constructor(
     workers: WorkerHandle[],
@@ -147,6 +169,7 @@ export class StagingPool {
           epoch: options.epoch,
           maxPartBytes: options.maxPartBytes,
           maxPartAgeMs: options.maxPartAgeMs,
+          maxOpenParts: Math.max(1, Math.floor(options.maxOpenParts / options.workers)),
           logLevel: options.logger.level,
         };
         const worker = new Worker(entry, { workerData: init });
@@ -181,6 +204,7 @@ export class StagingPool {
   /**
    * Waits for room in the queue (backpressure), then hands the batch to its worker.
    * Resolves once admitted; `done` resolves once the batch is pushed into staging.
+   * Rejects with StagingPoolClosedError, having staged nothing, once close() has begun.
    */
   async admit(
     topic: string,
@@ -188,9 +212,16 @@ export class StagingPool {
     messages: readonly PackableMessage[],
     epoch: number,
   ): Promise<{ done: Promise<BatchDone> }> {
+    if (this.#closing) throw new StagingPoolClosedError(topic, partition, messages.length);
     const packed = packMessages(messages);
     const bytes = packedBytes(packed);
     await this.#budget.acquire(messages.length, bytes);
+    // close() may have started while this batch waited for room: a worker handles its
+    // port in order, so a batch posted after the close request would meet a closed staging.
+    if (this.#closing) {
+      this.#budget.release(messages.length, bytes);
+      throw new StagingPoolClosedError(topic, partition, messages.length);
+    }
     const handle = this.#workers[this.workerOf(topic, partition)]!;
     const done = handle
       .request<Extract<WorkerReply, { type: 'batch' }>>(
@@ -265,6 +296,7 @@ export class StagingPool {
 
   /** Seals everything and stops the workers (never terminates one mid-write). */
   async close(): Promise<SealedSummary> {
+    this.#closing = true;
     const replies = await Promise.all(
       this.#workers.map((w) =>
         w.request<Extract<WorkerReply, { type: 'close' }>>((id) => ({ type: 'close', id })),

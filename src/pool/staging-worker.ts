@@ -30,6 +30,7 @@ async function main(): Promise<void> {
     logger,
     maxPartBytes: init.maxPartBytes,
     maxPartAgeMs: init.maxPartAgeMs,
+    maxOpenParts: init.maxOpenParts,
     epoch: init.epoch,
   });
   const reply = (message: WorkerReply) => port.postMessage(message);

@@ -2,10 +2,11 @@ import { createHash, type Hash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Schema, type RecordBatch } from 'apache-arrow';
-import { fsyncDirectory } from '../common/fs-durable';
+import { realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { RecordOffset } from '../common/offsets';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { Claim, ClaimRegistry } from './claims';
+import type { OpenPartLimit } from './open-parts';
 import { epochMetadata, type StagingEpoch } from './epoch';
 import { END_OF_STREAM, encodeBatches, encodeSchema } from './ipc-stream';
 import { formatPartName, type MinuteKey } from './part-name';
@@ -14,12 +15,22 @@ import type { PartOffsetRange, SealedPart } from './sealed-part';
 
 export type WriterState = 'open' | 'detached' | 'sealed' | 'failed';
 
+/** How a writer reaches the file system: seams for the directory fsync and the open-file bound. */
+export interface PartWriterFiles {
+  readonly directorySync?: DirectorySync;
+  /** Taken before the file is opened, given back once it is closed. */
+  readonly openParts?: OpenPartLimit<PartWriter>;
+}
+
 /**
  * One open part file: an append-only Arrow IPC stream for one (schema, minute).
  *
  * Invariants:
- * - the file is created with `wx` (never an existing file) and is never truncated
- *   or reopened; after `finish()` it is renamed to `.arrows` and never written again;
+ * - the file is created with `wx` (never an existing file), its directory is fsynced
+ *   before the first sync completes, and it is never truncated or reopened; after
+ *   `finish()` it is renamed to `.arrows` and never written again;
+ * - it holds a slot of the staging's open-part bound from before the open to after
+ *   the close;
  * - batches are appended in memory by `append()` and reach the file only in
  *   `syncPending()` / `finish()`, which run one at a time in call order;
  * - the claim on the open path is held from creation until the part is sealed or
@@ -47,6 +58,8 @@ export class PartWriter {
   >();
   readonly #hash: Hash = createHash('sha256');
   readonly #claim: Claim;
+  readonly #directorySync: DirectorySync;
+  readonly #openParts: OpenPartLimit<PartWriter> | undefined;
   #chain: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -59,6 +72,7 @@ export class PartWriter {
     claims: ClaimRegistry,
     owner: string,
     now: number,
+    files: PartWriterFiles = {},
   ) {
     const base = { schemaKey, minute, id };
     this.path = path.join(dir, formatPartName(base, 'open'));
@@ -66,9 +80,15 @@ export class PartWriter {
     this.createdAt = now;
     this.schema = new Schema(batchSchema.fields, new Map([...batchSchema.metadata, ...epochMetadata(epoch)]));
     this.#claim = claims.claim(this.path, owner);
+    this.#directorySync = files.directorySync ?? realDirectorySync;
+    this.#openParts = files.openParts;
     // A failure here is kept in #failure and reported by the next sync or finish.
     this.#enqueue(async () => {
+      await this.#openParts?.acquire(this);
       this.#handle = await fsp.open(this.path, 'wx');
+      // The new name must be durable before any row in the file is reported durable:
+      // an fsynced file whose directory entry is lost after a power cut loses its rows.
+      await this.#directorySync.syncDirectory(this.dir);
       await this.#writeBytes(encodeSchema(this.schema));
     }).catch(() => undefined);
   }
@@ -153,8 +173,9 @@ export class PartWriter {
       await this.#handle!.sync();
       await this.#handle!.close();
       this.#handle = undefined;
+      this.#openParts?.release(this);
       await fsp.rename(this.path, this.sealedPath);
-      await fsyncDirectory(this.dir);
+      await this.#directorySync.syncDirectory(this.dir);
       this.#state = 'sealed';
       this.#claim.release();
       return {
@@ -178,6 +199,7 @@ export class PartWriter {
     this.#handle = undefined;
     this.#claim.release();
     await handle?.close().catch(() => undefined);
+    this.#openParts?.release(this);
   }
 
   #enqueue<T>(op: () => Promise<T>): Promise<T> {

@@ -1,6 +1,5 @@
-import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { renameDurably } from '../common/fs-durable';
+import { mkdirDurably, renameDurably } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 
 export const QUARANTINE_DIR = 'quarantine';
@@ -16,7 +15,7 @@ export async function quarantinePart(
   logger: Logger,
 ): Promise<string> {
   const dir = path.join(tableDir, QUARANTINE_DIR);
-  await fsp.mkdir(dir, { recursive: true });
+  await mkdirDurably(dir);
   const target = path.join(dir, path.basename(file));
   await renameDurably(file, target);
   logger.error(

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../common/errors';
-import { fsyncDirectory, pathExists, unlinkDurably } from '../common/fs-durable';
+import { fsyncDirectory, mkdirDurably, pathExists, unlinkDurably } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import type { ClaimRegistry } from './claims';
 import { END_OF_STREAM, decodeBatches, scanStream } from './ipc-stream';
@@ -62,7 +62,7 @@ export interface RecoveryReport {
  */
 export async function recoverTableStaging(options: RecoveryOptions): Promise<RecoveryReport> {
   const { tableDir, claims, owner, logger } = options;
-  await fsp.mkdir(tableDir, { recursive: true });
+  await mkdirDurably(tableDir);
   const names = await fsp.readdir(tableDir);
   const parts = names
     .map((n) => ({ file: path.join(tableDir, n), name: parsePartName(n) }))

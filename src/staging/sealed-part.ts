@@ -9,7 +9,10 @@ import { decodeBatches, scanStream } from './ipc-stream';
 import { parsePartName, type MinuteKey } from './part-name';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from './system-columns';
 
-/** The rows of one partition inside a part: offsets are increasing, `rows` may be fewer than the span. */
+/**
+ * The rows of one partition inside a part: offsets never decrease; `rows` may be fewer
+ * than the span (filtered records) or more (a multi-row transform's rows share an offset).
+ */
 export interface PartOffsetRange {
   readonly topic: string;
   readonly partition: number;

@@ -1,8 +1,8 @@
-import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { ulid } from 'ulid';
 import { KafkaLanceError, OffsetOrderError, StagingClosedError } from '../common/errors';
+import { mkdirDurably, realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import {
   NOTHING_DURABLE,
@@ -15,6 +15,7 @@ import {
 import type { ClaimRegistry } from './claims';
 import type { StagingEpoch } from './epoch';
 import { minuteKeyOf, type MinuteKey } from './part-name';
+import { OpenPartLimit } from './open-parts';
 import { PartWriter } from './part-writer';
 import { schemaKeyOf } from './schema-key';
 import type { SealedPart } from './sealed-part';
@@ -39,6 +40,14 @@ export interface TableStagingOptions {
   /** The epoch recorded in the parts opened until the next beginEpoch(). */
   readonly epoch: StagingEpoch;
   readonly clock?: () => number;
+  /**
+   * Part files open at once (default 64): event time opens one part per minute, and a
+   * backfill over many minutes must not run out of file descriptors. The oldest open
+   * part is sealed to make room.
+   */
+  readonly maxOpenParts?: number;
+  /** Directory fsyncs (a seam for tests); the real fsync by default. */
+  readonly directorySync?: DirectorySync;
 }
 
 /** One partition's rows for staging. */
@@ -77,6 +86,7 @@ export interface StagingStats {
 }
 
 const DEFAULT_WRITE_BEHIND_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_MAX_OPEN_PARTS = 64;
 
 /** Staging failed on disk: nothing more becomes durable in this process; restart and let recovery run. */
 export class StagingFailedError extends KafkaLanceError {
@@ -105,6 +115,9 @@ export class TableStaging {
   readonly #open = new Map<string, PartWriter>();
   /** Every writer not yet sealed (open or detached), with its seal in progress when there is one. */
   readonly #unsealed = new Map<PartWriter, Promise<SealedPart> | undefined>();
+  /** Seals started outside a flush (to make room for a new part); the next flush reports them. */
+  #sealedEarly: Array<Promise<SealedPart>> = [];
+  readonly #openParts: OpenPartLimit<PartWriter>;
   /** Highest offset handed to staging per partition (the redelivery threshold). */
   readonly #pushed = new Map<TopicPartitionKey, DurableOffset>();
   /** Highest offset durable per partition: reported by sync(). */
@@ -120,6 +133,9 @@ export class TableStaging {
     this.#options = options;
     this.#clock = options.clock ?? Date.now;
     this.#epoch = options.epoch;
+    this.#openParts = new OpenPartLimit(options.maxOpenParts ?? DEFAULT_MAX_OPEN_PARTS, () =>
+      this.#relievePressure(),
+    );
     for (const [key, offset] of options.highWaters ?? []) {
       this.#pushed.set(key, offset);
       this.#durable.set(key, offset);
@@ -127,7 +143,7 @@ export class TableStaging {
   }
 
   static async open(options: TableStagingOptions): Promise<TableStaging> {
-    await fsp.mkdir(options.tableDir, { recursive: true });
+    await mkdirDurably(options.tableDir, options.directorySync);
     return new TableStaging(options);
   }
 
@@ -146,10 +162,10 @@ export class TableStaging {
       const offsets = offsetsOf(batch);
       let start = 0;
       while (start < offsets.length && offsets[start]! <= highWater) start++;
-      checkIncreasing(input.topic, input.partition, offsets, start);
+      checkNonDecreasing(input.topic, input.partition, offsets, start);
       skipped = start;
       staged = batch.numRows - start;
-      for (const run of minuteRuns(input.minute, start, batch.numRows)) {
+      for (const run of minuteRuns(input.minute, offsets, start, batch.numRows)) {
         const slice = run.from === 0 && run.to === batch.numRows ? batch : batch.slice(run.from, run.to);
         const writer = this.#writerFor(batch, run.minute);
         writer.append(
@@ -159,7 +175,9 @@ export class TableStaging {
           recordOffset(offsets[run.from]!),
           recordOffset(offsets[run.to - 1]!),
         );
-        if (writer.bytes >= this.#options.maxPartBytes) this.#detach(writer);
+        // Sealed now rather than at the next flush: a detached part must already be on its
+        // way to closing its file, or #relievePressure would count on a slot that never frees.
+        if (writer.bytes >= this.#options.maxPartBytes) this.#sealEarly(writer);
         else if (writer.pendingBytes >= (this.#options.writeBehindBytes ?? DEFAULT_WRITE_BEHIND_BYTES)) {
           writer.writeBehind();
         }
@@ -218,6 +236,7 @@ export class TableStaging {
         started.push(promise);
       }
     }
+    started.push(...this.#sealedEarly.splice(0));
     const results = await Promise.allSettled(started);
     const sealed: SealedPart[] = [];
     let firstError: unknown;
@@ -312,6 +331,8 @@ export class TableStaging {
     const key = `${schemaKey}.${minute}`;
     let writer = this.#open.get(key);
     if (!writer) {
+      // Make room first: the oldest open part (Map order is creation order) is sealed.
+      if (this.#open.size >= this.#openParts.max) this.#sealEarly(this.#open.values().next().value!);
       writer = new PartWriter(
         this.#options.tableDir,
         batch.schema,
@@ -322,6 +343,7 @@ export class TableStaging {
         this.#options.claims,
         this.#options.owner,
         this.#clock(),
+        { directorySync: this.#options.directorySync ?? realDirectorySync, openParts: this.#openParts },
       );
       this.#open.set(key, writer);
       this.#unsealed.set(writer, undefined);
@@ -333,6 +355,37 @@ export class TableStaging {
     const key = `${writer.schemaKey}.${writer.minute}`;
     if (this.#open.get(key) === writer) this.#open.delete(key);
     writer.detach();
+  }
+
+  /**
+   * Detaches a writer and starts its seal now, without waiting for it (pushes never
+   * wait): its file is closed soon and its slot goes to the next part. A failure is
+   * reported by the next sync (the writer fails its later operations) and flush.
+   */
+  #sealEarly(writer: PartWriter): void {
+    this.#detach(writer);
+    if (this.#unsealed.get(writer) !== undefined) return;
+    const promise = writer.finish();
+    promise.catch(() => undefined); // observed by the next flush; never an unhandled rejection
+    this.#unsealed.set(writer, promise);
+    this.#sealedEarly.push(promise);
+  }
+
+  /**
+   * A part waits for a file slot. Slots held by parts already being sealed come back
+   * by themselves; only when those are too few is an open part sealed, or a waiting
+   * part could wait on open parts that seal only at a flush the waiting part holds up.
+   */
+  #relievePressure(): void {
+    let releasing = 0;
+    for (const writer of this.#openParts.holders()) if (writer.state !== 'open') releasing += 1;
+    if (releasing >= this.#openParts.waiting) return;
+    for (const writer of this.#open.values()) {
+      if (this.#openParts.holds(writer)) {
+        this.#sealEarly(writer);
+        return;
+      }
+    }
   }
 
   #isDue(writer: PartWriter, now: number): boolean {
@@ -368,16 +421,26 @@ function offsetsOf(batch: RecordBatch): Float64Array {
   return out;
 }
 
-function checkIncreasing(topic: string, partition: number, offsets: Float64Array, from: number): void {
+/**
+ * Rows of one record share its offset (a multi-row transform numbers them in `_row`),
+ * so equal neighbours are one record's rows; only a step back is a bug upstream.
+ */
+function checkNonDecreasing(topic: string, partition: number, offsets: Float64Array, from: number): void {
   for (let i = from + 1; i < offsets.length; i++) {
-    if (offsets[i]! <= offsets[i - 1]!)
+    if (offsets[i]! < offsets[i - 1]!)
       throw new OffsetOrderError(topic, partition, offsets[i - 1]!, offsets[i]!);
   }
 }
 
-/** Contiguous runs of rows that share a minute, from row `from` on. */
+/**
+ * Contiguous runs of rows that share a minute, from row `from` on. A run never ends
+ * inside a record (rows of equal offset): a record's rows stay in one part, so one
+ * publication holds all of them or none, and a publication's offset runs never count
+ * another publication's rows.
+ */
 function* minuteRuns(
   minute: MinuteKey | readonly MinuteKey[],
+  offsets: Float64Array,
   from: number,
   to: number,
 ): Generator<{ minute: MinuteKey; from: number; to: number }> {
@@ -388,7 +451,7 @@ function* minuteRuns(
   if (minute.length !== to) throw new RangeError(`${minute.length} minutes for ${to} rows`);
   let start = from;
   for (let i = from + 1; i <= to; i++) {
-    if (i === to || minute[i] !== minute[start]) {
+    if (i === to || (minute[i] !== minute[start] && offsets[i] !== offsets[i - 1])) {
       yield { minute: minute[start]!, from: start, to: i };
       start = i;
     }

@@ -1,0 +1,119 @@
+/**
+ * Regression (issue 9, item 14c): a batch admitted after `pool.close()` during a
+ * graceful stop reached a closed (or exited) worker and came back as a fatal
+ * StagingWorkerError: a clean SIGTERM ended as a failure exit. It must be refused
+ * cleanly instead: nothing staged, nothing fatal; Kafka redelivers it.
+ *
+ * The workers load dist/: run `npm run build` first.
+ */
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { silentLogger } from '../../src/common/logger';
+import { StagingPool, StagingPoolClosedError } from '../../src/pool/staging-pool';
+import type { PackableMessage } from '../../src/pool/packed-messages';
+import { readSealedRows, tempDir } from '../support/rows';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await tempDir('kl-pool-close');
+});
+afterEach(async () => {
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+const messages = (from: number, count: number): PackableMessage[] =>
+  Array.from({ length: count }, (_, i) => ({
+    offset: String(from + i),
+    timestamp: String(Date.UTC(2026, 10, 30, 12) + from + i),
+    key: null,
+    value: Buffer.from(JSON.stringify({ message: `m${from + i}` })),
+  }));
+
+const JSON_CONSUMER = JSON.stringify({
+  name: 'closing',
+  topics: ['t'],
+  schema: { fields: { message: 'string' } },
+});
+
+async function startPool(maxQueueRecords: number, consumer = { file: 'consumer.json', text: JSON_CONSUMER }) {
+  const consumerPath = path.join(dir, consumer.file);
+  await fsp.writeFile(consumerPath, consumer.text);
+  const fatal: Error[] = [];
+  const tableDir = path.join(dir, 'staging', 'closing');
+  const pool = await StagingPool.start({
+    workers: 1,
+    consumerPath,
+    brokers: ['127.0.0.1:1'],
+    tableDir,
+    epoch: { owner: 'o', epoch: 0 },
+    maxPartBytes: 1 << 30,
+    maxPartAgeMs: 1 << 30,
+    maxOpenParts: 8,
+    maxQueueRecords,
+    maxQueueBytes: 1 << 30,
+    logger: silentLogger(),
+    onBatchDone: () => undefined,
+    onFatal: (error) => fatal.push(error),
+  });
+  return { pool, fatal, tableDir };
+}
+
+describe('item 14c: a batch admitted during a graceful stop', () => {
+  test('a batch admitted after pool.close() is refused cleanly: nothing staged, nothing fatal', async () => {
+    const { pool, fatal, tableDir } = await startPool(1_000);
+    const { done } = await pool.admit('t', 0, messages(0, 10), 0);
+    await done;
+    await pool.close();
+    await expect(pool.admit('t', 0, messages(10, 10), 0)).rejects.toBeInstanceOf(StagingPoolClosedError);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fatal).toEqual([]);
+    expect((await readSealedRows(tableDir)).map((r) => r.offset)).toEqual(
+      Array.from({ length: 10 }, (_, i) => i),
+    );
+  });
+
+  test('a batch waiting for queue room when close() starts is refused once room frees up, never sent to the closing worker', async () => {
+    const { pool, fatal, tableDir } = await startPool(10);
+    const first = await pool.admit('t', 0, messages(0, 10), 0);
+    // The queue is full: this one waits for the first batch's room.
+    const late = pool
+      .admit('t', 0, messages(10, 10), 0)
+      .then(async ({ done }) => ({ admitted: await done.catch((error: unknown) => error) }))
+      .catch((error: unknown) => ({ refused: error }));
+    const closing = pool.close();
+    await first.done;
+    await closing;
+    expect(await late).toEqual({ refused: expect.any(StagingPoolClosedError) as unknown });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fatal).toEqual([]);
+    expect((await readSealedRows(tableDir)).map((r) => r.offset)).toEqual(
+      Array.from({ length: 10 }, (_, i) => i),
+    );
+    expect(pool.queue().records).toBe(0);
+  });
+});
+
+test('item 6: a multi-row transform stages through a staging worker without an offset-order failure', async () => {
+  // Record n yields n % 3 rows, numbered in _row, all with the record's offset.
+  const consumer = {
+    file: 'multi.js',
+    text: `module.exports = {
+      name: 'closing',
+      topics: ['t'],
+      schema: { fields: { message: 'string' } },
+      transform: (r) => Array.from({ length: Number(r.offset) % 3 }, (_, i) => ({ message: r.value.message + '/' + i })),
+    };`,
+  };
+  const { pool, fatal, tableDir } = await startPool(1_000, consumer);
+  const results = [];
+  for (let from = 0; from < 30; from += 10) {
+    const { done } = await pool.admit('t', 0, messages(from, 10), 0);
+    results.push(await done);
+  }
+  await pool.close();
+  expect(fatal).toEqual([]);
+  expect(results.reduce((n, r) => n + r.staged, 0)).toBe(30);
+  const offsets = (await readSealedRows(tableDir)).map((r) => r.offset);
+  const expected = Array.from({ length: 30 }, (_, o) => Array<number>(o % 3).fill(o)).flat();
+  expect(offsets).toEqual(expected);
+});
