@@ -7,6 +7,7 @@ import { ClaimRegistry } from '../staging/claims';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart } from '../staging/sealed-part';
 import { crashPoint } from './crash-points';
+import { countKeptRows } from './keep-range';
 import { Permits } from './permits';
 import { ledger, type Plan } from './plan';
 import {
@@ -270,16 +271,5 @@ export class Materializer {
 
 async function countKept(d: PartDecision): Promise<number> {
   const { batches } = await readSealedPart(d.part.path);
-  let kept = 0;
-  for (const b of batches) {
-    const topics = b.getChild('_topic')!;
-    const partitions = b.getChild('_partition')!;
-    const offsets = b.getChild('_offset')!;
-    for (let i = 0; i < b.numRows; i++) {
-      const k = d.keep.find((x) => x.partition === partitions.get(i) && x.topic === topics.get(i));
-      const o = Number(offsets.get(i) as bigint);
-      if (k && o >= k.from && o < k.below) kept += 1;
-    }
-  }
-  return kept;
+  return countKeptRows(batches, d.keep);
 }

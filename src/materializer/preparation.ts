@@ -6,6 +6,7 @@ import { PartCorruptError } from '../common/errors';
 import { decodeBatches } from '../staging/ipc-stream';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 import { crashPoint } from './crash-points';
+import { keptRuns } from './keep-range';
 import type { Permits } from './permits';
 import type { KeepRange, OffsetInterval, PlanPart } from './plan';
 
@@ -80,26 +81,9 @@ export async function preparePart(part: PlanPart, ctx: PreparationContext): Prom
 function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[]): RecordBatch[] {
   const out: RecordBatch[] = [];
   for (const batch of batches) {
-    const schema = new Schema(batch.schema.fields);
-    const plain = new RecordBatch(schema, batch.data);
-    const topics = batch.getChild(TOPIC_COLUMN)!;
-    const partitions = batch.getChild(PARTITION_COLUMN)!;
-    const offsets = batch.getChild(OFFSET_COLUMN)!;
-    let runStart = -1;
-    for (let i = 0; i <= batch.numRows; i++) {
-      let kept = false;
-      if (i < batch.numRows) {
-        const topic = topics.get(i) as string;
-        const partition = partitions.get(i) as number;
-        const offset = Number(offsets.get(i) as bigint);
-        const k = keep.find((x) => x.partition === partition && x.topic === topic);
-        kept = k !== undefined && offset >= k.from && offset < k.below;
-      }
-      if (kept && runStart < 0) runStart = i;
-      if (!kept && runStart >= 0) {
-        out.push(runStart === 0 && i === batch.numRows ? plain : plain.slice(runStart, i));
-        runStart = -1;
-      }
+    const plain = new RecordBatch(new Schema(batch.schema.fields), batch.data);
+    for (const [start, end] of keptRuns(batch, keep)) {
+      out.push(start === 0 && end === batch.numRows ? plain : plain.slice(start, end));
     }
   }
   return out;
