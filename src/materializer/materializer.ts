@@ -97,7 +97,6 @@ export class Materializer {
       preparation: {
         fetch: this.#fetch,
         decode: this.#decode,
-        reservation: this.#reservation,
         hooks: o.hooks,
       },
     });

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { RecordBatch, Schema } from 'apache-arrow';
-import type { BoundedBudget } from '../common/bounded-budget';
 import { PartCorruptError } from '../common/errors';
 import { decodeBatches } from '../staging/ipc-stream';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
@@ -22,14 +21,11 @@ export interface Descriptor {
 export interface PreparedPart {
   readonly descriptor: Descriptor;
   readonly batches: readonly RecordBatch[];
-  /** Bytes of the source reservation this part holds until its batches are handed to Lance. */
-  readonly reservedBytes: number;
 }
 
 export interface PreparationContext {
   readonly fetch: Permits;
   readonly decode: Permits;
-  readonly reservation: BoundedBudget;
   /** Test hooks: run inside the fetch / decode permit (inject blocking work or failures). */
   readonly hooks?: {
     readonly fetched?: (part: PlanPart) => Promise<void> | void;
@@ -40,41 +36,32 @@ export interface PreparationContext {
 
 /**
  * Fetches and decodes one whole part under the shared permits, keeping the rows the
- * plan keeps. The source reservation (fetched + decoded bytes, ~2× the part) is
- * taken before the fetch; on success it stays held (the caller releases it once the
- * batches are handed to Lance), on failure it is released here. A task that has
- * started is never abandoned midway: cancellation is checked only before it starts.
+ * plan keeps. The source reservation is the publication's (Publisher.publish), taken
+ * before any of its parts is fetched. A task that has started is never abandoned
+ * midway: cancellation is checked only before it starts.
  */
 export async function preparePart(part: PlanPart, ctx: PreparationContext): Promise<PreparedPart> {
   ctx.signal?.throwIfAborted();
-  const reservedBytes = part.bytes * 2;
-  await ctx.reservation.acquire(0, reservedBytes);
-  try {
-    let bytes: Buffer;
-    {
-      using _fetch = await ctx.fetch.acquire();
-      bytes = await fsp.readFile(part.path);
-      crashPoint('during-prepare');
-      await ctx.hooks?.fetched?.(part);
-    }
-    const checksum = createHash('sha256').update(bytes).digest('hex');
-    if (checksum !== part.checksum) throw new PartCorruptError(part.path, 'checksum differs from the plan');
-    let batches: RecordBatch[];
-    {
-      using _decode = await ctx.decode.acquire();
-      batches = keepRows(decodeBatches(bytes).batches, part.keep);
-      await ctx.hooks?.decoded?.(part);
-    }
-    const rows = batches.reduce((n, b) => n + b.numRows, 0);
-    return {
-      descriptor: { path: part.path, rows, bytes: part.bytes, checksum, intervals: intervalsOf(batches) },
-      batches,
-      reservedBytes,
-    };
-  } catch (error) {
-    ctx.reservation.release(0, reservedBytes);
-    throw error;
+  let bytes: Buffer;
+  {
+    using _fetch = await ctx.fetch.acquire();
+    bytes = await fsp.readFile(part.path);
+    crashPoint('during-prepare');
+    await ctx.hooks?.fetched?.(part);
   }
+  const checksum = createHash('sha256').update(bytes).digest('hex');
+  if (checksum !== part.checksum) throw new PartCorruptError(part.path, 'checksum differs from the plan');
+  let batches: RecordBatch[];
+  {
+    using _decode = await ctx.decode.acquire();
+    batches = keepRows(decodeBatches(bytes).batches, part.keep);
+    await ctx.hooks?.decoded?.(part);
+  }
+  const rows = batches.reduce((n, b) => n + b.numRows, 0);
+  return {
+    descriptor: { path: part.path, rows, bytes: part.bytes, checksum, intervals: intervalsOf(batches) },
+    batches,
+  };
 }
 
 /** The rows inside the keep ranges, as slices (no copy), with the part's schema metadata dropped. */

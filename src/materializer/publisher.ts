@@ -59,6 +59,13 @@ export class Publisher {
 
   async publish(plan: Plan, mode: PreparationMode): Promise<PublicationResult> {
     const started = performance.now();
+    // The whole publication's source bytes (fetched + decoded, ~2× the parts) in one
+    // request, held until the add ends: Lance takes the publication as one table, so
+    // every part stays in memory until then. Per-part requests waited on each other
+    // when the publication did not fit (a deadlock); one request larger than the whole
+    // budget is admitted once nothing else holds any, so it runs alone instead.
+    const reserved = reservationFor(plan);
+    await this.o.reservation.acquire(0, reserved);
     const tasks = plan.parts.map((part) => preparePart(part, this.o.preparation));
     // Every admitted task finishes (and keeps or releases its reservation) before a
     // failure is returned: settle() waits for all of them, once.
@@ -94,7 +101,7 @@ export class Publisher {
     } finally {
       // The batches are in Lance (or the publication failed): the source reservation goes back.
       await settle();
-      for (const p of prepared) this.o.reservation.release(0, p.reservedBytes);
+      this.o.reservation.release(0, reserved);
     }
     await ledger.markPublished(this.o.tableDir, plan.id, written.version);
     crashPoint('after-published');
@@ -190,4 +197,9 @@ export class Publisher {
     if (plan.parts.length > 0) await fsyncDirectory(path.dirname(plan.parts[0]!.path));
     await ledger.forget(this.o.tableDir, plan.id);
   }
+}
+
+/** Source bytes a publication holds while it is prepared and written: fetched + decoded. */
+export function reservationFor(plan: Plan): number {
+  return 2 * plan.bytes;
 }

@@ -19,6 +19,19 @@ import {
 } from '../support/materializer-fixture';
 import { tempDir } from '../support/rows';
 
+/** Rejects instead of letting a hang run into jest's timeout (which would hide what hung). */
+async function settlesWithin<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const CHILD = path.resolve(__dirname, '../../dist/test/support/materializer-child.js');
 const chainA = [{ owner: 'A', epoch: 1, start: 0 }];
 
@@ -149,6 +162,25 @@ describe('permits and source reservation', () => {
     expectExactly(await readLance(lanceDir), 1, () => 4_000);
     retry.close();
   });
+
+  test.each(['buffered', 'streamed'] as const)(
+    'a publication larger than the source reservation, of parts each larger than it, finishes instead of waiting on itself (%s)',
+    async (mode) => {
+      await stageRows(tableDir, { partitions: 2, perPartition: 4_000, rowsPerPart: 1_000 });
+      const m = await openMaterializer(tableDir, lanceDir, {
+        mode,
+        // Parts are ~100 KiB: each needs 2× that, and a publication of 4 parts far more.
+        sourceReservationBytes: 64 * 1024,
+        maxPublicationBytes: 450 * 1024,
+      });
+      m.setOwnership(ownershipOf(2, chainA, 4_000));
+      const results = await settlesWithin(m.runOnce(), 20_000);
+      expect(results.length).toBeGreaterThan(1);
+      expectExactly(await readLance(lanceDir), 2, () => 4_000);
+      expect(m.stats().reservation.bytes).toBe(0);
+      m.close();
+    },
+  );
 
   test('row counts in Lance only ever move by whole publications', async () => {
     await stageRows(tableDir, { partitions: 2, perPartition: 10_000, rowsPerPart: 1_000 });
