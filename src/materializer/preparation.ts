@@ -42,21 +42,19 @@ export interface PreparationContext {
  */
 export async function preparePart(part: PlanPart, ctx: PreparationContext): Promise<PreparedPart> {
   ctx.signal?.throwIfAborted();
-  let bytes: Buffer;
-  {
-    using _fetch = await ctx.fetch.acquire();
-    bytes = await fsp.readFile(part.path);
+  const bytes = await ctx.fetch.run(async () => {
+    const read = await fsp.readFile(part.path);
     crashPoint('during-prepare');
     await ctx.hooks?.fetched?.(part);
-  }
+    return read;
+  });
   const checksum = createHash('sha256').update(bytes).digest('hex');
   if (checksum !== part.checksum) throw new PartCorruptError(part.path, 'checksum differs from the plan');
-  let batches: RecordBatch[];
-  {
-    using _decode = await ctx.decode.acquire();
-    batches = keepRows(decodeBatches(bytes).batches, part.keep);
+  const batches = await ctx.decode.run(async () => {
+    const kept = keepRows(decodeBatches(bytes).batches, part.keep);
     await ctx.hooks?.decoded?.(part);
-  }
+    return kept;
+  });
   const rows = batches.reduce((n, b) => n + b.numRows, 0);
   return {
     descriptor: { path: part.path, rows, bytes: part.bytes, checksum, intervals: intervalsOf(batches) },
