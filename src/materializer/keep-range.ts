@@ -22,6 +22,19 @@ export function keptSpan(
   return first >= k.from && last < k.below ? 'all' : 'some';
 }
 
+/** The part of the offsets [first, last] of one partition inside its keep range, if any. */
+export function keptBounds(
+  keep: readonly KeepRange[],
+  topic: string,
+  partition: number,
+  first: number,
+  last: number,
+): { first: number; last: number } | undefined {
+  if (keptSpan(keep, topic, partition, first, last) === 'none') return undefined;
+  const k = keep.find((x) => x.partition === partition && x.topic === topic)!;
+  return { first: Math.max(first, k.from), last: Math.min(last, k.below - 1) };
+}
+
 /** Rows kept by ranges that lie wholly inside their keep range; a straddling range needs a read (countKeptRows). */
 export function keptRowsOfRanges(ranges: readonly PartOffsetRange[], keep: readonly KeepRange[]): number {
   let kept = 0;

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { recordOffset } from '../../src/common/offsets';
-import { countKeptRows, keptRowsOfRanges, keptRuns, keptSpan } from '../../src/materializer/keep-range';
+import {
+  countKeptRows,
+  keptBounds,
+  keptRowsOfRanges,
+  keptRuns,
+  keptSpan,
+} from '../../src/materializer/keep-range';
 import type { KeepRange } from '../../src/materializer/plan';
 import { offsetRangesOf } from '../../src/staging/sealed-part';
 import { rowsFor } from '../support/rows';
@@ -18,6 +24,8 @@ describe('keep ranges: one definition of [from, below) for planning, counting an
     expect(keptSpan(keep, T, 0, 5, 10)).toBe('some');
     expect(keptSpan(keep, T, 1, 10, 19)).toBe('none');
     expect(keptSpan(keep, 'other', 0, 10, 19)).toBe('none');
+    expect(keptBounds(keep, T, 0, 5, 25)).toEqual({ first: 10, last: 19 });
+    expect(keptBounds(keep, T, 0, 20, 25)).toBeUndefined();
   });
 
   test('runs of kept rows are slices of consecutive kept rows', () => {

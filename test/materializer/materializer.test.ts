@@ -250,6 +250,10 @@ describe('crash points: a real SIGKILL at each, then a restart, ends exactly onc
     'before-add',
     'after-add',
     'after-published',
+    // Inside the cleanup: every step of it, in the order it runs.
+    'after-sources-deleted',
+    'after-plan-forgotten',
+    'after-writing-forgotten',
   ];
   test.each(points)('%s', async (point) => {
     await stageRows(tableDir, { partitions: 2, perPartition: 3_000, rowsPerPart: 1_000 });
@@ -271,6 +275,36 @@ describe('crash points: a real SIGKILL at each, then a restart, ends exactly onc
     expect(await sealedPartCount(tableDir)).toBe(0);
     expect(await ledgerFiles(tableDir)).toEqual([]);
   });
+});
+
+test('a plan left alone after its sources were deleted (a kill inside an older cleanup order) is recognised as done, and others still publish', async () => {
+  await stageRows(tableDir, { partitions: 1, perPartition: 200, rowsPerPart: 100 });
+  const plansDir = path.join(tableDir, 'plans');
+  const saved = new Map<string, string>();
+  const m = await openMaterializer(tableDir, lanceDir, {
+    hooks: {
+      // Keep a copy of the plan file as it was during the publication.
+      fetched: async () => {
+        for (const name of await fsp.readdir(plansDir))
+          if (name.endsWith('.plan.json'))
+            saved.set(name, await fsp.readFile(path.join(plansDir, name), 'utf8'));
+      },
+    },
+  });
+  m.setOwnership(ownershipOf(1, chainA, 400));
+  expect((await m.runOnce()).map((r) => r.rows)).toEqual([200]);
+  m.close();
+  // The state a kill leaves after `published` and `writing` were removed but not the plan.
+  expect(saved.size).toBe(1);
+  for (const [name, text] of saved) await fsp.writeFile(path.join(plansDir, name), text);
+  await stageRows(tableDir, { partitions: 1, perPartition: 200, rowsPerPart: 100, from: 200 });
+  const again = await openMaterializer(tableDir, lanceDir);
+  again.setOwnership(ownershipOf(1, chainA, 400));
+  await again.runOnce();
+  expectExactly(await readLance(lanceDir), 1, () => 400);
+  expect(await ledgerFiles(tableDir)).toEqual([]);
+  expect(await sealedPartCount(tableDir)).toBe(0);
+  again.close();
 });
 
 test('a new nullable column in later parts is added to the table; earlier rows read null', async () => {
