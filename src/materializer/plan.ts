@@ -56,9 +56,22 @@ export interface WritingRecord {
 }
 
 export const plansDir = (tableDir: string): string => path.join(tableDir, 'plans');
-type LedgerKind = 'plan' | 'writing' | 'published';
+type LedgerKind = 'plan' | 'writing' | 'published' | 'quarantined';
 const file = (tableDir: string, id: string, kind: LedgerKind) =>
   path.join(plansDir(tableDir), `${id}.${kind}.json`);
+
+/**
+ * Written (durably) before a plan that failed permanently is set aside: from then on
+ * the plan is never published, and a restart finishes moving its parts to quarantine.
+ */
+export interface QuarantineRecord {
+  readonly id: string;
+  readonly reason: string;
+  readonly message: string;
+  readonly context: Readonly<Record<string, unknown>>;
+  readonly attempts: number;
+  readonly at: number;
+}
 
 /** One publication as the ledger holds it; no plan: a cleanup was interrupted after the plan went. */
 export interface LedgerEntry {
@@ -66,6 +79,7 @@ export interface LedgerEntry {
   readonly plan: Plan | undefined;
   readonly writing: WritingRecord | undefined;
   readonly published: boolean;
+  readonly quarantined: QuarantineRecord | undefined;
 }
 
 /** The publication ledger: plan → writing → published, each step a durable file. */
@@ -83,11 +97,14 @@ export const ledger = {
       JSON.stringify({ id, version, at: Date.now() }),
     );
   },
+  async markQuarantined(tableDir: string, record: QuarantineRecord): Promise<void> {
+    await writeFileAtomically(file(tableDir, record.id, 'quarantined'), JSON.stringify(record));
+  },
   /**
-   * Removes a finished publication's files, after its sources are gone. `published`
-   * goes last and only once the others' removal is durable: at every point of a kill
-   * the ledger says "done" (a `published` with or without the rest), never a bare plan
-   * whose sources no longer exist, which would look like work still to do.
+   * Removes a finished publication's files, after its sources are gone (deleted or
+   * quarantined). The final mark (`published` or `quarantined`) goes last and only once
+   * the others' removal is durable: at every point of a kill the ledger says "done",
+   * never a bare plan whose sources no longer exist, which would look like work to do.
    */
   async forget(tableDir: string, id: string): Promise<void> {
     await fsp.rm(file(tableDir, id, 'plan'), { force: true });
@@ -96,13 +113,14 @@ export const ledger = {
     crashPoint('after-writing-forgotten');
     await fsyncDirectory(plansDir(tableDir));
     await fsp.rm(file(tableDir, id, 'published'), { force: true });
+    await fsp.rm(file(tableDir, id, 'quarantined'), { force: true });
   },
   /** Every publication the ledger knows of, by id (ids are ULIDs: creation order). */
   async list(tableDir: string): Promise<LedgerEntry[]> {
     const names = new Set(await fsp.readdir(plansDir(tableDir)).catch(() => [] as string[]));
     const ids = new Set<string>();
     for (const name of names) {
-      const m = /^(.+)\.(plan|writing|published)\.json$/.exec(name);
+      const m = /^(.+)\.(plan|writing|published|quarantined)\.json$/.exec(name);
       if (m) ids.add(m[1]!);
     }
     const out: LedgerEntry[] = [];
@@ -116,6 +134,7 @@ export const ledger = {
         plan: await read<Plan>('plan'),
         writing: await read<WritingRecord>('writing'),
         published: names.has(`${id}.published.json`),
+        quarantined: await read<QuarantineRecord>('quarantined'),
       });
     }
     return out;

@@ -1,13 +1,22 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { RecordBatch, Schema } from 'apache-arrow';
-import { PartCorruptError } from '../common/errors';
+import { KafkaLanceError, PartCorruptError } from '../common/errors';
 import { decodeBatches } from '../staging/ipc-stream';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 import { crashPoint } from './crash-points';
 import { keptRuns } from './keep-range';
 import type { Permits } from './permits';
 import type { KeepRange, OffsetInterval, PlanPart } from './plan';
+
+/** A source part of a plan is gone, but its plan was never published. */
+export class SourceMissingError extends KafkaLanceError {
+  constructor(readonly path: string) {
+    super('PUBLICATION_SOURCE_MISSING', `staging part ${path} of an unpublished plan is missing`, {
+      context: { path },
+    });
+  }
+}
 
 /** What one preparation task reports: the publication commits only with all of them, matching the plan. */
 export interface Descriptor {
@@ -43,7 +52,9 @@ export interface PreparationContext {
 export async function preparePart(part: PlanPart, ctx: PreparationContext): Promise<PreparedPart> {
   ctx.signal?.throwIfAborted();
   const bytes = await ctx.fetch.run(async () => {
-    const read = await fsp.readFile(part.path);
+    const read = await fsp.readFile(part.path).catch((error: NodeJS.ErrnoException) => {
+      throw error.code === 'ENOENT' ? new SourceMissingError(part.path) : error;
+    });
     crashPoint('during-prepare');
     await ctx.hooks?.fetched?.(part);
     return read;

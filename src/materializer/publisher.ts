@@ -119,25 +119,15 @@ export class Publisher {
   }
 
   /**
-   * Startup: finish what a crash interrupted. No plan left → a cleanup was cut short
-   * after its sources went: forget the rest; `published` → delete leftover sources;
-   * `writing` → the table decides: all its rows there → published, none → write
-   * again, some → stop (PartialPublicationError); a plan alone → publish it, unless
-   * every source is gone (only a cleanup deletes sources, so it was published: an
-   * older cleanup order removed `published` before the plan).
+   * Finishes one ledger entry a crash or a failure left (never one being quarantined:
+   * the caller finishes those). No plan left → a cleanup was cut short after its
+   * sources went: forget the rest; `published` → delete leftover sources; `writing`
+   * → the table decides: all its rows there → published, none → write again, some →
+   * stop (PartialPublicationError); a plan alone → publish it, unless every source is
+   * gone (only a cleanup deletes sources: an older cleanup order removed `published`
+   * before the plan).
    */
-  async resume(mode: PreparationMode): Promise<{ finished: number; rewritten: number }> {
-    let finished = 0;
-    let rewritten = 0;
-    for (const entry of await ledger.list(this.o.tableDir)) {
-      const outcome = await this.resumeOne(entry, mode);
-      if (outcome === 'rewritten') rewritten += 1;
-      else finished += 1;
-    }
-    return { finished, rewritten };
-  }
-
-  async resumeOne(entry: LedgerEntry, mode: PreparationMode): Promise<'finished' | 'rewritten'> {
+  async resumeOne(entry: LedgerEntry, mode: PreparationMode): Promise<PublicationResult | 'finished'> {
     const { plan, writing } = entry;
     if (!plan) {
       await ledger.forget(this.o.tableDir, entry.id);
@@ -176,8 +166,7 @@ export class Publisher {
       return 'finished';
     }
     this.o.logger.info({ event: 'publication.resume', id: plan.id }, 'publishing an interrupted plan again');
-    await this.publish(plan, mode);
-    return 'rewritten';
+    return this.publish(plan, mode);
   }
 
   #verify(plan: Plan, prepared: readonly PreparedPart[]): WritingRecord {
