@@ -11,7 +11,10 @@ export type CrashPointName =
   | 'after-published'
   | 'after-sources-deleted'
   | 'after-plan-forgotten'
-  | 'after-writing-forgotten';
+  | 'after-writing-forgotten'
+  | 'after-quarantine-marked'
+  | 'after-dead-letters-written'
+  | 'after-first-part-quarantined';
 
 export function crashPoint(name: CrashPointName): void {
   if (process.env.KAFKA_LANCE_TEST_CRASH_AT === name) process.kill(process.pid, 'SIGKILL');

@@ -6,6 +6,7 @@ import { FileDeadLetterSink, type DeadLetter } from '../kafka/dead-letter';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { readSealedPart } from '../staging/sealed-part';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TIMESTAMP_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import { crashPoint } from './crash-points';
 import { keptRuns } from './keep-range';
 import { ledger, type Plan, type PlanPart, type QuarantineRecord } from './plan';
 
@@ -38,6 +39,7 @@ export interface QuarantineOutcome {
 export async function quarantinePlan(o: QuarantineOptions): Promise<QuarantineOutcome> {
   const { tableDir, plan, record } = o;
   await ledger.markQuarantined(tableDir, record);
+  crashPoint('after-quarantine-marked');
   const present: PlanPart[] = [];
   for (const part of plan.parts) if (await pathExists(part.path)) present.push(part);
   const deadLetters = new Map<string, number>();
@@ -58,6 +60,7 @@ export async function quarantinePlan(o: QuarantineOptions): Promise<QuarantineOu
     } finally {
       await sink.close();
     }
+    crashPoint('after-dead-letters-written');
   }
   const moved: string[] = [];
   if (present.length > 0) await fsp.mkdir(dir, { recursive: true });
@@ -82,6 +85,7 @@ export async function quarantinePlan(o: QuarantineOptions): Promise<QuarantineOu
     );
     await renameDurably(part.path, target);
     moved.push(target);
+    crashPoint('after-first-part-quarantined');
   }
   await ledger.forget(tableDir, plan.id);
   return { moved, deadLetters };

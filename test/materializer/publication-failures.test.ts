@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import {
@@ -13,7 +14,10 @@ import {
   stageRows,
   stageWithColumn,
 } from '../support/materializer-fixture';
+import type { CrashPointName } from '../../src/materializer/crash-points';
 import { range, tempDir } from '../support/rows';
+
+const CHILD = path.resolve(__dirname, '../../dist/test/support/materializer-child.js');
 
 const chainA = [{ owner: 'A', epoch: 1, start: 0 }];
 
@@ -144,4 +148,45 @@ test('a transient failure is retried with backoff, never holds the other publica
   expect(m.stats().failures).toMatchObject({ storage: 2 });
   expect(m.stats().failedPublications).toBe(2);
   m.close();
+});
+
+describe('a set-aside cut short by a SIGKILL is finished by the restart: nothing published, nothing lost', () => {
+  const points: CrashPointName[] = [
+    'after-quarantine-marked',
+    'after-dead-letters-written',
+    'after-first-part-quarantined',
+  ];
+  test.each(points)('%s', async (point) => {
+    await stageWithColumn(tableDir, { partition: 0, from: 0, to: 100, column: 'score', type: 'float64' });
+    const first = await openMaterializer(tableDir, lanceDir);
+    first.setOwnership(ownershipOf(1, chainA, 300));
+    await first.runOnce();
+    first.close();
+    // One plan of two parts whose column the table has as Float64.
+    await stageWithColumn(tableDir, { partition: 0, from: 100, to: 200, column: 'score', type: 'utf8' });
+    await stageWithColumn(tableDir, { partition: 0, from: 200, to: 300, column: 'score', type: 'utf8' });
+    const run = (env: NodeJS.ProcessEnv) =>
+      new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [CHILD, tableDir, lanceDir, '1', '300', 'buffered', '1'], {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+        child.on('exit', (code, signal) => resolve({ code, signal, stderr }));
+      });
+    expect((await run({ KAFKA_LANCE_TEST_CRASH_AT: point })).signal).toBe('SIGKILL');
+    expect(await run({ KAFKA_LANCE_TEST_CRASH_AT: '' })).toMatchObject({ code: 0, stderr: '' });
+    expect(await offsetsInLance()).toEqual(range(0, 100));
+    expect(await sealedPartCount(tableDir)).toBe(0);
+    expect(await ledgerFiles(tableDir)).toEqual([]);
+    const names = (await fsp.readdir(path.join(tableDir, 'quarantine'))).sort();
+    expect(names.filter((n) => n.endsWith('.arrows'))).toHaveLength(2);
+    expect(names.filter((n) => n.endsWith('.arrows.reason.json'))).toHaveLength(2);
+    // Every row is in the dead-letter file at least once (twice only if the kill came before any move).
+    deadLetterFile = path.join(tableDir, 'quarantine', 'dead-letters.jsonl');
+    expect([...new Set((await deadLetters()).map((l) => l.offset))].sort((a, b) => a - b)).toEqual(
+      range(100, 300),
+    );
+  });
 });
