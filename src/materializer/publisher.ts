@@ -68,7 +68,7 @@ export class Publisher {
     const reserved = reservationFor(plan);
     await this.o.reservation.acquire(0, reserved);
     const tasks = plan.parts.map((part) => preparePart(part, this.o.preparation));
-    // Every admitted task finishes (and keeps or releases its reservation) before a
+    // Every admitted task finishes (the reservation stays held until then) before a
     // failure is returned: settle() waits for all of them, once.
     const prepared: PreparedPart[] = [];
     let firstError: unknown;
