@@ -114,12 +114,20 @@ const panels = [
     r2(8),
   ),
   panel(
-    'Publications per minute by result',
+    'Publications per minute: results, failures by reason, quarantined parts',
     'short',
     [
       [
         `sum by (table, result) (increase(kafka_lance_publications_total{${sel}}[1m]))`,
         '{{table}} {{result}}',
+      ],
+      [
+        `sum by (table, reason) (increase(kafka_lance_publication_failures_total{${sel}}[1m]))`,
+        '{{table}} failed: {{reason}}',
+      ],
+      [
+        `sum by (table, reason) (increase(kafka_lance_quarantined_parts_total{${sel}}[1m]))`,
+        '{{table}} parts quarantined: {{reason}}',
       ],
     ],
     r2(16),

@@ -215,6 +215,8 @@ export class Replica {
             fetchPermits: m.fetchPermits,
             decodePermits: m.decodePermits,
             sourceReservationBytes: m.sourceReservationBytes,
+            // Rows of publications set aside for good (the table refuses their schema).
+            deadLetterFile: path.join(consumer.dataDir, 'dead-letter', `${consumer.name}.publications.jsonl`),
             pollMs: m.pollMs,
             optimizeEveryMs: m.optimizeEveryMs,
             logLevel: log.level,

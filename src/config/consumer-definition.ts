@@ -167,7 +167,7 @@ export const consumerDefinitionSchema = z
         maxPublicationDelayMs: z.number().int().min(0).default(2_000),
         fetchPermits: z.number().int().min(1).max(64).default(2),
         decodePermits: z.number().int().min(1).max(64).default(2),
-        /** Bytes of fetched + decoded source data in flight (about 2× the parts being prepared). */
+        /** Bytes of fetched + decoded source data in flight: a publication holds 2× its bytes until its add ends (at least 2 × maxPublicationBytes and 2 × staging.maxPartBytes). */
         sourceReservationBytes: z
           .number()
           .int()
@@ -201,6 +201,24 @@ export const consumerDefinitionSchema = z
         path: ['schema'],
         message: 'format "raw" has a fixed schema: use "infer"',
       });
+    }
+    if (def.materializer.enabled) {
+      // A publication holds 2× its bytes (fetched + decoded) of the reservation until its
+      // Lance add ends; it may be as large as maxPublicationBytes, or one part if a part is
+      // larger. A smaller reservation could not bound memory (such a publication runs alone).
+      const reservation = def.materializer.sourceReservationBytes;
+      for (const [field, bytes] of [
+        ['materializer.maxPublicationBytes', def.materializer.maxPublicationBytes],
+        ['staging.maxPartBytes', def.staging.maxPartBytes],
+      ] as const) {
+        if (reservation < 2 * bytes) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['materializer', 'sourceReservationBytes'],
+            message: `${reservation} is less than 2 × ${field} (${2 * bytes}): a publication reserves twice its bytes until its Lance add ends; raise sourceReservationBytes or lower ${field}`,
+          });
+        }
+      }
     }
     if (def.schema !== 'infer') {
       for (const [name, spec] of Object.entries(def.schema.fields)) {

@@ -1,6 +1,6 @@
 import * as lancedb from '@lancedb/lancedb';
 import { Field, Schema, Table as ArrowTable, type RecordBatch } from 'apache-arrow';
-import { KafkaLanceError } from '../common/errors';
+import { KafkaLanceError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 
@@ -22,6 +22,29 @@ export interface OffsetIntervalFilter {
 export class LanceWriteError extends KafkaLanceError {
   constructor(message: string, cause: unknown, retriable: boolean, table: string) {
     super('LANCE_WRITE_FAILED', `Lance table ${table}: ${message}`, { cause, retriable, context: { table } });
+  }
+}
+
+/** What makes staged data unfit for the table; none of them goes away by retrying. */
+export type SchemaProblem = 'type-conflict' | 'invalid-column-name' | 'rejected';
+
+/**
+ * Staged data the table cannot take as it is (a column typed differently in the table,
+ * a name Lance refuses): permanent, so the publication is set aside, never retried forever.
+ */
+export class LanceSchemaError extends KafkaLanceError {
+  constructor(
+    readonly problem: SchemaProblem,
+    table: string,
+    detail: string,
+    facts: { column?: string; tableType?: string; stagedType?: string } = {},
+    cause?: unknown,
+  ) {
+    super('LANCE_SCHEMA_INCOMPATIBLE', `Lance table ${table}: ${detail}`, {
+      cause,
+      retriable: false,
+      context: { table, problem, ...facts },
+    });
   }
 }
 
@@ -73,12 +96,22 @@ export class LanceTable {
 
   async #ensureSchema(schema: Schema): Promise<void> {
     const plain = new Schema(schema.fields);
+    for (const f of plain.fields) {
+      // Lance reads "." in a top-level name as a path into a struct and refuses it.
+      if (f.name.includes('.')) {
+        throw new LanceSchemaError(
+          'invalid-column-name',
+          this.target.table,
+          `column "${f.name}" (${String(f.type)}) cannot be a Lance column: a top-level name may not contain "."`,
+          { column: f.name, stagedType: String(f.type) },
+        );
+      }
+    }
     await this.#current();
     if (!this.#table) {
-      this.#table = await this.db.createEmptyTable(this.target.table, plain, {
-        mode: 'create',
-        existOk: true,
-      });
+      this.#table = await schemaChange(this.target.table, () =>
+        this.db.createEmptyTable(this.target.table, plain, { mode: 'create', existOk: true }),
+      );
       await this.#ensureIndexes();
       this.logger.info(
         { event: 'lance.table.created', table: this.target.table, uri: this.target.uri },
@@ -92,16 +125,17 @@ export class LanceTable {
       const existing = have.get(f.name);
       if (!existing) missing.push(new Field(f.name, f.type, true));
       else if (String(existing.type) !== String(f.type) && !compatible(existing, f)) {
-        throw new LanceWriteError(
-          `column ${f.name} is ${String(existing.type)} in the table but ${String(f.type)} in the staged data`,
-          undefined,
-          false,
+        throw new LanceSchemaError(
+          'type-conflict',
           this.target.table,
+          `column ${f.name} is ${String(existing.type)} in the table but ${String(f.type)} in the staged data`,
+          { column: f.name, tableType: String(existing.type), stagedType: String(f.type) },
         );
       }
     }
     if (missing.length > 0) {
-      await this.#table.addColumns(missing);
+      const table = this.#table;
+      await schemaChange(this.target.table, () => table.addColumns(missing));
       this.logger.info(
         { event: 'lance.schema.evolved', table: this.target.table, added: missing.map((f) => f.name) },
         'added nullable columns',
@@ -131,6 +165,14 @@ export class LanceTable {
       const result = await retryConflicts(() => table.add(arrowTable, { mode: 'append' }));
       return { rows, version: (result as { version?: number }).version };
     } catch (error) {
+      if (isSchemaRejection(error))
+        throw new LanceSchemaError(
+          'rejected',
+          this.target.table,
+          `add refused: ${errorMessage(error)}`,
+          {},
+          error,
+        );
       throw new LanceWriteError('add failed', error, true, this.target.table);
     }
   }
@@ -197,6 +239,21 @@ function compatible(existing: Field, staged: Field): boolean {
 function isCommitConflict(error: unknown): boolean {
   const text = error instanceof Error ? error.message : String(error);
   return /Retryable commit conflict|preempted by concurrent transaction|Commit conflict/i.test(text);
+}
+
+/** Lance refusing a schema (not a storage failure): the same data will be refused again. */
+function isSchemaRejection(error: unknown): boolean {
+  return /LanceError\(Schema\)/.test(error instanceof Error ? error.message : String(error));
+}
+
+/** A create or addColumns whose refusal by Lance becomes a LanceSchemaError; anything else stays retriable. */
+async function schemaChange<T>(table: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (!isSchemaRejection(error)) throw error;
+    throw new LanceSchemaError('rejected', table, `schema refused: ${errorMessage(error)}`, {}, error);
+  }
 }
 
 async function retryConflicts<T>(fn: () => Promise<T>, attempts = 8): Promise<T> {

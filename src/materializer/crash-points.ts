@@ -3,7 +3,18 @@
  * itself there, so tests can prove that every point ends exactly once after a
  * restart. Unset in production: a no-op.
  */
-export type CrashPointName = 'after-plan' | 'during-prepare' | 'before-add' | 'after-add' | 'after-published';
+export type CrashPointName =
+  | 'after-plan'
+  | 'during-prepare'
+  | 'before-add'
+  | 'after-add'
+  | 'after-published'
+  | 'after-sources-deleted'
+  | 'after-plan-forgotten'
+  | 'after-writing-forgotten'
+  | 'after-quarantine-marked'
+  | 'after-dead-letters-written'
+  | 'after-first-part-quarantined';
 
 export function crashPoint(name: CrashPointName): void {
   if (process.env.KAFKA_LANCE_TEST_CRASH_AT === name) process.kill(process.pid, 'SIGKILL');

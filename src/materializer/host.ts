@@ -56,6 +56,8 @@ export class MaterializerHost {
     metrics.sourceWait.zero({ table: init.lance.table, mode: init.mode });
     for (const phase of ['prepare', 'write'] as const)
       metrics.publicationDuration.zero({ table: init.lance.table, phase });
+    metrics.publicationFailures.inc({ table: init.lance.table, reason: 'storage' }, 0);
+    metrics.quarantinedParts.inc({ table: init.lance.table, reason: 'schema-incompatible' }, 0);
     metrics.reservationLimit.set(init.sourceReservationBytes);
     metrics.permitsCapacity.set({ kind: 'fetch' }, init.fetchPermits);
     metrics.permitsCapacity.set({ kind: 'decode' }, init.decodePermits);
@@ -74,6 +76,13 @@ export class MaterializerHost {
     m.publishedBytes.inc({ table }, this.#deltas.delta('bytes', stats.publishedBytes));
     m.publications.inc({ table, result: 'success' }, this.#deltas.delta('ok', stats.publications));
     m.publications.inc({ table, result: 'failure' }, this.#deltas.delta('failed', stats.failedPublications));
+    for (const [reason, n] of Object.entries(stats.failures))
+      m.publicationFailures.inc({ table, reason }, this.#deltas.delta(`failure:${reason}`, n ?? 0));
+    for (const [reason, n] of Object.entries(stats.quarantinedParts))
+      m.quarantinedParts.inc({ table, reason }, this.#deltas.delta(`quarantined:${reason}`, n ?? 0));
+    // Rows of a set-aside publication are dead letters like any other: the table refused their schema.
+    for (const [topic, n] of Object.entries(stats.deadLetteredRows))
+      m.deadLetters.inc({ topic, reason: 'schema-mismatch' }, this.#deltas.delta(`dead:${topic}`, n));
     for (const r of stats.recent) {
       m.publicationDuration.observe({ table, phase: 'prepare' }, r.prepareSeconds);
       m.publicationDuration.observe({ table, phase: 'write' }, r.writeSeconds);

@@ -1,14 +1,19 @@
 import { ulid } from 'ulid';
+import * as path from 'node:path';
 import { BoundedBudget } from '../common/bounded-budget';
+import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { TopicPartitionKey } from '../common/offsets';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
 import { ClaimRegistry } from '../staging/claims';
+import { QUARANTINE_DIR } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart } from '../staging/sealed-part';
 import { crashPoint } from './crash-points';
+import { FailurePolicy, SCHEMA_REASONS, classifyFailure, type PublicationFailureReason } from './failure';
+import { countKeptRows } from './keep-range';
 import { Permits } from './permits';
-import { ledger, type Plan } from './plan';
+import { ledger, type LedgerEntry, type Plan, type QuarantineRecord } from './plan';
 import {
   keptRowsWithoutReading,
   planPublications,
@@ -17,7 +22,13 @@ import {
   type PartitionOwnership,
 } from './planner';
 import type { PreparationContext } from './preparation';
-import { Publisher, type PreparationMode, type PublicationResult } from './publisher';
+import {
+  PartialPublicationError,
+  Publisher,
+  type PreparationMode,
+  type PublicationResult,
+} from './publisher';
+import { quarantinePlan } from './quarantine-plan';
 
 export interface MaterializerOptions {
   readonly tableDir: string;
@@ -32,6 +43,10 @@ export interface MaterializerOptions {
   readonly sourceReservationBytes: number;
   readonly logger: Logger;
   readonly hooks?: PreparationContext['hooks'];
+  /** JSON-lines file for the rows of a publication set aside (default: in the table's quarantine directory). */
+  readonly deadLetterFile?: string;
+  /** Permanent failures (schema, unreadable part) of one plan before it is set aside (default 3). */
+  readonly maxPermanentFailures?: number;
 }
 
 export interface MaterializerStats {
@@ -41,6 +56,14 @@ export interface MaterializerStats {
   readonly publishedBytes: number;
   readonly waitingParts: number;
   readonly unresolvableParts: number;
+  /** Failed publication attempts by reason (failedPublications is their sum). */
+  readonly failures: Readonly<Partial<Record<PublicationFailureReason, number>>>;
+  /** Parts moved to the staging quarantine, by reason. */
+  readonly quarantinedParts: Readonly<Partial<Record<PublicationFailureReason, number>>>;
+  /** Rows of set-aside publications written to the dead-letter file, by topic. */
+  readonly deadLetteredRows: Readonly<Record<string, number>>;
+  /** Plans in the ledger waiting for a retry after a failure. */
+  readonly retryingPlans: number;
   readonly permits: {
     kind: 'fetch' | 'decode';
     inUse: number;
@@ -59,7 +82,9 @@ export interface MaterializerStats {
  * Turns sealed staging parts into Lance publications: plan (ceiling rule, size and
  * delay bounds), then publish each plan in one Lance commit. Buffered mode runs one
  * publication at a time; streamed mode lets the next publication prepare while one
- * writes, within the shared permits and source reservation.
+ * writes, within the shared permits and source reservation. A failed plan never holds
+ * the others back: it waits for its retry (FailurePolicy) while they go on, and one
+ * that fails permanently is set aside (quarantine + dead letters), never dropped.
  */
 export class Materializer {
   readonly #o: MaterializerOptions;
@@ -69,7 +94,9 @@ export class Materializer {
   readonly #fetch: Permits;
   readonly #decode: Permits;
   readonly #reservation: BoundedBudget;
-  readonly #inPlan = new Set<string>();
+  #inPlan = new Set<string>();
+  readonly #failures: FailurePolicy;
+  readonly #deadLetterFile: string;
   #ownership = new Map<TopicPartitionKey, PartitionOwnership>();
   #stats = {
     publications: 0,
@@ -79,12 +106,17 @@ export class Materializer {
     waitingParts: 0,
     unresolvableParts: 0,
   };
+  #failureCounts: Partial<Record<PublicationFailureReason, number>> = {};
+  #quarantinedParts: Partial<Record<PublicationFailureReason, number>> = {};
+  #deadLetteredRows: Record<string, number> = {};
   #last: PublicationResult | undefined;
   #recent: PublicationResult[] = [];
 
   private constructor(o: MaterializerOptions, lance: LanceTable) {
     this.#o = o;
     this.#lance = lance;
+    this.#failures = new FailurePolicy(o.maxPermanentFailures ?? 3);
+    this.#deadLetterFile = o.deadLetterFile ?? path.join(o.tableDir, QUARANTINE_DIR, 'dead-letters.jsonl');
     this.#fetch = new Permits('fetch', o.fetchPermits);
     this.#decode = new Permits('decode', o.decodePermits);
     this.#reservation = new BoundedBudget(Number.MAX_SAFE_INTEGER, o.sourceReservationBytes);
@@ -96,7 +128,6 @@ export class Materializer {
       preparation: {
         fetch: this.#fetch,
         decode: this.#decode,
-        reservation: this.#reservation,
         hooks: o.hooks,
       },
     });
@@ -116,21 +147,20 @@ export class Materializer {
     this.#ownership = new Map(ownership);
   }
 
-  /** Finishes publications a crash interrupted. Runs before any new plan. */
-  async resume(): Promise<void> {
-    const result = await this.#publisher.resume(this.#o.mode);
-    if (result.finished + result.rewritten > 0) {
-      this.#o.logger.info({ event: 'publication.recovery', ...result }, 'interrupted publications finished');
-    }
+  /** Finishes what a crash or a failure left in the ledger. Runs before any new plan. */
+  async resume(now = Date.now()): Promise<PublicationResult[]> {
+    const results: PublicationResult[] = [];
+    this.#inPlan = await this.#runLedger(now, results);
+    return results;
   }
 
   /** Plans what is ready and publishes it; returns the publications made. */
   async runOnce(now = Date.now()): Promise<PublicationResult[]> {
-    // A plan left by a failed publication (or a crash) goes first, the same way recovery does it.
-    await this.resume();
-    // Nothing is in flight between runs and every ledger plan is finished: no part is in a plan.
-    this.#inPlan.clear();
-    const { parts } = await this.#catalog.refresh();
+    // Plans left by a failure (or a crash) go first, the same way recovery does it; the
+    // parts of those still waiting for a retry stay out of new plans.
+    const results = await this.resume(now);
+    const { parts, quarantined } = await this.#catalog.refresh();
+    if (quarantined.length > 0) this.#bump(this.#quarantinedParts, 'part-corrupt', quarantined.length);
     const out = planPublications({
       parts,
       ownership: this.#ownership,
@@ -150,16 +180,13 @@ export class Materializer {
     this.#stats.unresolvableParts = out.unresolvable.length;
     const plans: Plan[] = [];
     for (const group of out.groups) plans.push(await this.#writePlan(group));
-    const results: PublicationResult[] = [];
     const inFlight = this.#o.mode === 'streamed' ? 2 : 1;
     for (let i = 0; i < plans.length; i += inFlight) {
       const batch = plans.slice(i, i + inFlight);
-      const settled = await Promise.allSettled(batch.map((p) => this.#publish(p)));
-      for (const r of settled) {
-        if (r.status === 'fulfilled') results.push(r.value);
-      }
-      const failed = settled.find((r) => r.status === 'rejected');
-      if (failed) throw failed.reason;
+      const settled = await Promise.all(
+        batch.map((p) => this.#attempt(p, () => this.#publisher.publish(p, this.#o.mode), now)),
+      );
+      for (const r of settled) if (r.result) results.push(r.result);
     }
     return results;
   }
@@ -197,6 +224,10 @@ export class Materializer {
       recent,
       recentPermitWaits: [this.#fetch, this.#decode].map((p) => ({ kind: p.kind, seconds: p.drainWaits() })),
       ...this.#stats,
+      failures: { ...this.#failureCounts },
+      quarantinedParts: { ...this.#quarantinedParts },
+      deadLetteredRows: { ...this.#deadLetteredRows },
+      retryingPlans: this.#failures.retrying,
       permits: [this.#fetch, this.#decode].map((p) => ({
         kind: p.kind,
         inUse: p.inUse,
@@ -240,46 +271,150 @@ export class Materializer {
     return plan;
   }
 
-  async #publish(plan: Plan): Promise<PublicationResult> {
+  /** Every ledger entry once, in creation order; returns the parts of plans still pending. */
+  async #runLedger(now: number, results: PublicationResult[]): Promise<Set<string>> {
+    const held = new Set<string>();
+    for (const entry of await ledger.list(this.#o.tableDir)) {
+      const { plan } = entry;
+      if (!plan) {
+        await this.#publisher.resumeOne(entry, this.#o.mode); // only leftover ledger files
+        continue;
+      }
+      let pending = true;
+      if (!this.#failures.waiting(plan.id, now)) {
+        const outcome = entry.quarantined
+          ? { pending: !(await this.#setAside(plan, entry.quarantined, now)) }
+          : await this.#attempt(plan, () => this.#resume(entry), now);
+        pending = outcome.pending;
+        if ('result' in outcome && outcome.result) results.push(outcome.result);
+      }
+      if (pending) for (const p of plan.parts) held.add(p.path);
+    }
+    return held;
+  }
+
+  async #resume(entry: LedgerEntry): Promise<PublicationResult | 'finished'> {
+    const outcome = await this.#publisher.resumeOne(entry, this.#o.mode);
+    if (outcome !== 'finished') {
+      this.#o.logger.info(
+        { event: 'publication.recovery', id: outcome.id },
+        'an interrupted publication was published',
+      );
+    }
+    return outcome;
+  }
+
+  /**
+   * Runs one plan to its end. A failure is this plan's alone: it is counted, logged and
+   * retried later (or set aside), and never thrown, except a publication found half in
+   * the table, which is not ours to repair.
+   */
+  async #attempt(
+    plan: Plan,
+    run: () => Promise<PublicationResult | 'finished'>,
+    now: number,
+  ): Promise<{ result?: PublicationResult; pending: boolean }> {
     try {
-      const result = await this.#publisher.publish(plan, this.#o.mode);
+      const result = await run();
+      this.#failures.done(plan.id);
+      for (const p of plan.parts) this.#catalog.forget(p.path);
+      if (result === 'finished') return { pending: false };
       this.#stats.publications += 1;
       this.#stats.publishedRows += result.rows;
       this.#stats.publishedBytes += result.bytes;
       this.#last = result;
       if (this.#recent.length < 10_000) this.#recent.push(result);
-      for (const p of plan.parts) {
-        this.#catalog.forget(p.path);
-        this.#inPlan.delete(p.path);
-      }
       this.#o.logger.info(
         { event: 'publication', table: plan.table, parts: plan.parts.length, ...result },
         'published into Lance',
       );
-      return result;
+      return { result, pending: false };
     } catch (error) {
+      if (error instanceof PartialPublicationError) throw error;
+      const failure = classifyFailure(error);
       this.#stats.failedPublications += 1;
-      this.#o.logger.error(
-        { event: 'publication.failed', id: plan.id, err: error },
-        'publication failed; it will be retried',
-      );
-      throw error;
+      this.#bump(this.#failureCounts, failure.reason);
+      const verdict = this.#failures.failed(plan.id, failure, now);
+      const facts = {
+        id: plan.id,
+        ...failure.context,
+        table: plan.table,
+        reason: failure.reason,
+        permanent: failure.permanent,
+        attempts: verdict.attempts,
+        err: errorMessage(error),
+      };
+      if (verdict.action === 'retry') {
+        this.#o.logger[failure.permanent ? 'error' : 'warn'](
+          { event: 'publication.failed', ...facts, retryInMs: verdict.retryInMs },
+          `publication failed (${failure.reason}); it will be retried, the other publications go on`,
+        );
+        return { pending: true };
+      }
+      const record: QuarantineRecord = {
+        id: plan.id,
+        reason: failure.reason,
+        message: errorMessage(error),
+        context: failure.context,
+        attempts: verdict.attempts,
+        at: Date.now(),
+      };
+      return { pending: !(await this.#setAside(plan, record, now)) };
     }
+  }
+
+  /** Moves a permanently failed plan out of the way (quarantine-plan.ts); false if that failed (retried later). */
+  async #setAside(plan: Plan, record: QuarantineRecord, now: number): Promise<boolean> {
+    const deadLetterRows = SCHEMA_REASONS.has(record.reason);
+    try {
+      const outcome = await quarantinePlan({
+        tableDir: this.#o.tableDir,
+        plan,
+        record,
+        deadLetterFile: this.#deadLetterFile,
+        deadLetterRows,
+      });
+      this.#failures.done(plan.id);
+      for (const p of plan.parts) this.#catalog.forget(p.path);
+      this.#bump(this.#quarantinedParts, record.reason as PublicationFailureReason, outcome.moved.length);
+      let letters = 0;
+      for (const [topic, n] of outcome.deadLetters) {
+        this.#deadLetteredRows[topic] = (this.#deadLetteredRows[topic] ?? 0) + n;
+        letters += n;
+      }
+      this.#o.logger.error(
+        {
+          event: 'publication.quarantined',
+          id: plan.id,
+          ...record.context,
+          table: plan.table,
+          reason: record.reason,
+          attempts: record.attempts,
+          err: record.message,
+          rows: plan.rows,
+          quarantined: outcome.moved,
+          deadLetters: letters,
+          deadLetterFile: deadLetterRows ? this.#deadLetterFile : undefined,
+        },
+        `publication set aside after ${record.attempts} failed attempts (${record.reason}): its parts are in quarantine${deadLetterRows ? ', its rows in the dead-letter file' : ''}; the other publications go on`,
+      );
+      return true;
+    } catch (error) {
+      this.#failures.postpone(plan.id, now);
+      this.#o.logger.error(
+        { event: 'publication.quarantine.failed', id: plan.id, err: errorMessage(error) },
+        'setting a failed publication aside failed; will try again',
+      );
+      return false;
+    }
+  }
+
+  #bump<K extends string>(counts: Partial<Record<K, number>>, key: K, n = 1): void {
+    counts[key] = (counts[key] ?? 0) + n;
   }
 }
 
 async function countKept(d: PartDecision): Promise<number> {
   const { batches } = await readSealedPart(d.part.path);
-  let kept = 0;
-  for (const b of batches) {
-    const topics = b.getChild('_topic')!;
-    const partitions = b.getChild('_partition')!;
-    const offsets = b.getChild('_offset')!;
-    for (let i = 0; i < b.numRows; i++) {
-      const k = d.keep.find((x) => x.partition === partitions.get(i) && x.topic === topics.get(i));
-      const o = Number(offsets.get(i) as bigint);
-      if (k && o >= k.from && o < k.below) kept += 1;
-    }
-  }
-  return kept;
+  return countKeptRows(batches, d.keep);
 }

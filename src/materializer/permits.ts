@@ -1,11 +1,15 @@
+import PQueue from 'p-queue';
+
 /**
- * A counting semaphore for fetch and decode work, shared by every publication of a
- * process. A permit is a Disposable held by exactly one task; it goes back only when
- * that task really ends (even if its publication was cancelled meanwhile).
+ * Fetch or decode permits, shared by every publication of a process: one p-queue
+ * (6.6.2, the last CommonJS release: jest cannot load the ESM-only ones) per kind.
+ * A task holds its slot until its promise settles — p-queue frees it in the task's
+ * own `finally` — so a blocking decode keeps its permit even when the publication
+ * that started it failed or stopped waiting. p-queue's `timeout` option is never
+ * set: it would free the slot while the task still runs.
  */
 export class Permits {
-  #inUse = 0;
-  readonly #waiters: (() => void)[] = [];
+  readonly #queue: PQueue;
   waitSecondsTotal = 0;
   waits = 0;
   /** Individual waits since the last drain (for a histogram), bounded. */
@@ -17,10 +21,12 @@ export class Permits {
   ) {
     if (!Number.isSafeInteger(capacity) || capacity < 1)
       throw new RangeError(`${kind} permits: capacity ${capacity}`);
+    this.#queue = new PQueue({ concurrency: capacity });
   }
 
+  /** Tasks running now (holding a slot). */
   get inUse(): number {
-    return this.#inUse;
+    return this.#queue.pending;
   }
 
   drainWaits(): number[] {
@@ -29,27 +35,19 @@ export class Permits {
     return waits;
   }
 
-  async acquire(): Promise<Disposable> {
-    if (this.#inUse < this.capacity && this.#waiters.length === 0) {
-      this.#inUse += 1;
-    } else {
-      const started = performance.now();
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-      const seconds = (performance.now() - started) / 1000;
-      this.waitSecondsTotal += seconds;
-      this.waits += 1;
-      if (this.#recentWaits.length < 10_000) this.#recentWaits.push(seconds);
-    }
-    let released = false;
-    return {
-      [Symbol.dispose]: () => {
-        if (released) return;
-        released = true;
-        const next = this.#waiters.shift();
-        // Hand the permit straight to the next waiter: inUse stays the same.
-        if (next) next();
-        else this.#inUse -= 1;
-      },
-    };
+  /** Runs `task` once a slot is free (first come, first served) and holds the slot until it settles. */
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const queued = this.#queue.pending >= this.capacity || this.#queue.size > 0;
+    const started = performance.now();
+    return this.#queue.add(() => {
+      if (queued) this.#recordWait((performance.now() - started) / 1000);
+      return task();
+    });
+  }
+
+  #recordWait(seconds: number): void {
+    this.waitSecondsTotal += seconds;
+    this.waits += 1;
+    if (this.#recentWaits.length < 10_000) this.#recentWaits.push(seconds);
   }
 }

@@ -1,8 +1,9 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { writeFileAtomically } from '../common/fs-durable';
+import { fsyncDirectory, writeFileAtomically } from '../common/fs-durable';
 import type { StagingEpoch } from '../staging/epoch';
 import type { PartOffsetRange } from '../staging/sealed-part';
+import { crashPoint } from './crash-points';
 
 /** The rows of one partition of a part that a publication keeps: offsets in [from, below). */
 export interface KeepRange {
@@ -55,8 +56,31 @@ export interface WritingRecord {
 }
 
 export const plansDir = (tableDir: string): string => path.join(tableDir, 'plans');
-const file = (tableDir: string, id: string, kind: 'plan' | 'writing' | 'published') =>
+type LedgerKind = 'plan' | 'writing' | 'published' | 'quarantined';
+const file = (tableDir: string, id: string, kind: LedgerKind) =>
   path.join(plansDir(tableDir), `${id}.${kind}.json`);
+
+/**
+ * Written (durably) before a plan that failed permanently is set aside: from then on
+ * the plan is never published, and a restart finishes moving its parts to quarantine.
+ */
+export interface QuarantineRecord {
+  readonly id: string;
+  readonly reason: string;
+  readonly message: string;
+  readonly context: Readonly<Record<string, unknown>>;
+  readonly attempts: number;
+  readonly at: number;
+}
+
+/** One publication as the ledger holds it; no plan: a cleanup was interrupted after the plan went. */
+export interface LedgerEntry {
+  readonly id: string;
+  readonly plan: Plan | undefined;
+  readonly writing: WritingRecord | undefined;
+  readonly published: boolean;
+  readonly quarantined: QuarantineRecord | undefined;
+}
 
 /** The publication ledger: plan → writing → published, each step a durable file. */
 export const ledger = {
@@ -73,26 +97,44 @@ export const ledger = {
       JSON.stringify({ id, version, at: Date.now() }),
     );
   },
-  /** Removes a finished publication's files (after its sources are gone). */
-  async forget(tableDir: string, id: string): Promise<void> {
-    for (const kind of ['published', 'writing', 'plan'] as const) {
-      await fsp.rm(file(tableDir, id, kind), { force: true });
-    }
+  async markQuarantined(tableDir: string, record: QuarantineRecord): Promise<void> {
+    await writeFileAtomically(file(tableDir, record.id, 'quarantined'), JSON.stringify(record));
   },
-  async list(
-    tableDir: string,
-  ): Promise<{ plan: Plan; writing: WritingRecord | undefined; published: boolean }[]> {
-    const names = await fsp.readdir(plansDir(tableDir)).catch(() => [] as string[]);
-    const ids = names.filter((n) => n.endsWith('.plan.json')).map((n) => n.slice(0, -'.plan.json'.length));
-    const out = [];
-    for (const id of ids.sort()) {
-      const plan = JSON.parse(await fsp.readFile(file(tableDir, id, 'plan'), 'utf8')) as Plan;
-      const writingText = await fsp.readFile(file(tableDir, id, 'writing'), 'utf8').catch(() => undefined);
-      const published = names.includes(`${id}.published.json`);
+  /**
+   * Removes a finished publication's files, after its sources are gone (deleted or
+   * quarantined). The final mark (`published` or `quarantined`) goes last and only once
+   * the others' removal is durable: at every point of a kill the ledger says "done",
+   * never a bare plan whose sources no longer exist, which would look like work to do.
+   */
+  async forget(tableDir: string, id: string): Promise<void> {
+    await fsp.rm(file(tableDir, id, 'plan'), { force: true });
+    crashPoint('after-plan-forgotten');
+    await fsp.rm(file(tableDir, id, 'writing'), { force: true });
+    crashPoint('after-writing-forgotten');
+    await fsyncDirectory(plansDir(tableDir));
+    await fsp.rm(file(tableDir, id, 'published'), { force: true });
+    await fsp.rm(file(tableDir, id, 'quarantined'), { force: true });
+  },
+  /** Every publication the ledger knows of, by id (ids are ULIDs: creation order). */
+  async list(tableDir: string): Promise<LedgerEntry[]> {
+    const names = new Set(await fsp.readdir(plansDir(tableDir)).catch(() => [] as string[]));
+    const ids = new Set<string>();
+    for (const name of names) {
+      const m = /^(.+)\.(plan|writing|published|quarantined)\.json$/.exec(name);
+      if (m) ids.add(m[1]!);
+    }
+    const out: LedgerEntry[] = [];
+    for (const id of [...ids].sort()) {
+      const read = async <T>(kind: LedgerKind): Promise<T | undefined> =>
+        names.has(`${id}.${kind}.json`)
+          ? (JSON.parse(await fsp.readFile(file(tableDir, id, kind), 'utf8')) as T)
+          : undefined;
       out.push({
-        plan,
-        writing: writingText ? (JSON.parse(writingText) as WritingRecord) : undefined,
-        published,
+        id,
+        plan: await read<Plan>('plan'),
+        writing: await read<WritingRecord>('writing'),
+        published: names.has(`${id}.published.json`),
+        quarantined: await read<QuarantineRecord>('quarantined'),
       });
     }
     return out;

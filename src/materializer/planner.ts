@@ -4,6 +4,7 @@ import type { OwnershipEpoch } from '../ownership/chain';
 import { publishableRange } from '../ownership/publishable-range';
 import { parsePartName } from '../staging/part-name';
 import type { SealedPart } from '../staging/sealed-part';
+import { keptRowsOfRanges } from './keep-range';
 import type { KeepRange, PlanPart } from './plan';
 import * as path from 'node:path';
 
@@ -166,10 +167,5 @@ export function toPlanPart(d: PartDecision, keptRows: number): PlanPart {
 
 /** Rows of a range kept when it lies wholly inside or outside its keep range. */
 export function keptRowsWithoutReading(d: PartDecision): number {
-  let kept = 0;
-  for (const r of d.part.ranges) {
-    const k = d.keep.find((x) => x.topic === r.topic && x.partition === r.partition)!;
-    if ((r.firstOffset as number) >= k.from && (r.lastOffset as number) < k.below) kept += r.rows;
-  }
-  return kept;
+  return keptRowsOfRanges(d.part.ranges, d.keep);
 }

@@ -1,13 +1,22 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { RecordBatch, Schema } from 'apache-arrow';
-import type { BoundedBudget } from '../common/bounded-budget';
-import { PartCorruptError } from '../common/errors';
+import { KafkaLanceError, PartCorruptError } from '../common/errors';
 import { decodeBatches } from '../staging/ipc-stream';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 import { crashPoint } from './crash-points';
+import { keptRuns } from './keep-range';
 import type { Permits } from './permits';
 import type { KeepRange, OffsetInterval, PlanPart } from './plan';
+
+/** A source part of a plan is gone, but its plan was never published. */
+export class SourceMissingError extends KafkaLanceError {
+  constructor(readonly path: string) {
+    super('PUBLICATION_SOURCE_MISSING', `staging part ${path} of an unpublished plan is missing`, {
+      context: { path },
+    });
+  }
+}
 
 /** What one preparation task reports: the publication commits only with all of them, matching the plan. */
 export interface Descriptor {
@@ -21,14 +30,11 @@ export interface Descriptor {
 export interface PreparedPart {
   readonly descriptor: Descriptor;
   readonly batches: readonly RecordBatch[];
-  /** Bytes of the source reservation this part holds until its batches are handed to Lance. */
-  readonly reservedBytes: number;
 }
 
 export interface PreparationContext {
   readonly fetch: Permits;
   readonly decode: Permits;
-  readonly reservation: BoundedBudget;
   /** Test hooks: run inside the fetch / decode permit (inject blocking work or failures). */
   readonly hooks?: {
     readonly fetched?: (part: PlanPart) => Promise<void> | void;
@@ -39,67 +45,41 @@ export interface PreparationContext {
 
 /**
  * Fetches and decodes one whole part under the shared permits, keeping the rows the
- * plan keeps. The source reservation (fetched + decoded bytes, ~2× the part) is
- * taken before the fetch; on success it stays held (the caller releases it once the
- * batches are handed to Lance), on failure it is released here. A task that has
- * started is never abandoned midway: cancellation is checked only before it starts.
+ * plan keeps. The source reservation is the publication's (Publisher.publish), taken
+ * before any of its parts is fetched. A task that has started is never abandoned
+ * midway: cancellation is checked only before it starts.
  */
 export async function preparePart(part: PlanPart, ctx: PreparationContext): Promise<PreparedPart> {
   ctx.signal?.throwIfAborted();
-  const reservedBytes = part.bytes * 2;
-  await ctx.reservation.acquire(0, reservedBytes);
-  try {
-    let bytes: Buffer;
-    {
-      using _fetch = await ctx.fetch.acquire();
-      bytes = await fsp.readFile(part.path);
-      crashPoint('during-prepare');
-      await ctx.hooks?.fetched?.(part);
-    }
-    const checksum = createHash('sha256').update(bytes).digest('hex');
-    if (checksum !== part.checksum) throw new PartCorruptError(part.path, 'checksum differs from the plan');
-    let batches: RecordBatch[];
-    {
-      using _decode = await ctx.decode.acquire();
-      batches = keepRows(decodeBatches(bytes).batches, part.keep);
-      await ctx.hooks?.decoded?.(part);
-    }
-    const rows = batches.reduce((n, b) => n + b.numRows, 0);
-    return {
-      descriptor: { path: part.path, rows, bytes: part.bytes, checksum, intervals: intervalsOf(batches) },
-      batches,
-      reservedBytes,
-    };
-  } catch (error) {
-    ctx.reservation.release(0, reservedBytes);
-    throw error;
-  }
+  const bytes = await ctx.fetch.run(async () => {
+    const read = await fsp.readFile(part.path).catch((error: NodeJS.ErrnoException) => {
+      throw error.code === 'ENOENT' ? new SourceMissingError(part.path) : error;
+    });
+    crashPoint('during-prepare');
+    await ctx.hooks?.fetched?.(part);
+    return read;
+  });
+  const checksum = createHash('sha256').update(bytes).digest('hex');
+  if (checksum !== part.checksum) throw new PartCorruptError(part.path, 'checksum differs from the plan');
+  const batches = await ctx.decode.run(async () => {
+    const kept = keepRows(decodeBatches(bytes).batches, part.keep);
+    await ctx.hooks?.decoded?.(part);
+    return kept;
+  });
+  const rows = batches.reduce((n, b) => n + b.numRows, 0);
+  return {
+    descriptor: { path: part.path, rows, bytes: part.bytes, checksum, intervals: intervalsOf(batches) },
+    batches,
+  };
 }
 
 /** The rows inside the keep ranges, as slices (no copy), with the part's schema metadata dropped. */
 function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[]): RecordBatch[] {
   const out: RecordBatch[] = [];
   for (const batch of batches) {
-    const schema = new Schema(batch.schema.fields);
-    const plain = new RecordBatch(schema, batch.data);
-    const topics = batch.getChild(TOPIC_COLUMN)!;
-    const partitions = batch.getChild(PARTITION_COLUMN)!;
-    const offsets = batch.getChild(OFFSET_COLUMN)!;
-    let runStart = -1;
-    for (let i = 0; i <= batch.numRows; i++) {
-      let kept = false;
-      if (i < batch.numRows) {
-        const topic = topics.get(i) as string;
-        const partition = partitions.get(i) as number;
-        const offset = Number(offsets.get(i) as bigint);
-        const k = keep.find((x) => x.partition === partition && x.topic === topic);
-        kept = k !== undefined && offset >= k.from && offset < k.below;
-      }
-      if (kept && runStart < 0) runStart = i;
-      if (!kept && runStart >= 0) {
-        out.push(runStart === 0 && i === batch.numRows ? plain : plain.slice(runStart, i));
-        runStart = -1;
-      }
+    const plain = new RecordBatch(new Schema(batch.schema.fields), batch.data);
+    for (const [start, end] of keptRuns(batch, keep)) {
+      out.push(start === 0 && end === batch.numRows ? plain : plain.slice(start, end));
     }
   }
   return out;

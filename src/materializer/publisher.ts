@@ -2,12 +2,13 @@ import { promises as fsp } from 'node:fs';
 import type { RecordBatch } from 'apache-arrow';
 import type { BoundedBudget } from '../common/bounded-budget';
 import { KafkaLanceError, asError } from '../common/errors';
-import { fsyncDirectory } from '../common/fs-durable';
+import { fsyncDirectory, pathExists } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import type { LanceTable } from '../lance/lance-table';
 import * as path from 'node:path';
 import { crashPoint } from './crash-points';
-import { ledger, type Plan, type WritingRecord } from './plan';
+import { keptBounds } from './keep-range';
+import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
 import { preparePart, type PreparationContext, type PreparedPart } from './preparation';
 
 export type PreparationMode = 'buffered' | 'streamed';
@@ -59,8 +60,15 @@ export class Publisher {
 
   async publish(plan: Plan, mode: PreparationMode): Promise<PublicationResult> {
     const started = performance.now();
+    // The whole publication's source bytes (fetched + decoded, ~2× the parts) in one
+    // request, held until the add ends: Lance takes the publication as one table, so
+    // every part stays in memory until then. Per-part requests waited on each other
+    // when the publication did not fit (a deadlock); one request larger than the whole
+    // budget is admitted once nothing else holds any, so it runs alone instead.
+    const reserved = reservationFor(plan);
+    await this.o.reservation.acquire(0, reserved);
     const tasks = plan.parts.map((part) => preparePart(part, this.o.preparation));
-    // Every admitted task finishes (and keeps or releases its reservation) before a
+    // Every admitted task finishes (the reservation stays held until then) before a
     // failure is returned: settle() waits for all of them, once.
     const prepared: PreparedPart[] = [];
     let firstError: unknown;
@@ -94,7 +102,7 @@ export class Publisher {
     } finally {
       // The batches are in Lance (or the publication failed): the source reservation goes back.
       await settle();
-      for (const p of prepared) this.o.reservation.release(0, p.reservedBytes);
+      this.o.reservation.release(0, reserved);
     }
     await ledger.markPublished(this.o.tableDir, plan.id, written.version);
     crashPoint('after-published');
@@ -111,37 +119,54 @@ export class Publisher {
   }
 
   /**
-   * Startup: finish what a crash interrupted. `published` → delete leftover sources;
-   * `writing` → the table decides: all its rows there → published, none → write
-   * again, some → stop (PartialPublicationError); a plan alone → publish it.
+   * Finishes one ledger entry a crash or a failure left (never one being quarantined:
+   * the caller finishes those). No plan left → a cleanup was cut short after its
+   * sources went: forget the rest; `published` → delete leftover sources; `writing`
+   * → the table decides: all its rows there → published, none → write again, some →
+   * stop (PartialPublicationError); a plan alone → publish it, unless every source is
+   * gone (only a cleanup deletes sources: an older cleanup order removed `published`
+   * before the plan).
    */
-  async resume(mode: PreparationMode): Promise<{ finished: number; rewritten: number }> {
-    let finished = 0;
-    let rewritten = 0;
-    for (const { plan, writing, published } of await ledger.list(this.o.tableDir)) {
-      let done = published;
-      if (!done && writing) {
-        const found = await this.o.lance.countRows(writing.intervals);
-        if (found === writing.rows) {
-          await ledger.markPublished(this.o.tableDir, plan.id, undefined);
-          done = true;
-        } else if (found !== 0) {
-          throw new PartialPublicationError(plan.id, this.o.lance.target.table, found, writing.rows);
-        }
-      }
-      if (done) {
-        await this.#cleanup(plan);
-        finished += 1;
-        continue;
-      }
-      this.o.logger.info(
-        { event: 'publication.resume', id: plan.id },
-        'publishing an interrupted plan again',
-      );
-      await this.publish(plan, mode);
-      rewritten += 1;
+  async resumeOne(entry: LedgerEntry, mode: PreparationMode): Promise<PublicationResult | 'finished'> {
+    const { plan, writing } = entry;
+    if (!plan) {
+      await ledger.forget(this.o.tableDir, entry.id);
+      return 'finished';
     }
-    return { finished, rewritten };
+    let done = entry.published;
+    if (!done && writing) {
+      const found = await this.o.lance.countRows(writing.intervals);
+      if (found === writing.rows) {
+        await ledger.markPublished(this.o.tableDir, plan.id, undefined);
+        done = true;
+      } else if (found !== 0) {
+        throw new PartialPublicationError(plan.id, this.o.lance.target.table, found, writing.rows);
+      }
+    } else if (!done && plan.parts.length > 0 && (await allMissing(plan.parts.map((p) => p.path)))) {
+      // Nothing left to publish from. Its offset span in the table (an upper bound: it may
+      // hold other publications' rows) tells a cleanup cut short from sources lost otherwise.
+      const found = await this.o.lance.countRows(spanOf(plan));
+      const lost = found === 0 && plan.rows > 0;
+      this.o.logger[lost ? 'error' : 'warn'](
+        {
+          event: 'publication.resume.sourcesGone',
+          id: plan.id,
+          parts: plan.parts.length,
+          rows: plan.rows,
+          found,
+        },
+        lost
+          ? 'a plan whose sources are gone and whose rows are not in the table: nothing left to publish; forgetting it'
+          : 'a plan whose cleanup was cut short after its sources went: it was published; forgetting it',
+      );
+      done = true;
+    }
+    if (done) {
+      await this.#cleanup(plan);
+      return 'finished';
+    }
+    this.o.logger.info({ event: 'publication.resume', id: plan.id }, 'publishing an interrupted plan again');
+    return this.publish(plan, mode);
   }
 
   #verify(plan: Plan, prepared: readonly PreparedPart[]): WritingRecord {
@@ -185,9 +210,33 @@ export class Publisher {
     }
   }
 
+  /** Sources first (only after `published` is durable), durably, then the ledger (see ledger.forget). */
   async #cleanup(plan: Plan): Promise<void> {
     for (const part of plan.parts) await fsp.rm(part.path, { force: true });
     if (plan.parts.length > 0) await fsyncDirectory(path.dirname(plan.parts[0]!.path));
+    crashPoint('after-sources-deleted');
     await ledger.forget(this.o.tableDir, plan.id);
   }
+}
+
+/** Source bytes a publication holds while it is prepared and written: fetched + decoded. */
+export function reservationFor(plan: Plan): number {
+  return 2 * plan.bytes;
+}
+
+async function allMissing(files: readonly string[]): Promise<boolean> {
+  for (const f of files) if (await pathExists(f)) return false;
+  return true;
+}
+
+/** The offsets a plan keeps, per part range clamped to its keep range (not exact: see WritingRecord). */
+function spanOf(plan: Plan): OffsetInterval[] {
+  const out: OffsetInterval[] = [];
+  for (const part of plan.parts) {
+    for (const r of part.ranges) {
+      const kept = keptBounds(part.keep, r.topic, r.partition, r.firstOffset, r.lastOffset);
+      if (kept) out.push({ topic: r.topic, partition: r.partition, ...kept });
+    }
+  }
+  return out;
 }

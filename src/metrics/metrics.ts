@@ -87,6 +87,18 @@ export class Metrics {
     labelNames: ['table', 'result'] as const,
     registers: [this.registry],
   });
+  readonly publicationFailures = new Counter({
+    name: 'kafka_lance_publication_failures_total',
+    help: 'Failed publication attempts by reason (storage: retried; schema-incompatible, invalid-column-name, part-corrupt, source-missing, plan-mismatch: set aside after a bounded number of attempts).',
+    labelNames: ['table', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly quarantinedParts = new Counter({
+    name: 'kafka_lance_quarantined_parts_total',
+    help: 'Staging parts moved to the quarantine (kept for a human, never published), by reason.',
+    labelNames: ['table', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly publicationDuration = new Histogram({
     name: 'kafka_lance_publication_duration_seconds',
     help: 'Seconds per publication phase: prepare (fetch + decode) and write (Lance add and ledger).',

@@ -64,6 +64,28 @@ describe('consumer definitions', () => {
     expect(() => resolveConsumer(valid, 'x', {})).toThrow(/brokers: .*KAFKA_BOOTSTRAP_SERVERS/);
   });
 
+  test('a source reservation below twice a publication (it would wait on itself) is refused, naming both fields', () => {
+    const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:1' };
+    const MiB = 1024 * 1024;
+    // 256 MiB publications with the default 256 MiB reservation: each part reserves 2× its bytes until the add.
+    expect(() =>
+      resolveConsumer({ ...valid, materializer: { maxPublicationBytes: 256 * MiB } }, 'x', env),
+    ).toThrow(/materializer\.sourceReservationBytes: .*materializer\.maxPublicationBytes/);
+    expect(() => resolveConsumer({ ...valid, staging: { maxPartBytes: 200 * MiB } }, 'x', env)).toThrow(
+      /materializer\.sourceReservationBytes: .*staging\.maxPartBytes/,
+    );
+    const fits = { maxPublicationBytes: 256 * MiB, sourceReservationBytes: 512 * MiB };
+    expect(resolveConsumer({ ...valid, materializer: fits }, 'x', env).materializer).toMatchObject(fits);
+    // Nothing is published without the materializer: nothing to reserve.
+    expect(() =>
+      resolveConsumer(
+        { ...valid, materializer: { enabled: false, maxPublicationBytes: 256 * MiB } },
+        'x',
+        env,
+      ),
+    ).not.toThrow();
+  });
+
   test('a TypeScript definition file loads with its transform', async () => {
     const dir = await tempDir('kl-config');
     const file = path.join(dir, 'events.ts');

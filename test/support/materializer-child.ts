@@ -2,15 +2,16 @@
  * Runs a materializer over a staging directory until nothing is left to publish:
  * the process the crash-point tests SIGKILL (KAFKA_LANCE_TEST_CRASH_AT) and restart.
  *
- *   node dist/test/support/materializer-child.js <tableDir> <lanceDir> <partitions> <committed> <mode>
+ *   node dist/test/support/materializer-child.js <tableDir> <lanceDir> <partitions> <committed> <mode> [maxPermanentFailures]
  */
 import { ownershipOf, openMaterializer, sealedPartCount } from './materializer-fixture';
 
 async function main(): Promise<void> {
-  const [tableDir, lanceDir, partitions, committed, mode] = process.argv.slice(2);
+  const [tableDir, lanceDir, partitions, committed, mode, maxPermanentFailures] = process.argv.slice(2);
   const m = await openMaterializer(tableDir!, lanceDir!, {
     mode: mode === 'streamed' ? 'streamed' : 'buffered',
     maxPublicationBytes: 256 * 1024,
+    maxPermanentFailures: Number(maxPermanentFailures ?? 3),
   });
   m.setOwnership(ownershipOf(Number(partitions), [{ owner: 'A', epoch: 1, start: 0 }], Number(committed)));
   await m.resume();

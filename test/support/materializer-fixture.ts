@@ -1,12 +1,13 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
-import { silentLogger } from '../../src/common/logger';
+import { createLogger, silentLogger, type Logger } from '../../src/common/logger';
 import { recordOffset, tpKey, type TopicPartitionKey } from '../../src/common/offsets';
 import type { OwnershipEpoch } from '../../src/ownership/chain';
 import { Materializer, type MaterializerOptions } from '../../src/materializer/materializer';
 import type { PartitionOwnership } from '../../src/materializer/planner';
 import { ClaimRegistry, TableStaging, minuteKeyOf, type StagingEpoch } from '../../src/staging';
+import { Field, Float64, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from 'apache-arrow';
 import { payloadOf, range, rowsFor } from './rows';
 
 export const TOPIC = 'mat';
@@ -60,6 +61,49 @@ export async function stageRows(
     await staging.flush({ force: true });
   }
   await staging.close();
+}
+
+/**
+ * Stages rows [from, to) of one partition with one extra column, sealed: how two
+ * staging workers that inferred different types (or a key Lance refuses) look on disk.
+ */
+export async function stageWithColumn(
+  tableDir: string,
+  options: { partition: number; from: number; to: number; column: string; type: 'float64' | 'utf8' },
+): Promise<void> {
+  const offsets = range(options.from, options.to);
+  const base = rowsFor(TOPIC, options.partition, offsets);
+  const type = options.type === 'float64' ? new Float64() : new Utf8();
+  const schema = new Schema([...base.schema.fields, new Field(options.column, type, true)]);
+  const values = offsets.map((o) => (options.type === 'float64' ? o / 2 : `v${o}`));
+  const batch = new RecordBatch(
+    schema,
+    makeData({
+      type: new Struct(schema.fields),
+      length: offsets.length,
+      nullCount: 0,
+      children: [...base.data.children, vectorFromArray(values, type).data[0]!],
+    }),
+  );
+  const staging = await openFixtureStaging(tableDir);
+  staging.push({
+    topic: TOPIC,
+    partition: options.partition,
+    batch,
+    minute: minuteKeyOf(Date.UTC(2026, 10, 30, 12)),
+    handledThrough: recordOffset(options.to - 1),
+  });
+  await staging.close();
+}
+
+/** A logger that keeps what it logs (JSON objects), for asserting on errors. */
+export function capturingLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger(
+    { level: 'info' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
+  return { logger, lines };
 }
 
 export function ownershipOf(
