@@ -6,10 +6,11 @@ import type { Logger } from './common/logger';
  * and wired in src/replica.ts. Without those variables every function here returns
  * its input unchanged (or nothing), so production runs never reach a fault.
  *
- * - KAFKA_LANCE_TEST_BLOCK_LOOP_AT=<n>:<ms> — when the staging pool reports its
- *   n-th staged batch, busy-wait the main thread for <ms> (once): kafkajs can send
- *   no heartbeat and fire no timer meanwhile, as in a long GC pause or a CPU-bound
- *   bug. Logs `test.block-loop` before and `test.block-loop.end` after.
+ * - KAFKA_LANCE_TEST_BLOCK_LOOP_AT=<n>:<ms>[,<n>:<ms>...] — when the staging pool
+ *   reports its n-th staged batch, busy-wait the main thread for <ms> (once per
+ *   pair): kafkajs can send no heartbeat and fire no timer meanwhile, as in a long GC
+ *   pause or a CPU-bound bug. Logs `test.block-loop` before and
+ *   `test.block-loop.end` after.
  * - KAFKA_LANCE_TEST_FAIL_FIRST_CLAIM=fetch|commit — the first claim of the process
  *   fails once: `fetch` makes the ingestion's first `admin.fetchOffsets` (its claim
  *   reads the chains) throw; `commit` makes the consumer's first `commitOffsets` (the
@@ -37,20 +38,23 @@ export function testHooks(env: NodeJS.ProcessEnv, logger: Logger): TestHooks {
 
 function loopBlocker(spec: string | undefined, logger: Logger): () => void {
   if (!spec) return () => undefined;
-  const match = /^(\d+):(\d+)$/.exec(spec);
-  if (!match) throw new Error(`KAFKA_LANCE_TEST_BLOCK_LOOP_AT must be <n>:<ms>, not ${spec}`);
-  const at = Number(match[1]);
-  const ms = Number(match[2]);
+  const blocks = new Map<number, number>();
+  for (const pair of spec.split(',')) {
+    const match = /^(\d+):(\d+)$/.exec(pair.trim());
+    if (!match) throw new Error(`KAFKA_LANCE_TEST_BLOCK_LOOP_AT must be <n>:<ms>[,<n>:<ms>...], not ${spec}`);
+    blocks.set(Number(match[1]), Number(match[2]));
+  }
   let batches = 0;
   return () => {
     batches += 1;
-    if (batches !== at) return;
-    logger.warn({ event: 'test.block-loop', batch: at, ms }, 'test hook: blocking the event loop');
+    const ms = blocks.get(batches);
+    if (ms === undefined) return;
+    logger.warn({ event: 'test.block-loop', batch: batches, ms }, 'test hook: blocking the event loop');
     const until = Date.now() + ms;
     while (Date.now() < until) {
       // busy-wait: nothing else runs on this thread meanwhile
     }
-    logger.warn({ event: 'test.block-loop.end', batch: at, ms }, 'test hook: event loop unblocked');
+    logger.warn({ event: 'test.block-loop.end', batch: batches, ms }, 'test hook: event loop unblocked');
   };
 }
 

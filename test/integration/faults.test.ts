@@ -18,7 +18,7 @@ import {
 import { produceRecords } from '../support/ingestion-fixture';
 import { TEST_BROKER_PORT } from '../support/kafka-local';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess, type LogLine } from '../support/replica-process';
+import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
 
 /**
@@ -121,22 +121,45 @@ async function finish(
 
 const signal = (r: Named, sig: NodeJS.Signals) => process.kill(r.process.pid, sig);
 
+/** Waits (bounded) until the group committed up to the log end; says so if not. */
+async function untilCaughtUp(admin: Admin, s: Setup, timeoutMs = 60_000): Promise<boolean> {
+  return until(
+    'committed offsets at the log end',
+    async () => {
+      const ends = await admin.fetchTopicOffsets(s.topic);
+      const [c] = await admin.fetchOffsets({ groupId: s.groupId, topics: [s.topic] });
+      return ends.every((e) => c!.partitions.find((p) => p.partition === e.partition)?.offset === e.high)
+        ? true
+        : undefined;
+    },
+    timeoutMs,
+    500,
+  ).catch(() => false);
+}
+
 test(
-  'zombie replica: SIGSTOPped past the session timeout three times while the other takes over and commits, then SIGCONTed with batches in flight',
+  'zombie replica: SIGSTOPped past the session timeout while the other takes over and commits, SIGCONTed with batches in flight, until it got its old partitions back twice',
   async () => {
     const s = await setup(suite);
     const { kafka, admin } = suite;
-    const producing = produceInBackground(kafka, s.topic, PARTITIONS, 24_000, 40, 300);
+    const producing = produceInBackground(kafka, s.topic, PARTITIONS, 16_000, 40, 300);
     const a = await start(s, 'A', testBrokers());
     await a.process.waitForEvent('kafka.join');
     const b = await start(s, 'B', testBrokers());
     await untilSplit(a, b);
     const extra: { partition: number; offset: number; value: string }[] = [];
     let next = 1_000_000;
+    const more = async (count: number) => {
+      extra.push(...(await produceRecords(kafka, s.topic, PARTITIONS, count, undefined, next)));
+      next += count;
+    };
     const rounds: string[] = [];
-    for (let round = 0; round < 3; round++) {
-      // The zombie is whoever holds partitions now; alternate when both do.
-      const zombie = round % 2 === 0 ? a : b;
+    // The harm needs the zombie to be given back the very partitions it held (the
+    // assignor orders members by their new ids: a coin flip per round): go on until
+    // that happened twice, at most six rounds.
+    let sameBack = 0;
+    for (let round = 1; round <= 6 && sameBack < 2; round++) {
+      const zombie = round % 2 === 1 ? a : b;
       const other = zombie === a ? b : a;
       const held = assignedOf(joins(zombie.process).at(-1)!);
       const from = other.process.logs.length;
@@ -145,71 +168,80 @@ test(
       // The other replica's session survives, the zombie's expires: it takes everything.
       await waitForJoin(other.process, from, (j) => assignedOf(j).length === PARTITIONS, 90_000);
       // More records while the zombie sleeps, and commits of them by the new owner.
-      extra.push(...(await produceRecords(kafka, s.topic, PARTITIONS, 1_000, undefined, next)));
-      next += 1_000;
+      await more(1_000);
       await untilCommittedBy(admin, s, ownerOf(other.process)!, held);
       const zFrom = zombie.process.logs.length;
       const oFrom = other.process.logs.length;
       signal(zombie, 'SIGCONT');
+      const line = `round ${round}: ${zombie.label} stopped ${((Date.now() - stoppedAt) / 1000).toFixed(1)} s holding ${held.join(',')}`;
+      // The zombie rejoins and the group settles again.
+      const zj = await waitForJoin(zombie.process, zFrom, () => true, 90_000);
+      await waitForJoin(other.process, oFrom, (j) => assignedOf(j).length < PARTITIONS, 90_000).catch(
+        () => undefined,
+      );
+      const back = assignedOf(joins(zombie.process).at(-1) ?? zj);
+      if (back.join() === held.join()) sameBack += 1;
       rounds.push(
-        `round ${round + 1}: ${zombie.label} stopped ${((Date.now() - stoppedAt) / 1000).toFixed(1)} s holding ${held.join(',')}`,
+        `${line}; rejoined in epoch ${String(zj.epoch)} with ${back.join(',')} (gained ${JSON.stringify(zj.gained)} revoked ${JSON.stringify(zj.revoked)})`,
       );
-      // The zombie notices (a refused commit or a rejoin) and the group settles again.
-      await zombie.process.waitFor(
-        (l) =>
-          zombie.process.logs.indexOf(l) >= zFrom &&
-          (l.event === 'kafka.join' || l.event === 'kafka.commit.refused'),
-        90_000,
-      );
-      await waitForJoin(other.process, oFrom, (j) => assignedOf(j).length < PARTITIONS, 90_000).catch(() =>
-        rounds.push(`round ${round + 1}: ${other.label} kept every partition after the zombie came back`),
-      );
-      const zj = joins(zombie.process, zFrom).at(-1);
-      if (zj)
-        rounds.push(
-          `round ${round + 1}: ${zombie.label} rejoined: epoch ${String(zj.epoch)} assigned ${assignedOf(zj).join(',')} gained ${JSON.stringify(zj.gained)} revoked ${JSON.stringify(zj.revoked)}`,
-        );
+      // Records for the zombie's partitions after it came back: its commits of them are
+      // where an old chain would erase the other's entries.
+      await more(1_000);
+      if (!(await untilCaughtUp(admin, s)))
+        rounds.push(`round ${round}: commits did not catch up within 60 s`);
     }
     await producing.done;
-    console.log(rounds.join('\n'));
+    console.log(`${rounds.join('\n')}\nthe zombie got its old partitions back in ${sameBack} round(s)`);
     await finish(s, admin, [a, b], [...producing.produced, ...extra]);
   },
   TEST_TIMEOUT,
 );
 
 test(
-  'session timeout of a live process: the main event loop blocked longer than sessionTimeoutMs once, while another replica runs',
+  'session timeout of a live process: the main event loop blocked longer than sessionTimeoutMs, twice, while another replica runs',
   async () => {
     const s = await setup(suite);
     const { kafka, admin } = suite;
-    const producing = produceInBackground(kafka, s.topic, PARTITIONS, 24_000, 40, 300);
+    const producing = produceInBackground(kafka, s.topic, PARTITIONS, 20_000, 50, 300);
     const b = await start(s, 'B', testBrokers());
     await b.process.waitForEvent('kafka.join');
-    // A's 25th staged batch blocks its main thread for 12 s (session timeout 6 s).
-    const a = await start(s, 'A', testBrokers(), { KAFKA_LANCE_TEST_BLOCK_LOOP_AT: '25:12000' });
-    const blocked = await a.process.waitForEvent('test.block-loop', 120_000);
-    const bFrom = b.process.logs.length;
-    const took = await waitForJoin(
-      b.process,
-      0,
-      (j) => assignedOf(j).length === PARTITIONS && (j.time as number) > (blocked.time as number),
-      90_000,
-    )
-      .then(
-        (j: LogLine) =>
-          `B took every partition ${((j.time as number) - (blocked.time as number)) / 1000} s into the block`,
-      )
-      .catch(() => 'B never took every partition');
-    const ended = await a.process.waitForEvent('test.block-loop.end', 60_000);
-    await waitForJoin(b.process, bFrom, (j) => assignedOf(j).length < PARTITIONS, 90_000).catch(
-      () => undefined,
-    );
+    // A's 25th and 80th staged batches block its main thread for 15 s (session timeout 6 s).
+    const a = await start(s, 'A', testBrokers(), { KAFKA_LANCE_TEST_BLOCK_LOOP_AT: '25:15000,80:15000' });
+    const notes: string[] = [];
+    let next = 1_000_000;
+    const extra: { partition: number; offset: number; value: string }[] = [];
+    for (const nth of [25, 80]) {
+      const blocked = await a.process
+        .waitFor((l) => l.event === 'test.block-loop' && l.batch === nth, 120_000)
+        .catch(() => undefined);
+      if (!blocked) {
+        notes.push(`A never reached its ${nth}th batch`);
+        break;
+      }
+      const held = assignedOf(joins(a.process).at(-1)!);
+      const took = await waitForJoin(
+        b.process,
+        0,
+        (j) => assignedOf(j).length === PARTITIONS && (j.time as number) > (blocked.time as number),
+        60_000,
+      ).catch(() => undefined);
+      const ended = await a.process.waitFor(
+        (l) => l.event === 'test.block-loop.end' && l.batch === nth,
+        60_000,
+      );
+      const aj = await waitForJoin(a.process, a.process.logs.indexOf(ended), () => true, 90_000).catch(
+        () => undefined,
+      );
+      notes.push(
+        `block at batch ${nth} holding ${held.join(',')}: ${took ? `B took every partition ${((took.time as number) - (blocked.time as number)) / 1000} s into it` : 'B never took every partition'}; A then joined ${aj ? `in epoch ${String(aj.epoch)} with ${assignedOf(aj).join(',')} (gained ${JSON.stringify(aj.gained)})` : 'never'}`,
+      );
+      // Records for A's partitions after it came back (commits in its old epoch would erase B's entries).
+      extra.push(...(await produceRecords(kafka, s.topic, PARTITIONS, 1_000, undefined, next)));
+      next += 1_000;
+    }
     await producing.done;
-    const aj = joins(a.process).filter((j) => (j.time as number) > (ended.time as number));
-    console.log(
-      `${took}; A after the block: ${aj.map((j) => `epoch ${String(j.epoch)} assigned ${assignedOf(j).join(',')} gained ${JSON.stringify(j.gained)}`).join(' | ')}`,
-    );
-    await finish(s, admin, [a, b], producing.produced);
+    console.log(notes.join('\n'));
+    await finish(s, admin, [a, b], [...producing.produced, ...extra]);
   },
   TEST_TIMEOUT,
 );

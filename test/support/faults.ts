@@ -330,6 +330,10 @@ export async function checkFaultRun(options: {
     lines.push(
       `${r.label} (${ownerOf(r.process) ?? '?'}): joins ${n('kafka.join')}, join.failed ${n('kafka.join.failed')}, commits refused ${n('kafka.commit.refused')}, kafka.crash ${n('kafka.crash')}, publications ${n('publication')} (${published} rows), unresolvable ${n('publication.unresolvable')}, stopped ${n('replica.stopped')}`,
     );
+    for (const c of r.process.logs.filter((l) => l.event === 'kafka.crash'))
+      lines.push(
+        `${r.label}: kafka.crash restart=${String(c.restart)} ${String((c.err as { type?: string; message?: string } | undefined)?.type)}: ${String((c.err as { message?: string } | undefined)?.message).slice(0, 200)}`,
+      );
     const unresolvable = r.process.logs.filter((l) => l.event === 'publication.unresolvable');
     if (unresolvable.length > 0)
       lines.push(
