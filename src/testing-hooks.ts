@@ -11,6 +11,9 @@ import type { Logger } from './common/logger';
  *   pair): kafkajs can send no heartbeat and fire no timer meanwhile, as in a long GC
  *   pause or a CPU-bound bug. Logs `test.block-loop` before and
  *   `test.block-loop.end` after.
+ * - KAFKA_LANCE_TEST_BLOCK_LOOP_ON_SIGNAL=<ms> — each SIGUSR2 arms one block of <ms>
+ *   at the next staged batch (so that a test decides when, and repeats it), logged
+ *   the same way.
  * - KAFKA_LANCE_TEST_FAIL_FIRST_CLAIM=fetch|commit — the first claim of the process
  *   fails once: `fetch` makes the ingestion's first `admin.fetchOffsets` (its claim
  *   reads the chains) throw; `commit` makes the consumer's first `commitOffsets` (the
@@ -28,7 +31,11 @@ export interface TestHooks {
 
 export function testHooks(env: NodeJS.ProcessEnv, logger: Logger): TestHooks {
   return {
-    onBatchDone: loopBlocker(env.KAFKA_LANCE_TEST_BLOCK_LOOP_AT, logger),
+    onBatchDone: loopBlocker(
+      env.KAFKA_LANCE_TEST_BLOCK_LOOP_AT,
+      env.KAFKA_LANCE_TEST_BLOCK_LOOP_ON_SIGNAL,
+      logger,
+    ),
     admin: (admin) =>
       env.KAFKA_LANCE_TEST_FAIL_FIRST_CLAIM === 'fetch' ? failFirstFetch(admin, logger) : admin,
     kafka: (kafka) =>
@@ -36,19 +43,30 @@ export function testHooks(env: NodeJS.ProcessEnv, logger: Logger): TestHooks {
   };
 }
 
-function loopBlocker(spec: string | undefined, logger: Logger): () => void {
-  if (!spec) return () => undefined;
+function loopBlocker(spec: string | undefined, onSignal: string | undefined, logger: Logger): () => void {
   const blocks = new Map<number, number>();
-  for (const pair of spec.split(',')) {
+  for (const pair of spec ? spec.split(',') : []) {
     const match = /^(\d+):(\d+)$/.exec(pair.trim());
     if (!match) throw new Error(`KAFKA_LANCE_TEST_BLOCK_LOOP_AT must be <n>:<ms>[,<n>:<ms>...], not ${spec}`);
     blocks.set(Number(match[1]), Number(match[2]));
   }
+  let armed: number | undefined;
+  if (onSignal) {
+    const ms = Number(onSignal);
+    if (!Number.isSafeInteger(ms) || ms <= 0)
+      throw new Error(`KAFKA_LANCE_TEST_BLOCK_LOOP_ON_SIGNAL must be a number of ms, not ${onSignal}`);
+    process.on('SIGUSR2', () => {
+      armed = ms;
+      logger.warn({ event: 'test.block-loop.armed', ms }, 'test hook: blocking at the next staged batch');
+    });
+  }
+  if (blocks.size === 0 && !onSignal) return () => undefined;
   let batches = 0;
   return () => {
     batches += 1;
-    const ms = blocks.get(batches);
+    const ms = blocks.get(batches) ?? armed;
     if (ms === undefined) return;
+    armed = undefined;
     logger.warn({ event: 'test.block-loop', batch: batches, ms }, 'test hook: blocking the event loop');
     const until = Date.now() + ms;
     while (Date.now() < until) {

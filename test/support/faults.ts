@@ -265,7 +265,7 @@ export async function checkFaultRun(options: {
             .join(',')}`,
       );
     problems.push(
-      `lost ${missing} records (${((100 * missing) / produced.length).toFixed(2)}%): ${detail.join('; ')}`,
+      `missing ${missing} records (${((100 * missing) / produced.length).toFixed(2)}%): ${detail.join('; ')}`,
     );
   }
   if (duplicates > 0) problems.push(`${duplicates} duplicate rows, e.g. ${duplicated.join(', ')}`);
