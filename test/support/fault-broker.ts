@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -139,14 +139,24 @@ export class FaultBroker {
       .join('\n');
     await fsp.writeFile(path.join(scripts, 'server.properties'), template);
     const broker = new FaultBroker(port, made, path.join(scripts, 'kafka-local'), home);
+    // The broker outlives its starter (setsid): stop it even if the test process exits early.
+    const stopAtExit = () => {
+      spawnSync(path.join(scripts, 'kafka-local'), ['stop'], { env: broker.#env() });
+    };
+    process.once('exit', stopAtExit);
+    broker.#unregister = () => process.removeListener('exit', stopAtExit);
     await broker.start();
     return broker;
   }
 
+  #unregister: () => void = () => undefined;
+
+  #env(): NodeJS.ProcessEnv {
+    return { ...process.env, KAFKA_LOCAL_PORT: String(this.port), KAFKA_LOCAL_HOME: this.#home };
+  }
+
   async #run(command: 'start' | 'stop'): Promise<string> {
-    const { stdout, stderr } = await run(this.#script, [command], {
-      env: { ...process.env, KAFKA_LOCAL_PORT: String(this.port), KAFKA_LOCAL_HOME: this.#home },
-    });
+    const { stdout, stderr } = await run(this.#script, [command], { env: this.#env() });
     return `${stdout}${stderr}`.trim();
   }
 
@@ -161,6 +171,7 @@ export class FaultBroker {
   /** Stops the broker and the proxies and removes its data. */
   async close(): Promise<void> {
     await this.stop().catch(() => undefined);
+    this.#unregister();
     await Promise.all(this.proxies.map((p) => p.close()));
     await fsp.rm(path.dirname(this.#home), { recursive: true, force: true });
   }

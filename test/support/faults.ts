@@ -294,6 +294,10 @@ export async function checkFaultRun(options: {
     lines.push(
       `p${e.partition}: committed ${offset} / end ${e.high}; chain ${chain.map((x) => entry(label, x)).join(' ')}; claims logged ${seen.map((x) => entry(label, x)).join(' ')}`,
     );
+    if (offset >= 0 && seen.length === 0)
+      problems.push(
+        `p${e.partition}: committed, but no replica logged a claim of it (kafka.join \`gained\`): the chain cannot be checked`,
+      );
     if (offset !== Number(e.high))
       problems.push(`p${e.partition}: committed offset ${offset} != log end ${e.high}`);
     // Every claim, in order, must still be in the chain (an older prefix may have been
