@@ -25,7 +25,15 @@ import { tempDir } from '../support/rows';
  * Real-broker faults around group membership, each ending with the same check
  * (support/faults.ts checkFaultRun): every produced record is in the Lance table
  * exactly once, committed offsets equal the log end, and every partition's ownership
- * chain still holds every claim the replicas made, in order.
+ * chain still holds every claim the replicas made, in order. Failures print the
+ * missing offset ranges, duplicates, chains and each replica's joins/crashes.
+ *
+ * Faults: SIGSTOP/SIGCONT (zombie), a blocked main thread (SIGUSR2 with
+ * KAFKA_LANCE_TEST_BLOCK_LOOP_ON_SIGNAL), a failed first claim
+ * (KAFKA_LANCE_TEST_FAIL_FIRST_CLAIM), and, on a broker this file starts itself
+ * (port KAFKA_FAULT_PORT, default the test broker's + 10; it also takes +1..+3),
+ * connections cut at a per-replica TCP proxy until kafkajs crashes and restarts,
+ * and a broker stop/start. Run after `npm run build` (replicas run from dist/).
  */
 const suite = brokerSuite('kl-faults');
 const PARTITIONS = 4;
