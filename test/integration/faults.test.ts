@@ -1,3 +1,4 @@
+import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { decodeChain } from '../../src/kafka/ownership';
@@ -19,7 +20,6 @@ import { produceRecords } from '../support/ingestion-fixture';
 import { TEST_BROKER_PORT } from '../support/kafka-local';
 import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
-import { tempDir } from '../support/rows';
 
 /**
  * Real-broker faults around group membership, each ending with the same check
@@ -67,7 +67,13 @@ async function setup(on: BrokerSuite, timings = QUICK_TIMINGS): Promise<Setup> {
 
 const start = async (s: Setup, label: string, brokers: readonly string[], env: NodeJS.ProcessEnv = {}) => ({
   label,
-  process: new ReplicaProcess(s.file, await tempDir(`kl-f-${label}`), brokers, env),
+  // Data directories live in the suite's scratch directory, removed after the file.
+  process: new ReplicaProcess(
+    s.file,
+    await fsp.mkdtemp(path.join(suite.work, `data-${label}-`)),
+    brokers,
+    env,
+  ),
 });
 
 /** Both replicas hold partitions (the group settled after the last one joined). */
