@@ -17,6 +17,7 @@ import { StagingPool } from './pool/staging-pool';
 import { ClaimRegistry } from './staging/claims';
 import { recoverTableStaging } from './staging/recovery';
 import { tableStagingDir } from './staging/table-staging';
+import { testHooks } from './testing-hooks';
 
 export interface ReplicaOptions {
   readonly consumerPath: string;
@@ -168,6 +169,7 @@ export class Replica {
         createPartitioner: Partitioners.DefaultPartitioner,
       }),
     );
+    const hooks = testHooks(process.env, log); // test-only fault injection (KAFKA_LANCE_TEST_*)
     // The pool reports staged batches to the ingestion created after it.
     const wiring: { ingestion?: Ingestion } = {};
     const pool = await StagingPool.start({
@@ -182,13 +184,16 @@ export class Replica {
       maxQueueRecords: consumer.queue.maxRecords,
       maxQueueBytes: consumer.queue.maxBytes,
       logger: log,
-      onBatchDone: (topic, partition, result) => wiring.ingestion?.onBatchDone(topic, partition, result),
+      onBatchDone: (topic, partition, result) => {
+        wiring.ingestion?.onBatchDone(topic, partition, result);
+        hooks.onBatchDone();
+      },
       onFatal: reportFailure,
     });
     const ingestion = new Ingestion({
       consumer,
-      kafka,
-      admin,
+      kafka: hooks.kafka(kafka),
+      admin: hooks.admin(admin),
       pool,
       deadLetters,
       owner,
