@@ -229,6 +229,7 @@ export class Ingestion {
           event: 'kafka.join',
           epoch: epoch.epoch,
           generation: generation.generationId,
+          assigned: assigned,
           claimed: claims.map((c) => ({ topic: c.topic, partition: c.partition, start: c.start })),
           revoked: revoked.map(([t, p, o]) => ({ topic: t, partition: p, landed: o + 1 })),
         },

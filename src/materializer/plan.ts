@@ -1,6 +1,6 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { fsyncDirectory, writeFileAtomically } from '../common/fs-durable';
+import { fsyncDirectory, mkdirDurably, writeFileAtomically } from '../common/fs-durable';
 import type { StagingEpoch } from '../staging/epoch';
 import type { PartOffsetRange } from '../staging/sealed-part';
 import { crashPoint } from './crash-points';
@@ -85,7 +85,7 @@ export interface LedgerEntry {
 /** The publication ledger: plan → writing → published, each step a durable file. */
 export const ledger = {
   async writePlan(tableDir: string, plan: Plan): Promise<void> {
-    await fsp.mkdir(plansDir(tableDir), { recursive: true });
+    await mkdirDurably(plansDir(tableDir));
     await writeFileAtomically(file(tableDir, plan.id, 'plan'), JSON.stringify(plan));
   },
   async markWriting(tableDir: string, record: WritingRecord): Promise<void> {

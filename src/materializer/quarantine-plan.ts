@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
-import { pathExists, renameDurably, writeFileAtomically } from '../common/fs-durable';
+import { mkdirDurably, pathExists, renameDurably, writeFileAtomically } from '../common/fs-durable';
 import { FileDeadLetterSink, type DeadLetter } from '../kafka/dead-letter';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { readSealedPart } from '../staging/sealed-part';
@@ -63,7 +63,7 @@ export async function quarantinePlan(o: QuarantineOptions): Promise<QuarantineOu
     crashPoint('after-dead-letters-written');
   }
   const moved: string[] = [];
-  if (present.length > 0) await fsp.mkdir(dir, { recursive: true });
+  if (present.length > 0) await mkdirDurably(dir);
   for (const part of present) {
     const target = path.join(dir, path.basename(part.path));
     await writeFileAtomically(

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { decodeChain } from '../../src/kafka/ownership';
+import { decodeChain } from '../../src/ownership/chain';
 import { brokerSuite, topicAndConsumer, type BrokerSuite } from '../support/broker-suite';
 import { FaultBroker } from '../support/fault-broker';
 import {
@@ -204,7 +204,7 @@ test(
       const back = assignedOf(joins(zombie.process).at(-1) ?? zj);
       if (back.join() === held.join()) sameBack += 1;
       rounds.push(
-        `${line}; rejoined in epoch ${String(zj.epoch)} with ${back.join(',')} (gained ${JSON.stringify(zj.gained)} revoked ${JSON.stringify(zj.revoked)})`,
+        `${line}; rejoined in epoch ${String(zj.epoch)} with ${back.join(',')} (claimed ${JSON.stringify(zj.claimed)} revoked ${JSON.stringify(zj.revoked)})`,
       );
       // Records for the zombie's partitions after it came back: its commits of them are
       // where an old chain would erase the other's entries.
@@ -271,7 +271,7 @@ test(
       const back = assignedOf(joins(a.process).at(-1)!);
       if (back.join() === held.join()) sameBack += 1;
       notes.push(
-        `round ${round}: A blocked at batch ${String(blocked.batch)} holding ${held.join(',')}: ${took ? `B took every partition ${((took.time as number) - (blocked.time as number)) / 1000} s into it` : 'B never took every partition'}; A then joined ${aj ? `in epoch ${String(aj.epoch)} (gained ${JSON.stringify(aj.gained)})` : 'never'}, holds ${back.join(',')}`,
+        `round ${round}: A blocked at batch ${String(blocked.batch)} holding ${held.join(',')}: ${took ? `B took every partition ${((took.time as number) - (blocked.time as number)) / 1000} s into it` : 'B never took every partition'}; A then joined ${aj ? `in epoch ${String(aj.epoch)} (claimed ${JSON.stringify(aj.claimed)})` : 'never'}, holds ${back.join(',')}`,
       );
       // Records for A's partitions after it came back (commits in its old epoch would erase B's entries).
       await more(1_000);
@@ -403,7 +403,7 @@ describe('a broker of the test’s own, behind per-replica TCP proxies', () => {
         const back = assignedOf(joins(victim.process).at(-1)!);
         if (back.join() === held.join()) sameBack += 1;
         notes.push(
-          `round ${round}: ${victim.label} cut off for ${cutFor.toFixed(1)} s holding ${held.join(',')}; kafka.crash: ${crash ? JSON.stringify({ restart: crash.restart, err: String((crash.err as { message?: string } | undefined)?.message) }) : 'none'}; ${other.label} took every partition: ${took}; ${victim.label} rejoined: ${rejoined ? `epoch ${String(rejoined.epoch)} gained ${JSON.stringify(rejoined.gained)}` : 'no'}, holds ${back.join(',')}`,
+          `round ${round}: ${victim.label} cut off for ${cutFor.toFixed(1)} s holding ${held.join(',')}; kafka.crash: ${crash ? JSON.stringify({ restart: crash.restart, err: String((crash.err as { message?: string } | undefined)?.message) }) : 'none'}; ${other.label} took every partition: ${took}; ${victim.label} rejoined: ${rejoined ? `epoch ${String(rejoined.epoch)} claimed ${JSON.stringify(rejoined.claimed)}` : 'no'}, holds ${back.join(',')}`,
         );
         // Records after it came back: its commits of them in an old epoch would erase entries.
         extra.push(...(await produceRecords(state.kafka!, s.topic, PARTITIONS, 1_000, undefined, next)));

@@ -1,6 +1,6 @@
 import * as lancedb from '@lancedb/lancedb';
 import type { Admin, Kafka } from 'kafkajs';
-import { decodeChain, type OwnershipEpoch } from '../../src/kafka/ownership';
+import { decodeChain, type OwnershipEpoch } from '../../src/ownership/chain';
 import { produceRecords, type Produced } from './ingestion-fixture';
 import type { LogLine, ReplicaProcess } from './replica-process';
 
@@ -206,7 +206,7 @@ export interface FaultReport {
  *   offsets as ranges per partition;
  * - committed offsets equal the log end;
  * - every partition's ownership chain holds, in order, every claim (an epoch entry
- *   that landed, as the replicas logged it in `kafka.join` `gained`): none erased.
+ *   that landed, as the replicas logged it in `kafka.join` `claimed`): none erased.
  * Returns problems (empty when all holds) and a report of what was seen.
  */
 export async function checkFaultRun(options: {
@@ -279,7 +279,7 @@ export async function checkFaultRun(options: {
   for (const r of replicas) {
     for (const j of r.process.logs.filter((l) => l.event === 'kafka.join')) {
       const owner = (j.owner as string | undefined) ?? ownerOf(r.process)!;
-      for (const g of j.gained as { topic: string; partition: number; start: number }[]) {
+      for (const g of j.claimed as { topic: string; partition: number; start: number }[]) {
         const list = claims.get(g.partition) ?? [];
         list.push({ owner, epoch: j.epoch as number, start: g.start, time: j.time as number });
         claims.set(g.partition, list);
@@ -296,7 +296,7 @@ export async function checkFaultRun(options: {
     );
     if (offset >= 0 && seen.length === 0)
       problems.push(
-        `p${e.partition}: committed, but no replica logged a claim of it (kafka.join \`gained\`): the chain cannot be checked`,
+        `p${e.partition}: committed, but no replica logged a claim of it (kafka.join \`claimed\`): the chain cannot be checked`,
       );
     if (offset !== Number(e.high))
       problems.push(`p${e.partition}: committed offset ${offset} != log end ${e.high}`);
