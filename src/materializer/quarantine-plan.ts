@@ -1,4 +1,3 @@
-import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { mkdirDurably, pathExists, renameDurably, writeFileAtomically } from '../common/fs-durable';
