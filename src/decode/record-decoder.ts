@@ -80,8 +80,12 @@ export class RecordDecoder {
     const ingestMinute = minuteKeyOf(this.#clock());
 
     for (const message of messages) {
-      const verdict = (reason: DeadLetterVerdict['reason'], detail: string) =>
-        deadLetters.push({ offset: message.offset, reason, detail });
+      const verdict = (reason: DeadLetterVerdict['reason'], detail: string, field?: string) =>
+        deadLetters.push(
+          field === undefined
+            ? { offset: message.offset, reason, detail }
+            : { offset: message.offset, reason, detail, field },
+        );
       const size = (message.key?.byteLength ?? 0) + (message.value?.byteLength ?? 0);
       if (size > this.#options.maxRecordBytes) {
         verdict('too-large', `${size} bytes exceed maxRecordBytes ${this.#options.maxRecordBytes}`);
@@ -130,8 +134,8 @@ export class RecordDecoder {
         continue;
       }
       const converted = this.#convertRows(rows);
-      if (typeof converted === 'string') {
-        verdict('schema-mismatch', converted);
+      if ('mismatch' in converted) {
+        verdict('schema-mismatch', converted.mismatch, converted.field);
         continue;
       }
       let minute = ingestMinute;
@@ -164,7 +168,7 @@ export class RecordDecoder {
   }
 
   /** Converts every row of one record, or returns why it cannot be staged. */
-  #convertRows(rows: readonly Row[]): { values: Converted[][]; newFields: FieldState[] } | string {
+  #convertRows(rows: readonly Row[]): { values: Converted[][]; newFields: FieldState[] } | Mismatch {
     const newFields: FieldState[] = [];
     const values: Converted[][] = [];
     for (const row of rows) {
@@ -177,7 +181,8 @@ export class RecordDecoder {
       if (this.#infer) {
         for (const [name, v] of Object.entries(row)) {
           if (this.#fields.some((f) => f.name === name)) continue;
-          if (name.startsWith('_')) return `field "${name}": names starting with "_" are reserved`;
+          if (name.startsWith('_'))
+            return { field: name, mismatch: `field "${name}": names starting with "_" are reserved` };
           let field = newFields.find((f) => f.name === name);
           if (!field) {
             const type = inferFieldType(v);
@@ -209,9 +214,18 @@ function convertValue(field: FieldState, value: unknown): Converted | typeof INV
   return FIELD_CODECS[field.type].convert(value);
 }
 
-function mismatch(field: FieldState, value: unknown): string {
+/** Why a record does not fit the schema, and the field at fault (for reports that group by it). */
+interface Mismatch {
+  readonly field: string;
+  readonly mismatch: string;
+}
+
+function mismatch(field: FieldState, value: unknown): Mismatch {
   const kind = value === null || value === undefined ? 'null' : Array.isArray(value) ? 'array' : typeof value;
-  return `field "${field.name}": expected ${field.type}${field.nullable ? '' : ' (required)'}, got ${kind}`;
+  return {
+    field: field.name,
+    mismatch: `field "${field.name}": expected ${field.type}${field.nullable ? '' : ' (required)'}, got ${kind}`,
+  };
 }
 
 function normalizeRows(result: Row | readonly Row[] | null | undefined): readonly Row[] {
