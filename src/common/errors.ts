@@ -90,10 +90,11 @@ export class OffsetOrderError extends KafkaLanceError {
 export class DeadLetterWriteError extends KafkaLanceError {
   constructor(
     readonly sink: string,
-    message: string,
+    /** What went wrong, without the sink (for reports that name it already). */
+    readonly detail: string,
     options: { readonly retriable: boolean; readonly cause: unknown },
   ) {
-    super('DEAD_LETTER_WRITE_FAILED', `dead-letter ${sink}: ${message}`, {
+    super('DEAD_LETTER_WRITE_FAILED', `dead-letter ${sink}: ${detail}`, {
       retriable: options.retriable,
       cause: options.cause,
       context: { sink },
