@@ -1,4 +1,4 @@
-import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { CommitOffset, DurableOffset } from '../common/offsets';
@@ -7,7 +7,8 @@ import type { BatchDone, PartitionOffset } from '../pool/protocol';
 import type { Metrics } from '../metrics/metrics';
 import type { StagingPool } from '../pool/staging-pool';
 import type { StagingEpoch } from '../staging/epoch';
-import type { DeadLetter, DeadLetterSink } from './dead-letter';
+import type { DeadLetterSink } from './dead-letter';
+import { DeadLetterOutbox } from './dead-letter-outbox';
 import { OffsetTracker, type PartitionCommit } from './offset-tracker';
 import { appendEpoch, decodeChain, encodeChain, type OwnershipEpoch } from './ownership';
 
@@ -51,6 +52,7 @@ export class Ingestion {
   readonly #o: IngestionOptions;
   readonly #consumer: Consumer;
   readonly #tracker = new OffsetTracker();
+  readonly #outbox: DeadLetterOutbox;
   #assignment = new Set<string>();
   #assignmentReady: Promise<void> = Promise.resolve();
   #epoch: number;
@@ -64,7 +66,6 @@ export class Ingestion {
   readonly #stats = {
     consumedRecords: 0,
     consumedBytes: 0,
-    deadLetters: 0,
     commits: 0,
     refusedCommits: 0,
     joins: 0,
@@ -81,6 +82,15 @@ export class Ingestion {
       maxBytesPerPartition: 4 * 1024 * 1024,
       allowAutoTopicCreation: false,
     });
+    this.#outbox = new DeadLetterOutbox({
+      sink: options.deadLetters,
+      errors: options.consumer.errors,
+      logger: options.logger,
+      metrics: options.metrics,
+      pause: (topic, partition) => this.#consumer.pause([{ topic, partitions: [partition] }]),
+      hold: (topic, partition, offset) => this.#tracker.addPendingDeadLetters(topic, partition, [offset]),
+      resolved: (topic, partition, offsets) => this.#tracker.resolveDeadLetters(topic, partition, offsets),
+    });
   }
 
   /** True once the consumer joined its group and its assignment is set up. */
@@ -89,7 +99,7 @@ export class Ingestion {
   }
 
   get stats(): IngestionStats {
-    return { ...this.#stats };
+    return { ...this.#stats, deadLetters: this.#outbox.delivered };
   }
 
   /** Partitions owned now, with their last landed commit. */
@@ -152,6 +162,8 @@ export class Ingestion {
     ];
     if (topics.length > 0) this.#consumer.pause(topics.map((topic) => ({ topic })));
     const log = (step: string) => this.#o.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
+    // A dead-letter write retrying (a DLQ that is down) must not hold the stop.
+    this.#outbox.close();
     await this.#ticking;
     await Promise.allSettled([...this.#inFlight]);
     log('fetching stopped, admitted batches staged');
@@ -183,9 +195,10 @@ export class Ingestion {
       .filter((k) => !this.#assignment.has(k))
       .map((k) => JSON.parse(k) as [string, number]);
     this.#assignment = next;
-    // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop.
+    // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop,
+    // the replica or a partition the dead-letter outbox stopped (it stays stopped).
     if (!this.#stopping) {
-      const paused = this.#consumer.paused();
+      const paused = this.#outbox.resumable(this.#consumer.paused());
       if (paused.length > 0) this.#consumer.resume(paused);
     }
     this.#epoch += 1;
@@ -255,7 +268,13 @@ export class Ingestion {
     const heartbeat = () => payload.heartbeat();
     await this.#whileHeartbeating(this.#assignmentReady, heartbeat);
     const { topic, partition } = batch;
-    if (this.#stopping || !payload.isRunning() || payload.isStale() || !this.#tracker.owns(topic, partition))
+    if (
+      this.#stopping ||
+      !payload.isRunning() ||
+      payload.isStale() ||
+      !this.#tracker.owns(topic, partition) ||
+      this.#outbox.isStopped(topic, partition)
+    )
       return;
     const messages = batch.messages;
     const last = messages[messages.length - 1];
@@ -269,73 +288,15 @@ export class Ingestion {
     this.#stats.consumedBytes += bytes;
     this.#o.metrics.consumedRecords.inc({ topic }, messages.length);
     this.#o.metrics.consumedBytes.inc({ topic }, bytes);
-    const tracked = done.then((result) => this.#afterBatch(topic, partition, messages, result));
+    // The letters are copied out when the batch is staged: the write may take long, the batch must not stay.
+    const tracked = done.then((result) =>
+      this.#outbox.deliver(this.#outbox.take(topic, partition, messages, result.deadLetters)),
+    );
     this.#inFlight.add(tracked);
     void tracked
       .catch((error: unknown) => this.#fatal?.(error instanceof Error ? error : new Error(String(error))))
       .finally(() => this.#inFlight.delete(tracked));
     await heartbeat();
-  }
-
-  async #afterBatch(
-    topic: string,
-    partition: number,
-    messages: KafkaMessage[],
-    result: BatchDone,
-  ): Promise<void> {
-    if (result.deadLetters.length === 0) return;
-    const byOffset = new Map(messages.map((m) => [Number(m.offset), m]));
-    const letters: DeadLetter[] = result.deadLetters.map((d) => {
-      const m = byOffset.get(d.offset)!;
-      return {
-        topic,
-        partition,
-        offset: d.offset,
-        timestamp: m.timestamp,
-        reason: d.reason,
-        detail: d.detail,
-        key: m.key,
-        value: m.value,
-        headers: m.headers,
-      };
-    });
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.#o.deadLetters.write(letters);
-        break;
-      } catch (error) {
-        // Never dropped: their offsets stay uncommitted until the write succeeds.
-        this.#o.logger.error(
-          { event: 'dead-letter.retry', attempt, sink: this.#o.deadLetters.description, err: error },
-          'dead-letter write failed; retrying',
-        );
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** attempt)));
-      }
-    }
-    this.#stats.deadLetters += letters.length;
-    const reasons: Record<string, number> = {};
-    for (const l of letters) {
-      this.#o.metrics.deadLetters.inc({ topic, reason: l.reason });
-      reasons[l.reason] = (reasons[l.reason] ?? 0) + 1;
-    }
-    // One line per batch, not per record: a stream of bad input must not flood the logs.
-    this.#o.logger.warn(
-      {
-        event: 'dead-letter',
-        topic,
-        partition,
-        count: letters.length,
-        reasons,
-        offsets: letters.slice(0, 10).map((l) => l.offset),
-        first: { offset: letters[0]!.offset, reason: letters[0]!.reason, detail: letters[0]!.detail },
-      },
-      `${letters.length} record(s) sent to the dead-letter output`,
-    );
-    this.#tracker.resolveDeadLetters(
-      topic,
-      partition,
-      letters.map((l) => l.offset),
-    );
   }
 
   #scheduleTick(): void {
