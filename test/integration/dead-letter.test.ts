@@ -1,4 +1,5 @@
 import { promises as fsp } from 'node:fs';
+import { ConfigResourceTypes } from 'kafkajs';
 import { brokerSuite, topicAndConsumer, untilHosted } from '../support/broker-suite';
 import { logValue, readStaged } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
@@ -108,12 +109,28 @@ async function unwritableDeadLetter(dlq: string, label: string, badValue: Buffer
   const { exit, seconds } = await timedStop(replica);
   expect(exit).toEqual({ code: 0, signal: null });
   expect(seconds).toBeLessThan(10);
+  // The graceful stop's last commit is held too: a restart starts at the bad record.
+  expect((await committed(groupId, topic)).get(0)).toBe(bad);
   const staged = await readStaged([dir], 'logs');
   expect(staged.filter((r) => r.partition === 1)).toHaveLength(25);
   expect(staged.some((r) => r.partition === 0 && r.offset === bad)).toBe(false);
+  return { topic, groupId, file, dir, bad: bad! };
 }
 
-test('item 8: a dead letter larger than the DLQ topic max.message.bytes stops only its partition, is reported, and stop() returns within seconds', async () => {
+/** Once the cause is fixed, a restarted replica writes the dead letter and moves on: nothing was lost. */
+async function restartWritesIt(
+  run: { topic: string; groupId: string; file: string; dir: string },
+  dlq: string,
+) {
+  const replica = new ReplicaProcess(run.file, run.dir, testBrokers());
+  await waitForCommitted(run.groupId, run.topic, 0, 21);
+  expect(replica.logs.some((l) => l.event === 'partition.stopped')).toBe(false);
+  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  const [end] = await suite.admin.fetchTopicOffsets(dlq);
+  expect(Number(end!.high)).toBe(1);
+}
+
+test('item 8: a dead letter larger than the DLQ topic max.message.bytes stops only its partition, is reported, stop() returns within seconds, and a restart after the fix writes it', async () => {
   const dlq = uniqueName('dlq-small');
   await suite.admin.createTopics({
     topics: [{ topic: dlq, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '1024' }] }],
@@ -121,13 +138,27 @@ test('item 8: a dead letter larger than the DLQ topic max.message.bytes stops on
   });
   await untilHosted(suite.admin, dlq, 1);
   // Not JSON, and larger than the DLQ topic accepts (MESSAGE_TOO_LARGE: never retried).
-  await unwritableDeadLetter(dlq, 'dlq-small', Buffer.alloc(8 * 1024, 0x61));
+  const run = await unwritableDeadLetter(dlq, 'dlq-small', Buffer.alloc(8 * 1024, 0x61));
+  await suite.admin.alterConfigs({
+    validateOnly: false,
+    resources: [
+      {
+        type: ConfigResourceTypes.TOPIC,
+        name: dlq,
+        configEntries: [{ name: 'max.message.bytes', value: '65536' }],
+      },
+    ],
+  });
+  await restartWritesIt(run, dlq);
 });
 
-test('item 8: a DLQ topic that does not exist stops the partition with the bad record (never auto-created), and stop() returns within seconds', async () => {
+test('item 8: a DLQ topic that does not exist stops the partition with the bad record (never auto-created), stop() returns within seconds, and a restart after the fix writes it', async () => {
   const dlq = uniqueName('dlq-missing');
-  await unwritableDeadLetter(dlq, 'dlq-missing', Buffer.from('{"n": 1, "service": '));
+  const run = await unwritableDeadLetter(dlq, 'dlq-missing', Buffer.from('{"n": 1, "service": '));
   expect(await suite.admin.listTopics()).not.toContain(dlq);
+  await suite.admin.createTopics({ topics: [{ topic: dlq, numPartitions: 1 }], waitForLeaders: true });
+  await untilHosted(suite.admin, dlq, 1);
+  await restartWritesIt(run, dlq);
 });
 
 /** The fixture's records against a definition whose required `svc` field is a typo for `service`. */
@@ -169,6 +200,7 @@ test('item 16: a definition whose declared field matches nothing stops the parti
   const { exit, seconds } = await timedStop(replica);
   expect(exit).toEqual({ code: 0, signal: null });
   expect(seconds).toBeLessThan(10);
+  expect((await committed(groupId, topic)).get(0)).toBe(0);
 });
 
 test("item 16: with errors.tolerance 'all' the same definition dead-letters every record, commits, and keeps going", async () => {
