@@ -171,7 +171,7 @@ const typoSchema = {
   },
 };
 
-test('item 16: a definition whose declared field matches nothing stops the partition and names the reason and the field', async () => {
+test('item 16: a definition whose declared field matches nothing stops the partition and names the reason and the field; fixed, a restart stages every record', async () => {
   const { topic, groupId, file } = await setup(1, { schema: typoSchema });
   await produceTo(
     topic,
@@ -201,6 +201,21 @@ test('item 16: a definition whose declared field matches nothing stops the parti
   expect(exit).toEqual({ code: 0, signal: null });
   expect(seconds).toBeLessThan(10);
   expect((await committed(groupId, topic)).get(0)).toBe(0);
+
+  // The definition fixed, a restart stages every record, the ones dead-lettered before the stop included.
+  const definition = JSON.parse(await fsp.readFile(file, 'utf8')) as Record<string, unknown>;
+  await fsp.writeFile(
+    file,
+    JSON.stringify({
+      ...definition,
+      schema: { fields: { ...typoSchema.fields, svc: undefined, service: 'string' } },
+    }),
+  );
+  const fixed = new ReplicaProcess(file, dir, testBrokers());
+  await waitForCommitted(groupId, topic, 0, 3_000);
+  expect(await fixed.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  const staged = await readStaged([dir], 'logs');
+  expect(new Set(staged.map((r) => r.offset)).size).toBe(3_000);
 });
 
 test("item 16: with errors.tolerance 'all' the same definition dead-letters every record, commits, and keeps going", async () => {
