@@ -49,7 +49,16 @@ export class KafkaDeadLetterSink implements DeadLetterSink {
   }
 
   async write(letters: readonly DeadLetter[]): Promise<void> {
-    if (letters.length === 0) return;
+    for (const chunk of chunksOf(letters, MAX_SEND_BYTES)) await this.#send(chunk);
+  }
+
+  /**
+   * The broker checks max.message.bytes against a whole record batch, and all the
+   * letters of one send to one partition are one batch: letters that each fit can be
+   * refused together. Halve until each letter goes alone; only a letter too large by
+   * itself is a failure (a half already sent may go again on a retry: at-least-once).
+   */
+  async #send(letters: readonly DeadLetter[]): Promise<void> {
     try {
       await this.producer.send({
         topic: this.topic,
@@ -64,6 +73,13 @@ export class KafkaDeadLetterSink implements DeadLetterSink {
         })),
       });
     } catch (error) {
+      const type = protocolErrorIn(error)?.type;
+      if (letters.length > 1 && (type === 'MESSAGE_TOO_LARGE' || type === 'RECORD_LIST_TOO_LARGE')) {
+        const half = Math.ceil(letters.length / 2);
+        await this.#send(letters.slice(0, half));
+        await this.#send(letters.slice(half));
+        return;
+      }
       throw classifyProduceError(this.description, this.topic, error);
     }
   }
@@ -83,6 +99,32 @@ export function connectHeaders(l: DeadLetter, connectorName: string): Record<str
     '__connect.errors.exception.class.name': `kafka-lance.${l.reason}`,
     '__connect.errors.exception.message': l.detail,
   };
+}
+
+/** Letters per produce request, by size: under the broker's default max.message.bytes (1 MiB). */
+const MAX_SEND_BYTES = 512 * 1024;
+
+function letterBytes(l: DeadLetter): number {
+  let bytes = (l.key?.byteLength ?? 0) + (l.value?.byteLength ?? 0) + l.detail.length + 256;
+  for (const [name, v] of Object.entries(l.headers ?? {})) {
+    for (const one of Array.isArray(v) ? v : [v]) bytes += name.length + (one?.length ?? 0);
+  }
+  return bytes;
+}
+
+function* chunksOf(letters: readonly DeadLetter[], maxBytes: number): Generator<readonly DeadLetter[]> {
+  let start = 0;
+  let bytes = 0;
+  for (let i = 0; i < letters.length; i++) {
+    const size = letterBytes(letters[i]!);
+    if (i > start && bytes + size > maxBytes) {
+      yield letters.slice(start, i);
+      start = i;
+      bytes = 0;
+    }
+    bytes += size;
+  }
+  if (start < letters.length) yield letters.slice(start);
 }
 
 /**

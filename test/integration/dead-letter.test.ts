@@ -232,3 +232,25 @@ test("item 16: with errors.tolerance 'all' the same definition dead-letters ever
   const lines = (await fsp.readFile(`${suite.work}/${name}.dlq.jsonl`, 'utf8')).trim().split('\n');
   expect(new Set(lines.map((l) => (JSON.parse(l) as { offset: number }).offset)).size).toBe(3_000);
 });
+
+test('item 8: many small dead letters that together exceed the DLQ topic max.message.bytes are sent in smaller batches, not a stopped partition', async () => {
+  const dlq = uniqueName('dlq-batch');
+  await suite.admin.createTopics({
+    topics: [{ topic: dlq, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '4096' }] }],
+    waitForLeaders: true,
+  });
+  await untilHosted(suite.admin, dlq, 1);
+  const { topic, groupId, file } = await setup(1, { deadLetter: { topic: dlq } });
+  // 200 bad records of ~100 bytes: each fits the DLQ topic, one batch of them does not.
+  await produceTo(
+    topic,
+    0,
+    Array.from({ length: 200 }, (_, i) => `not json ${i} ${'x'.repeat(90)}`),
+  );
+  const replica = new ReplicaProcess(file, await tempDir('kl-dlq-batch'), testBrokers());
+  await waitForCommitted(groupId, topic, 0, 200);
+  expect(replica.logs.some((l) => l.event === 'partition.stopped')).toBe(false);
+  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  const [end] = await suite.admin.fetchTopicOffsets(dlq);
+  expect(Number(end!.high)).toBeGreaterThanOrEqual(200);
+});
