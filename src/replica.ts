@@ -164,7 +164,15 @@ export class Replica {
     const deadLetters = await openDeadLetterSink(
       consumer,
       kafka.producer({
-        idempotent: true,
+        // A missing DLQ topic is an error to report (its partition stops), not a topic
+        // to create with broker defaults under a mistyped name.
+        allowAutoTopicCreation: false,
+        // Bounded: an idempotent producer retries forever, and a write that never ends
+        // pins its letters and holds commits with nothing reported. errors.retryTimeoutMs
+        // bounds the retries above it; a retried produce may duplicate a dead letter,
+        // as a restart may (the DLQ is at-least-once either way).
+        idempotent: false,
+        retry: { retries: 5 },
         maxInFlightRequests: 1,
         createPartitioner: Partitioners.DefaultPartitioner,
       }),

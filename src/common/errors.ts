@@ -18,7 +18,9 @@ export type ErrorCode =
   | 'PUBLICATION_MISMATCH'
   | 'PUBLICATION_PARTIAL'
   | 'PUBLICATION_SOURCE_MISSING'
-  | 'MATERIALIZER_FAILED';
+  | 'MATERIALIZER_FAILED'
+  | 'DEAD_LETTER_WRITE_FAILED'
+  | 'PARTITION_STOPPED';
 
 export interface KafkaLanceErrorOptions {
   readonly retriable?: boolean;
@@ -82,6 +84,50 @@ export class OffsetOrderError extends KafkaLanceError {
     );
   }
 }
+
+/**
+ * A dead-letter sink could not make letters durable. Classified once, at the sink
+ * boundary: `retriable` false means the same write can never succeed (too large for
+ * the topic, no such topic, no permission), so retrying only pins memory.
+ */
+export class DeadLetterWriteError extends KafkaLanceError {
+  constructor(
+    readonly sink: string,
+    /** What went wrong, without the sink (for reports that name it already). */
+    readonly detail: string,
+    options: { readonly retriable: boolean; readonly cause: unknown },
+  ) {
+    super('DEAD_LETTER_WRITE_FAILED', `dead-letter ${sink}: ${detail}`, {
+      retriable: options.retriable,
+      cause: options.cause,
+      context: { sink },
+    });
+  }
+}
+
+/**
+ * This replica stopped consuming one partition: records from `offset` on are neither
+ * staged for commit nor dead-lettered, so they stay uncommitted (nothing is lost; a
+ * restart tries again). Not retriable in this process.
+ */
+export class PartitionStoppedError extends KafkaLanceError {
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly offset: number,
+    readonly reason: PartitionStopReason,
+    message: string,
+    cause?: unknown,
+  ) {
+    super('PARTITION_STOPPED', `stopped consuming ${topic}[${partition}] at offset ${offset}: ${message}`, {
+      cause,
+      context: { topic, partition, offset, reason },
+    });
+  }
+}
+
+/** Why a partition was stopped (the `reason` label of kafka_lance_partition_stopped). */
+export type PartitionStopReason = 'dead-letter-write-failed' | 'dead-letter-ratio-exceeded';
 
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

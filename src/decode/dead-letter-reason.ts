@@ -16,4 +16,6 @@ export interface DeadLetterVerdict {
   readonly reason: DeadLetterReason;
   /** A human sentence: which field, what was expected. */
   readonly detail: string;
+  /** The field at fault, when one is (schema-mismatch): a stop report names the most common. */
+  readonly field?: string;
 }

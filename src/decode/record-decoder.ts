@@ -136,8 +136,12 @@ export class RecordDecoder {
     const ingestMinute = minuteKeyOf(this.#clock());
 
     for (const message of messages) {
-      const verdict = (reason: DeadLetterVerdict['reason'], detail: string) =>
-        deadLetters.push({ offset: message.offset, reason, detail });
+      const verdict = (reason: DeadLetterVerdict['reason'], detail: string, field?: string) =>
+        deadLetters.push(
+          field === undefined
+            ? { offset: message.offset, reason, detail }
+            : { offset: message.offset, reason, detail, field },
+        );
       const size = (message.key?.byteLength ?? 0) + (message.value?.byteLength ?? 0);
       if (size > this.#options.maxRecordBytes) {
         verdict('too-large', `${size} bytes exceed maxRecordBytes ${this.#options.maxRecordBytes}`);
@@ -196,7 +200,7 @@ export class RecordDecoder {
       }
       const converted = this.#convertRows(rows);
       if ('reason' in converted) {
-        verdict(converted.reason, converted.detail);
+        verdict(converted.reason, converted.detail, converted.field);
         continue;
       }
       let minute = ingestMinute;
@@ -235,14 +239,20 @@ export class RecordDecoder {
   #convertRows(
     rows: readonly Row[],
   ): { values: Converted[][]; newFields: FieldState[] } | Omit<DeadLetterVerdict, 'offset'> {
-    const schemaMismatch = (detail: string) => ({ reason: 'schema-mismatch' as const, detail });
+    // The field at fault goes with the verdict: a stop report names the most common one.
+    const schemaMismatch = (field: string, detail: string) => ({
+      reason: 'schema-mismatch' as const,
+      detail,
+      field,
+    });
     const newFields: FieldState[] = [];
     const values: Converted[][] = [];
     for (const row of rows) {
       const out: Converted[] = [];
       for (const field of this.#fields) {
         const result = convertValue(field, row[field.name]);
-        if (result instanceof Invalid) return schemaMismatch(mismatch(field, row[field.name], result));
+        if (result instanceof Invalid)
+          return schemaMismatch(field.name, mismatch(field, row[field.name], result));
         out.push(result);
       }
       if (this.#infer) {
@@ -250,7 +260,7 @@ export class RecordDecoder {
           if (this.#byName.has(name)) continue;
           // Checked before the null test: whether a bad key is refused must not depend on its value.
           const problem = columnNameProblem(name);
-          if (problem !== undefined) return schemaMismatch(`key ${quoted(name)}: ${problem}`);
+          if (problem !== undefined) return schemaMismatch(name, `key ${quoted(name)}: ${problem}`);
           let field = newFields.find((f) => f.name === name);
           if (!field) {
             const type = inferFieldType(v);
@@ -269,12 +279,13 @@ export class RecordDecoder {
             newFields.push(field);
           }
           const result = convertValue(field, v);
-          if (result instanceof Invalid) return schemaMismatch(mismatch(field, v, result));
+          if (result instanceof Invalid) return schemaMismatch(field.name, mismatch(field, v, result));
         }
         // Values of columns first seen in this record, in their order (filled per row below).
         for (const field of newFields) {
           const result = convertValue(field, row[field.name]);
-          if (result instanceof Invalid) return schemaMismatch(mismatch(field, row[field.name], result));
+          if (result instanceof Invalid)
+            return schemaMismatch(field.name, mismatch(field, row[field.name], result));
           out.push(result);
         }
       }

@@ -1,4 +1,4 @@
-import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { DurableOffset } from '../common/offsets';
@@ -12,7 +12,8 @@ import { CommitFence } from '../ownership/commit-fence';
 import { GroupMembership, type Generation } from '../ownership/membership';
 import { OffsetTracker, type PartitionCommit } from '../ownership/offset-tracker';
 import { createHookedConsumer } from './coordinator-hook';
-import type { DeadLetter, DeadLetterSink } from './dead-letter';
+import type { DeadLetterSink } from './dead-letter';
+import { DeadLetterOutbox } from './dead-letter-outbox';
 
 export interface IngestionOptions {
   readonly consumer: ResolvedConsumer;
@@ -59,6 +60,7 @@ export class Ingestion {
   readonly #o: IngestionOptions;
   readonly #consumer: Consumer;
   readonly #tracker = new OffsetTracker();
+  readonly #outbox: DeadLetterOutbox;
   readonly #membership = new GroupMembership();
   readonly #fence: CommitFence;
   #assignmentReady: Promise<void> = Promise.resolve();
@@ -73,7 +75,6 @@ export class Ingestion {
   readonly #stats = {
     consumedRecords: 0,
     consumedBytes: 0,
-    deadLetters: 0,
     commits: 0,
     refusedCommits: 0,
     unsentCommits: 0,
@@ -100,6 +101,15 @@ export class Ingestion {
         committed: (attempt) => this.#fence.answered(attempt),
       },
     );
+    this.#outbox = new DeadLetterOutbox({
+      sink: options.deadLetters,
+      errors: options.consumer.errors,
+      logger: options.logger,
+      metrics: options.metrics,
+      pause: (topic, partition) => this.#consumer.pause([{ topic, partitions: [partition] }]),
+      hold: (topic, partition, offset) => this.#tracker.addPendingDeadLetters(topic, partition, [offset]),
+      resolved: (topic, partition, offsets) => this.#tracker.resolveDeadLetters(topic, partition, offsets),
+    });
   }
 
   /** True once the consumer joined its group and its assignment is set up. */
@@ -108,7 +118,7 @@ export class Ingestion {
   }
 
   get stats(): IngestionStats {
-    return { ...this.#stats };
+    return { ...this.#stats, deadLetters: this.#outbox.delivered };
   }
 
   /** Partitions owned now, with their last landed commit. */
@@ -169,6 +179,8 @@ export class Ingestion {
     const topics = [...new Set(this.#tracker.assigned().map((a) => a.topic))];
     if (topics.length > 0) this.#consumer.pause(topics.map((topic) => ({ topic })));
     const log = (step: string) => this.#o.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
+    // A dead-letter write retrying (a DLQ that is down) must not hold the stop.
+    this.#outbox.close();
     await this.#ticking;
     await Promise.allSettled([...this.#inFlight]);
     log('fetching stopped, admitted batches staged');
@@ -197,9 +209,10 @@ export class Ingestion {
       this.#o.metrics.consumerLag.remove({ topic, partition: String(partition) });
       if (landed !== undefined) revoked.push([topic, partition, (landed as number) - 1]);
     }
-    // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop.
+    // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop,
+    // the replica or a partition the dead-letter outbox stopped (it stays stopped).
     if (!this.#stopping) {
-      const paused = this.#consumer.paused();
+      const paused = this.#outbox.resumable(this.#consumer.paused());
       if (paused.length > 0) this.#consumer.resume(paused);
     }
     this.#epoch += 1;
@@ -293,7 +306,13 @@ export class Ingestion {
     const heartbeat = () => payload.heartbeat();
     await this.#untilClaimed(heartbeat);
     const { topic, partition } = batch;
-    if (this.#stopping || !payload.isRunning() || payload.isStale() || !this.#tracker.owns(topic, partition))
+    if (
+      this.#stopping ||
+      !payload.isRunning() ||
+      payload.isStale() ||
+      !this.#tracker.owns(topic, partition) ||
+      this.#outbox.isStopped(topic, partition)
+    )
       return;
     const messages = batch.messages;
     const last = messages[messages.length - 1];
@@ -321,7 +340,10 @@ export class Ingestion {
     this.#stats.consumedBytes += bytes;
     this.#o.metrics.consumedRecords.inc({ topic }, messages.length);
     this.#o.metrics.consumedBytes.inc({ topic }, bytes);
-    const tracked = done.then((result) => this.#afterBatch(topic, partition, messages, result));
+    // The letters are copied out when the batch is staged: the write may take long, the batch must not stay.
+    const tracked = done.then((result) =>
+      this.#outbox.deliver(this.#outbox.take(topic, partition, messages, result.deadLetters)),
+    );
     this.#inFlight.add(tracked);
     void tracked
       .catch((error: unknown) => this.#fatal?.(error instanceof Error ? error : new Error(String(error))))
@@ -350,67 +372,6 @@ export class Ingestion {
     } finally {
       clearInterval(timer);
     }
-  }
-
-  async #afterBatch(
-    topic: string,
-    partition: number,
-    messages: KafkaMessage[],
-    result: BatchDone,
-  ): Promise<void> {
-    if (result.deadLetters.length === 0) return;
-    const byOffset = new Map(messages.map((m) => [Number(m.offset), m]));
-    const letters: DeadLetter[] = result.deadLetters.map((d) => {
-      const m = byOffset.get(d.offset)!;
-      return {
-        topic,
-        partition,
-        offset: d.offset,
-        timestamp: m.timestamp,
-        reason: d.reason,
-        detail: d.detail,
-        key: m.key,
-        value: m.value,
-        headers: m.headers,
-      };
-    });
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.#o.deadLetters.write(letters);
-        break;
-      } catch (error) {
-        // Never dropped: their offsets stay uncommitted until the write succeeds.
-        this.#o.logger.error(
-          { event: 'dead-letter.retry', attempt, sink: this.#o.deadLetters.description, err: error },
-          'dead-letter write failed; retrying',
-        );
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** attempt)));
-      }
-    }
-    this.#stats.deadLetters += letters.length;
-    const reasons: Record<string, number> = {};
-    for (const l of letters) {
-      this.#o.metrics.deadLetters.inc({ topic, reason: l.reason });
-      reasons[l.reason] = (reasons[l.reason] ?? 0) + 1;
-    }
-    // One line per batch, not per record: a stream of bad input must not flood the logs.
-    this.#o.logger.warn(
-      {
-        event: 'dead-letter',
-        topic,
-        partition,
-        count: letters.length,
-        reasons,
-        offsets: letters.slice(0, 10).map((l) => l.offset),
-        first: { offset: letters[0]!.offset, reason: letters[0]!.reason, detail: letters[0]!.detail },
-      },
-      `${letters.length} record(s) sent to the dead-letter output`,
-    );
-    this.#tracker.resolveDeadLetters(
-      topic,
-      partition,
-      letters.map((l) => l.offset),
-    );
   }
 
   #scheduleTick(): void {

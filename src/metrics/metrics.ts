@@ -136,6 +136,12 @@ export class Metrics {
     labelNames: ['topic', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly partitionStopped = new Gauge({
+    name: 'kafka_lance_partition_stopped',
+    help: 'Partitions this replica stopped consuming (1) until it restarts: a dead letter could not be written, or too many records were dead letters.',
+    labelNames: ['topic', 'partition', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly stagingParts = new Gauge({
     name: 'kafka_lance_staging_parts',
     help: 'Staging parts by state: open (appended to), sealing, sealed (waiting for publication).',

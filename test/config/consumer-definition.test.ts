@@ -60,6 +60,24 @@ describe('consumer definitions', () => {
     expect(problems(input)).toEqual(fields);
   });
 
+  test('errors (item 16): tolerance defaults to a dead-letter ratio; bad values fail with the field named', () => {
+    expect(resolveConsumer(valid, 'x', { KAFKA_BROKERS: 'a:1' }).errors).toEqual({
+      tolerance: 'ratio',
+      maxDeadLetterRatio: 0.5,
+      window: 1_000,
+      retryTimeoutMs: 60_000,
+      retryDelayMaxMs: 10_000,
+    });
+    expect(problems({ ...valid, errors: { tolerance: 'some' } })).toEqual(['errors.tolerance']);
+    expect(problems({ ...valid, errors: { maxDeadLetterRatio: 1.5 } })).toEqual([
+      'errors.maxDeadLetterRatio',
+    ]);
+    expect(problems({ ...valid, errors: { maxDeadLetterRatio: 1 } })).toEqual(['errors.maxDeadLetterRatio']);
+    expect(problems({ ...valid, errors: { tolerance: 'all', maxDeadLetterRatio: 1 } })).toEqual([]);
+    expect(problems({ ...valid, errors: { window: 0 } })).toEqual(['errors.window']);
+    expect(problems({ ...valid, errors: { retryTimeoutMs: -1 } })).toEqual(['errors.retryTimeoutMs']);
+  });
+
   test('no brokers anywhere names the field and the environment variables', () => {
     expect(() => resolveConsumer(valid, 'x', {})).toThrow(/brokers: .*KAFKA_BOOTSTRAP_SERVERS/);
   });

@@ -79,8 +79,14 @@ export class ReplicaProcess {
       }
     });
     this.#child.stderr.setEncoding('utf8').on('data', (chunk: string) => this.stderr.push(chunk));
+    // Registered for killAll(): a test that fails before it stops its replica must not
+    // leave it running (it kept jest from exiting and the broker busy).
+    ReplicaProcess.#live.add(this);
     this.exited = new Promise((resolve) =>
-      this.#child.on('exit', (code, signal) => resolve({ code, signal })),
+      this.#child.on('exit', (code, signal) => {
+        ReplicaProcess.#live.delete(this);
+        resolve({ code, signal });
+      }),
     );
   }
 

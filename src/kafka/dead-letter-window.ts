@@ -1,0 +1,113 @@
+import type { DeadLetterReason, DeadLetterVerdict } from '../decode/dead-letter-reason';
+
+/** The most frequent kind of dead letter in a window, with one example of its detail. */
+export interface CommonCause {
+  readonly reason: DeadLetterReason;
+  readonly field: string | undefined;
+  readonly detail: string;
+  readonly count: number;
+}
+
+/** The window went over its share of dead letters at this batch. */
+export interface RatioExceeded {
+  /** The oldest dead letter still in the window: nothing from it on may be committed. */
+  readonly firstOffending: number;
+  readonly deadLetters: number;
+  readonly records: number;
+  readonly common: CommonCause;
+}
+
+/** Distinct (reason, field) kinds kept apart; more (fields of an inferred schema) share the last slot. */
+const MAX_KINDS = 64;
+
+/**
+ * The last `size` records of one partition, each good or a kind of dead letter, in
+ * typed arrays (a fixed few bytes per record, whatever the traffic). It judges only a
+ * full window: a handful of records says nothing about a definition, and a bad record
+ * that arrives first must not stop a partition.
+ */
+export class DeadLetterWindow {
+  readonly #size: number;
+  readonly #maxDeadLetters: number;
+  readonly #offsets: Float64Array;
+  /** 0: a good record; k > 0: a dead letter of kind k - 1. */
+  readonly #kinds: Uint8Array;
+  readonly #kindOf = new Map<string, number>();
+  readonly #causes: { reason: DeadLetterReason; field: string | undefined; detail: string; count: number }[] =
+    [];
+  #next = 0;
+  #filled = 0;
+  #deadLetters = 0;
+
+  /** Trips when more than `maxRatio` of the last `size` records are dead letters. */
+  constructor(size: number, maxRatio: number) {
+    this.#size = size;
+    this.#maxDeadLetters = maxRatio * size;
+    this.#offsets = new Float64Array(size);
+    this.#kinds = new Uint8Array(size);
+  }
+
+  /**
+   * Records a batch (its offsets in order, its dead letters by offset). Returns at the
+   * first record that takes the window over its share, or undefined.
+   */
+  record(
+    offsets: readonly number[],
+    deadLetters: ReadonlyMap<number, DeadLetterVerdict>,
+  ): RatioExceeded | undefined {
+    for (const offset of offsets) {
+      const verdict = deadLetters.get(offset);
+      const slot = this.#next;
+      if (this.#filled === this.#size) {
+        const evicted = this.#kinds[slot]!;
+        if (evicted > 0) {
+          this.#deadLetters -= 1;
+          this.#causes[evicted - 1]!.count -= 1;
+        }
+      } else {
+        this.#filled += 1;
+      }
+      this.#offsets[slot] = offset;
+      this.#kinds[slot] = verdict ? this.#kind(verdict) : 0;
+      this.#next = (slot + 1) % this.#size;
+      if (this.#filled === this.#size && this.#deadLetters > this.#maxDeadLetters) return this.#exceeded();
+    }
+    return undefined;
+  }
+
+  #kind(verdict: DeadLetterVerdict): number {
+    const key = `${verdict.reason}\u0000${verdict.field ?? ''}`;
+    let kind = this.#kindOf.get(key);
+    if (kind === undefined) {
+      if (this.#causes.length < MAX_KINDS) {
+        this.#causes.push({ reason: verdict.reason, field: verdict.field, detail: verdict.detail, count: 0 });
+        kind = this.#causes.length;
+        this.#kindOf.set(key, kind);
+      } else {
+        kind = MAX_KINDS;
+      }
+    }
+    this.#causes[kind - 1]!.count += 1;
+    this.#deadLetters += 1;
+    return kind;
+  }
+
+  #exceeded(): RatioExceeded {
+    let firstOffending = Number.NaN;
+    // The slot after the newest is the oldest, the window being full.
+    for (let i = 0; i < this.#size; i++) {
+      const slot = (this.#next + i) % this.#size;
+      if (this.#kinds[slot]! > 0) {
+        firstOffending = this.#offsets[slot]!;
+        break;
+      }
+    }
+    const common = this.#causes.reduce((a, b) => (b.count > a.count ? b : a));
+    return {
+      firstOffending,
+      deadLetters: this.#deadLetters,
+      records: this.#size,
+      common: { ...common },
+    };
+  }
+}

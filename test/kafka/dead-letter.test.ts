@@ -1,0 +1,72 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
+import { DeadLetterWriteError } from '../../src/common/errors';
+import { FileDeadLetterSink, classifyProduceError, type DeadLetter } from '../../src/kafka/dead-letter';
+import { tempDir } from '../support/rows';
+
+const protocolError = (type: string, retriable: boolean) =>
+  new KafkaJSProtocolError(Object.assign(new Error(`broker says ${type}`), { type, code: 0, retriable }));
+const retriesExceeded = (cause: Error) =>
+  new KafkaJSNumberOfRetriesExceeded(cause, { retryCount: 5, retryTime: 1_000 });
+
+const letter = (offset: number): DeadLetter => ({
+  topic: 't',
+  partition: 0,
+  offset,
+  timestamp: '1700000000000',
+  reason: 'invalid-json',
+  detail: 'Unexpected end of JSON input',
+  key: null,
+  value: Buffer.from('{"a":'),
+  headers: undefined,
+});
+
+describe('dead-letter sinks classify their failures (item 8)', () => {
+  test('item 8: a record larger than the topic accepts is not retriable', () => {
+    const e = classifyProduceError('topic dlq', 'dlq', protocolError('MESSAGE_TOO_LARGE', false));
+    expect(e).toBeInstanceOf(DeadLetterWriteError);
+    expect(e.retriable).toBe(false);
+    expect(e.message).toContain('MESSAGE_TOO_LARGE');
+  });
+
+  test('item 8: a missing topic, after kafkajs gave up retrying it, is not retriable and says so', () => {
+    const e = classifyProduceError(
+      'topic dlq',
+      'dlq',
+      retriesExceeded(protocolError('UNKNOWN_TOPIC_OR_PARTITION', true)),
+    );
+    expect(e.retriable).toBe(false);
+    expect(e.message).toContain('the topic dlq does not exist');
+  });
+
+  test('item 8: a broker out of reach, after kafkajs gave up retrying, stays retriable', () => {
+    const e = classifyProduceError(
+      'topic dlq',
+      'dlq',
+      retriesExceeded(new KafkaJSConnectionError('Connection error: ECONNREFUSED')),
+    );
+    expect(e.retriable).toBe(true);
+  });
+
+  test('item 8: a file sink whose path cannot be a file fails as not retriable', async () => {
+    const dir = await tempDir('kl-dlq-sink');
+    await fsp.writeFile(path.join(dir, 'plain'), 'x');
+    const sink = new FileDeadLetterSink(path.join(dir, 'plain', 'dlq.jsonl'));
+    const failure = await sink.write([letter(1)]).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(DeadLetterWriteError);
+    expect((failure as DeadLetterWriteError).retriable).toBe(false);
+  });
+
+  test('a file sink ends a torn last line (a failed or crashed append) before appending', async () => {
+    const file = path.join(await tempDir('kl-dlq-sink'), 'dlq.jsonl');
+    await fsp.writeFile(file, '{"topic":"t","offs');
+    const sink = new FileDeadLetterSink(file);
+    await sink.write([letter(1), letter(2)]);
+    await sink.close();
+    const lines = (await fsp.readFile(file, 'utf8')).split('\n');
+    expect(lines[0]).toBe('{"topic":"t","offs');
+    expect(lines.slice(1, 3).map((l) => (JSON.parse(l) as { offset: number }).offset)).toEqual([1, 2]);
+    expect(lines[3]).toBe('');
+  });
+});
