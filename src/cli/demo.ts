@@ -2,13 +2,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import type * as lancedb from '@lancedb/lancedb';
 import { Kafka, logLevel } from 'kafkajs';
-import { brokersFromEnv, loadConsumer } from '../config';
+import { brokersFromEnv, loadConsumer, type ResolvedConsumer } from '../config';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
-import { CliError, DemoMismatchError, TableMissingError } from './errors';
+import { DLQ, TOPIC, publishedInRanges, summarize, type RunRanges } from './demo-summary';
+import { CliError, TableMissingError } from './errors';
 import { connectAdmin, topicEnds, type PartitionEnds } from './kafka-admin';
-import { datasetPathOf, lanceUriOf, openExistingTable, quote } from './lance-read';
+import { openExistingTable, quote } from './lance-read';
 import { badCount } from './log-records';
 import { KAFKA_LOCAL, ROOT } from './paths';
 import { produce } from './produce';
@@ -27,15 +27,10 @@ export interface DemoOptions {
 
 const BIN = path.join(ROOT, 'bin/kafka-lance');
 const CONSUMER = path.join(ROOT, 'consumers/app-logs.ts');
-const TOPIC = 'app-logs';
-const DLQ = `${TOPIC}.dlq`;
 const PARTITIONS = 6;
 /** One line in 200 is broken on purpose, to show the dead-letter topic at work. */
 const BAD_RATIO = 0.005;
 const SETTLE_TIMEOUT_MS = 120_000;
-
-/** The offsets this run produced, per partition: [from, to). */
-type RunRanges = ReadonlyMap<number, { readonly from: number; readonly to: number }>;
 
 /**
  * The demo: an embedded broker unless brokers are configured, one replica of the
@@ -64,15 +59,12 @@ export async function runDemo(o: DemoOptions): Promise<void> {
   const admin = await connectAdmin(kafka, brokers);
   let replica: ChildProcess | undefined;
   try {
-    if (!(await admin.listTopics()).includes(TOPIC) || !(await admin.listTopics()).includes(DLQ)) {
-      await admin.createTopics({
-        topics: [
-          { topic: TOPIC, numPartitions: PARTITIONS },
-          { topic: DLQ, numPartitions: 1 },
-        ],
-        waitForLeaders: true,
-      });
-    }
+    const existing = new Set(await admin.listTopics());
+    const missing = [
+      { topic: TOPIC, numPartitions: PARTITIONS },
+      { topic: DLQ, numPartitions: 1 },
+    ].filter((t) => !existing.has(t.topic));
+    if (missing.length > 0) await admin.createTopics({ topics: missing, waitForLeaders: true });
     const startEnds = (await topicEnds(admin, TOPIC))!;
     const dlqStart = sumHigh(await topicEnds(admin, DLQ));
     const consumer = loadConsumer(CONSUMER, process.env, { brokers, dataDir });
@@ -91,7 +83,17 @@ export async function runDemo(o: DemoOptions): Promise<void> {
         `staged ${m.staged}  published ${m.published}  dead letters ${m.dead}  lag ${m.lag}`
       );
     };
-    const timer = setInterval(() => void line().then(o.progress, () => undefined), 1_000);
+    // A scrape still in flight when the run settles must not print after the final line.
+    let settling = false;
+    const timer = setInterval(
+      () =>
+        void line().then(
+          (l) => settling || o.progress(l),
+          () => undefined,
+        ),
+      1_000,
+    );
+    let ranges: RunRanges = new Map();
     try {
       await produce({
         brokers,
@@ -104,7 +106,7 @@ export async function runDemo(o: DemoOptions): Promise<void> {
         onSent: (n) => (produced = n),
       });
       const endEnds = (await topicEnds(admin, TOPIC))!;
-      const ranges: RunRanges = new Map(
+      ranges = new Map(
         endEnds.map((e) => [
           e.partition,
           { from: startEnds.find((s) => s.partition === e.partition)?.high ?? 0, to: e.high },
@@ -126,6 +128,7 @@ export async function runDemo(o: DemoOptions): Promise<void> {
           break;
         await new Promise((r) => setTimeout(r, 1_000));
       }
+      settling = true;
       clearInterval(timer);
       o.progress(
         `${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  produced ${produced}/${count}  ` +
@@ -138,17 +141,12 @@ export async function runDemo(o: DemoOptions): Promise<void> {
     const stopped = await stopReplica(replica);
     replica = undefined;
     o.print('');
-    await summarize(o, {
+    await summarize(o.print, {
       consumer,
       produced,
       broken: badCount(produced, BAD_RATIO),
       dead: sumHigh(await topicEnds(admin, DLQ)) - dlqStart,
-      ranges: new Map(
-        ((await topicEnds(admin, TOPIC)) ?? []).map((e) => [
-          e.partition,
-          { from: startEnds.find((s) => s.partition === e.partition)?.high ?? 0, to: e.high },
-        ]),
-      ),
+      ranges,
       seconds: (Date.now() - started) / 1000,
       logFile,
       replicaExit: stopped,
@@ -185,10 +183,7 @@ function startEmbeddedBrokerIfNeeded(o: DemoOptions): { brokers: string[]; start
  * A data dir left by a run against another broker holds rows at offsets this broker's
  * log has not reached yet: this run's rows would collide with them. Refuse up front.
  */
-async function refuseForeignTable(
-  consumer: ReturnType<typeof loadConsumer>,
-  ends: readonly PartitionEnds[],
-): Promise<void> {
+async function refuseForeignTable(consumer: ResolvedConsumer, ends: readonly PartitionEnds[]): Promise<void> {
   const opened = await openExistingTable(consumer).catch((error: unknown) => {
     if (error instanceof TableMissingError) return undefined;
     throw error;
@@ -249,7 +244,7 @@ async function waitReady(child: ChildProcess, port: number, logFile: string): Pr
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
       throw new CliError(
-        'DEMO_MISMATCH',
+        'REPLICA_FAILED',
         `the replica exited (code ${child.exitCode}) before it was ready; its log: ${logFile}\n${tail(logFile)}`,
       );
     }
@@ -261,7 +256,7 @@ async function waitReady(child: ChildProcess, port: number, logFile: string): Pr
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new CliError(
-    'DEMO_MISMATCH',
+    'REPLICA_FAILED',
     `the replica did not join the group within 90 s; its log: ${logFile}\n${tail(logFile)}`,
   );
 }
@@ -316,160 +311,4 @@ async function scrape(
     dead: sum('kafka_lance_dead_letter_records_total'),
     lag: sum('kafka_lance_consumer_lag'),
   };
-}
-
-function rangesFilter(ranges: RunRanges): string {
-  const parts = [...ranges]
-    .filter(([, r]) => r.to > r.from)
-    .map(
-      ([p, r]) =>
-        `(${PARTITION_COLUMN} = ${p} AND ${OFFSET_COLUMN} >= ${r.from} AND ${OFFSET_COLUMN} < ${r.to})`,
-    );
-  return `${TOPIC_COLUMN} = ${quote(TOPIC)} AND (${parts.length > 0 ? parts.join(' OR ') : 'false'})`;
-}
-
-async function publishedInRanges(
-  consumer: ReturnType<typeof loadConsumer>,
-  ranges: RunRanges,
-): Promise<number> {
-  const opened = await openExistingTable(consumer).catch(() => undefined);
-  if (!opened) return 0;
-  try {
-    return await opened.table.countRows(rangesFilter(ranges));
-  } finally {
-    opened.close();
-  }
-}
-
-interface SummaryInput {
-  readonly consumer: ReturnType<typeof loadConsumer>;
-  readonly produced: number;
-  readonly broken: number;
-  readonly dead: number;
-  readonly ranges: RunRanges;
-  readonly seconds: number;
-  readonly logFile: string;
-  readonly replicaExit: number | null;
-}
-
-interface ErrorRow {
-  readonly ts: number;
-  readonly partition: number;
-  readonly offset: number;
-  readonly service: string;
-  readonly message: string;
-  readonly status: number | null;
-}
-
-/** Reads this run's rows back through LanceDB and checks that the numbers add up. */
-async function summarize(o: DemoOptions, s: SummaryInput): Promise<void> {
-  const opened = await openExistingTable(s.consumer);
-  let scan: Awaited<ReturnType<typeof scanRun>>;
-  let total: number;
-  try {
-    scan = await scanRun(opened.table, s.ranges);
-    total = await opened.table.countRows();
-  } finally {
-    opened.close();
-  }
-  const tablePath = datasetPathOf(lanceUriOf(s.consumer), s.consumer.table);
-  const expected = s.produced - s.dead;
-  o.print(`Demo finished in ${s.seconds.toFixed(0)} s.`);
-  o.print(`Produced      ${s.produced} log lines to ${TOPIC} (${s.broken} broken on purpose)`);
-  o.print(`Dead letters  ${s.dead} records in ${DLQ}, with their reason in the headers`);
-  o.print(
-    `Published     ${scan.rows} rows of this run into the Lance table ${s.consumer.table} (${total} in the table in all)`,
-  );
-  o.print(
-    `Check         ${scan.rows} published = ${s.produced} produced - ${s.dead} dead letters: ${scan.rows === expected ? 'yes' : 'NO'}`,
-  );
-  o.print(`Duplicates    ${scan.duplicates} rows share a (_topic, _partition, _offset)`);
-  o.print(
-    `By level      ${[...scan.levels]
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([l, c]) => `${l} ${c}`)
-      .join('  ')}`,
-  );
-  o.print('Last errors');
-  for (const e of scan.lastErrors)
-    o.print(
-      `  ${new Date(e.ts).toISOString()}  ${TOPIC}[${e.partition}]@${e.offset}  ${e.service}  ${e.status ?? ''} ${e.message}`,
-    );
-  o.print(`Table         ${tablePath}`);
-  o.print(`Python        python3 -c "import lance; print(lance.dataset('${tablePath}').count_rows())"`);
-  o.print(`Logs          ${s.logFile}`);
-  const problems: string[] = [];
-  if (scan.rows !== expected)
-    problems.push(
-      `${scan.rows} rows published, expected ${s.produced} produced - ${s.dead} dead letters = ${expected}`,
-    );
-  if (s.dead !== s.broken)
-    problems.push(`${s.dead} dead letters, but ${s.broken} lines were broken on purpose`);
-  if (scan.duplicates > 0) problems.push(`${scan.duplicates} duplicate (_topic, _partition, _offset) rows`);
-  if (s.replicaExit !== 0) problems.push(`the replica exited with code ${String(s.replicaExit)} on SIGTERM`);
-  if (problems.length > 0) throw new DemoMismatchError(problems);
-}
-
-/**
- * One pass over this run's rows: count by level, duplicates (a bitmap per partition,
- * so memory is one byte per produced record), and the five newest errors.
- */
-async function scanRun(table: lancedb.Table, ranges: RunRanges) {
-  const seen = new Map([...ranges].map(([p, r]) => [p, new Uint8Array(Math.max(0, r.to - r.from))]));
-  const levels = new Map<string, number>();
-  let rows = 0;
-  let duplicates = 0;
-  let lastErrors: ErrorRow[] = [];
-  const query = table
-    .query()
-    .where(rangesFilter(ranges))
-    .select(['level', 'ts', 'service', 'message', 'status', PARTITION_COLUMN, OFFSET_COLUMN]);
-  for await (const batch of query) {
-    const col = (name: string) => batch.getChild(name);
-    const [level, ts, service, message, status, partition, offset] = [
-      col('level'),
-      col('ts'),
-      col('service'),
-      col('message'),
-      col('status'),
-      col(PARTITION_COLUMN),
-      col(OFFSET_COLUMN),
-    ];
-    for (let i = 0; i < batch.numRows; i++) {
-      rows++;
-      const p = Number(partition?.get(i));
-      const off = Number(offset?.get(i));
-      const bits = seen.get(p);
-      const index = off - (ranges.get(p)?.from ?? 0);
-      if (bits && index >= 0 && index < bits.length) {
-        if (bits[index]) duplicates++;
-        bits[index] = 1;
-      }
-      const l = String(level?.get(i));
-      levels.set(l, (levels.get(l) ?? 0) + 1);
-      if (l === 'error') {
-        lastErrors.push({
-          ts: toMs(ts?.get(i)),
-          partition: p,
-          offset: off,
-          service: String(service?.get(i)),
-          message: String(message?.get(i)),
-          status: status?.get(i) == null ? null : Number(status.get(i)),
-        });
-        if (lastErrors.length > 50) lastErrors = newest(lastErrors);
-      }
-    }
-  }
-  return { rows, duplicates, levels, lastErrors: newest(lastErrors) };
-}
-
-/** Newest five by timestamp, then offset. */
-function newest(rows: ErrorRow[]): ErrorRow[] {
-  return rows.sort((a, b) => b.ts - a.ts || b.offset - a.offset).slice(0, 5);
-}
-
-function toMs(value: unknown): number {
-  if (value instanceof Date) return value.getTime();
-  if (typeof value === 'bigint') return Number(value);
-  return Number(value);
 }

@@ -7,7 +7,12 @@ import { KafkaJSBrokerNotFound, KafkaJSConnectionError, KafkaJSNumberOfRetriesEx
  * without touching the error union the pipeline branches on.
  */
 export type CliErrorCode =
-  'CONSUMER_FILE_MISSING' | 'BROKER_UNREACHABLE' | 'TABLE_MISSING' | 'DEMO_MISMATCH' | 'BAD_ARGUMENT';
+  | 'CONSUMER_FILE_MISSING'
+  | 'BROKER_UNREACHABLE'
+  | 'TABLE_MISSING'
+  | 'DEMO_MISMATCH'
+  | 'REPLICA_FAILED'
+  | 'BAD_ARGUMENT';
 
 export class CliError extends Error {
   constructor(

@@ -293,7 +293,7 @@ export function formatInspect(r: InspectReport): string[] {
     out.push(`Lance table ${r.lance.table} at ${r.lance.path}`);
     out.push(
       `  version ${r.lance.version} (${r.lance.versions} versions kept, oldest ${r.lance.oldestVersionAt}), ` +
-        `${r.lance.fragments} fragments (${r.lance.smallFragments} small), ${n(r.lance.rows ?? 0)} rows, ` +
+        `${r.lance.fragments} fragment${r.lance.fragments === 1 ? '' : 's'} (${r.lance.smallFragments} small), ${n(r.lance.rows ?? 0)} rows, ` +
         `${formatBytes(r.lance.bytes ?? 0)}, ${r.lance.indices} indices`,
     );
   } else {

@@ -226,7 +226,7 @@ Example:
     .addOption(
       new Option(
         '--record-bytes <n>',
-        'approximate size of a record in bytes (the message is padded); 0 = natural (~300)',
+        'approximate size of a record in bytes (the message is padded); 0 = natural (~250)',
       )
         .argParser(nonNegativeInt)
         .default(0),
@@ -335,7 +335,7 @@ Example:
       });
       const r = await compact(consumer, opts.retention);
       const shape = (x: typeof r.before) =>
-        `${x.fragments} fragments (${x.smallFragments} small), ${x.versions} versions (current ${x.version}), ${x.rows} rows, ${formatBytes(x.bytes)}`;
+        `${plural(x.fragments, 'fragment')} (${x.smallFragments} small), ${plural(x.versions, 'version')} (current ${x.version}), ${x.rows} rows, ${formatBytes(x.bytes)}`;
       console.log(`Lance table ${consumer.table} at ${r.path}`);
       console.log(`  before: ${shape(r.before)}`);
       console.log(`  after:  ${shape(r.after)}`);
@@ -376,6 +376,8 @@ interface ProduceCliOptions {
   partitions: number;
   brokers?: string[];
 }
+
+const plural = (count: number, noun: string): string => `${count} ${noun}${count === 1 ? '' : 's'}`;
 
 function formatDuration(ms: number): string {
   for (const [unit, size] of [

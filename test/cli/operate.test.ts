@@ -175,7 +175,7 @@ describe('compact', () => {
     expect(out.stderr).toBe('');
     expect(out.status).toBe(0);
     expect(out.stdout).toMatch(/before: 20 fragments .*20 versions .*20 rows/);
-    expect(out.stdout).toMatch(/after: {2}1 fragments .*, 20 rows/);
+    expect(out.stdout).toMatch(/after: {2}1 fragment .*, 20 rows/);
 
     const reopened = await (await lancedb.connect(uri)).openTable('logs');
     expect((await reopened.stats()).fragmentStats.numFragments).toBe(1);
