@@ -1,7 +1,7 @@
 import type * as lancedb from '@lancedb/lancedb';
 import type { ResolvedConsumer } from '../config';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
-import { DemoMismatchError } from './errors';
+import { DemoMismatchError, TableMissingError } from './errors';
 import { datasetPathOf, lanceUriOf, openExistingTable, quote } from './lance-read';
 
 export const TOPIC = 'app-logs';
@@ -41,6 +41,13 @@ export interface SummaryInput {
   readonly replicaExit: number | null;
 }
 
+interface RunScan {
+  readonly rows: number;
+  readonly duplicates: number;
+  readonly levels: ReadonlyMap<string, number>;
+  readonly lastErrors: readonly ErrorRow[];
+}
+
 interface ErrorRow {
   readonly ts: number;
   readonly partition: number;
@@ -52,14 +59,20 @@ interface ErrorRow {
 
 /** Reads this run's rows back through LanceDB and checks that the numbers add up. */
 export async function summarize(print: (line: string) => void, s: SummaryInput): Promise<void> {
-  const opened = await openExistingTable(s.consumer);
-  let scan: Awaited<ReturnType<typeof scanRun>>;
-  let total: number;
-  try {
-    scan = await scanRun(opened.table, s.ranges);
-    total = await opened.table.countRows();
-  } finally {
-    opened.close();
+  // A run that published nothing has no table: that is a mismatch to report, not a crash.
+  const opened = await openExistingTable(s.consumer).catch((error: unknown) => {
+    if (error instanceof TableMissingError) return undefined;
+    throw error;
+  });
+  let scan: RunScan = { rows: 0, duplicates: 0, levels: new Map(), lastErrors: [] };
+  let total = 0;
+  if (opened) {
+    try {
+      scan = await scanRun(opened.table, s.ranges);
+      total = await opened.table.countRows();
+    } finally {
+      opened.close();
+    }
   }
   const tablePath = datasetPathOf(lanceUriOf(s.consumer), s.consumer.table);
   const expected = s.produced - s.dead;
@@ -103,7 +116,7 @@ export async function summarize(print: (line: string) => void, s: SummaryInput):
  * One pass over this run's rows: count by level, duplicates (a bitmap per partition,
  * so memory is one byte per produced record), and the five newest errors.
  */
-async function scanRun(table: lancedb.Table, ranges: RunRanges) {
+async function scanRun(table: lancedb.Table, ranges: RunRanges): Promise<RunScan> {
   const seen = new Map([...ranges].map(([p, r]) => [p, new Uint8Array(Math.max(0, r.to - r.from))]));
   const levels = new Map<string, number>();
   let rows = 0;
