@@ -1,6 +1,6 @@
 import type { ResolvedConsumer } from '../config';
 import { CliError } from './errors';
-import { openExistingTable, tableShape, type TableShape } from './lance-read';
+import { datasetPathOf, openExistingTable, tableShape, type TableShape } from './lance-read';
 
 /** LanceDB's own default for version cleanup (OptimizeOptions.cleanupOlderThan). */
 export const DEFAULT_RETENTION = '7d';
@@ -53,7 +53,7 @@ export async function compact(consumer: ResolvedConsumer, retentionMs: number): 
     await opened.table.checkoutLatest();
     const after = await tableShape(opened.table);
     return {
-      path: opened.uri,
+      path: datasetPathOf(opened.uri, consumer.table),
       retentionMs,
       before,
       after,

@@ -228,7 +228,12 @@ async function deadLetters(
     const ends = await topicEnds(admin, target.topic);
     if (!ends) return { sink: 'topic', target: target.topic, count: 0, note: 'topic does not exist yet' };
     // Every dead letter is one record of the DLQ topic: its log-end offsets add up to the count.
-    return { sink: 'topic', target: target.topic, count: ends.reduce((n, e) => n + e.high, 0) };
+    return {
+      sink: 'topic',
+      target: target.topic,
+      count: ends.reduce((n, e) => n + e.high, 0),
+      note: 'log-end sum of the topic: every dead letter written to it, by any run',
+    };
   }
   const file = path.resolve(
     target?.file ?? path.join(consumer.dataDir, 'dead-letter', `${consumer.name}.jsonl`),

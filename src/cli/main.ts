@@ -380,6 +380,7 @@ interface ProduceCliOptions {
 const plural = (count: number, noun: string): string => `${count} ${noun}${count === 1 ? '' : 's'}`;
 
 function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
   for (const [unit, size] of [
     ['d', 86_400_000],
     ['h', 3_600_000],
