@@ -9,7 +9,7 @@ import { parsePartName } from '../staging/part-name';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { tableStagingDir } from '../staging/table-staging';
 import { BrokerUnreachableError, TableMissingError } from './errors';
-import { committedOffsets, connectAdmin, partitionKey, topicEnds } from './kafka-admin';
+import { committedOffsets, connectAdmin, partitionKey, topicEnds, type PartitionEnds } from './kafka-admin';
 import {
   datasetPathOf,
   lanceUriOf,
@@ -58,6 +58,8 @@ export interface InspectReport {
     readonly brokers: readonly string[];
     readonly reachable: boolean;
     readonly error?: string;
+    /** Topics of the definition that the broker does not have. */
+    readonly missingTopics: readonly string[];
   };
   readonly partitions: readonly PartitionReport[];
   readonly staging: {
@@ -104,10 +106,18 @@ export async function inspect(consumer: ResolvedConsumer): Promise<InspectReport
     try {
       const shape = opened ? await tableShape(opened.table) : undefined;
       const partitions: PartitionReport[] = [];
+      const missingTopics: string[] = [];
       if (admin) {
-        const committed = await committedOffsets(admin, consumer.groupId, topics);
+        const endsOf = new Map<string, PartitionEnds[]>();
         for (const topic of topics) {
-          for (const end of (await topicEnds(admin, topic)) ?? []) {
+          const ends = await topicEnds(admin, topic);
+          if (ends) endsOf.set(topic, ends);
+          else missingTopics.push(topic);
+        }
+        // Asking for a missing topic's offsets fails the whole request: ask only for those that exist.
+        const committed = await committedOffsets(admin, consumer.groupId, [...endsOf.keys()]);
+        for (const [topic, ends] of endsOf) {
+          for (const end of ends) {
             const c = committed.get(partitionKey(topic, end.partition));
             const committedOffset = c === undefined || c < 0 ? null : c;
             const lanceRows = opened
@@ -143,6 +153,7 @@ export async function inspect(consumer: ResolvedConsumer): Promise<InspectReport
         kafka: {
           brokers: consumer.brokers,
           reachable: admin !== undefined,
+          missingTopics,
           ...(kafkaError ? { error: kafkaError } : {}),
         },
         partitions,
@@ -319,6 +330,10 @@ export function formatInspect(r: InspectReport): string[] {
       n(p.lag),
     ]);
     out.push(...table(['partition', 'Lance rows', 'Lance max _offset', 'committed', 'log end', 'lag'], rows));
+    for (const t of r.kafka.missingTopics)
+      out.push(
+        `  topic ${t} does not exist on ${r.kafka.brokers.join(',')}: create it, or fix the definition`,
+      );
   }
   out.push('');
   const s = r.staging;
