@@ -1,154 +1,314 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import * as net from 'node:net';
 import * as path from 'node:path';
-import { Kafka, Partitioners, logLevel } from 'kafkajs';
-import type { Logger } from '../common/logger';
-import { brokersFromEnv } from '../config';
-import type { Metrics } from '../metrics/metrics';
-import { Replica } from '../replica';
+import { Kafka, logLevel } from 'kafkajs';
+import { brokersFromEnv, loadConsumer, type ResolvedConsumer } from '../config';
+import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import { DLQ, TOPIC, publishedInRanges, summarize, type RunRanges } from './demo-summary';
+import { CliError, TableMissingError } from './errors';
+import { connectAdmin, topicEnds, type PartitionEnds } from './kafka-admin';
+import { openExistingTable, quote } from './lance-read';
+import { badCount } from './log-records';
+import { KAFKA_LOCAL, ROOT } from './paths';
+import { produce } from './produce';
 
 export interface DemoOptions {
   readonly seconds: number;
   readonly rate: number;
   readonly dataDir: string;
-  readonly metrics: Metrics;
-  readonly logger: Logger;
+  /** Level of the replica's JSON logs (they go to a file under the data dir). */
+  readonly logLevel: string;
+  /** A summary line (stdout). */
   readonly print: (line: string) => void;
+  /** The progress line: replaces the previous one on a terminal; `final` is the last one, always shown. */
+  readonly progress: (line: string, final?: boolean) => void;
 }
 
-// The repository: two levels up from src/cli, three from dist/src/cli.
-const UP = path.resolve(__dirname, '../..');
-const ROOT = path.basename(UP) === 'dist' ? path.dirname(UP) : UP;
-const KAFKA_LOCAL = path.join(ROOT, 'deploy/kafka-local/kafka-local');
+const BIN = path.join(ROOT, 'bin/kafka-lance');
 const CONSUMER = path.join(ROOT, 'consumers/app-logs.ts');
-const TOPIC = 'app-logs';
-const SERVICES = ['checkout', 'payments', 'search', 'auth', 'inventory', 'shipping'];
-const MESSAGES = [
-  'request handled',
-  'cache miss',
-  'upstream timeout',
-  'payment declined',
-  'user signed in',
-  'retrying',
-];
+const PARTITIONS = 6;
+/** One line in 200 is broken on purpose, to show the dead-letter topic at work. */
+const BAD_RATIO = 0.005;
+const SETTLE_TIMEOUT_MS = 120_000;
 
-/** One realistic log line; about 1 in 200 is broken on purpose, to show the dead-letter topic at work. */
-function logLine(n: number, now: number): string {
-  if (n % 200 === 199)
-    return n % 400 === 399 ? '{"ts": "not a time", "level": "info"' : `plain text line ${n}`;
-  const service = SERVICES[n % SERVICES.length]!;
-  const status = [200, 200, 200, 201, 404, 500, 402][n % 7]!;
-  return JSON.stringify({
-    ts: new Date(now).toISOString(),
-    level: status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info',
-    service,
-    host: `${service}-7d9f-${n % 4}`,
-    message: MESSAGES[n % MESSAGES.length],
-    status,
-    latency_ms: Math.round(((n * 7919) % 100_000) / 10) / 10,
-    trace_id: (BigInt(n) * 2654435761n).toString(16).padStart(32, '0'),
-    attrs: { region: ['eu-west-1', 'us-east-1'][n % 2], attempt: n % 3 },
+/**
+ * The demo: an embedded broker unless brokers are configured, one replica of the
+ * app-logs consumer as a child process (`kafka-lance run`, its JSON logs into a file
+ * under the data dir), a producer of realistic logs, a progress line, and a summary
+ * read back from the Lance table. The numbers must add up, or the demo fails.
+ */
+export async function runDemo(o: DemoOptions): Promise<void> {
+  const dataDir = path.resolve(o.dataDir);
+  const logFile = path.join(
+    dataDir,
+    'logs',
+    `demo-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}.log`,
+  );
+  mkdirSync(path.dirname(logFile), { recursive: true });
+  o.print(`Logs of this run: ${logFile}`);
+  const embedded = startEmbeddedBrokerIfNeeded(o);
+  const brokers = embedded.brokers;
+  const started = Date.now();
+  const kafka = new Kafka({
+    clientId: 'kafka-lance-demo',
+    brokers,
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 3_000,
   });
+  const admin = await connectAdmin(kafka, brokers);
+  let replica: ChildProcess | undefined;
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = [
+      { topic: TOPIC, numPartitions: PARTITIONS },
+      { topic: DLQ, numPartitions: 1 },
+    ].filter((t) => !existing.has(t.topic));
+    if (missing.length > 0) await admin.createTopics({ topics: missing, waitForLeaders: true });
+    const startEnds = (await topicEnds(admin, TOPIC))!;
+    const dlqStart = sumHigh(await topicEnds(admin, DLQ));
+    const consumer = loadConsumer(CONSUMER, process.env, { brokers, dataDir });
+    await refuseForeignTable(consumer, startEnds);
+
+    const port = await freePort();
+    replica = startReplica(brokers, dataDir, port, o.logLevel, logFile);
+    await waitReady(replica, port, logFile);
+
+    const count = o.seconds * o.rate;
+    let produced = 0;
+    const line = async () => {
+      const m = await scrape(port);
+      return (
+        `${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  produced ${produced}/${count}  ` +
+        `staged ${m.staged}  published ${m.published}  dead letters ${m.dead}  lag ${m.lag}`
+      );
+    };
+    // A scrape still in flight when the run settles must not print after the final line.
+    let settling = false;
+    const timer = setInterval(
+      () =>
+        void line().then(
+          (l) => settling || o.progress(l),
+          () => undefined,
+        ),
+      1_000,
+    );
+    let ranges: RunRanges = new Map();
+    try {
+      await produce({
+        brokers,
+        topic: TOPIC,
+        rate: o.rate,
+        count,
+        recordBytes: 0,
+        badRatio: BAD_RATIO,
+        partitions: PARTITIONS,
+        onSent: (n) => (produced = n),
+      });
+      const endEnds = (await topicEnds(admin, TOPIC))!;
+      ranges = new Map(
+        endEnds.map((e) => [
+          e.partition,
+          { from: startEnds.find((s) => s.partition === e.partition)?.high ?? 0, to: e.high },
+        ]),
+      );
+      // Parts seal after a few seconds; wait until every record of the run is published or dead-lettered.
+      const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+      let settled = { published: 0, dead: 0 };
+      for (;;) {
+        settled = {
+          published: await publishedInRanges(consumer, ranges),
+          dead: sumHigh(await topicEnds(admin, DLQ)) - dlqStart,
+        };
+        if (
+          settled.published + settled.dead >= produced ||
+          Date.now() > deadline ||
+          replica.exitCode !== null
+        )
+          break;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+      settling = true;
+      clearInterval(timer);
+      o.progress(
+        `${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  produced ${produced}/${count}  ` +
+          `in Lance ${settled.published}  dead letters ${settled.dead}`,
+        true,
+      );
+    } finally {
+      clearInterval(timer);
+    }
+    const stopped = await stopReplica(replica);
+    replica = undefined;
+    o.print('');
+    await summarize(o.print, {
+      consumer,
+      produced,
+      broken: badCount(produced, BAD_RATIO),
+      dead: sumHigh(await topicEnds(admin, DLQ)) - dlqStart,
+      ranges,
+      seconds: (Date.now() - started) / 1000,
+      logFile,
+      replicaExit: stopped,
+    });
+  } finally {
+    if (replica) await stopReplica(replica);
+    await admin.disconnect();
+    if (embedded.started) {
+      spawnSync(KAFKA_LOCAL, ['stop'], { stdio: 'ignore' });
+      o.print('Stopped the embedded broker.');
+    }
+  }
+}
+
+function startEmbeddedBrokerIfNeeded(o: DemoOptions): { brokers: string[]; started: boolean } {
+  const configured = brokersFromEnv();
+  if (configured) return { brokers: configured, started: false };
+  o.print(
+    'No KAFKA_BOOTSTRAP_SERVERS: starting the embedded Kafka broker (first run fetches its jars with Maven)…',
+  );
+  const status = spawnSync(KAFKA_LOCAL, ['status'], { encoding: 'utf8' });
+  const start = spawnSync(KAFKA_LOCAL, ['start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (start.status !== 0) {
+    throw new CliError(
+      'BROKER_UNREACHABLE',
+      `the embedded broker did not start:\n${start.stdout}${start.stderr}\nIt needs Java 17+ and Maven; or point the demo at a running broker with KAFKA_BOOTSTRAP_SERVERS=host:port.`,
+    );
+  }
+  o.print(start.stdout.trim());
+  return { brokers: [`127.0.0.1:${process.env.KAFKA_LOCAL_PORT ?? 9092}`], started: status.status !== 0 };
 }
 
 /**
- * The demo: an embedded broker unless brokers are configured, the app-logs consumer
- * as one replica, a producer writing realistic logs for a while, progress as it goes,
- * and a summary of what landed in Lance.
+ * A data dir left by a run against another broker holds rows at offsets this broker's
+ * log has not reached yet: this run's rows would collide with them. Refuse up front.
  */
-export async function runDemo(o: DemoOptions): Promise<void> {
-  let startedBroker = false;
-  let brokers = brokersFromEnv();
-  if (!brokers) {
-    o.print(
-      'No KAFKA_BOOTSTRAP_SERVERS: starting the embedded Kafka broker (first run fetches its jars with Maven)…',
-    );
-    const status = spawnSync(KAFKA_LOCAL, ['status'], { encoding: 'utf8' });
-    const start = spawnSync(KAFKA_LOCAL, ['start'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    if (start.status !== 0) throw new Error(`the embedded broker did not start:\n${start.stdout}`);
-    startedBroker = status.status !== 0;
-    o.print(start.stdout.trim());
-    brokers = [`127.0.0.1:${process.env.KAFKA_LOCAL_PORT ?? 9092}`];
-  }
-  const kafka = new Kafka({ clientId: 'kafka-lance-demo', brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({
-    topics: [
-      { topic: TOPIC, numPartitions: 6 },
-      { topic: `${TOPIC}.dlq`, numPartitions: 1 },
-    ],
-    waitForLeaders: true,
+async function refuseForeignTable(consumer: ResolvedConsumer, ends: readonly PartitionEnds[]): Promise<void> {
+  const opened = await openExistingTable(consumer).catch((error: unknown) => {
+    if (error instanceof TableMissingError) return undefined;
+    throw error;
   });
-  const replica = await Replica.start({
-    consumerPath: CONSUMER,
-    overrides: { brokers, dataDir: o.dataDir },
-    logger: o.logger,
-    metrics: o.metrics,
-  });
-  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
-  await producer.connect();
-  const value = async (name: string) => {
-    const m = (await o.metrics.registry.getSingleMetric(name)?.get())?.values ?? [];
-    return m.reduce((n, v) => n + v.value, 0);
-  };
-  const started = Date.now();
-  let produced = 0;
-  let broken = 0;
-  const progress = setInterval(() => {
-    void Promise.all([
-      value('kafka_lance_staged_records_total'),
-      value('kafka_lance_published_records_total'),
-      value('kafka_lance_dead_letter_records_total'),
-      value('kafka_lance_consumer_lag'),
-    ]).then(([staged, published, dead, lag]) =>
-      o.print(
-        `${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  produced ${produced}  staged ${staged}  published ${published}  dead letters ${dead}  lag ${lag}`,
-      ),
-    );
-  }, 2_000);
+  if (!opened) return;
   try {
-    const tickMs = 100;
-    for (let t = 0; t < (o.seconds * 1000) / tickMs; t++) {
-      const batch = Math.max(1, Math.round((o.rate * tickMs) / 1000));
-      const now = Date.now();
-      const messages = Array.from({ length: batch }, (_, i) => ({ value: logLine(produced + i, now) }));
-      broken += messages.filter((_, i) => (produced + i) % 200 === 199).length;
-      await producer.send({ topic: TOPIC, acks: -1, messages });
-      produced += batch;
-      await new Promise((r) => setTimeout(r, Math.max(0, now + tickMs - Date.now())));
-    }
-    // Wait for the last records to be published (parts seal after a few seconds).
-    const deadline = Date.now() + 60_000;
-    while (
-      (await value('kafka_lance_published_records_total')) < produced - broken &&
-      Date.now() < deadline
-    ) {
-      await new Promise((r) => setTimeout(r, 500));
+    const ahead = await opened.table.countRows(
+      `${TOPIC_COLUMN} = ${quote(TOPIC)} AND (${ends.map((e) => `(${PARTITION_COLUMN} = ${e.partition} AND ${OFFSET_COLUMN} >= ${e.high})`).join(' OR ')})`,
+    );
+    if (ahead > 0) {
+      throw new CliError(
+        'DEMO_MISMATCH',
+        `${consumer.dataDir} holds ${ahead} rows at offsets that ${TOPIC} on this broker has not reached: it was filled from another broker. Use a fresh --data-dir (or delete this one).`,
+      );
     }
   } finally {
-    clearInterval(progress);
-    await producer.disconnect();
+    opened.close();
   }
-  const published = await value('kafka_lance_published_records_total');
-  const dead = await value('kafka_lance_dead_letter_records_total');
-  await replica.stop();
-  await admin.disconnect();
-  const lance = path.join(replica.consumer.dataDir, 'lance');
-  o.print('');
-  o.print(`Produced ${produced} log lines (${broken} broken on purpose) to topic ${TOPIC}.`);
-  o.print(`Published ${published} rows into the Lance table ${replica.consumer.table} at ${lance}`);
-  o.print(
-    `(this run; earlier runs' rows stay in the table); ${dead} records went to ${TOPIC}.dlq with their reason.`,
-  );
-  o.print('Read it from Python:');
-  o.print(
-    `  python3 -c "import lancedb; t = lancedb.connect('${lance}').open_table('${replica.consumer.table}'); print(t.count_rows()); print(t.head(3))"`,
-  );
-  if (startedBroker) {
-    spawnSync(KAFKA_LOCAL, ['stop'], { stdio: 'ignore' });
-    o.print('Stopped the embedded broker.');
+}
+
+function startReplica(
+  brokers: readonly string[],
+  dataDir: string,
+  port: number,
+  level: string,
+  logFile: string,
+): ChildProcess {
+  // The replica runs as `kafka-lance run` in a child: its JSON logs (and its workers') go to the file, not the terminal.
+  const fd = openSync(logFile, 'a');
+  try {
+    return spawn(
+      process.execPath,
+      [
+        BIN,
+        'run',
+        '-c',
+        CONSUMER,
+        '--data-dir',
+        dataDir,
+        '--brokers',
+        brokers.join(','),
+        '--log-level',
+        level,
+        '--metrics-port',
+        String(port),
+        '--metrics-host',
+        '127.0.0.1',
+      ],
+      { stdio: ['ignore', fd, fd] },
+    );
+  } finally {
+    closeSync(fd);
   }
+}
+
+async function waitReady(child: ChildProcess, port: number, logFile: string): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new CliError(
+        'REPLICA_FAILED',
+        `the replica exited (code ${child.exitCode}) before it was ready; its log: ${logFile}\n${tail(logFile)}`,
+      );
+    }
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new CliError(
+    'REPLICA_FAILED',
+    `the replica did not join the group within 90 s; its log: ${logFile}\n${tail(logFile)}`,
+  );
+}
+
+/** SIGTERM: the replica stops fetching, flushes, commits and finishes its publication, then exits 0. */
+async function stopReplica(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const code = await exited;
+  clearTimeout(timer);
+  return code;
+}
+
+function tail(file: string, lines = 10): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const sumHigh = (ends: readonly PartitionEnds[] | undefined): number =>
+  (ends ?? []).reduce((n, e) => n + e.high, 0);
+
+/** Sums of the replica's counters from its /metrics page (Prometheus text format). */
+async function scrape(
+  port: number,
+): Promise<{ staged: number; published: number; dead: number; lag: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const sum = (name: string) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  return {
+    staged: sum('kafka_lance_staged_records_total'),
+    published: sum('kafka_lance_published_records_total'),
+    dead: sum('kafka_lance_dead_letter_records_total'),
+    lag: sum('kafka_lance_consumer_lag'),
+  };
 }

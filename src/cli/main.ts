@@ -1,10 +1,14 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { errorMessage } from '../common/errors';
 import { createLogger } from '../common/logger';
-import { ConfigError, loadConsumer } from '../config';
+import { ConfigError, brokersFromEnv, loadConsumer } from '../config';
 import { Metrics } from '../metrics/metrics';
 import { startMetricsServer } from '../metrics/server';
 import { Replica } from '../replica';
+import { DEFAULT_RETENTION, compact, parseDuration } from './compact';
+import { BrokerUnreachableError, CliError, isConnectionFailure } from './errors';
+import { formatBytes, formatInspect, inspect } from './inspect';
+import { packageVersion, requireConsumerFile } from './paths';
 
 const SHUTDOWN_TIMEOUT_MS = Number(process.env.KAFKA_LANCE_SHUTDOWN_TIMEOUT_MS ?? 25_000);
 
@@ -13,6 +17,31 @@ function positiveInt(value: string): number {
   if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive integer');
   return n;
 }
+
+function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError('expected 0 or a positive integer');
+  return n;
+}
+
+function ratio(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('expected a number from 0 to 1');
+  return n;
+}
+
+function duration(value: string): number {
+  try {
+    return parseDuration(value);
+  } catch (error) {
+    throw new InvalidArgumentError(errorMessage(error));
+  }
+}
+
+const consumerOption = () =>
+  new Option('-c, --consumer <file>', 'consumer definition (.ts, .js or .json), e.g. consumers/app-logs.ts')
+    .makeOptionMandatory()
+    .argParser((file) => requireConsumerFile(file));
 
 const brokersOption = new Option(
   '--brokers <list>',
@@ -31,6 +60,7 @@ export function buildCli(): Command {
     .description(
       'Consume Kafka topics in consumer groups, stage records durably as Arrow IPC, publish them into Lance tables exactly once.',
     )
+    .version(packageVersion(), '-V, --version', 'print the version (from package.json)')
     .showHelpAfterError();
 
   program
@@ -38,10 +68,7 @@ export function buildCli(): Command {
     .description(
       'Run one replica of a consumer: consume, stage durably, commit offsets once staged. Start more replicas with the same definition to scale; SIGTERM or SIGINT stops it gracefully (a second signal exits at once).',
     )
-    .requiredOption(
-      '-c, --consumer <file>',
-      'consumer definition (.ts, .js or .json), e.g. consumers/app-logs.ts',
-    )
+    .addOption(consumerOption())
     .addOption(brokersOption)
     .addOption(dataDirOption)
     .addOption(logLevelOption)
@@ -60,7 +87,18 @@ export function buildCli(): Command {
         .argParser(positiveInt)
         .hideHelp(),
     )
+    .addHelpText(
+      'after',
+      `
+Example:
+  KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 kafka-lance run -c consumers/app-logs.ts --data-dir /var/lib/kafka-lance`,
+    )
     .action(async (opts: RunOptions) => {
+      // Resolved here too, so that an unreachable broker can be reported by its address.
+      const { brokers } = loadConsumer(opts.consumer, process.env, {
+        brokers: opts.brokers,
+        dataDir: opts.dataDir,
+      });
       const logger = createLogger({ level: opts.logLevel as 'info' });
       const metrics = new Metrics();
       const running: { replica?: Replica } = {};
@@ -112,7 +150,9 @@ export function buildCli(): Command {
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
-      const replica = await starting;
+      const replica = await starting.catch((error: unknown) => {
+        throw isConnectionFailure(error) ? new BrokerUnreachableError(brokers, error) : error;
+      });
       running.replica = replica;
       const error = await replica.failed;
       logger.fatal(
@@ -125,30 +165,196 @@ export function buildCli(): Command {
   program
     .command('demo')
     .description(
-      'Run the app-logs pipeline end to end: an embedded Kafka broker (unless KAFKA_BOOTSTRAP_SERVERS is set), one replica of consumers/app-logs.ts, a producer of realistic logs, progress every 2 s, then a summary of the Lance table.',
+      'Run the app-logs pipeline end to end: an embedded Kafka broker (unless KAFKA_BOOTSTRAP_SERVERS is set), one replica of consumers/app-logs.ts, a producer of realistic logs, a progress line, then a summary read back from the Lance table. Exits non-zero when the numbers do not add up.',
     )
     .addOption(new Option('--seconds <n>', 'how long to produce').argParser(positiveInt).default(30))
     .addOption(new Option('--rate <n>', 'log lines per second').argParser(positiveInt).default(5_000))
-    .addOption(new Option('--data-dir <dir>', 'staging, ledger and Lance table').default('data/demo'))
-    .addOption(new Option('--log-level <level>', 'JSON log level (stderr)').default('warn'))
+    .addOption(
+      new Option('--data-dir <dir>', 'staging, ledger, logs and the Lance table').default('data/demo'),
+    )
+    .addOption(
+      new Option('--log-level <level>', "level of the replica's JSON logs (written to <data-dir>/logs/)")
+        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace'])
+        .default('info'),
+    )
+    .addHelpText(
+      'after',
+      `
+Example:
+  kafka-lance demo --seconds 10 --rate 2000 --data-dir /tmp/kl-demo`,
+    )
     .action(async (opts: { seconds: number; rate: number; dataDir: string; logLevel: string }) => {
       const { runDemo } = await import('./demo');
+      const tty = process.stdout.isTTY;
+      let lastProgress = 0;
       await runDemo({
         seconds: opts.seconds,
         rate: opts.rate,
         dataDir: opts.dataDir,
-        metrics: new Metrics(),
-        logger: createLogger({ level: opts.logLevel as 'warn' }, process.stderr),
-        print: (line) => console.log(line),
+        logLevel: opts.logLevel,
+        print: (line) => {
+          if (tty && lastProgress > 0) process.stdout.write('\n');
+          lastProgress = 0;
+          console.log(line);
+        },
+        progress: (line, final) => {
+          // On a terminal one line is rewritten in place; elsewhere (CI, a pipe) one line every 5 s.
+          if (tty) {
+            process.stdout.write(`\r\x1b[K${line}`);
+            lastProgress = 1;
+          } else if (final || Date.now() - lastProgress >= 5_000) {
+            console.log(line);
+            lastProgress = Date.now();
+          }
+        },
       });
       process.exit(0);
     });
 
   program
+    .command('produce')
+    .description(
+      'Load generator: write realistic JSON log records (the app-logs shape) to a topic, a share of them undecodable on purpose; creates the topic when it is missing.',
+    )
+    .requiredOption('-t, --topic <name>', 'topic to write to')
+    .addOption(new Option('--count <n>', 'records to write').argParser(positiveInt).default(10_000))
+    .addOption(
+      new Option('--rate <n>', 'records per second; 0 = as fast as possible')
+        .argParser(nonNegativeInt)
+        .default(0),
+    )
+    .addOption(
+      new Option(
+        '--record-bytes <n>',
+        'approximate size of a record in bytes (the message is padded); 0 = natural (~250)',
+      )
+        .argParser(nonNegativeInt)
+        .default(0),
+    )
+    .addOption(
+      new Option('--bad-ratio <r>', 'share of records that are not JSON (dead letters), 0 to 1')
+        .argParser(ratio)
+        .default(0),
+    )
+    .addOption(
+      new Option('--partitions <n>', 'partitions of the topic when it is created')
+        .argParser(positiveInt)
+        .default(6),
+    )
+    .addOption(
+      new Option(
+        '--brokers <list>',
+        'comma-separated bootstrap brokers (default: KAFKA_BOOTSTRAP_SERVERS, KAFKA_BROKERS, else the local broker 127.0.0.1:9092)',
+      ).argParser((v) => v.split(',').map((b) => b.trim())),
+    )
+    .addHelpText(
+      'after',
+      `
+Example:
+  kafka-lance produce --topic app-logs --count 100000 --rate 5000 --record-bytes 512 --bad-ratio 0.01 --partitions 6`,
+    )
+    .action(async (opts: ProduceCliOptions) => {
+      const { produce } = await import('./produce');
+      const brokers = opts.brokers ??
+        brokersFromEnv() ?? [`127.0.0.1:${process.env.KAFKA_LOCAL_PORT ?? 9092}`];
+      const result = await produce({
+        brokers,
+        topic: opts.topic,
+        count: opts.count,
+        rate: opts.rate,
+        recordBytes: opts.recordBytes,
+        badRatio: opts.badRatio,
+        partitions: opts.partitions,
+        progress: (line) => console.error(line),
+      });
+      console.log(
+        `produced ${result.produced} records (${result.bad} undecodable on purpose) to ${result.topic}` +
+          ` (${result.partitions} partitions${result.created ? ', created' : ''}) in ${result.seconds.toFixed(1)} s:` +
+          ` ${Math.round(result.produced / Math.max(result.seconds, 0.001))} records/s,` +
+          ` ${Math.round(result.bytes / Math.max(result.produced, 1))} bytes/record on average`,
+      );
+    });
+
+  program
+    .command('inspect')
+    .description(
+      'Show the state of a consumer: its Lance table (versions, fragments, rows), per partition the highest _offset in Lance vs the committed offset vs the log end, staging parts, publication ledger and dead letters. Reads only.',
+    )
+    .addOption(consumerOption())
+    .addOption(brokersOption)
+    .addOption(dataDirOption)
+    .option('--json', 'print the report as JSON')
+    .addHelpText(
+      'after',
+      `
+Example:
+  kafka-lance inspect -c consumers/app-logs.ts --data-dir data/demo --brokers 127.0.0.1:9092
+  kafka-lance inspect -c consumers/app-logs.ts --data-dir data/demo --json | jq .partitions`,
+    )
+    .action(async (opts: { consumer: string; brokers?: string[]; dataDir?: string; json?: boolean }) => {
+      const consumer = loadConsumer(opts.consumer, process.env, {
+        brokers: opts.brokers,
+        dataDir: opts.dataDir,
+      });
+      const report = await inspect(consumer);
+      if (opts.json) console.log(JSON.stringify(report, null, 2));
+      else for (const line of formatInspect(report)) console.log(line);
+      // The local part of the report is still worth printing; the exit code says it is partial.
+      if (!report.kafka.reachable) {
+        console.error(`kafka-lance: ${report.kafka.error ?? 'broker unreachable'}`);
+        process.exitCode = 1;
+      }
+    });
+
+  program
+    .command('compact')
+    .description(
+      'Compact the Lance table of a consumer (LanceDB optimize: merge small fragments, update indexes) and remove versions older than --retention. Safe while replicas run.',
+    )
+    .addOption(consumerOption())
+    .addOption(dataDirOption)
+    .addOption(
+      new Option(
+        '--retention <duration>',
+        "keep versions newer than this (e.g. 30m, 1h, 7d); LanceDB's default is 7d",
+      )
+        .argParser(duration)
+        .default(parseDuration(DEFAULT_RETENTION), DEFAULT_RETENTION),
+    )
+    .addHelpText(
+      'after',
+      `
+Example:
+  kafka-lance compact -c consumers/app-logs.ts --data-dir data/demo --retention 1h`,
+    )
+    .action(async (opts: { consumer: string; dataDir?: string; retention: number }) => {
+      // Compaction needs no broker: any value satisfies the definition's broker check.
+      const consumer = loadConsumer(opts.consumer, process.env, {
+        brokers: brokersFromEnv() ?? ['(not needed)'],
+        dataDir: opts.dataDir,
+      });
+      const r = await compact(consumer, opts.retention);
+      const shape = (x: typeof r.before) =>
+        `${plural(x.fragments, 'fragment')} (${x.smallFragments} small), ${plural(x.versions, 'version')} (current ${x.version}), ${x.rows} rows, ${formatBytes(x.bytes)}`;
+      console.log(`Lance table ${consumer.table} at ${r.path}`);
+      console.log(`  before: ${shape(r.before)}`);
+      console.log(`  after:  ${shape(r.after)}`);
+      console.log(
+        `  compaction merged ${r.fragmentsRemoved} fragments into ${r.fragmentsAdded}; cleanup removed ${r.versionsRemoved} versions older than ${formatDuration(r.retentionMs)} (${formatBytes(r.bytesRemoved)})`,
+      );
+    });
+
+  program
     .command('validate')
     .description('Check a consumer definition without connecting; exits non-zero with field-named errors.')
-    .requiredOption('-c, --consumer <file>', 'consumer definition (.ts, .js or .json)')
+    .addOption(consumerOption())
     .addOption(brokersOption)
+    .addHelpText(
+      'after',
+      `
+Example:
+  kafka-lance validate -c consumers/app-logs.ts`,
+    )
     .action((opts: { consumer: string; brokers?: string[] }) => {
       const consumer = loadConsumer(opts.consumer, process.env, {
         brokers: opts.brokers ?? ['(not checked)'],
@@ -159,6 +365,31 @@ export function buildCli(): Command {
       );
     });
   return program;
+}
+
+interface ProduceCliOptions {
+  topic: string;
+  count: number;
+  rate: number;
+  recordBytes: number;
+  badRatio: number;
+  partitions: number;
+  brokers?: string[];
+}
+
+const plural = (count: number, noun: string): string => `${count} ${noun}${count === 1 ? '' : 's'}`;
+
+function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
 }
 
 interface RunOptions {
@@ -184,6 +415,10 @@ export function runCli(argv: readonly string[] = process.argv): void {
       if (error instanceof ConfigError) {
         console.error(error.message);
         process.exit(2);
+      }
+      if (error instanceof CliError) {
+        console.error(`kafka-lance: ${error.message}`);
+        process.exit(error.code === 'CONSUMER_FILE_MISSING' || error.code === 'BAD_ARGUMENT' ? 2 : 1);
       }
       console.error(`kafka-lance: ${errorMessage(error)}`);
       process.exit(1);

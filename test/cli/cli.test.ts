@@ -11,6 +11,47 @@ const run = (...args: string[]) =>
   });
 
 describe('kafka-lance CLI', () => {
+  test('--version prints the version in package.json', async () => {
+    const pkg = JSON.parse(await fsp.readFile(path.resolve(__dirname, '../../package.json'), 'utf8')) as {
+      version: string;
+    };
+    const out = run('--version');
+    expect(out.status).toBe(0);
+    expect(out.stdout.trim()).toBe(pkg.version);
+  });
+
+  test('every command has --help with an example', () => {
+    for (const command of ['run', 'demo', 'validate', 'produce', 'inspect', 'compact']) {
+      const out = run(command, '--help');
+      expect(out.status).toBe(0);
+      expect(out.stdout).toContain('Example:');
+      expect(out.stdout).toContain(`kafka-lance ${command}`);
+    }
+  });
+
+  test('an unknown consumer file is named, with what to pass instead', () => {
+    for (const command of ['run', 'validate', 'inspect', 'compact']) {
+      const out = run(command, '-c', 'no/such/definition.ts');
+      expect(out.status).toBe(2);
+      expect(out.stderr).toContain(`${path.resolve('no/such/definition.ts')} does not exist`);
+      expect(out.stderr).toContain('-c consumers/app-logs.ts');
+    }
+  });
+
+  test('an unreachable broker is named by its address', async () => {
+    const dir = await tempDir('kl-cli-unreachable');
+    const out = run('produce', '--topic', 'x', '--count', '1', '--brokers', '127.0.0.1:1');
+    expect(out.status).toBe(1);
+    expect(out.stderr).toContain('cannot reach the Kafka broker at 127.0.0.1:1');
+    // inspect still reports what is on disk, and says the broker part is missing.
+    const app = path.resolve(__dirname, '../../consumers/app-logs.ts');
+    const inspect = run('inspect', '-c', app, '--data-dir', dir, '--brokers', '127.0.0.1:1');
+    expect(inspect.status).toBe(1);
+    expect(inspect.stderr).toContain('cannot reach the Kafka broker at 127.0.0.1:1');
+    expect(inspect.stdout).toContain('not created yet (nothing published)');
+    await fsp.rm(dir, { recursive: true, force: true });
+  }, 60_000);
+
   test('run --help explains every option', () => {
     const out = run('run', '--help');
     expect(out.status).toBe(0);
@@ -56,29 +97,39 @@ test('a topic that does not exist fails at start with exit code 2, naming it', a
   await fsp.rm(dir, { recursive: true, force: true });
 });
 
-test('demo: produces app logs, publishes the good ones into Lance, dead-letters the broken ones, and says so', async () => {
+test('demo: logs go to a file; the terminal shows progress and a summary read back from Lance', async () => {
   const { testBrokers } = await import('../support/kafka');
   const dir = await tempDir('kl-demo');
   const out = spawnSync(
     process.execPath,
-    [BIN, 'demo', '--seconds', '3', '--rate', '1000', '--data-dir', dir, '--log-level', 'error'],
+    [BIN, 'demo', '--seconds', '3', '--rate', '1000', '--data-dir', dir],
     {
       encoding: 'utf8',
-      env: {
-        ...process.env,
-        KAFKA_BOOTSTRAP_SERVERS: testBrokers().join(','),
-        KAFKA_LANCE_METRICS_PORT: '0',
-      },
+      env: { ...process.env, KAFKA_BOOTSTRAP_SERVERS: testBrokers().join(',') },
     },
   );
+  expect(out.stderr).toBe('');
   expect(out.status).toBe(0);
-  const produced = /Produced (\d+) log lines \((\d+) broken/.exec(out.stdout);
-  const published = /Published (\d+) rows into the Lance table app_logs/.exec(out.stdout);
-  const dead = /(\d+) records went to app-logs\.dlq/.exec(out.stdout);
-  expect(produced && published && dead).toBeTruthy();
+  const lines = out.stdout.split('\n');
+  // No JSON log line reaches the terminal.
+  expect(lines.filter((l) => l.trim().startsWith('{'))).toEqual([]);
+  const produced = /^Produced +(\d+) log lines to app-logs \((\d+) broken on purpose\)/m.exec(out.stdout);
+  const dead = /^Dead letters +(\d+) records in app-logs\.dlq/m.exec(out.stdout);
+  const published = /^Published +(\d+) rows of this run into the Lance table app_logs/m.exec(out.stdout);
+  expect(produced && dead && published).toBeTruthy();
   expect(Number(produced![1])).toBe(3_000);
-  expect(Number(published![1])).toBe(Number(produced![1]) - Number(produced![2]));
   expect(Number(dead![1])).toBe(Number(produced![2]));
-  expect(out.stdout).toContain(path.join(dir, 'lance'));
+  expect(Number(published![1])).toBe(Number(produced![1]) - Number(dead![1]));
+  expect(out.stdout).toMatch(/^Check .*: yes$/m);
+  expect(out.stdout).toMatch(/^Duplicates +0 rows/m);
+  expect(out.stdout).toMatch(/^By level +error \d+ +info \d+ +warn \d+$/m);
+  expect(lines.filter((l) => /^ {2}\d{4}-.*app-logs\[\d\]@\d+/.test(l))).toHaveLength(5);
+  const table = path.join(dir, 'lance', 'app_logs.lance');
+  expect(out.stdout).toContain(`python3 -c "import lance; print(lance.dataset('${table}').count_rows())"`);
+  const logFile = /^Logs +(\S+)$/m.exec(out.stdout)![1]!;
+  expect(logFile.startsWith(path.join(dir, 'logs'))).toBe(true);
+  const logged = (await fsp.readFile(logFile, 'utf8')).trim().split('\n');
+  expect(logged.length).toBeGreaterThan(3);
+  for (const l of logged) expect(() => JSON.parse(l) as unknown).not.toThrow();
   await fsp.rm(dir, { recursive: true, force: true });
 }, 180_000);

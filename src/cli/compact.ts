@@ -1,0 +1,68 @@
+import type { ResolvedConsumer } from '../config';
+import { CliError } from './errors';
+import { datasetPathOf, openExistingTable, tableShape, type TableShape } from './lance-read';
+
+/** LanceDB's own default for version cleanup (OptimizeOptions.cleanupOlderThan). */
+export const DEFAULT_RETENTION = '7d';
+
+const UNIT_MS: Record<string, number> = {
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+};
+
+/** "1h", "90m", "1h30m", "7d", "500ms" → milliseconds. */
+export function parseDuration(text: string): number {
+  const trimmed = text.trim();
+  const parts = [...trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== trimmed) {
+    throw new CliError(
+      'BAD_ARGUMENT',
+      `"${text}" is not a duration; write it like 30m, 1h, 1h30m or 7d (units ms, s, m, h, d, w)`,
+      { text },
+    );
+  }
+  return parts.reduce((ms, p) => ms + Number(p[1]) * UNIT_MS[p[2]!]!, 0);
+}
+
+export interface CompactResult {
+  readonly path: string;
+  readonly retentionMs: number;
+  readonly before: TableShape;
+  readonly after: TableShape;
+  readonly fragmentsRemoved: number;
+  readonly fragmentsAdded: number;
+  readonly versionsRemoved: number;
+  readonly bytesRemoved: number;
+}
+
+/**
+ * Compacts the table's small fragments, folds new rows into its indexes and removes
+ * versions older than the retention (LanceDB optimize). Safe while replicas append:
+ * a compaction commits like any writer and Lance rebases it; a reader on a removed
+ * version must reopen the table.
+ */
+export async function compact(consumer: ResolvedConsumer, retentionMs: number): Promise<CompactResult> {
+  const opened = await openExistingTable(consumer);
+  try {
+    const before = await tableShape(opened.table);
+    const stats = await opened.table.optimize({ cleanupOlderThan: new Date(Date.now() - retentionMs) });
+    await opened.table.checkoutLatest();
+    const after = await tableShape(opened.table);
+    return {
+      path: datasetPathOf(opened.uri, consumer.table),
+      retentionMs,
+      before,
+      after,
+      fragmentsRemoved: stats.compaction.fragmentsRemoved,
+      fragmentsAdded: stats.compaction.fragmentsAdded,
+      versionsRemoved: stats.prune.oldVersionsRemoved,
+      bytesRemoved: stats.prune.bytesRemoved,
+    };
+  } finally {
+    opened.close();
+  }
+}

@@ -1,0 +1,117 @@
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
+import type { ResolvedConsumer } from '../config';
+import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import { TableMissingError } from './errors';
+
+/** Where a consumer's table lives, as the replica computes it (src/replica.ts). */
+export function lanceUriOf(consumer: ResolvedConsumer): string {
+  return consumer.lance.uri ?? path.join(consumer.dataDir, 'lance');
+}
+
+/** The Lance dataset itself (what `lance.dataset(...)` in Python opens): LanceDB keeps table T at <uri>/T.lance. */
+export function datasetPathOf(uri: string, table: string): string {
+  return uri.includes('://') ? `${uri.replace(/\/+$/, '')}/${table}.lance` : path.join(uri, `${table}.lance`);
+}
+
+export interface OpenedTable {
+  readonly db: lancedb.Connection;
+  readonly table: lancedb.Table;
+  readonly uri: string;
+  close(): void;
+}
+
+/** Opens an existing table; a missing one is a TableMissingError that says where it would be. */
+export async function openExistingTable(consumer: ResolvedConsumer): Promise<OpenedTable> {
+  const uri = lanceUriOf(consumer);
+  // connect() creates a missing local directory: look first, so that reading never writes.
+  if (!uri.includes('://') && !existsSync(datasetPathOf(uri, consumer.table))) {
+    throw new TableMissingError(consumer.table, datasetPathOf(uri, consumer.table));
+  }
+  const db = await lancedb.connect(uri, {
+    // Replicas may be appending right now: always read the latest version.
+    readConsistencyInterval: 0,
+    ...(consumer.lance.storageOptions ? { storageOptions: { ...consumer.lance.storageOptions } } : {}),
+  });
+  if (!(await db.tableNames()).includes(consumer.table)) {
+    db.close();
+    throw new TableMissingError(consumer.table, datasetPathOf(uri, consumer.table));
+  }
+  const table = await db.openTable(consumer.table);
+  return {
+    db,
+    table,
+    uri,
+    close: () => {
+      table.close();
+      db.close();
+    },
+  };
+}
+
+export interface TableShape {
+  readonly version: number;
+  /** Versions still on disk (compaction's cleanup removes old ones). */
+  readonly versions: number;
+  readonly oldestVersionAt: string | undefined;
+  readonly fragments: number;
+  readonly smallFragments: number;
+  readonly rows: number;
+  readonly bytes: number;
+  readonly indices: number;
+}
+
+export async function tableShape(table: lancedb.Table): Promise<TableShape> {
+  const [version, versions, stats] = await Promise.all([
+    table.version(),
+    table.listVersions(),
+    table.stats(),
+  ]);
+  const oldest = versions.reduce<Date | undefined>(
+    (min, v) => (min === undefined || v.timestamp < min ? v.timestamp : min),
+    undefined,
+  );
+  return {
+    version,
+    versions: versions.length,
+    oldestVersionAt: oldest?.toISOString(),
+    fragments: stats.fragmentStats.numFragments,
+    smallFragments: stats.fragmentStats.numSmallFragments,
+    rows: stats.numRows,
+    bytes: stats.totalBytes,
+    indices: stats.numIndices,
+  };
+}
+
+export const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+export function partitionFilter(topic: string, partition: number): string {
+  return `${TOPIC_COLUMN} = ${quote(topic)} AND ${PARTITION_COLUMN} = ${partition}`;
+}
+
+/**
+ * The highest `_offset` of a partition in the table, or undefined when it has none.
+ * LanceDB 0.39's query API has no aggregate or ORDER BY, and a scan reads every row;
+ * counting rows at or above a bound is answered from the BTree index on `_offset`
+ * (about a millisecond), so a binary search over [0, upper) costs ~log2(upper) counts.
+ */
+export async function maxOffset(
+  table: lancedb.Table,
+  topic: string,
+  partition: number,
+  upper: number = Number.MAX_SAFE_INTEGER,
+): Promise<number | undefined> {
+  const where = partitionFilter(topic, partition);
+  const atLeast = async (x: number) => (await table.countRows(`${where} AND ${OFFSET_COLUMN} >= ${x}`)) > 0;
+  if (!(await atLeast(0))) return undefined;
+  // Rows at or above `upper` mean the table holds offsets the log never had (another broker's data).
+  let hi = (await atLeast(upper)) ? Number.MAX_SAFE_INTEGER : upper;
+  let lo = 0; // invariant: atLeast(lo) is true, atLeast(hi) is false
+  while (hi - lo > 1) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (await atLeast(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
