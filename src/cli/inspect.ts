@@ -213,11 +213,12 @@ async function stagingFiles(dir: string): Promise<InspectReport['staging']> {
 }
 
 async function publications(stagingDir: string): Promise<InspectReport['publications']> {
+  // A ledger entry may have lost its plan file (cleanup deletes the plan before `published`).
   const entries = (await ledger.list(stagingDir)).map((e) => ({
-    id: e.plan.id,
+    id: e.id,
     state: e.published ? ('published' as const) : e.writing ? ('writing' as const) : ('planned' as const),
-    rows: e.plan.rows,
-    parts: e.plan.parts.length,
+    rows: e.plan?.rows ?? e.writing?.rows ?? 0,
+    parts: e.plan?.parts.length ?? 0,
   }));
   const count = (state: string) => entries.filter((e) => e.state === state).length;
   return {
