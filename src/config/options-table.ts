@@ -44,7 +44,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   topicsRegex: {
     meaning:
-      'A JavaScript regular expression: the existing topics it matches are consumed (a topic created later is picked up at the next start).',
+      'A JavaScript regular expression, unanchored (write `^...$` to match whole names): the topics it matches when a replica starts are consumed; a topic created later is picked up at the next start.',
   },
   fromBeginning: {
     meaning:
