@@ -1,0 +1,351 @@
+import { z } from 'zod';
+import { consumerDefinitionSchema } from './consumer-definition';
+
+/**
+ * The README's table of consumer-definition options, rendered from the zod schema so
+ * that it cannot drift: option paths, types, ranges and defaults come from the schema
+ * (through zod's JSON Schema output, its public introspection), the meaning of each
+ * option from OPTION_TEXTS below. test/docs/readme-options.test.ts fails when the
+ * README's table differs from this rendering, when the schema gains an option that
+ * has no text here, or when a text names an option the schema no longer has.
+ *
+ * Rewrite the README's table: `npm run build && node scripts/options-table.js`.
+ */
+
+/** What the README says about one option. */
+export interface OptionText {
+  /** Meaning, as Markdown (a `|` is escaped when rendered). */
+  readonly meaning: string;
+  /** A default computed outside the schema (from other options, the environment or the replica). */
+  readonly computedDefault?: string;
+}
+
+/**
+ * One entry per option path; `<name>` stands for a key the user chooses. Texts come
+ * from the JSDoc in consumer-definition.ts where it has some, otherwise from the code
+ * that reads the option (cited where it is not obvious).
+ */
+export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
+  name: {
+    meaning:
+      'Names the consumer: the default `groupId` and `table`, the dead-letter file names and the connector name in dead-letter headers. Letters, digits, `_` and `-`, starting with a letter, at most 128.',
+  },
+  brokers: {
+    meaning:
+      'Bootstrap brokers (`host:port`). `KAFKA_BOOTSTRAP_SERVERS` (comma-separated; alias `KAFKA_BROKERS`) overrides it and `--brokers` overrides both; one of the three must be set.',
+  },
+  groupId: {
+    meaning: 'Kafka consumer group. All replicas of a consumer share it.',
+    computedDefault: '`kafka-lance-<name>`',
+  },
+  topics: {
+    meaning:
+      'Topics to consume. Set exactly one of `topics` and `topicsRegex`. Each listed topic must exist when a replica starts.',
+  },
+  topicsRegex: {
+    meaning:
+      'A JavaScript regular expression, unanchored (write `^...$` to match whole names): the topics it matches when a replica starts are consumed; a topic created later is picked up at the next start.',
+  },
+  fromBeginning: {
+    meaning:
+      'Where a partition without a committed offset starts: its earliest offset (`true`) or its log end (`false`).',
+  },
+  format: {
+    meaning:
+      '`json`: each value is a UTF-8 JSON object, one row. `raw`: the bytes become binary `key` and `value` columns, or go to `transform` as they are; needs `schema: "infer"`.',
+  },
+  table: {
+    meaning: 'Lance table name (same characters as `name`).',
+    computedDefault: '`<name>`',
+  },
+  dataDir: {
+    meaning:
+      "This replica's directory: staging parts, publication ledger, file dead letters, its lock, and the Lance table unless `lance.uri` is set. `KAFKA_LANCE_DATA_DIR` overrides it, `--data-dir` overrides both. One replica per directory.",
+    computedDefault: '`./data`',
+  },
+  schema: {
+    meaning:
+      '`"infer"`: a column per JSON key as keys appear (number: float64, string: string, boolean: boolean, object or array: json; nullable; a null creates no column). Or `{ fields }`: declared columns; other keys are ignored.',
+  },
+  'schema.fields': {
+    meaning:
+      'Declared columns by name. Names starting with `_` are reserved; names Lance cannot take (containing `.`, for one) are refused.',
+  },
+  'schema.fields.<name>': {
+    meaning:
+      'A type name (nullable), or an object. `timestamp` is an Arrow timestamp in ms from RFC 3339 strings or epoch numbers; `json` is any JSON value kept as its JSON text.',
+  },
+  'schema.fields.<name>.type': { meaning: 'The column type, as above.' },
+  'schema.fields.<name>.nullable': {
+    meaning: '`false`: a record without a value for this field is a dead letter (`schema-mismatch`).',
+  },
+  'schema.fields.<name>.epochUnit': {
+    meaning: "The unit of this timestamp field's numbers.",
+    computedDefault: '`epochUnit`',
+  },
+  eventTimeField: {
+    meaning:
+      'A field whose time keys staging parts by minute instead of the arrival time. A record whose value there is not a time is a dead letter (`invalid-event-time`).',
+  },
+  maxInferredColumns: {
+    meaning:
+      '`schema: "infer"`: at most this many data columns; a record that would add more is a dead letter (`too-many-columns`). Keep map-like objects under one key (a json column).',
+  },
+  epochUnit: {
+    meaning:
+      'The unit of numeric timestamps (declared `timestamp` fields and `eventTimeField`): epoch seconds, milliseconds, microseconds or nanoseconds. Strings are RFC 3339 / ISO 8601; without a zone, UTC.',
+  },
+  includeKey: { meaning: 'Add the Kafka key as a binary `_key` column.' },
+  transform: {
+    meaning:
+      '`(record) => row | rows | null` (in `.ts`/`.js` definitions): turns a record (`topic`, `partition`, `offset`, `timestamp`, `key`, `value`) into zero, one or more rows, and adds a `_row` column. A throw is a dead letter (`transform-failed`).',
+  },
+  maxRecordBytes: {
+    meaning: 'A record whose key and value together are larger is a dead letter (`too-large`).',
+  },
+  tombstones: {
+    meaning: 'What a null value (tombstone) is: a dead letter (`tombstone`) or nothing to stage.',
+  },
+  deadLetter: {
+    meaning: 'Where records that cannot be staged go: `{ topic }` or `{ file }`.',
+    computedDefault: 'file `<dataDir>/dead-letter/<name>.jsonl`',
+  },
+  'deadLetter.topic': {
+    meaning:
+      'A Kafka topic, written with `acks: -1` before the offsets are committed. Create it first: it is never auto-created.',
+  },
+  'deadLetter.contextHeaders': {
+    meaning:
+      "Add Kafka Connect's `__connect.errors.*` headers (Connect's `errors.deadletterqueue.context.headers.enable`).",
+  },
+  'deadLetter.file': {
+    meaning: 'A JSON-lines file (relative to the working directory), fsynced on every write.',
+  },
+  'errors.tolerance': {
+    meaning:
+      "Connect's `errors.tolerance`. `ratio`: dead-letter bad records, but stop a partition when more than `maxDeadLetterRatio` of its last `window` records were dead letters. `all`: dead-letter and go on. `none`: stop a partition at its first bad record.",
+  },
+  'errors.maxDeadLetterRatio': {
+    meaning: 'With `ratio`: the share of dead letters (below 1) above which a partition stops.',
+  },
+  'errors.window': {
+    meaning: "With `ratio`: how many of a partition's most recent records the share is measured over.",
+  },
+  'errors.retryTimeoutMs': {
+    meaning:
+      "How long a dead-letter write failing with a transient error is retried (Connect's `errors.retry.timeout`) before its partition stops. Errors no retry can fix (too large, no such topic) stop it at once.",
+  },
+  'errors.retryDelayMaxMs': {
+    meaning: "The longest wait between two retries (Connect's `errors.retry.delay.max.ms`).",
+  },
+  durabilityIntervalMs: {
+    meaning:
+      'The durability tick: open staging parts are written and fsynced this often, and the offsets they hold are committed after it.',
+  },
+  'queue.maxRecords': {
+    meaning: 'Records between the Kafka consumer and the staging workers; when full, fetching waits.',
+  },
+  'queue.maxBytes': { meaning: 'Bytes between the Kafka consumer and the staging workers, likewise.' },
+  'staging.maxPartBytes': { meaning: 'A staging part is sealed (ready to publish) at this size.' },
+  'staging.maxPartAgeMs': {
+    meaning: "A staging part is sealed at this age (like Connect's `rotate.schedule.interval.ms`).",
+  },
+  'staging.maxOpenParts': {
+    meaning:
+      'Part files open at once in a replica. Event time opens one part per minute; past the bound the oldest part is sealed.',
+  },
+  workers: { meaning: 'Staging worker threads; each partition is staged by one of them.' },
+  'lance.uri': {
+    meaning: 'Where the Lance table lives: a directory, or `s3://`, `gs://`, `az://` with `storageOptions`.',
+    computedDefault: '`<dataDir>/lance`',
+  },
+  'lance.storageOptions': {
+    meaning: 'Object-store options passed to LanceDB (`aws_region`, `aws_endpoint`, `allow_http`, ...).',
+  },
+  'materializer.enabled': { meaning: 'Publish into Lance (`false`: stage and commit only).' },
+  'materializer.pipelinePreparation': {
+    meaning:
+      '`false`: buffered (prepare a whole publication, then write it); `true`: streamed (prepare the next while one writes).',
+  },
+  'materializer.maxPublicationBytes': {
+    meaning: 'Staged bytes in one publication (one Lance commit) at most.',
+  },
+  'materializer.maxPublicationDelayMs': {
+    meaning: 'A small publication waits at most this long for more parts (freshness bound).',
+  },
+  'materializer.fetchPermits': {
+    meaning: 'Staging parts read at once, shared by all publications of a replica.',
+  },
+  'materializer.decodePermits': { meaning: 'Staging parts decoded at once, likewise.' },
+  'materializer.sourceReservationBytes': {
+    meaning:
+      'Bytes of fetched and decoded source data in flight. A publication holds twice its bytes until its Lance add ends, so this must be at least 2 x `maxPublicationBytes` and 2 x `staging.maxPartBytes`.',
+  },
+  'materializer.pollMs': { meaning: 'How often the materializer looks for sealed parts to publish.' },
+  'materializer.optimizeEveryMs': {
+    meaning:
+      'Compact small fragments (LanceDB optimize) this often; `0` turns it off. Only the replica that owns the first partition of the first topic runs it.',
+  },
+  sessionTimeoutMs: {
+    meaning:
+      'Group session timeout: a replica that stops heartbeating (killed, hung) keeps its partitions this long before the group moves them.',
+  },
+  heartbeatIntervalMs: { meaning: 'How often a replica heartbeats to the group coordinator.' },
+  rebalanceTimeoutMs: {
+    meaning: 'How long the coordinator waits for the members to rejoin during a rebalance.',
+  },
+  'client.clientId': { meaning: 'kafkajs client id.', computedDefault: '`kafka-lance-<name>`' },
+  'client.ssl': { meaning: '`true`, or Node `tls.connect` options (kafkajs `ssl`).' },
+  'client.sasl': {
+    meaning: 'kafkajs `sasl`: `mechanism` plus its own fields (`username`, `password`, ...).',
+  },
+  'client.sasl.mechanism': { meaning: 'SASL mechanism.' },
+  'client.connectionTimeout': { meaning: 'kafkajs `connectionTimeout`, ms (kafkajs default 1000).' },
+  'client.requestTimeout': { meaning: 'kafkajs `requestTimeout`, ms (kafkajs default 30000).' },
+};
+
+/** The JSON Schema subset zod emits for this schema. */
+interface Json {
+  readonly type?: string;
+  readonly const?: unknown;
+  readonly enum?: readonly unknown[];
+  readonly default?: unknown;
+  readonly description?: string;
+  readonly properties?: Readonly<Record<string, Json>>;
+  readonly required?: readonly string[];
+  readonly additionalProperties?: Json | boolean;
+  readonly items?: Json;
+  readonly anyOf?: readonly Json[];
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly exclusiveMinimum?: number;
+  readonly 'x-kafka-lance-type'?: string;
+}
+
+export interface OptionRow {
+  readonly path: string;
+  readonly type: string;
+  /** `undefined`: optional, nothing computed either. */
+  readonly default: string | undefined;
+  readonly required: boolean;
+  readonly meaning: string;
+}
+
+function jsonSchema(): Json {
+  return z.toJSONSchema(consumerDefinitionSchema, {
+    io: 'input',
+    // The one schema JSON Schema cannot express: a transform function.
+    unrepresentable: ({ zodSchema }) =>
+      zodSchema._zod.def.type === 'custom' ? { 'x-kafka-lance-type': 'function' } : 'throw',
+  }) as Json;
+}
+
+/** Every option of a consumer definition, in schema order, with what the schema says of it. */
+export function optionRows(): OptionRow[] {
+  const rows: { path: string; node: Json; required: boolean }[] = [];
+  const objectChildren = (node: Json, prefix: string) => {
+    for (const [key, child] of Object.entries(node.properties ?? {}))
+      visit(child, prefix ? `${prefix}.${key}` : key, node.required?.includes(key) ?? false);
+  };
+  const visit = (node: Json, path: string, required: boolean): void => {
+    const record = isRecord(node);
+    const open = node.properties !== undefined && node.additionalProperties !== false;
+    // Plain nested objects (errors, queue, ...) are groups: their fields carry the rows.
+    if (node.properties === undefined || open || record) rows.push({ path, node, required });
+    if (node.properties) objectChildren(node, path);
+    if (record && typeof node.additionalProperties === 'object' && isStructured(node.additionalProperties))
+      visit(node.additionalProperties, `${path}.<name>`, false);
+    for (const branch of node.anyOf ?? []) if (branch.properties) objectChildren(branch, path);
+  };
+  objectChildren(jsonSchema(), '');
+  return rows.map(({ path, node, required }) => {
+    const text = OPTION_TEXTS[path];
+    return {
+      path,
+      type: typeText(node),
+      default: node.default !== undefined ? defaultText(path, node.default) : text?.computedDefault,
+      required,
+      meaning: node.description ?? text?.meaning ?? '',
+    };
+  });
+}
+
+const isRecord = (node: Json): boolean =>
+  node.type === 'object' && node.properties === undefined && node.additionalProperties !== undefined;
+
+const isStructured = (node: Json): boolean =>
+  node.properties !== undefined || (node.anyOf ?? []).some((b) => b.properties !== undefined);
+
+function typeText(node: Json): string {
+  if (node['x-kafka-lance-type']) return node['x-kafka-lance-type'];
+  if (node.const !== undefined) return JSON.stringify(node.const);
+  if (node.enum) return node.enum.map((v) => JSON.stringify(v)).join(' | ');
+  if (node.anyOf) return [...new Set(node.anyOf.map(typeText))].join(' | ');
+  if (node.type === 'array') return `${node.items ? typeText(node.items) : 'unknown'}[]`;
+  if (isRecord(node)) {
+    const value = node.additionalProperties;
+    return typeof value === 'object' && value.type === 'string' && !value.enum
+      ? 'record<string, string>'
+      : 'object';
+  }
+  if (node.type === 'integer' || node.type === 'number') return `${node.type}${rangeText(node)}`;
+  return node.type ?? 'unknown';
+}
+
+function rangeText(node: Json): string {
+  const max = node.maximum !== undefined && node.maximum < Number.MAX_SAFE_INTEGER ? node.maximum : undefined;
+  if (node.exclusiveMinimum !== undefined) return ` > ${node.exclusiveMinimum}`;
+  if (node.minimum !== undefined && max !== undefined) return `, ${node.minimum} to ${max}`;
+  if (node.minimum !== undefined) return ` >= ${node.minimum}`;
+  return max !== undefined ? ` <= ${max}` : '';
+}
+
+const MIB = 1024 * 1024;
+
+function defaultText(path: string, value: unknown): string {
+  const code = `\`${JSON.stringify(value)}\``;
+  if (typeof value !== 'number' || value === 0) return code;
+  if (path.endsWith('Bytes') && value % MIB === 0) return `${code} (${value / MIB} MiB)`;
+  if (path.endsWith('Ms') && value >= 60_000 && value % 60_000 === 0)
+    return `${code} (${value / 60_000} min)`;
+  if (path.endsWith('Ms') && value >= 1_000 && value % 1_000 === 0) return `${code} (${value / 1_000} s)`;
+  return code;
+}
+
+const cell = (text: string): string => text.replace(/\|/g, '\\|');
+
+/**
+ * The table as Markdown, laid out the way Prettier lays out tables (columns padded
+ * to their widest cell, at least 3), so that `prettier --check` accepts it as is.
+ */
+export function renderOptionsTable(rows: readonly OptionRow[] = optionRows()): string {
+  const body = rows.map((r) => [
+    `\`${r.path}\``,
+    `\`${cell(r.type)}\``,
+    r.required ? 'required' : cell(r.default ?? '-'),
+    cell(r.meaning),
+  ]);
+  const header = ['Option', 'Type', 'Default', 'Meaning'];
+  const widths = header.map((h, i) => Math.max(3, h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: readonly string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(header), `| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`, ...body.map(line)].join('\n');
+}
+
+export const OPTIONS_START = '<!-- options:start -->';
+export const OPTIONS_END = '<!-- options:end -->';
+
+/** The table between the README's markers, or undefined when a marker is missing. */
+export function readmeOptionsTable(readme: string): string | undefined {
+  const start = readme.indexOf(OPTIONS_START);
+  const end = readme.indexOf(OPTIONS_END);
+  if (start < 0 || end < start) return undefined;
+  return readme.slice(start + OPTIONS_START.length, end).trim();
+}
+
+/** The README with the table between its markers replaced. */
+export function withOptionsTable(readme: string, table: string = renderOptionsTable()): string {
+  const start = readme.indexOf(OPTIONS_START);
+  const end = readme.indexOf(OPTIONS_END);
+  if (start < 0 || end < start) throw new Error(`README lacks ${OPTIONS_START} ... ${OPTIONS_END}`);
+  return `${readme.slice(0, start + OPTIONS_START.length)}\n\n${table}\n\n${readme.slice(end)}`;
+}
