@@ -8,18 +8,22 @@ import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
 export interface CoordinatorHook {
   synced(memberId: string, generationId: number): void;
   /** Throws to refuse the attempt before it is sent. */
-  beforeCommit(attempt: { groupId: string; memberId: string; groupGenerationId: number }): void;
-  committed(attempt: { groupId: string; memberId: string; groupGenerationId: number }): void;
+  beforeCommit(attempt: CommitRequest): void;
+  committed(attempt: CommitRequest): void;
+}
+
+/** An OffsetCommit request as kafkajs 2.2.4's Broker takes it. */
+export interface CommitRequest {
+  readonly groupId: string;
+  readonly memberId: string;
+  readonly groupGenerationId: number;
+  readonly topics?: readonly { readonly partitions: readonly { readonly metadata?: string | null }[] }[];
 }
 
 /** The slice of kafkajs 2.2.4's internal Broker that the hook wraps. */
 interface InternalBroker {
   syncGroup: (request: { groupId: string; generationId: number; memberId: string }) => Promise<unknown>;
-  offsetCommit: (request: {
-    groupId: string;
-    memberId: string;
-    groupGenerationId: number;
-  }) => Promise<unknown>;
+  offsetCommit: (request: CommitRequest) => Promise<unknown>;
 }
 interface InternalCluster {
   findGroupCoordinator: (request: unknown) => Promise<InternalBroker>;

@@ -1,7 +1,7 @@
 import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import type { DurableOffset } from '../common/offsets';
+import { tpKey, type DurableOffset, type TopicPartitionKey } from '../common/offsets';
 import type { ResolvedConsumer } from '../config';
 import type { BatchDone, DurableReport, PartitionOffset } from '../pool/protocol';
 import type { Metrics } from '../metrics/metrics';
@@ -60,6 +60,13 @@ export class Ingestion {
   readonly #o: IngestionOptions;
   readonly #consumer: Consumer;
   readonly #tracker = new OffsetTracker();
+  /**
+   * Per partition, the offset the next batch must have been fetched from in the
+   * current epoch: the claim's start, then just after the last admitted batch. A
+   * batch fetched elsewhere (queued by another broker's fetcher before the claim) is
+   * never staged: staging takes a batch as covering everything below its last offset.
+   */
+  readonly #positions = new Map<TopicPartitionKey, { epoch: number; next: number }>();
   readonly #outbox: DeadLetterOutbox;
   readonly #membership = new GroupMembership();
   readonly #fence: CommitFence;
@@ -222,9 +229,10 @@ export class Ingestion {
       await previous.catch(() => undefined);
       const claims = await this.#claimWhileCurrent(generation, assigned, epoch.epoch);
       // Superseded (or stopping): the newer join claims, and resets the high-water of, whatever it is assigned.
-      if (claims === undefined || this.#stopping) return;
+      if (claims === undefined || this.#stopping || !this.#membership.isCurrent(generation)) return;
       for (const c of claims) {
         this.#tracker.assign(c.topic, c.partition, c.start, c.chain, epoch.epoch);
+        this.#positions.set(tpKey(c.topic, c.partition), { epoch: epoch.epoch, next: c.start });
         this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.start);
       }
       await this.#o.pool.beginEpoch(
@@ -232,9 +240,16 @@ export class Ingestion {
         revoked,
         claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const),
       );
+      if (!this.#membership.isCurrent(generation)) return; // a newer join seeks for itself
       // Consume from exactly the claimed start: a batch fetched before the claim is stale.
-      for (const c of claims) {
-        this.#consumer.seek({ topic: c.topic, partition: c.partition, offset: String(c.start) });
+      try {
+        for (const c of claims) {
+          this.#consumer.seek({ topic: c.topic, partition: c.partition, offset: String(c.start) });
+        }
+      } catch (error) {
+        // kafkajs is restarting (its consumer group is gone): the rejoin that follows claims again.
+        this.#o.logger.warn({ event: 'kafka.seek.failed', err: errorMessage(error) }, 'could not seek');
+        return;
       }
       this.#ready = true;
       this.#o.logger.info(
@@ -270,7 +285,8 @@ export class Ingestion {
         const claims = await claimPartitions(partitions, this.#o.owner, epoch, {
           committed: (tps) => this.#readCommitted(tps),
           initialOffset: (topic, partition) => this.#initialOffset(topic, partition),
-          commit: (commits) => this.#fence.commit(generation, () => this.#send(commits)),
+          commitTurn: (claim) =>
+            this.#fence.commit(generation, () => claim((commits) => this.#send(commits))),
         });
         return this.#membership.isCurrent(generation) ? claims : undefined;
       } catch (error) {
@@ -320,6 +336,15 @@ export class Ingestion {
     // Staging drops the batch if a join begins a new epoch before it gets there: its
     // fetch position belongs to the old claim (see StagingPool.admit).
     const epoch = this.#epoch;
+    const key = tpKey(topic, partition);
+    const position = this.#positions.get(key);
+    const fetchedFrom = Number((batch as { fetchedOffset?: unknown }).fetchedOffset);
+    if (!position || position.epoch !== epoch) return;
+    if (fetchedFrom !== position.next) {
+      // Fetched from another position than this epoch expects: refetch from ours.
+      this.#consumer.seek({ topic, partition, offset: String(position.next) });
+      return;
+    }
     let done: Promise<BatchDone>;
     try {
       ({ done } = await this.#whileHeartbeating(
@@ -332,6 +357,9 @@ export class Ingestion {
       if (error instanceof StagingPoolClosedError) return;
       throw error;
     }
+    // A join during admit: staging drops the batch, and kafkajs's new position is the claim's.
+    if (this.#epoch !== epoch) return;
+    position.next = Number(last.offset) + 1;
     // Only the fetch position: with autoCommit off, kafkajs never commits what is resolved.
     payload.resolveOffset(last.offset);
     let bytes = 0;
@@ -367,10 +395,23 @@ export class Ingestion {
         }),
       this.#o.consumer.heartbeatIntervalMs,
     );
+    // A claim that cannot land for a whole session (a coordinator that moved while our
+    // heartbeats still reach the old one) must not wedge the member: leave and rejoin.
+    const tooLong = setTimeout(
+      () =>
+        failed?.(
+          Object.assign(new Error('the assignment could not be claimed within sessionTimeoutMs; rejoining'), {
+            type: 'NOT_COORDINATOR_FOR_GROUP',
+            retriable: true,
+          }),
+        ),
+      this.#o.consumer.sessionTimeoutMs,
+    );
     try {
       await Promise.race([this.#assignmentReady.catch(() => undefined), heartbeatFailed]);
     } finally {
       clearInterval(timer);
+      clearTimeout(tooLong);
     }
   }
 
@@ -461,5 +502,11 @@ export class Ingestion {
 /** A heartbeat error that means this member must rejoin before anything it claims can land. */
 function isGroupChange(error: unknown): boolean {
   const type = (error as { type?: unknown } | null)?.type;
-  return type === 'REBALANCE_IN_PROGRESS' || type === 'UNKNOWN_MEMBER_ID' || type === 'ILLEGAL_GENERATION';
+  return (
+    type === 'REBALANCE_IN_PROGRESS' ||
+    type === 'UNKNOWN_MEMBER_ID' ||
+    type === 'ILLEGAL_GENERATION' ||
+    type === 'NOT_COORDINATOR_FOR_GROUP' ||
+    type === 'NOT_COORDINATOR'
+  );
 }

@@ -14,7 +14,13 @@ export interface ClaimIo {
   committed(partitions: readonly (readonly [string, number])[]): Promise<(CommittedOffset | undefined)[]>;
   /** Where a partition with no committed offset starts (log start or end, per fromBeginning). */
   initialOffset(topic: string, partition: number): Promise<number>;
-  commit(commits: readonly PartitionCommit[]): Promise<FencedCommitOutcome>;
+  /**
+   * Runs `claim` as one turn of the fenced commit queue: no commit of this process can
+   * land between its read of the committed offsets and its own commit.
+   */
+  commitTurn(
+    claim: (send: (commits: readonly PartitionCommit[]) => Promise<unknown>) => Promise<unknown>,
+  ): Promise<FencedCommitOutcome>;
 }
 
 export interface Claim {
@@ -45,7 +51,7 @@ export class ClaimError extends Error {
 }
 
 /**
- * The claim protocol (DESIGN.md, "Ambiguous commits"): for every assigned partition,
+ * The claim protocol (DESIGN.md, "Offsets, rebalances, crashes": "Ambiguous commits", "Every join claims anew"): for every assigned partition,
  * read its committed offset and chain, append (owner, epoch, committed offset), and
  * commit that offset with the new chain. Only a claim that landed lets the epoch
  * stage records of the partition; its start is where the previous epoch's rows end.
@@ -57,22 +63,36 @@ export async function claimPartitions(
   io: ClaimIo,
 ): Promise<Claim[]> {
   if (partitions.length === 0) return [];
-  const committed = await io.committed(partitions);
   const claims: Claim[] = [];
-  for (const [i, [topic, partition]] of partitions.entries()) {
-    const entry = committed[i];
-    const start = entry && entry.offset >= 0 ? entry.offset : await io.initialOffset(topic, partition);
-    const chain = appendEpoch(decodeChain(entry?.metadata), { owner, epoch, start });
-    claims.push({ topic, partition, start: start as CommitOffset, chain });
-  }
-  const outcome = await io.commit(
-    claims.map((c) => ({
-      topic: c.topic,
-      partition: c.partition,
-      offset: c.start,
-      metadata: encodeChain(c.chain),
-    })),
-  );
+  const outcome = await io.commitTurn(async (send) => {
+    const committed = await io.committed(partitions);
+    for (const [i, [topic, partition]] of partitions.entries()) {
+      const entry = committed[i];
+      const chain = decodeChain(entry?.metadata);
+      // A retry of a claim whose first commit landed unanswered finds its own entry:
+      // it keeps it as it is (appending it again would give the epoch an empty range).
+      const own = chain.find((e) => e.owner === owner && e.epoch === epoch);
+      if (own) {
+        claims.push({ topic, partition, start: own.start as CommitOffset, chain });
+        continue;
+      }
+      const start = entry && entry.offset >= 0 ? entry.offset : await io.initialOffset(topic, partition);
+      claims.push({
+        topic,
+        partition,
+        start: start as CommitOffset,
+        chain: appendEpoch(chain, { owner, epoch, start }),
+      });
+    }
+    await send(
+      claims.map((c) => ({
+        topic: c.topic,
+        partition: c.partition,
+        offset: c.start,
+        metadata: encodeChain(c.chain),
+      })),
+    );
+  });
   if (outcome.kind !== 'landed') throw new ClaimError(partitions, outcome);
   return claims;
 }

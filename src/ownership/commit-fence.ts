@@ -5,6 +5,8 @@ export interface CommitAttempt {
   readonly groupId: string;
   readonly memberId: string;
   readonly groupGenerationId: number;
+  /** kafkajs's own commits (a default offset after OFFSET_OUT_OF_RANGE) carry no metadata; ours always do. */
+  readonly topics?: readonly { readonly partitions: readonly { readonly metadata?: string | null }[] }[];
 }
 
 /** The outcome of one fenced commit: only `landed` means the broker stored it. */
@@ -103,7 +105,14 @@ export class CommitFence {
 
   /** Called when an OffsetCommit attempt was answered without error. */
   answered(attempt: CommitAttempt): void {
-    if (attempt.groupId !== this.#groupId) return;
+    if (attempt.groupId !== this.#groupId || !carriesMetadata(attempt)) return;
     if (this.#inFlight) this.#inFlight.answered = true;
   }
+}
+
+/** Whether the attempt is one of ours: every kafka-lance commit carries the ownership chain. */
+function carriesMetadata(attempt: CommitAttempt): boolean {
+  // Without the topics (a caller that does not pass them) it cannot be told apart: count it.
+  if (!attempt.topics) return true;
+  return attempt.topics.some((t) => t.partitions.some((p) => typeof p.metadata === 'string'));
 }

@@ -34,7 +34,12 @@ export function publishableRange(
   epoch: number,
   committed: number,
 ): PublishableRange {
-  const index = chain.findIndex((e) => e.owner === owner && e.epoch === epoch);
+  // The last match: a chain written before claims were idempotent may repeat an entry,
+  // and the repeat is not a successor (it would give the epoch an empty range).
+  let index = -1;
+  chain.forEach((e, i) => {
+    if (e.owner === owner && e.epoch === epoch) index = i;
+  });
   if (index < 0) return { kind: 'unknown' };
   const entry = chain[index]!;
   const next = chain[index + 1];

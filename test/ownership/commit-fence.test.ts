@@ -90,3 +90,23 @@ describe('commit fence', () => {
     expect(() => fence.check({ groupId: 'other', memberId: 'x', groupGenerationId: 1 })).not.toThrow();
   });
 });
+
+describe('commit fence: whose answer counts', () => {
+  test('an answered kafkajs commit (no metadata) does not make our unsent commit landed', async () => {
+    const m = new GroupMembership();
+    m.synced('m1', 5);
+    const g = m.joined();
+    const fence = new CommitFence(m, 'g');
+    const outcome = await fence.commit(g, () => {
+      // kafkajs's setDefaultOffset answered meanwhile; our own commit was never sent.
+      fence.answered({
+        groupId: 'g',
+        memberId: 'm1',
+        groupGenerationId: 5,
+        topics: [{ partitions: [{ metadata: null }] }],
+      });
+      return Promise.resolve();
+    });
+    expect(outcome).toEqual({ kind: 'not-sent' });
+  });
+});
