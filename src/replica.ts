@@ -11,6 +11,8 @@ import { Ingestion } from './kafka/ingestion';
 import { decodeChain } from './ownership/chain';
 import { SequencedSnapshots } from './ownership/snapshots';
 import { MaterializerHost } from './materializer/host';
+import { readKnownFields } from './lance/known-fields';
+import type { KnownField } from './decode/record-decoder';
 import { Metrics } from './metrics/metrics';
 import type { OwnershipRow } from './materializer/worker-protocol';
 import { StagingPool } from './pool/staging-pool';
@@ -180,9 +182,11 @@ export class Replica {
     const hooks = testHooks(process.env, log); // test-only fault injection (KAFKA_LANCE_TEST_*)
     // The pool reports staged batches to the ingestion created after it.
     const wiring: { ingestion?: Ingestion } = {};
+    const knownFields = await tableColumns(consumer, log);
     const pool = await StagingPool.start({
       workers: consumer.workers,
       consumerPath: consumer.source,
+      knownFields,
       brokers: consumer.brokers,
       tableDir,
       epoch: { owner, epoch: 0 },
@@ -275,6 +279,32 @@ export class Replica {
     await this.#admin.disconnect();
     await this.#dataDirLock.release();
     this.#logger.info({ event: 'replica.stopped', ...this.#ingestion.stats }, 'replica stopped');
+  }
+}
+
+/**
+ * `schema: 'infer'`: the Lance table's column types, so that every staging worker of
+ * every replica infers the same ones. A table that cannot be read yet (first start,
+ * store unreachable) seeds nothing: the publication-side checks still hold.
+ */
+async function tableColumns(consumer: ResolvedConsumer, logger: Logger): Promise<KnownField[]> {
+  if (consumer.fields !== undefined || consumer.format !== 'json') return [];
+  const target = {
+    uri: consumer.lance.uri ?? path.join(consumer.dataDir, 'lance'),
+    table: consumer.table,
+    ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
+  };
+  try {
+    const fields = await readKnownFields(target);
+    if (fields.length > 0)
+      logger.info({ event: 'schema.seeded', columns: fields }, 'inferred columns seeded from the table');
+    return fields;
+  } catch (error) {
+    logger.warn(
+      { event: 'schema.seed.failed', err: errorMessage(error) },
+      'could not read the table schema to seed inferred columns',
+    );
+    return [];
   }
 }
 

@@ -1,4 +1,5 @@
 import type { DeadLetterVerdict } from '../decode/dead-letter-reason';
+import type { KnownField } from '../decode/record-decoder';
 import type { StagingEpoch } from '../staging/epoch';
 import type { PackedMessages } from './packed-messages';
 
@@ -7,6 +8,8 @@ export type PartitionOffset = readonly [string, number, number];
 
 export interface StagingWorkerInit {
   readonly consumerPath: string;
+  /** `schema: 'infer'`: the table's existing column types, so every worker infers the same ones. */
+  readonly knownFields: readonly KnownField[];
   /** The brokers the main thread resolved (the worker re-validates the definition with them). */
   readonly brokers: readonly string[];
   readonly tableDir: string;

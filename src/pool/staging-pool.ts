@@ -5,6 +5,7 @@ import type { StagingEpoch } from '../staging/epoch';
 import { BoundedBudget } from '../common/bounded-budget';
 import { compiledEntry } from './compiled-entry';
 import { packMessages, packedBytes, type PackableMessage } from './packed-messages';
+import type { KnownField } from '../decode/record-decoder';
 import type {
   BatchDone,
   DurableReport,
@@ -18,6 +19,8 @@ import type {
 export interface StagingPoolOptions {
   readonly workers: number;
   readonly consumerPath: string;
+  /** `schema: 'infer'`: the table's existing column types (see readKnownFields). */
+  readonly knownFields?: readonly KnownField[];
   readonly brokers: readonly string[];
   readonly tableDir: string;
   readonly epoch: StagingEpoch;
@@ -163,6 +166,7 @@ export class StagingPool {
       Array.from({ length: options.workers }, async (_, index) => {
         const init: StagingWorkerInit = {
           consumerPath: options.consumerPath,
+          knownFields: options.knownFields ?? [],
           brokers: options.brokers,
           tableDir: options.tableDir,
           workerIndex: index,

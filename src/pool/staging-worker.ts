@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   const init = workerData as StagingWorkerInit;
   const logger = createLogger({ level: init.logLevel as 'info', name: `staging-worker-${init.workerIndex}` });
   const consumer = loadConsumer(init.consumerPath, process.env, { brokers: init.brokers });
-  const decoder = new RecordDecoder(consumer);
+  const decoder = new RecordDecoder({ ...consumer, knownFields: init.knownFields });
   const staging = await TableStaging.open({
     tableDir: init.tableDir,
     table: consumer.table,
