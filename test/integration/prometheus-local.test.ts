@@ -22,7 +22,14 @@ withPrometheus(
     const status = prometheusLocal('status', [], PORT);
     expect([status.code, status.output]).toEqual([0, expect.stringContaining('scraping 127.0.0.1:9')]);
     const api = new PrometheusApi(PORT);
-    expect((await api.rules()).map((r) => [r.type, r.health])).toContainEqual(['alerting', 'ok']);
+    // Rules are evaluated every second once loaded; a loaded machine may need a few.
+    const deadline = Date.now() + 30_000;
+    let health = (await api.rules()).map((r) => [r.type, r.health]);
+    while (!health.some(([t, h]) => t === 'alerting' && h === 'ok') && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 500));
+      health = (await api.rules()).map((r) => [r.type, r.health]);
+    }
+    expect(health).toContainEqual(['alerting', 'ok']);
     // Nothing listens on port 9: the first scrape (after target discovery, ~5 s) records up == 0.
     await api.until('up{job="kafka-lance",instance="127.0.0.1:9"}', (s) => s[0]?.value === 0, 30_000);
 
@@ -38,6 +45,7 @@ withPrometheus(
 withPrometheus(
   'start fails clearly: a target that is not host:port, a port held by another process',
   async () => {
+    prometheusLocal('stop', [], PORT); // whatever an earlier failed test left on the port
     const bad = prometheusLocal('start', ['no-port'], PORT);
     expect([bad.code, bad.output]).toEqual([
       1,
@@ -45,7 +53,10 @@ withPrometheus(
     ]);
     expect(prometheusLocal('start', [], PORT).code).toBe(2);
     const squatter = net.createServer();
-    await new Promise<void>((resolve) => squatter.listen(PORT, '127.0.0.1', resolve));
+    await new Promise<void>((resolve, reject) => {
+      squatter.once('error', reject);
+      squatter.listen(PORT, '127.0.0.1', resolve);
+    });
     try {
       const started = prometheusLocal('start', ['127.0.0.1:9'], PORT);
       expect(started.code).not.toBe(0);
