@@ -9,6 +9,7 @@ import { ClaimRegistry } from '../staging/claims';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart } from '../staging/sealed-part';
+import type { CommitCheck } from './commit-check';
 import { crashPoint } from './crash-points';
 import { FailurePolicy, SCHEMA_REASONS, classifyFailure, type PublicationFailureReason } from './failure';
 import { countKeptRows } from './keep-range';
@@ -47,6 +48,8 @@ export interface MaterializerOptions {
   readonly deadLetterFile?: string;
   /** Permanent failures (schema, unreadable part) of one plan before it is set aside (default 3). */
   readonly maxPermanentFailures?: number;
+  /** How a commit is known final: atomic store (default) or settle-and-count (commit-check.ts). */
+  readonly commitCheck?: CommitCheck;
 }
 
 export interface MaterializerStats {
@@ -56,6 +59,8 @@ export interface MaterializerStats {
   readonly publishedBytes: number;
   readonly waitingParts: number;
   readonly unresolvableParts: number;
+  /** Adds overwritten by concurrent commits and made again (stores without put-if-absent). */
+  readonly lostCommits: number;
   /** Failed publication attempts by reason (failedPublications is their sum). */
   readonly failures: Readonly<Partial<Record<PublicationFailureReason, number>>>;
   /** Parts moved to the staging quarantine, by reason. */
@@ -105,6 +110,7 @@ export class Materializer {
     publishedBytes: 0,
     waitingParts: 0,
     unresolvableParts: 0,
+    lostCommits: 0,
   };
   #failureCounts: Partial<Record<PublicationFailureReason, number>> = {};
   #quarantinedParts: Partial<Record<PublicationFailureReason, number>> = {};
@@ -125,6 +131,7 @@ export class Materializer {
       lance,
       reservation: this.#reservation,
       logger: o.logger,
+      ...(o.commitCheck ? { commitCheck: o.commitCheck } : {}),
       preparation: {
         fetch: this.#fetch,
         decode: this.#decode,
@@ -322,6 +329,7 @@ export class Materializer {
       this.#stats.publications += 1;
       this.#stats.publishedRows += result.rows;
       this.#stats.publishedBytes += result.bytes;
+      this.#stats.lostCommits += Math.max(0, result.adds - 1);
       this.#last = result;
       if (this.#recent.length < 10_000) this.#recent.push(result);
       this.#o.logger.info(
