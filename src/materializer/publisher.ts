@@ -167,6 +167,7 @@ export class Publisher {
     adds: number,
   ): Promise<'done' | 'again'> {
     const check = this.#check;
+    crashPoint('before-confirm');
     // On an atomic store a rejected add committed nothing: the publication failed (retried).
     if (check.atomic && addError) throw addError;
     const found = await this.#settledCount(record);
