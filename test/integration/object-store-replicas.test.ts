@@ -13,7 +13,8 @@ import { s3DatabaseUri, s3LocalSuite } from '../support/s3-local';
  * publications must still land exactly once (settled count, re-add). Three replicas
  * in one group, 12 partitions, one s3:// table; one replica SIGKILLs itself in the
  * window between an add and its settled count (KAFKA_LANCE_TEST_CRASH_AT=
- * before-confirm), another is SIGKILLed after it published; both come back. A reader
+ * before-confirm), another is SIGKILLed after it published; both come back, and a
+ * fourth replica joins mid-run. A reader
  * that opens the table fresh at the end finds every record exactly once. Run after
  * `npm run build` (replicas run from dist/).
  */
@@ -39,7 +40,7 @@ afterEach(async () => {
   await ReplicaProcess.killAll();
 });
 
-test('three replicas, one s3:// table on s3proxy, SIGKILLs during publications: every record exactly once', async () => {
+test('three replicas, one s3:// table on s3proxy, SIGKILLs during publications, a replica added mid-run: every record exactly once', async () => {
   const uri = s3DatabaseUri('replicas');
   const { topic, groupId, file } = await topicAndConsumer(suite, PARTITIONS, {
     staging: { maxPartAgeMs: 500 },
@@ -72,6 +73,9 @@ test('three replicas, one s3:// table on s3proxy, SIGKILLs during publications: 
   // settles it by the same rule; A resumes whatever it left.
   start('C2', dirs[2]!);
   start('A2', dirs[0]!);
+  // And a fourth replica joins mid-run: a rebalance while publications settle.
+  await sleep(2_000);
+  start('D', await tempDir('kl-s3-d'));
   await production.done;
 
   const settled = await settle(suite.admin, groupId, topic, uri, production.produced.length, {
