@@ -59,6 +59,11 @@ export class LanceTable {
   #table: lancedb.Table | undefined;
   /** Schema changes (create, indexes, new columns) one at a time in this process. */
   #schemaChanges: Promise<unknown> = Promise.resolve();
+  /**
+   * Adds one at a time in this process: two adds of one replica running at once would
+   * commit the same version, which a store without put-if-absent lets one overwrite.
+   */
+  #adds: Promise<unknown> = Promise.resolve();
 
   private constructor(
     readonly target: LanceTarget,
@@ -172,7 +177,9 @@ export class LanceTable {
     for (let adds = 1; ; adds++) {
       let addError: LanceWriteError | undefined;
       try {
-        const result = await retryConflicts(() => table.add(arrowTable, { mode: 'append' }));
+        const add = this.#adds.then(() => retryConflicts(() => table.add(arrowTable, { mode: 'append' })));
+        this.#adds = add.catch(() => undefined);
+        const result = await add;
         version = (result as { version?: number }).version;
       } catch (error) {
         if (isSchemaRejection(error))

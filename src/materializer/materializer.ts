@@ -187,7 +187,12 @@ export class Materializer {
     this.#stats.unresolvableParts = out.unresolvable.length;
     const plans: Plan[] = [];
     for (const group of out.groups) plans.push(await this.#writePlan(group));
-    const inFlight = this.#o.mode === 'streamed' ? 2 : 1;
+    // A store without put-if-absent keeps each publication waiting ~commitSettleMs after
+    // its add: let the next ones prepare and add meanwhile (their adds are serialized in
+    // LanceTable, so this replica's commits never overwrite each other; the source
+    // reservation still bounds the memory they hold).
+    const settling = this.#o.commitCheck !== undefined && !this.#o.commitCheck.atomic;
+    const inFlight = Math.max(this.#o.mode === 'streamed' ? 2 : 1, settling ? SETTLING_IN_FLIGHT : 1);
     for (let i = 0; i < plans.length; i += inFlight) {
       const batch = plans.slice(i, i + inFlight);
       const settled = await Promise.all(
@@ -421,6 +426,9 @@ export class Materializer {
     counts[key] = (counts[key] ?? 0) + n;
   }
 }
+
+/** Publications of one replica in flight at once while their commits settle. */
+const SETTLING_IN_FLIGHT = 4;
 
 async function countKept(d: PartDecision): Promise<number> {
   const { batches } = await readSealedPart(d.part.path);
