@@ -65,7 +65,7 @@ async function freshRows(uri: string): Promise<{ copies: Map<string, number>; ba
   return { copies, bad };
 }
 
-test('four concurrent publishers into one s3:// table on s3proxy: every publication\u2019s rows present exactly once', async () => {
+async function fourPublishers(compactEveryMs: number | undefined): Promise<void> {
   const dir = await tempDir('kl-s3-publishers');
   const uri = s3DatabaseUri('publishers');
   const materializers: Materializer[] = [];
@@ -86,6 +86,20 @@ test('four concurrent publishers into one s3:// table on s3proxy: every publicat
     // Each publisher runs until its ledger and staging are empty; a failed publication
     // (retried by runOnce after its backoff) makes another round.
     const started = performance.now();
+    // The compactor (optimize: compaction, index update) commits too, concurrently with
+    // the publishers; on this store its commits and theirs can overwrite each other.
+    let publishing = true;
+    let compactions = 0;
+    let compactionFailures = 0;
+    const compactor = (async () => {
+      while (compactEveryMs !== undefined && publishing) {
+        await new Promise((r) => setTimeout(r, compactEveryMs));
+        await materializers[0]!.lance.optimize().then(
+          (ran) => void (compactions += ran ? 1 : 0),
+          () => void (compactionFailures += 1),
+        );
+      }
+    })();
     const publications = await Promise.all(
       materializers.map(async (m, p) => {
         let made = 0;
@@ -99,6 +113,8 @@ test('four concurrent publishers into one s3:// table on s3proxy: every publicat
         return made;
       }),
     );
+    publishing = false;
+    await compactor;
     const lost = materializers.reduce((n, m) => n + m.stats().lostCommits, 0);
     const { copies, bad } = await freshRows(uri);
     const missing: string[] = [];
@@ -114,6 +130,8 @@ test('four concurrent publishers into one s3:// table on s3proxy: every publicat
     console.log(
       JSON.stringify({
         publications,
+        compactions,
+        compactionFailures,
         lostCommitsReAdded: lost,
         rows: [...copies.values()].reduce((a, b) => a + b, 0),
         expected: PUBLISHERS * PER_PARTITION,
@@ -132,4 +150,10 @@ test('four concurrent publishers into one s3:// table on s3proxy: every publicat
     for (const m of materializers) m.close();
     await fsp.rm(dir, { recursive: true, force: true });
   }
-});
+}
+
+test('four concurrent publishers into one s3:// table on s3proxy: every publication\u2019s rows present exactly once', () =>
+  fourPublishers(undefined));
+
+test('the same with a compactor committing concurrently (optimize every 500 ms): every row exactly once', () =>
+  fourPublishers(500));
