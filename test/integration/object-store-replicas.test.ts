@@ -84,6 +84,9 @@ test('three replicas, one s3:// table on s3proxy, SIGKILLs during publications, 
     const probe = await r.waitForEvent('lance.store.probe');
     expect([probe.atomic, probe.basis]).toEqual([false, 'probe']);
   }
+  // The verdict is exported: 0 = commits are settled and counted.
+  const metrics = await (await fetch(`http://127.0.0.1:${await b.metricsPort()}/metrics`)).text();
+  expect(metrics).toMatch(/^kafka_lance_store_atomic_commits\{table="logs"\} 0$/m);
   const production = produceInBackground(suite.kafka, topic, PARTITIONS, RECORDS, 12, 500);
 
   expect((await c.exited).signal).toBe('SIGKILL');
