@@ -40,6 +40,7 @@ const r1 = row(8);
 const r2 = row(16);
 const r3 = row(24);
 const r4 = row(32);
+const r5 = row(40);
 const panels = [
   panel(
     'Records per second: consumed, staged, published',
@@ -165,6 +166,15 @@ const panels = [
     'bytes',
     [[`max by (instance) (process_resident_memory_bytes{${sel}})`, '{{instance}}']],
     r4(16),
+  ),
+  // Object storage: 0 means the store lets concurrent Lance commits overwrite each other
+  // (no put-if-absent) and every publication is settled and counted (DESIGN.md).
+  panel(
+    'Lance store: atomic commits (1) or settled and counted (0)',
+    'short',
+    [[`min by (table) (kafka_lance_store_atomic_commits{${sel}})`, '{{table}}']],
+    r5(0),
+    { type: 'stat' },
   ),
 ];
 

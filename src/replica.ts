@@ -10,6 +10,9 @@ import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './
 import { Ingestion } from './kafka/ingestion';
 import { decodeChain } from './ownership/chain';
 import { SequencedSnapshots } from './ownership/snapshots';
+import { startLanceStore } from './lance/store-start';
+import { redactStorageOptions } from './lance/store-config';
+import { ATOMIC_STORE, nonAtomicStore } from './materializer/commit-check';
 import { MaterializerHost } from './materializer/host';
 import { readKnownFields } from './lance/known-fields';
 import type { KnownField } from './decode/record-decoder';
@@ -132,6 +135,7 @@ export class Replica {
     const metrics = options.metrics ?? new Metrics();
     const owner = ulid();
     const log = logger.child({ consumer: consumer.name, owner });
+    const lanceUri = consumer.lance.uri ?? path.join(consumer.dataDir, 'lance');
     log.info(
       {
         event: 'replica.start',
@@ -141,9 +145,31 @@ export class Replica {
         dataDir: consumer.dataDir,
         brokers: consumer.brokers,
         client: consumer.client,
+        // Option values that hold credentials never reach a log.
+        lance: {
+          uri: lanceUri,
+          storageOptions: redactStorageOptions(consumer.lance.storageOptions),
+          commits: consumer.lance.commits,
+        },
       },
       'starting replica',
     );
+    // Before Kafka: a store that will not take our publications stops the start within
+    // seconds, and the probe's verdict decides how publications check their commits.
+    const store = consumer.materializer.enabled
+      ? await startLanceStore(
+          {
+            uri: lanceUri,
+            ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
+            commits: consumer.lance.commits,
+            connectTimeoutMs: consumer.lance.connectTimeoutMs,
+          },
+          consumer.source,
+          process.env,
+          log,
+        )
+      : undefined;
+    if (store) metrics.storeAtomicCommits.set({ table: consumer.table }, store.atomic ? 1 : 0);
     let reportFailure!: (error: Error) => void;
     const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
 
@@ -221,11 +247,13 @@ export class Replica {
           {
             tableDir,
             lance: {
-              uri: consumer.lance.uri ?? path.join(consumer.dataDir, 'lance'),
+              uri: lanceUri,
               table: consumer.table,
               ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
             },
             owner,
+            commitCheck:
+              store?.atomic === false ? nonAtomicStore(consumer.lance.commitSettleMs) : ATOMIC_STORE,
             mode: m.pipelinePreparation ? 'streamed' : 'buffered',
             maxPublicationBytes: m.maxPublicationBytes,
             maxPublicationDelayMs: m.maxPublicationDelayMs,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { columnNameProblem } from '../decode/column-name';
+import { OBJECT_STORE_SCHEMES, isObjectStoreUri, uriScheme } from '../lance/store-config';
 
 /**
  * A consumer definition: what to read, how to decode it, where to stage and publish
@@ -186,8 +187,47 @@ export const consumerDefinitionSchema = z
     /** Where the Lance table lives: a directory (default <dataDir>/lance) or s3://, gs://, az:// with storageOptions. */
     lance: z
       .strictObject({
-        uri: z.string().min(1).optional(),
-        storageOptions: z.record(z.string(), z.string()).optional(),
+        uri: z
+          .string()
+          .min(1)
+          .refine(
+            (u) => {
+              const scheme = uriScheme(u);
+              return scheme === undefined || (OBJECT_STORE_SCHEMES as readonly string[]).includes(scheme);
+            },
+            `a local directory or ${OBJECT_STORE_SCHEMES.map((s) => `${s}://`).join(', ')}`,
+          )
+          .refine(
+            (u) => !['s3', 's3+ddb', 'gs', 'az'].includes(uriScheme(u) ?? '') || /^[^:]+:\/\/[^/]+/.test(u),
+            'names no bucket: use <scheme>://<bucket>/<prefix>',
+          )
+          .optional(),
+        /**
+         * LanceDB / object_store options (endpoint, region, aws_access_key_id,
+         * aws_secret_access_key, allow_http, ...). Values are strings; secret ones are
+         * never logged. The AWS_* environment variables are read too.
+         */
+        storageOptions: z.record(z.string().min(1), z.string()).optional(),
+        /**
+         * Whether concurrent Lance commits on this store are atomic (put-if-absent):
+         * 'probe' (default) asks the store at start; 'atomic' trusts it (one count per
+         * publication); 'checked' always settles and counts (see DESIGN.md "Object storage").
+         */
+        commits: z.enum(['probe', 'atomic', 'checked']).default('probe'),
+        /** Store without atomic commits: wait this long after an add before the count that decides. */
+        commitSettleMs: z.number().int().min(0).max(60_000).default(1_500),
+        /** The start check (connect + list) of an object store fails after this long. */
+        connectTimeoutMs: z.number().int().min(500).max(120_000).default(10_000),
+      })
+      .superRefine((lance, ctx) => {
+        if (lance.storageOptions && !isObjectStoreUri(lance.uri ?? '')) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['storageOptions'],
+            message:
+              'storageOptions apply to an object-store uri (s3://, gs://, az://); lance.uri is a local directory',
+          });
+        }
       })
       .prefault({}),
     materializer: z

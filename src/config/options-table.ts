@@ -160,7 +160,20 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     computedDefault: '`<dataDir>/lance`',
   },
   'lance.storageOptions': {
-    meaning: 'Object-store options passed to LanceDB (`aws_region`, `aws_endpoint`, `allow_http`, ...).',
+    meaning:
+      'Object-store options passed to LanceDB (`region`, `endpoint`, `allow_http`, credentials; `AWS_*` variables work too). Secret values are never logged.',
+  },
+  'lance.commits': {
+    meaning:
+      "Whether concurrent Lance commits on the store are atomic: `probe` asks the store at start, `atomic` trusts it (one count per publication), `checked` always settles and counts (DESIGN.md, 'Object storage').",
+  },
+  'lance.commitSettleMs': {
+    meaning:
+      'On a store without atomic commits, the wait after an add before the count that decides whether it is published.',
+  },
+  'lance.connectTimeoutMs': {
+    meaning:
+      'The start check of an object store (connect and list) fails after this long, naming the field at fault.',
   },
   'materializer.enabled': { meaning: 'Publish into Lance (`false`: stage and commit only).' },
   'materializer.pipelinePreparation': {

@@ -59,6 +59,11 @@ export class LanceTable {
   #table: lancedb.Table | undefined;
   /** Schema changes (create, indexes, new columns) one at a time in this process. */
   #schemaChanges: Promise<unknown> = Promise.resolve();
+  /**
+   * Adds one at a time in this process: two adds of one replica running at once would
+   * commit the same version, which a store without put-if-absent lets one overwrite.
+   */
+  #adds: Promise<unknown> = Promise.resolve();
 
   private constructor(
     readonly target: LanceTarget,
@@ -146,53 +151,78 @@ export class LanceTable {
   /**
    * The writer side of a publication. LanceDB 0.39's `add` takes a whole Arrow table
    * (no streaming add), so batches are assembled first; `beforeCommit` runs between
-   * the assembly and the single `add` (the ledger's `writing` step). Kept behind an
+   * the assembly and the first `add` (the ledger's `writing` step). Kept behind an
    * AsyncIterable so a streaming add can replace the assembly later.
+   *
+   * `afterAdd` decides whether the rows are in the table for good: on a store without
+   * put-if-absent neither outcome of `add` says so (a fulfilled add can be overwritten
+   * by a concurrent commit, a rejected one can have committed), so the caller checks
+   * the table and may ask for the same rows to be added again ('again').
    */
   async append(
     batches: AsyncIterable<RecordBatch>,
     beforeCommit: () => Promise<void>,
-  ): Promise<{ rows: number; version: number | undefined }> {
+    afterAdd: (addError: LanceWriteError | undefined) => Promise<'done' | 'again'> = (e) =>
+      e ? Promise.reject(e) : Promise.resolve('done'),
+  ): Promise<{ rows: number; version: number | undefined; adds: number }> {
     const collected: RecordBatch[] = [];
     for await (const b of batches) collected.push(b);
     if (collected.length > 0) await this.ensureSchema(collected[0]!.schema);
     await beforeCommit();
     const rows = collected.reduce((n, b) => n + b.numRows, 0);
-    if (rows === 0) return { rows, version: undefined };
+    if (rows === 0) return { rows, version: undefined, adds: 0 };
     const table = this.#required();
+    const arrowTable = new ArrowTable(collected);
+    let version: number | undefined;
+    for (let adds = 1; ; adds++) {
+      let addError: LanceWriteError | undefined;
+      try {
+        const add = this.#adds.then(() => retryConflicts(() => table.add(arrowTable, { mode: 'append' })));
+        this.#adds = add.catch(() => undefined);
+        const result = await add;
+        version = (result as { version?: number }).version;
+      } catch (error) {
+        if (isSchemaRejection(error))
+          throw new LanceSchemaError(
+            'rejected',
+            this.target.table,
+            `add refused: ${errorMessage(error)}`,
+            {},
+            error,
+          );
+        addError = new LanceWriteError('add failed', error, true, this.target.table);
+      }
+      if ((await afterAdd(addError)) === 'done') return { rows, version, adds };
+    }
+  }
+
+  /**
+   * Rows in the intervals as a new connection sees the latest version. A handle kept
+   * open is not enough on a store without put-if-absent: when another writer
+   * overwrites the manifest of the version we committed, the version number does not
+   * change, so a cached handle may go on showing our own (lost) commit.
+   */
+  async countFresh(intervals: readonly OffsetIntervalFilter[]): Promise<{ rows: number; version: number }> {
+    const db = await lancedb.connect(this.target.uri, {
+      ...(this.target.storageOptions ? { storageOptions: { ...this.target.storageOptions } } : {}),
+    });
     try {
-      const arrowTable = new ArrowTable(collected);
-      const result = await retryConflicts(() => table.add(arrowTable, { mode: 'append' }));
-      return { rows, version: (result as { version?: number }).version };
-    } catch (error) {
-      if (isSchemaRejection(error))
-        throw new LanceSchemaError(
-          'rejected',
-          this.target.table,
-          `add refused: ${errorMessage(error)}`,
-          {},
-          error,
-        );
-      throw new LanceWriteError('add failed', error, true, this.target.table);
+      if (!(await db.tableNames()).includes(this.target.table)) return { rows: 0, version: 0 };
+      const table = await db.openTable(this.target.table);
+      try {
+        return { rows: await countIntervals(table, intervals), version: await table.version() };
+      } finally {
+        table.close();
+      }
+    } finally {
+      db.close();
     }
   }
 
   /** Rows whose (topic, partition, offset) fall in the intervals. */
   async countRows(intervals: readonly OffsetIntervalFilter[]): Promise<number> {
     const table = intervals.length === 0 ? undefined : await this.#current();
-    if (!table) return 0;
-    let total = 0;
-    for (let i = 0; i < intervals.length; i += 64) {
-      const filter = intervals
-        .slice(i, i + 64)
-        .map(
-          (v) =>
-            `(${TOPIC_COLUMN} = '${v.topic.replace(/'/g, "''")}' AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last})`,
-        )
-        .join(' OR ');
-      total += await table.countRows(filter);
-    }
-    return total;
+    return table ? countIntervals(table, intervals) : 0;
   }
 
   async totalRows(): Promise<number> {
@@ -225,6 +255,24 @@ export class LanceTable {
     if (!this.#table) throw new Error(`Lance table ${this.target.table} is not created yet`);
     return this.#table;
   }
+}
+
+async function countIntervals(
+  table: lancedb.Table,
+  intervals: readonly OffsetIntervalFilter[],
+): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < intervals.length; i += 64) {
+    const filter = intervals
+      .slice(i, i + 64)
+      .map(
+        (v) =>
+          `(${TOPIC_COLUMN} = '${v.topic.replace(/'/g, "''")}' AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last})`,
+      )
+      .join(' OR ');
+    total += await table.countRows(filter);
+  }
+  return total;
 }
 
 /** Int32 staged into an Int64 column is cast by Lance; other differences are conflicts. */

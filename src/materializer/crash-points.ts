@@ -8,6 +8,8 @@ export type CrashPointName =
   | 'during-prepare'
   | 'before-add'
   | 'after-add'
+  /** After an add on a store without put-if-absent, before the settled count (issue 10). */
+  | 'before-confirm'
   | 'after-published'
   | 'after-sources-deleted'
   | 'after-plan-forgotten'

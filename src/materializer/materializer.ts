@@ -9,6 +9,7 @@ import { ClaimRegistry } from '../staging/claims';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart } from '../staging/sealed-part';
+import type { CommitCheck } from './commit-check';
 import { crashPoint } from './crash-points';
 import { FailurePolicy, SCHEMA_REASONS, classifyFailure, type PublicationFailureReason } from './failure';
 import { countKeptRows } from './keep-range';
@@ -47,6 +48,8 @@ export interface MaterializerOptions {
   readonly deadLetterFile?: string;
   /** Permanent failures (schema, unreadable part) of one plan before it is set aside (default 3). */
   readonly maxPermanentFailures?: number;
+  /** How a commit is known final: atomic store (default) or settle-and-count (commit-check.ts). */
+  readonly commitCheck?: CommitCheck;
 }
 
 export interface MaterializerStats {
@@ -56,6 +59,8 @@ export interface MaterializerStats {
   readonly publishedBytes: number;
   readonly waitingParts: number;
   readonly unresolvableParts: number;
+  /** Adds overwritten by concurrent commits and made again (stores without put-if-absent). */
+  readonly lostCommits: number;
   /** Failed publication attempts by reason (failedPublications is their sum). */
   readonly failures: Readonly<Partial<Record<PublicationFailureReason, number>>>;
   /** Parts moved to the staging quarantine, by reason. */
@@ -105,6 +110,7 @@ export class Materializer {
     publishedBytes: 0,
     waitingParts: 0,
     unresolvableParts: 0,
+    lostCommits: 0,
   };
   #failureCounts: Partial<Record<PublicationFailureReason, number>> = {};
   #quarantinedParts: Partial<Record<PublicationFailureReason, number>> = {};
@@ -125,6 +131,7 @@ export class Materializer {
       lance,
       reservation: this.#reservation,
       logger: o.logger,
+      ...(o.commitCheck ? { commitCheck: o.commitCheck } : {}),
       preparation: {
         fetch: this.#fetch,
         decode: this.#decode,
@@ -180,7 +187,12 @@ export class Materializer {
     this.#stats.unresolvableParts = out.unresolvable.length;
     const plans: Plan[] = [];
     for (const group of out.groups) plans.push(await this.#writePlan(group));
-    const inFlight = this.#o.mode === 'streamed' ? 2 : 1;
+    // A store without put-if-absent keeps each publication waiting ~commitSettleMs after
+    // its add: let the next ones prepare and add meanwhile (their adds are serialized in
+    // LanceTable, so this replica's commits never overwrite each other; the source
+    // reservation still bounds the memory they hold).
+    const settling = this.#o.commitCheck !== undefined && !this.#o.commitCheck.atomic;
+    const inFlight = Math.max(this.#o.mode === 'streamed' ? 2 : 1, settling ? SETTLING_IN_FLIGHT : 1);
     for (let i = 0; i < plans.length; i += inFlight) {
       const batch = plans.slice(i, i + inFlight);
       const settled = await Promise.all(
@@ -322,6 +334,7 @@ export class Materializer {
       this.#stats.publications += 1;
       this.#stats.publishedRows += result.rows;
       this.#stats.publishedBytes += result.bytes;
+      this.#stats.lostCommits += Math.max(0, result.adds - 1);
       this.#last = result;
       if (this.#recent.length < 10_000) this.#recent.push(result);
       this.#o.logger.info(
@@ -413,6 +426,9 @@ export class Materializer {
     counts[key] = (counts[key] ?? 0) + n;
   }
 }
+
+/** Publications of one replica in flight at once while their commits settle. */
+const SETTLING_IN_FLIGHT = 4;
 
 async function countKept(d: PartDecision): Promise<number> {
   const { batches } = await readSealedPart(d.part.path);

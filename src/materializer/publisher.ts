@@ -6,6 +6,7 @@ import { fsyncDirectory, pathExists } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import type { LanceTable } from '../lance/lance-table';
 import * as path from 'node:path';
+import { ATOMIC_STORE, CommitLostError, sleep, type CommitCheck } from './commit-check';
 import { crashPoint } from './crash-points';
 import { keptBounds } from './keep-range';
 import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
@@ -21,6 +22,10 @@ export interface PublicationResult {
   readonly writeSeconds: number;
   /** Seconds the writer waited for source data (streamed) or for the whole preparation (buffered). */
   readonly sourceWaitSeconds: number;
+  /** Seconds spent making sure the rows are in the table for good (settle waits + counts), in writeSeconds. */
+  readonly checkSeconds: number;
+  /** Adds made: more than one when concurrent commits overwrote ours (stores without put-if-absent). */
+  readonly adds: number;
 }
 
 /** A publication whose descriptors do not add up to its plan: nothing was written. */
@@ -47,6 +52,8 @@ export interface PublisherOptions {
   readonly preparation: PreparationContext;
   readonly reservation: BoundedBudget;
   readonly logger: Logger;
+  /** How a commit is known final (commit-check.ts); default: an atomic store. */
+  readonly commitCheck?: CommitCheck;
 }
 
 /**
@@ -82,7 +89,8 @@ export class Publisher {
       }));
     let sourceWait = 0;
     let preparedAt = 0;
-    let written: { rows: number; version: number | undefined };
+    let written: { rows: number; version: number | undefined; adds: number };
+    let checkSeconds = 0;
     try {
       if (mode === 'buffered') {
         const t0 = performance.now();
@@ -91,13 +99,28 @@ export class Publisher {
         if (firstError !== undefined) throw asError(firstError);
       }
       const source = this.#batches(tasks, mode, (s) => (sourceWait += s));
-      written = await this.o.lance.append(source, async () => {
-        await settle();
-        if (firstError !== undefined) throw asError(firstError);
-        preparedAt = performance.now();
-        await ledger.markWriting(this.o.tableDir, this.#verify(plan, prepared));
-        crashPoint('before-add');
-      });
+      let record: WritingRecord | undefined;
+      let adds = 0;
+      written = await this.o.lance.append(
+        source,
+        async () => {
+          await settle();
+          if (firstError !== undefined) throw asError(firstError);
+          preparedAt = performance.now();
+          record = this.#verify(plan, prepared);
+          await ledger.markWriting(this.o.tableDir, record);
+          crashPoint('before-add');
+        },
+        async (addError) => {
+          adds += 1;
+          const t0 = performance.now();
+          try {
+            return await this.#afterAdd(plan.id, record!, addError, adds);
+          } finally {
+            checkSeconds += (performance.now() - t0) / 1000;
+          }
+        },
+      );
       crashPoint('after-add');
     } finally {
       // The batches are in Lance (or the publication failed): the source reservation goes back.
@@ -115,7 +138,50 @@ export class Publisher {
       prepareSeconds: ((preparedAt || done) - started) / 1000,
       writeSeconds: (done - (preparedAt || done)) / 1000,
       sourceWaitSeconds: sourceWait,
+      checkSeconds,
+      adds: written.adds,
     };
+  }
+
+  get #check(): CommitCheck {
+    return this.o.commitCheck ?? ATOMIC_STORE;
+  }
+
+  /**
+   * The publication's rows as the table holds them for good: on an atomic store one
+   * count on the open handle (read consistency 0: it sees the latest version); on a
+   * store without put-if-absent a count on a new connection after the settle wait,
+   * when no commit that could overwrite ours is still in flight (commit-check.ts).
+   */
+  async #settledCount(record: WritingRecord): Promise<number> {
+    if (this.#check.atomic) return this.o.lance.countRows(record.intervals);
+    await sleep(this.#check.settleMs);
+    return (await this.o.lance.countFresh(record.intervals)).rows;
+  }
+
+  /** After each add: 'done' when the rows are in for good, 'again' when a concurrent commit overwrote them. */
+  async #afterAdd(
+    planId: string,
+    record: WritingRecord,
+    addError: Error | undefined,
+    adds: number,
+  ): Promise<'done' | 'again'> {
+    const check = this.#check;
+    crashPoint('before-confirm');
+    // On an atomic store a rejected add committed nothing: the publication failed (retried).
+    if (check.atomic && addError) throw addError;
+    const found = await this.#settledCount(record);
+    if (found === record.rows) return 'done';
+    const table = this.o.lance.target.table;
+    if (found !== 0) throw new PartialPublicationError(planId, table, found, record.rows);
+    // A rejected add that left nothing: an ordinary failure (the store is down, ...), retried from `writing`.
+    if (addError) throw addError;
+    if (check.atomic || adds >= check.maxAdds) throw new CommitLostError(planId, table, adds, check.atomic);
+    this.o.logger.warn(
+      { event: 'publication.commit.lost', id: planId, table, adds, rows: record.rows },
+      'a concurrent commit overwrote this publication\u2019s commit (the store has no put-if-absent); adding its rows again',
+    );
+    return 'again';
   }
 
   /**
@@ -135,10 +201,26 @@ export class Publisher {
     }
     let done = entry.published;
     if (!done && writing) {
-      const found = await this.o.lance.countRows(writing.intervals);
+      // The same rule as after an add: on a store without put-if-absent a commit seen
+      // now may still be overwritten by one in flight, so the count waits to settle.
+      const t0 = performance.now();
+      const found = await this.#settledCount(writing);
       if (found === writing.rows) {
         await ledger.markPublished(this.o.tableDir, plan.id, undefined);
-        done = true;
+        await this.#cleanup(plan);
+        // Its rows are published now (an add whose answer was lost, or a kill after it):
+        // reported like any publication, so the published-rows metrics add up.
+        const checkSeconds = (performance.now() - t0) / 1000;
+        return {
+          id: plan.id,
+          rows: writing.rows,
+          bytes: plan.bytes,
+          prepareSeconds: 0,
+          writeSeconds: checkSeconds,
+          sourceWaitSeconds: 0,
+          checkSeconds,
+          adds: 0,
+        };
       } else if (found !== 0) {
         throw new PartialPublicationError(plan.id, this.o.lance.target.table, found, writing.rows);
       }

@@ -155,6 +155,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  // Object storage (issue 10, objstore branch): the start probe's verdict on the Lance store.
+  readonly storeAtomicCommits = new Gauge({
+    name: 'kafka_lance_store_atomic_commits',
+    help: 'The Lance store makes concurrent commits atomic (1: local directory or probe passed; 0: commits are settled and counted, see DESIGN.md "Object storage").',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
   }

@@ -1,0 +1,107 @@
+/**
+ * Object-store settings of a Lance database that can be checked before anything
+ * connects: pure functions, so the configuration schema can use them.
+ */
+
+/** URI schemes LanceDB 0.39 opens through its object store layer. */
+export const OBJECT_STORE_SCHEMES = ['s3', 's3+ddb', 'gs', 'az', 'abfs', 'memory', 'file'] as const;
+
+export interface ConfigProblem {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** The scheme of `uri` when it has one (`s3://b/p` → `s3`), else undefined (a local path). */
+export function uriScheme(uri: string): string | undefined {
+  const m = /^([a-z][a-z0-9+.-]*):\/\//i.exec(uri);
+  return m ? m[1]!.toLowerCase() : undefined;
+}
+
+/** A remote store: anything but a local path or file://. */
+export function isObjectStoreUri(uri: string): boolean {
+  const scheme = uriScheme(uri);
+  return scheme !== undefined && scheme !== 'file';
+}
+
+/**
+ * Option names object_store accepts for the same setting (it lower-cases keys and
+ * takes them with or without the `aws_` prefix). Lance also reads the AWS_*
+ * environment variables itself (checked: AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_REGION with no storage options reach s3proxy).
+ */
+const ENDPOINT_KEYS = ['endpoint', 'endpoint_url', 'aws_endpoint', 'aws_endpoint_url'];
+const REGION_KEYS = ['region', 'aws_region', 'default_region', 'aws_default_region'];
+const KEY_ID_KEYS = ['access_key_id', 'aws_access_key_id'];
+const SECRET_KEYS = ['secret_access_key', 'aws_secret_access_key'];
+const ENDPOINT_ENV = ['AWS_ENDPOINT_URL', 'AWS_ENDPOINT', 'AWS_ENDPOINT_URL_S3'];
+const REGION_ENV = ['AWS_REGION', 'AWS_DEFAULT_REGION'];
+
+function has(options: Readonly<Record<string, string>>, keys: readonly string[]): boolean {
+  return Object.entries(options).some(([k, v]) => keys.includes(k.toLowerCase()) && v.length > 0);
+}
+
+function hasEnv(env: NodeJS.ProcessEnv, names: readonly string[]): boolean {
+  return names.some((n) => (env[n] ?? '').length > 0);
+}
+
+/**
+ * Problems of an object-store configuration that depend on the environment (the
+ * static ones are in the consumer definition's zod schema): an s3:// database needs
+ * an endpoint or a region to address the bucket, and credentials given in the
+ * options must be whole (a key id without its secret would silently fall back to
+ * another identity from the AWS chain).
+ */
+export function objectStoreProblems(
+  uri: string,
+  storageOptions: Readonly<Record<string, string>> | undefined,
+  env: NodeJS.ProcessEnv,
+): ConfigProblem[] {
+  const scheme = uriScheme(uri);
+  if (scheme !== 's3' && scheme !== 's3+ddb') return [];
+  const options = storageOptions ?? {};
+  const problems: ConfigProblem[] = [];
+  // object_store takes a set but empty endpoint variable as a URL and panics on it (measured).
+  for (const name of ENDPOINT_ENV) {
+    if (env[name] === '') {
+      problems.push({ field: name, message: 'is set but empty: unset it or give the endpoint URL' });
+    }
+  }
+  if (!has(options, [...ENDPOINT_KEYS, ...REGION_KEYS]) && !hasEnv(env, [...ENDPOINT_ENV, ...REGION_ENV])) {
+    problems.push({
+      field: 'lance.storageOptions',
+      message: `${uri} needs an endpoint (storageOptions.endpoint or AWS_ENDPOINT_URL, for MinIO/Ceph/s3proxy) or a region (storageOptions.region or AWS_REGION, for AWS S3)`,
+    });
+  }
+  const keyId = has(options, KEY_ID_KEYS);
+  const secret = has(options, SECRET_KEYS);
+  if (keyId !== secret) {
+    problems.push({
+      field: `lance.storageOptions.${keyId ? 'aws_secret_access_key' : 'aws_access_key_id'}`,
+      message: `missing: credentials in storageOptions need both aws_access_key_id and aws_secret_access_key (or neither: then AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS credential chain)`,
+    });
+  }
+  const endpoint = Object.entries(options).find(([k]) => ENDPOINT_KEYS.includes(k.toLowerCase()))?.[1];
+  if (
+    endpoint?.startsWith('http://') &&
+    !/^true$/i.test(options.allow_http ?? options.aws_allow_http ?? '')
+  ) {
+    problems.push({
+      field: 'lance.storageOptions.allow_http',
+      message: `endpoint ${endpoint} is plain HTTP: set allow_http: 'true' (object_store refuses HTTP otherwise)`,
+    });
+  }
+  return problems;
+}
+
+/** Option names that hold secrets: their values never reach a log or an error. */
+const SECRET_NAME = /secret|token|password|key$|sas|credential/i;
+
+/** storageOptions for logs: every value of a secret-looking option replaced. */
+export function redactStorageOptions(
+  options: Readonly<Record<string, string>> | undefined,
+): Record<string, string> | undefined {
+  if (!options) return undefined;
+  return Object.fromEntries(
+    Object.entries(options).map(([k, v]) => [k, SECRET_NAME.test(k) ? '[redacted]' : v]),
+  );
+}
