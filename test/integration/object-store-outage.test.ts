@@ -51,6 +51,19 @@ jest.mock('@lancedb/lancedb', () => {
   };
 });
 
+/** Retries a check whose table read failed with s3proxy's listing race ("Not found: ..._versions"). */
+async function readRetried<T>(check: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await check();
+    } catch (error) {
+      const listing = error instanceof Error && /Not found: .*_versions|not found/i.test(error.message);
+      if (!listing || attempt >= 5) throw error;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+}
+
 function s3(command: 'start' | 'stop'): void {
   const result = s3Local(command, PORT);
   if (result.code !== 0) throw new Error(`s3-local ${command} on ${PORT}: ${result.output}`);
@@ -86,18 +99,22 @@ test('s3proxy stopped for 20 s mid-run: publications retry, every record exactly
   const outageMs = Date.now() - stoppedAt;
   await production.done;
 
-  const settled = await settle(suite.admin, groupId, topic, uri, production.produced.length, {
-    rowsTimeoutMs: 150_000,
-  });
-  const report = await checkFaultRun({
-    admin: suite.admin,
-    groupId,
-    topic,
-    lanceDir: uri,
-    produced: production.produced,
-    replicas,
-    problems: settled.problems,
-  });
+  // The checker's own reads meet the same listing race as the openTable above (a LIST of
+  // _versions/ answered empty or 500 while a replica commits): a read error is retried.
+  const settled = await readRetried(() =>
+    settle(suite.admin, groupId, topic, uri, production.produced.length, { rowsTimeoutMs: 150_000 }),
+  );
+  const report = await readRetried(() =>
+    checkFaultRun({
+      admin: suite.admin,
+      groupId,
+      topic,
+      lanceDir: uri,
+      produced: production.produced,
+      replicas,
+      problems: settled.problems,
+    }),
+  );
   const events = (name: string) =>
     replicas.flatMap((r) =>
       r.process.logs.filter((l) => l.event === name && (l.time as number) >= stoppedAt),
