@@ -165,6 +165,8 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
         events.push(`replica-${o.replicas + 1} started at ${at()}`);
         return launch(`replica-${o.replicas + 1}`, victim.dataDir, victim.label);
       });
+    // Awaited after production; a failure before then is reported by what failed first.
+    restarted.catch(() => undefined);
     let ranges: RunRanges = new Map();
     let settled = 0;
     try {
@@ -217,6 +219,7 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
       seconds: (Date.now() - started) / 1000,
       started,
       produced,
+      before: sumHigh(startEnds),
       broken: badCount(produced, BAD_RATIO),
       dead,
       scan,
@@ -389,6 +392,8 @@ interface SummaryInput {
   readonly seconds: number;
   readonly started: number;
   readonly produced: number;
+  /** Records of the topic before this run (earlier runs against the same broker). */
+  readonly before: number;
   readonly broken: number;
   readonly dead: DeadLetters;
   readonly scan: RunScan;
@@ -486,6 +491,10 @@ function summarize(print: (line: string) => void, s: SummaryInput): string[] {
     if (left > 0) problems.push(`${dir} still holds staged parts or unfinished publications`);
   }
   print('');
+  if (s.before > 0)
+    print(
+      `Note          ${SCALE_TOPIC} held ${fmt(s.before)} records before this run (earlier runs, in the tables of their own --data-dir): the Lance rows below are this data dir's only.`,
+    );
   print(
     `kafka-lance inspect -c ${s.definition} --data-dir ${s.victim.dataDir} --brokers ${s.brokers.join(',')}`,
   );

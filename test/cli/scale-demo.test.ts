@@ -52,6 +52,15 @@ describe('kafka-lance scale-demo', () => {
     });
   });
 
+  test('--help lists the options with an example', async () => {
+    const out = await runCli(['scale-demo', '--help']);
+    expect(out.code).toBe(0);
+    for (const option of ['--seconds', '--rate', '--partitions', '--replicas', '--data-dir', '--brokers'])
+      expect(out.stdout).toContain(option);
+    expect(out.stdout).toContain('Example:');
+    expect(out.stdout).toContain('kafka-lance scale-demo');
+  });
+
   test('three replicas on 12 partitions, one killed and restarted: every record once', async () => {
     const dataDir = await tempDir('kl-scale-demo');
     const out = await runCli([
