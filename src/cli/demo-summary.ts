@@ -10,21 +10,25 @@ export const DLQ = `${TOPIC}.dlq`;
 /** The offsets this run produced, per partition: [from, to). */
 export type RunRanges = ReadonlyMap<number, { readonly from: number; readonly to: number }>;
 
-function rangesFilter(ranges: RunRanges): string {
+function rangesFilter(ranges: RunRanges, topic: string = TOPIC): string {
   const parts = [...ranges]
     .filter(([, r]) => r.to > r.from)
     .map(
       ([p, r]) =>
         `(${PARTITION_COLUMN} = ${p} AND ${OFFSET_COLUMN} >= ${r.from} AND ${OFFSET_COLUMN} < ${r.to})`,
     );
-  return `${TOPIC_COLUMN} = ${quote(TOPIC)} AND (${parts.length > 0 ? parts.join(' OR ') : 'false'})`;
+  return `${TOPIC_COLUMN} = ${quote(topic)} AND (${parts.length > 0 ? parts.join(' OR ') : 'false'})`;
 }
 
-export async function publishedInRanges(consumer: ResolvedConsumer, ranges: RunRanges): Promise<number> {
+export async function publishedInRanges(
+  consumer: ResolvedConsumer,
+  ranges: RunRanges,
+  topic: string = TOPIC,
+): Promise<number> {
   const opened = await openExistingTable(consumer).catch(() => undefined);
   if (!opened) return 0;
   try {
-    return await opened.table.countRows(rangesFilter(ranges));
+    return await opened.table.countRows(rangesFilter(ranges, topic));
   } finally {
     opened.close();
   }
@@ -41,14 +45,14 @@ export interface SummaryInput {
   readonly replicaExit: number | null;
 }
 
-interface RunScan {
+export interface RunScan {
   readonly rows: number;
   readonly duplicates: number;
   readonly levels: ReadonlyMap<string, number>;
   readonly lastErrors: readonly ErrorRow[];
 }
 
-interface ErrorRow {
+export interface ErrorRow {
   readonly ts: number;
   readonly partition: number;
   readonly offset: number;
@@ -116,7 +120,11 @@ export async function summarize(print: (line: string) => void, s: SummaryInput):
  * One pass over this run's rows: count by level, duplicates (a bitmap per partition,
  * so memory is one byte per produced record), and the five newest errors.
  */
-async function scanRun(table: lancedb.Table, ranges: RunRanges): Promise<RunScan> {
+export async function scanRun(
+  table: lancedb.Table,
+  ranges: RunRanges,
+  topic: string = TOPIC,
+): Promise<RunScan> {
   const seen = new Map([...ranges].map(([p, r]) => [p, new Uint8Array(Math.max(0, r.to - r.from))]));
   const levels = new Map<string, number>();
   let rows = 0;
@@ -124,7 +132,7 @@ async function scanRun(table: lancedb.Table, ranges: RunRanges): Promise<RunScan
   let lastErrors: ErrorRow[] = [];
   const query = table
     .query()
-    .where(rangesFilter(ranges))
+    .where(rangesFilter(ranges, topic))
     .select(['level', 'ts', 'service', 'message', 'status', PARTITION_COLUMN, OFFSET_COLUMN]);
   for await (const batch of query) {
     const col = (name: string) => batch.getChild(name);

@@ -25,8 +25,8 @@ export interface DemoOptions {
   readonly progress: (line: string, final?: boolean) => void;
 }
 
-const BIN = path.join(ROOT, 'bin/kafka-lance');
-const CONSUMER = path.join(ROOT, 'consumers/app-logs.ts');
+export const BIN = path.join(ROOT, 'bin/kafka-lance');
+export const CONSUMER = path.join(ROOT, 'consumers/app-logs.ts');
 const PARTITIONS = 6;
 /** One line in 200 is broken on purpose, to show the dead-letter topic at work. */
 const BAD_RATIO = 0.005;
@@ -161,7 +161,10 @@ export async function runDemo(o: DemoOptions): Promise<void> {
   }
 }
 
-function startEmbeddedBrokerIfNeeded(o: DemoOptions): { brokers: string[]; started: boolean } {
+export function startEmbeddedBrokerIfNeeded(o: Pick<DemoOptions, 'print'>): {
+  brokers: string[];
+  started: boolean;
+} {
   const configured = brokersFromEnv();
   if (configured) return { brokers: configured, started: false };
   o.print(
@@ -204,12 +207,13 @@ async function refuseForeignTable(consumer: ResolvedConsumer, ends: readonly Par
   }
 }
 
-function startReplica(
+export function startReplica(
   brokers: readonly string[],
   dataDir: string,
   port: number,
   level: string,
   logFile: string,
+  consumerFile: string = CONSUMER,
 ): ChildProcess {
   // The replica runs as `kafka-lance run` in a child: its JSON logs (and its workers') go to the file, not the terminal.
   const fd = openSync(logFile, 'a');
@@ -220,7 +224,7 @@ function startReplica(
         BIN,
         'run',
         '-c',
-        CONSUMER,
+        consumerFile,
         '--data-dir',
         dataDir,
         '--brokers',
@@ -239,7 +243,7 @@ function startReplica(
   }
 }
 
-async function waitReady(child: ChildProcess, port: number, logFile: string): Promise<void> {
+export async function waitReady(child: ChildProcess, port: number, logFile: string): Promise<void> {
   const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
@@ -262,7 +266,7 @@ async function waitReady(child: ChildProcess, port: number, logFile: string): Pr
 }
 
 /** SIGTERM: the replica stops fetching, flushes, commits and finishes its publication, then exits 0. */
-async function stopReplica(child: ChildProcess): Promise<number | null> {
+export async function stopReplica(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');
@@ -272,7 +276,7 @@ async function stopReplica(child: ChildProcess): Promise<number | null> {
   return code;
 }
 
-function tail(file: string, lines = 10): string {
+export function tail(file: string, lines = 10): string {
   try {
     return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
   } catch {
@@ -280,7 +284,7 @@ function tail(file: string, lines = 10): string {
   }
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
@@ -292,11 +296,11 @@ function freePort(): Promise<number> {
   });
 }
 
-const sumHigh = (ends: readonly PartitionEnds[] | undefined): number =>
+export const sumHigh = (ends: readonly PartitionEnds[] | undefined): number =>
   (ends ?? []).reduce((n, e) => n + e.high, 0);
 
 /** Sums of the replica's counters from its /metrics page (Prometheus text format). */
-async function scrape(
+export async function scrape(
   port: number,
 ): Promise<{ staged: number; published: number; dead: number; lag: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();

@@ -9,6 +9,7 @@ import { DEFAULT_RETENTION, compact, parseDuration } from './compact';
 import { BrokerUnreachableError, CliError, isConnectionFailure } from './errors';
 import { formatBytes, formatInspect, inspect } from './inspect';
 import { packageVersion, requireConsumerFile } from './paths';
+import type { ScaleDemoOptions } from './scale-demo';
 
 const SHUTDOWN_TIMEOUT_MS = Number(process.env.KAFKA_LANCE_SHUTDOWN_TIMEOUT_MS ?? 25_000);
 
@@ -210,6 +211,34 @@ Example:
       });
       process.exit(0);
     });
+
+  program
+    .command('scale-demo')
+    .description(
+      'Scale-out on one machine: --replicas replicas of consumers/app-logs.ts in one group on a --partitions topic, one shared Lance table, while producing; one replica is SIGKILLed at 1/3 of the run and restarted on its data dir at 2/3; then a summary (per replica, checks read back from the table, the inspect report). Exits non-zero when a record is missing or twice.',
+    )
+    .addOption(new Option('--seconds <n>', 'how long to produce').argParser(positiveInt).default(30))
+    .addOption(new Option('--rate <n>', 'log lines per second').argParser(positiveInt).default(2_000))
+    .addOption(new Option('--partitions <n>', 'partitions of the topic').argParser(positiveInt).default(12))
+    .addOption(new Option('--replicas <n>', 'replicas at the start').argParser(positiveInt).default(3))
+    .addOption(
+      new Option('--data-dir <dir>', 'replica-N data dirs, logs/ and the shared lance/ table').default(
+        'data/scale-demo',
+      ),
+    )
+    .addOption(brokersOption)
+    .addOption(logLevelOption)
+    .addHelpText(
+      'after',
+      '\nExample:\n  kafka-lance scale-demo --seconds 20 --rate 1000 --data-dir /tmp/kl-scale',
+    )
+    .action(
+      async (opts: Omit<ScaleDemoOptions, 'print' | 'progress' | 'brokers'> & { brokers?: string[] }) => {
+        const { runScaleDemo, terminalOutput } = await import('./scale-demo');
+        await runScaleDemo({ ...opts, brokers: opts.brokers, ...terminalOutput() });
+        process.exit(0);
+      },
+    );
 
   program
     .command('produce')
