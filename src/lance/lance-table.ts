@@ -241,8 +241,8 @@ export class LanceTable {
   async optimize(cleanupOlderThanMs = 0, now = Date.now()): Promise<OptimizeOutcome | undefined> {
     const table = await this.#current();
     if (!table) return undefined;
+    // The handle reads the latest version (readConsistencyInterval 0), as listVersions lists all.
     return retryConflicts(async () => {
-      await table.checkoutLatest();
       const cutoff =
         cleanupOlderThanMs > 0 ? safeCleanupCutoff(await table.listVersions(), now - cleanupOlderThanMs) : 0;
       // new Date(0): LanceDB's default (7 days) would otherwise apply; nothing is older than 1970.
