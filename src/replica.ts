@@ -264,6 +264,7 @@ export class Replica {
             deadLetterFile: path.join(consumer.dataDir, 'dead-letter', `${consumer.name}.publications.jsonl`),
             pollMs: m.pollMs,
             optimizeEveryMs: m.optimizeEveryMs,
+            cleanupOlderThanMs: m.cleanupOlderThanMs,
             logLevel: log.level,
           },
           reportFailure,

@@ -21,6 +21,17 @@ export type FieldTypeName = (typeof FIELD_TYPES)[number];
 export const EPOCH_UNITS = ['s', 'ms', 'us', 'ns'] as const;
 export type EpochUnit = (typeof EPOCH_UNITS)[number];
 
+/**
+ * Version cleanup (materializer.cleanupOlderThanMs). One hour: a thousand times the
+ * default commit settle window, time travel over the last hour, and at most ~3,600
+ * versions at one publication a second, which every compaction reads (DESIGN.md,
+ * "Object storage"). LanceDB's own default is 7 days.
+ */
+export const DEFAULT_CLEANUP_OLDER_THAN_MS = 3_600_000;
+export const MIN_CLEANUP_OLDER_THAN_MS = 60_000;
+/** The retention is at least this many settle windows (lance.commitSettleMs). */
+export const CLEANUP_SETTLE_FACTOR = 10;
+
 const fieldType = z.enum(FIELD_TYPES);
 const epochUnit = z.enum(EPOCH_UNITS);
 const fieldSpec = z.union([
@@ -257,6 +268,20 @@ export const consumerDefinitionSchema = z
          * replica that owns the first partition of the first topic runs it.
          */
         optimizeEveryMs: z.number().int().min(0).default(300_000),
+        /**
+         * Each compaction also removes the table versions that stopped being the latest
+         * this long ago (and the files only they used); 0 keeps every version. At least
+         * CLEANUP_SETTLE_FACTOR × lance.commitSettleMs (see DESIGN.md "Object storage").
+         */
+        cleanupOlderThanMs: z
+          .number()
+          .int()
+          .min(0)
+          .refine(
+            (ms) => ms === 0 || ms >= MIN_CLEANUP_OLDER_THAN_MS,
+            `0 (keep every version) or at least ${MIN_CLEANUP_OLDER_THAN_MS} ms: a query that reads a removed version fails`,
+          )
+          .default(DEFAULT_CLEANUP_OLDER_THAN_MS),
       })
       .prefault({}),
     /** Group membership timing (kafkajs names). A crashed replica's partitions move after sessionTimeoutMs. */
@@ -278,6 +303,14 @@ export const consumerDefinitionSchema = z
         code: 'custom',
         path: ['schema'],
         message: 'format "raw" has a fixed schema: use "infer"',
+      });
+    }
+    const retention = def.materializer.cleanupOlderThanMs;
+    if (retention > 0 && retention < CLEANUP_SETTLE_FACTOR * def.lance.commitSettleMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['materializer', 'cleanupOlderThanMs'],
+        message: `${retention} is less than ${CLEANUP_SETTLE_FACTOR} × lance.commitSettleMs (${CLEANUP_SETTLE_FACTOR * def.lance.commitSettleMs}): a version must outlive every commit that can still be built on it; raise materializer.cleanupOlderThanMs or lower lance.commitSettleMs`,
       });
     }
     if (def.materializer.enabled) {

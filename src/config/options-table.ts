@@ -199,6 +199,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       'Compact small fragments (LanceDB optimize) this often; `0` turns it off. Only the replica that owns the first partition of the first topic runs it.',
   },
+  'materializer.cleanupOlderThanMs': {
+    meaning:
+      'Each compaction also removes the table versions that stopped being the latest this long ago, and the files only they use; `0` keeps every version (LanceDB would keep 7 days). At least 60000 and 10 x `lance.commitSettleMs`: on a store without atomic commits a version must outlive every commit still being built on it.',
+  },
   sessionTimeoutMs: {
     meaning:
       'Group session timeout: a replica that stops heartbeating (killed, hung) keeps its partitions this long before the group moves them.',

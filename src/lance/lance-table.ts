@@ -230,11 +230,31 @@ export class LanceTable {
     return table ? table.countRows() : 0;
   }
 
-  /** Compaction, version cleanup and index update; a conflict with a concurrent commit is retried by the caller. */
-  async optimize(): Promise<boolean> {
+  /**
+   * Compaction, index update and version cleanup (LanceDB optimize); a commit conflict
+   * is retried here. `cleanupOlderThanMs`: 0 keeps every version; otherwise a version
+   * is removed only once it has not been the latest for that long (see
+   * `safeCleanupCutoff`), never by LanceDB's own rule (created that long ago), which
+   * on a store without atomic commits can delete the files of the version a publisher
+   * still in flight builds on. Resolves with undefined when the table does not exist yet.
+   */
+  async optimize(cleanupOlderThanMs = 0, now = Date.now()): Promise<OptimizeOutcome | undefined> {
     const table = await this.#current();
-    if (table) await retryConflicts(() => table.optimize());
-    return table !== undefined;
+    if (!table) return undefined;
+    // The handle reads the latest version (readConsistencyInterval 0), as listVersions lists all.
+    return retryConflicts(async () => {
+      const cutoff =
+        cleanupOlderThanMs > 0 ? safeCleanupCutoff(await table.listVersions(), now - cleanupOlderThanMs) : 0;
+      // new Date(0): LanceDB's default (7 days) would otherwise apply; nothing is older than 1970.
+      const stats = await table.optimize({ cleanupOlderThan: new Date(cutoff) });
+      return {
+        fragmentsRemoved: stats.compaction.fragmentsRemoved,
+        fragmentsAdded: stats.compaction.fragmentsAdded,
+        versionsRemoved: stats.prune.oldVersionsRemoved,
+        bytesRemoved: stats.prune.bytesRemoved,
+        cutoff: cutoff > 0 ? new Date(cutoff) : undefined,
+      };
+    });
   }
 
   close(): void {
@@ -255,6 +275,41 @@ export class LanceTable {
     if (!this.#table) throw new Error(`Lance table ${this.target.table} is not created yet`);
     return this.#table;
   }
+}
+
+export interface OptimizeOutcome {
+  readonly fragmentsRemoved: number;
+  readonly fragmentsAdded: number;
+  readonly versionsRemoved: number;
+  readonly bytesRemoved: number;
+  /** Versions created before this were removable; undefined: no cleanup asked. */
+  readonly cutoff: Date | undefined;
+}
+
+/**
+ * The `cleanupOlderThan` (ms since the epoch) that removes only versions superseded
+ * before `retainSince`. LanceDB removes every version created before the cutoff except
+ * the latest: after a quiet period, the version that was the latest until a moment ago
+ * (and the compaction of this very call supersedes the latest) was created long ago.
+ * A writer that read it as the latest just before (a publication in flight) commits a
+ * manifest that keeps its fragments, whose files a compaction rewrote; on a store
+ * without put-if-absent that manifest can replace the compaction's, and its files
+ * must still exist. So the cutoff is the creation time of the version that was the
+ * latest at `retainSince` (kept: LanceDB compares with `<`), or earlier if a later
+ * version carries an earlier timestamp (another writer's clock).
+ */
+export function safeCleanupCutoff(
+  versions: readonly { readonly version: number; readonly timestamp: Date }[],
+  retainSince: number,
+): number {
+  const sorted = [...versions].sort((a, b) => a.version - b.version);
+  let latestThen = -1;
+  for (let i = 0; i < sorted.length; i++) if (sorted[i]!.timestamp.getTime() <= retainSince) latestThen = i;
+  // Every version is newer than retainSince: nothing is removable.
+  if (latestThen < 0) return 0;
+  let cutoff = retainSince;
+  for (const v of sorted.slice(latestThen)) cutoff = Math.min(cutoff, Math.floor(v.timestamp.getTime()));
+  return cutoff;
 }
 
 async function countIntervals(

@@ -50,6 +50,8 @@ export interface MaterializerOptions {
   readonly maxPermanentFailures?: number;
   /** How a commit is known final: atomic store (default) or settle-and-count (commit-check.ts). */
   readonly commitCheck?: CommitCheck;
+  /** Compactions remove versions that stopped being the latest this long ago (0 or absent: keep every version). */
+  readonly cleanupOlderThanMs?: number;
 }
 
 export interface MaterializerStats {
@@ -206,16 +208,28 @@ export class Materializer {
   /**
    * Compaction by one replica at a time: the owner of the first partition of the
    * first topic (by the chains it was given). A commit conflict with a concurrent
-   * append is retried inside; any other failure is logged, never fatal.
+   * append is retried inside; any other failure is logged, never fatal. Versions that
+   * stopped being the latest `cleanupOlderThanMs` ago are removed with it: two
+   * compactors for a moment (ownership moving) are harmless, each keeps what the
+   * other's in-flight commits may still need (LanceTable.optimize).
    */
   async optimizeIfLeader(): Promise<boolean> {
     const first = [...this.#ownership.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))[0];
     if (!first || first[1].chain.at(-1)?.owner !== this.#o.owner) return false;
     try {
       const t0 = performance.now();
-      if (!(await this.#lance.optimize())) return false;
+      const outcome = await this.#lance.optimize(this.#o.cleanupOlderThanMs ?? 0);
+      if (!outcome) return false;
       this.#o.logger.info(
-        { event: 'lance.optimized', seconds: (performance.now() - t0) / 1000 },
+        {
+          event: 'lance.optimized',
+          seconds: (performance.now() - t0) / 1000,
+          fragmentsRemoved: outcome.fragmentsRemoved,
+          fragmentsAdded: outcome.fragmentsAdded,
+          versionsRemoved: outcome.versionsRemoved,
+          bytesRemoved: outcome.bytesRemoved,
+          ...(outcome.cutoff ? { versionsBefore: outcome.cutoff.toISOString() } : {}),
+        },
         'compacted the table',
       );
       return true;

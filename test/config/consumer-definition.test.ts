@@ -82,6 +82,36 @@ describe('consumer definitions', () => {
     expect(() => resolveConsumer(valid, 'x', {})).toThrow(/brokers: .*KAFKA_BOOTSTRAP_SERVERS/);
   });
 
+  test('version cleanup: 1 h by default, 0 keeps every version, and never shorter than 10 settle windows', () => {
+    const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:1' };
+    expect(resolveConsumer(valid, 'x', env).materializer.cleanupOlderThanMs).toBe(3_600_000);
+    expect(
+      resolveConsumer({ ...valid, materializer: { cleanupOlderThanMs: 0 } }, 'x', env).materializer
+        .cleanupOlderThanMs,
+    ).toBe(0);
+    expect(() =>
+      resolveConsumer({ ...valid, materializer: { cleanupOlderThanMs: 5_000 } }, 'x', env),
+    ).toThrow(/materializer\.cleanupOlderThanMs: 0 \(keep every version\) or at least 60000/);
+    expect(new Set(problems({ ...valid, materializer: { cleanupOlderThanMs: -1 } }))).toEqual(
+      new Set(['materializer.cleanupOlderThanMs']),
+    );
+    // 10 × a 10 s settle window is 100 s: 90 s is refused, naming both fields.
+    expect(() =>
+      resolveConsumer(
+        { ...valid, lance: { commitSettleMs: 10_000 }, materializer: { cleanupOlderThanMs: 90_000 } },
+        'x',
+        env,
+      ),
+    ).toThrow(/materializer\.cleanupOlderThanMs: 90000 is less than 10 × lance\.commitSettleMs \(100000\)/);
+    expect(
+      resolveConsumer(
+        { ...valid, lance: { commitSettleMs: 10_000 }, materializer: { cleanupOlderThanMs: 100_000 } },
+        'x',
+        env,
+      ).materializer.cleanupOlderThanMs,
+    ).toBe(100_000);
+  });
+
   test('a source reservation below twice a publication (it would wait on itself) is refused, naming both fields', () => {
     const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:1' };
     const MiB = 1024 * 1024;
