@@ -197,7 +197,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   'materializer.pollMs': { meaning: 'How often the materializer looks for sealed parts to publish.' },
   'materializer.optimizeEveryMs': {
     meaning:
-      'Compact small fragments (LanceDB optimize) this often; `0` turns it off. Only the replica that owns the first partition of the first topic runs it.',
+      'Compact small fragments (LanceDB optimize) this often; `0` turns it off. Only the replica that owns the first partition of the first topic runs it, and only on a store with atomic commits (elsewhere: `kafka-lance compact` in a quiet window).',
   },
   'materializer.cleanupOlderThanMs': {
     meaning:

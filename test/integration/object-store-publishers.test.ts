@@ -155,5 +155,8 @@ async function fourPublishers(compactEveryMs: number | undefined): Promise<void>
 test('four concurrent publishers into one s3:// table on s3proxy: every publication\u2019s rows present exactly once', () =>
   fourPublishers(undefined));
 
-test('the same with a compactor committing concurrently (optimize every 500 ms): every row exactly once', () =>
-  fourPublishers(500));
+// A compactor committing concurrently (optimize every 500 ms) lost one publication and
+// stored another twice in one of five runs here: a compaction commit outlives the settle
+// window. Scheduled compaction is therefore off on stores without atomic commits
+// (Materializer.optimizeIfLeader; DESIGN.md, "Object storage"); `fourPublishers(ms)` keeps
+// the compactor arm for measuring it by hand.
