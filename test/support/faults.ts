@@ -81,7 +81,31 @@ export function waitForJoin(
   return r.waitFor((l) => l.event === 'kafka.join' && r.logs.indexOf(l) >= from && test(l), timeoutMs);
 }
 
-async function lanceKeys(lanceDir: string, table: string): Promise<[number, number][]> {
+/**
+ * The checker's reads of a table on s3proxy meet its listing race (a LIST of _versions/
+ * answered empty or 500 while a replica commits: "Not found: ..._versions"): a failed
+ * read is tried again, up to about 20 s, before it fails the test.
+ */
+async function retryRead<T>(read: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      if (attempt >= 20) throw error;
+      await sleep(1_000);
+    }
+  }
+}
+
+function lanceKeys(lanceDir: string, table: string): Promise<[number, number][]> {
+  return retryRead(() => readKeys(lanceDir, table));
+}
+
+function lanceCount(lanceDir: string, table: string): Promise<number> {
+  return retryRead(() => readCount(lanceDir, table));
+}
+
+async function readKeys(lanceDir: string, table: string): Promise<[number, number][]> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
     if (!(await db.tableNames()).includes(table)) return [];
@@ -97,7 +121,7 @@ async function lanceKeys(lanceDir: string, table: string): Promise<[number, numb
   }
 }
 
-async function lanceCount(lanceDir: string, table: string): Promise<number> {
+async function readCount(lanceDir: string, table: string): Promise<number> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
     if (!(await db.tableNames()).includes(table)) return 0;
