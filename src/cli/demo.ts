@@ -83,16 +83,7 @@ export async function runDemo(o: DemoOptions): Promise<void> {
         `staged ${m.staged}  published ${m.published}  dead letters ${m.dead}  lag ${m.lag}`
       );
     };
-    // A scrape still in flight when the run settles must not print after the final line.
-    let settling = false;
-    const timer = setInterval(
-      () =>
-        void line().then(
-          (l) => settling || o.progress(l),
-          () => undefined,
-        ),
-      1_000,
-    );
+    const ticker = progressTicker(line, (l) => o.progress(l));
     let ranges: RunRanges = new Map();
     try {
       await produce({
@@ -128,15 +119,14 @@ export async function runDemo(o: DemoOptions): Promise<void> {
           break;
         await new Promise((r) => setTimeout(r, 1_000));
       }
-      settling = true;
-      clearInterval(timer);
+      ticker.stop();
       o.progress(
         `${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  produced ${produced}/${count}  ` +
           `in Lance ${settled.published}  dead letters ${settled.dead}`,
         true,
       );
     } finally {
-      clearInterval(timer);
+      ticker.stop();
     }
     const stopped = await stopReplica(replica);
     replica = undefined;
@@ -314,5 +304,52 @@ export async function scrape(
     published: sum('kafka_lance_published_records_total'),
     dead: sum('kafka_lance_dead_letter_records_total'),
     lag: sum('kafka_lance_consumer_lag'),
+  };
+}
+
+/**
+ * Prints `line()` through `progress` every second until stopped. A line still being
+ * computed (a scrape in flight) when the run settles is never printed after the final one.
+ */
+export function progressTicker(
+  line: () => Promise<string>,
+  progress: (line: string) => void,
+): { stop(): void } {
+  let stopped = false;
+  const timer = setInterval(
+    () =>
+      void line().then(
+        (l) => stopped || progress(l),
+        () => undefined,
+      ),
+    1_000,
+  );
+  return {
+    stop: () => {
+      stopped = true;
+      clearInterval(timer);
+    },
+  };
+}
+
+/** A demo's terminal output: the progress line rewritten in place on a terminal, one line every 5 s elsewhere (CI, a pipe). */
+export function terminalOutput(): Pick<DemoOptions, 'print' | 'progress'> {
+  const tty = process.stdout.isTTY;
+  let lastProgress = 0;
+  return {
+    print: (line) => {
+      if (tty && lastProgress > 0) process.stdout.write('\n');
+      lastProgress = 0;
+      console.log(line);
+    },
+    progress: (line, final) => {
+      if (tty) {
+        process.stdout.write(`\r\x1b[K${line}`);
+        lastProgress = 1;
+      } else if (final || Date.now() - lastProgress >= 5_000) {
+        console.log(line);
+        lastProgress = Date.now();
+      }
+    },
   };
 }

@@ -185,29 +185,13 @@ Example:
   kafka-lance demo --seconds 10 --rate 2000 --data-dir /tmp/kl-demo`,
     )
     .action(async (opts: { seconds: number; rate: number; dataDir: string; logLevel: string }) => {
-      const { runDemo } = await import('./demo');
-      const tty = process.stdout.isTTY;
-      let lastProgress = 0;
+      const { runDemo, terminalOutput } = await import('./demo');
       await runDemo({
         seconds: opts.seconds,
         rate: opts.rate,
         dataDir: opts.dataDir,
         logLevel: opts.logLevel,
-        print: (line) => {
-          if (tty && lastProgress > 0) process.stdout.write('\n');
-          lastProgress = 0;
-          console.log(line);
-        },
-        progress: (line, final) => {
-          // On a terminal one line is rewritten in place; elsewhere (CI, a pipe) one line every 5 s.
-          if (tty) {
-            process.stdout.write(`\r\x1b[K${line}`);
-            lastProgress = 1;
-          } else if (final || Date.now() - lastProgress >= 5_000) {
-            console.log(line);
-            lastProgress = Date.now();
-          }
-        },
+        ...terminalOutput(),
       });
       process.exit(0);
     });
@@ -234,7 +218,8 @@ Example:
     )
     .action(
       async (opts: Omit<ScaleDemoOptions, 'print' | 'progress' | 'brokers'> & { brokers?: string[] }) => {
-        const { runScaleDemo, terminalOutput } = await import('./scale-demo');
+        const { terminalOutput } = await import('./demo');
+        const { runScaleDemo } = await import('./scale-demo');
         await runScaleDemo({ ...opts, brokers: opts.brokers, ...terminalOutput() });
         process.exit(0);
       },

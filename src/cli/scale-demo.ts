@@ -7,6 +7,7 @@ import { loadConsumer, type ResolvedConsumer } from '../config';
 import {
   CONSUMER,
   freePort,
+  progressTicker,
   scrape,
   startEmbeddedBrokerIfNeeded,
   startReplica,
@@ -141,15 +142,7 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
         (events.length > 0 ? `  (${events.join(', ')})` : '')
       );
     };
-    let settling = false;
-    const timer = setInterval(
-      () =>
-        void line().then(
-          (l) => settling || o.progress(l),
-          () => undefined,
-        ),
-      1_000,
-    );
+    const ticker = progressTicker(line, (l) => o.progress(l));
     // A third of the way in, SIGKILL the middle replica; at two thirds, restart it on its own data dir.
     const victim = members[Math.min(1, members.length - 1)]!;
     const produceStart = Date.now();
@@ -192,14 +185,13 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
           break;
         await sleep(1_000);
       }
-      settling = true;
-      clearInterval(timer);
+      ticker.stop();
       o.progress(
         `${at().padStart(5)}  produced ${produced}/${count}  in Lance ${settled}  (${events.join(', ')})`,
         true,
       );
     } finally {
-      clearInterval(timer);
+      ticker.stop();
     }
     // Graceful stop of every live replica at once: each flushes, commits and finishes its publication.
     await Promise.all(
@@ -514,28 +506,6 @@ function safeRead(file: string): string {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** The demo's terminal output: the progress line rewritten in place on a terminal, one line every 5 s elsewhere. */
-export function terminalOutput(): Pick<ScaleDemoOptions, 'print' | 'progress'> {
-  const tty = process.stdout.isTTY;
-  let lastProgress = 0;
-  return {
-    print: (line) => {
-      if (tty && lastProgress > 0) process.stdout.write('\n');
-      lastProgress = 0;
-      console.log(line);
-    },
-    progress: (line, final) => {
-      if (tty) {
-        process.stdout.write(`\r\x1b[K${line}`);
-        lastProgress = 1;
-      } else if (final || Date.now() - lastProgress >= 5_000) {
-        console.log(line);
-        lastProgress = Date.now();
-      }
-    },
-  };
-}
 
 async function retrying<T>(f: () => Promise<T>, ms = 15_000): Promise<T> {
   const deadline = Date.now() + ms;

@@ -1,9 +1,9 @@
-import type * as Lance from '@lancedb/lancedb';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { checkFaultRun, produceInBackground, settle, sleep, type Named } from '../support/faults';
 import { testBrokers } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
+import type * as OnS3 from '../support/lancedb-on-s3';
 import type * as S3Local from '../support/s3-local';
 import { TEST_S3_PORT, s3DatabaseUri, s3Local, storageOptions } from '../support/s3-local';
 
@@ -21,48 +21,11 @@ const RECORDS = 18_000;
 
 // support/faults.ts opens the table with `lancedb.connect(uri)`: give it this server.
 jest.mock('@lancedb/lancedb', () => {
-  const actual = jest.requireActual<typeof Lance>('@lancedb/lancedb');
   const s3 = jest.requireActual<typeof S3Local>('../support/s3-local');
-  // s3proxy's filesystem backend once answered a LIST of _versions/ with nothing while
-  // replicas were committing (the reader failed with "Dataset ... not found"): the
-  // checker's reads are retried a few times. (A writer that gets an empty listing fails
-  // its add, which the publication retries; see DESIGN.md "Object storage".)
-  const retried = async <T>(read: () => Promise<T>): Promise<T> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await read();
-      } catch (error) {
-        if (attempt >= 5) throw error;
-        await new Promise((r) => setTimeout(r, 300));
-      }
-    }
-  };
-  return {
-    ...actual,
-    connect: async (uri: string, options: Partial<Lance.ConnectionOptions> = {}) => {
-      const db = await actual.connect(uri, {
-        ...options,
-        storageOptions: { ...s3.storageOptions(s3.TEST_S3_PORT + 1), ...options.storageOptions },
-      });
-      const openTable = db.openTable.bind(db);
-      db.openTable = (name: string) => retried(() => openTable(name));
-      return db;
-    },
-  };
+  return jest
+    .requireActual<typeof OnS3>('../support/lancedb-on-s3')
+    .lancedbOnS3(s3.storageOptions(s3.TEST_S3_PORT + 1));
 });
-
-/** Retries a check whose table read failed with s3proxy's listing race ("Not found: ..._versions"). */
-async function readRetried<T>(check: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await check();
-    } catch (error) {
-      const listing = error instanceof Error && /Not found: .*_versions|not found/i.test(error.message);
-      if (!listing || attempt >= 5) throw error;
-      await new Promise((r) => setTimeout(r, 1_000));
-    }
-  }
-}
 
 function s3(command: 'start' | 'stop'): void {
   const result = s3Local(command, PORT);
@@ -99,22 +62,18 @@ test('s3proxy stopped for 20 s mid-run: publications retry, every record exactly
   const outageMs = Date.now() - stoppedAt;
   await production.done;
 
-  // The checker's own reads meet the same listing race as the openTable above (a LIST of
-  // _versions/ answered empty or 500 while a replica commits): a read error is retried.
-  const settled = await readRetried(() =>
-    settle(suite.admin, groupId, topic, uri, production.produced.length, { rowsTimeoutMs: 150_000 }),
-  );
-  const report = await readRetried(() =>
-    checkFaultRun({
-      admin: suite.admin,
-      groupId,
-      topic,
-      lanceDir: uri,
-      produced: production.produced,
-      replicas,
-      problems: settled.problems,
-    }),
-  );
+  const settled = await settle(suite.admin, groupId, topic, uri, production.produced.length, {
+    rowsTimeoutMs: 150_000,
+  });
+  const report = await checkFaultRun({
+    admin: suite.admin,
+    groupId,
+    topic,
+    lanceDir: uri,
+    produced: production.produced,
+    replicas,
+    problems: settled.problems,
+  });
   const events = (name: string) =>
     replicas.flatMap((r) =>
       r.process.logs.filter((l) => l.event === name && (l.time as number) >= stoppedAt),

@@ -1,4 +1,4 @@
-import type * as Lance from '@lancedb/lancedb';
+import type * as OnS3 from '../support/lancedb-on-s3';
 import type * as S3Local from '../support/s3-local';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { checkFaultRun, produceInBackground, settle, sleep, type Named } from '../support/faults';
@@ -27,34 +27,10 @@ const RECORDS = 24_000;
 // in this file every connection gets the s3proxy options (jest's process.env is a copy,
 // so the AWS variables LanceDB reads itself cannot be set from here).
 jest.mock('@lancedb/lancedb', () => {
-  const actual = jest.requireActual<typeof Lance>('@lancedb/lancedb');
   const s3 = jest.requireActual<typeof S3Local>('../support/s3-local');
-  // s3proxy's filesystem backend once answered a LIST of _versions/ with nothing while
-  // replicas were committing (the reader failed with "Dataset ... not found"): the
-  // checker's reads are retried a few times. (A writer that gets an empty listing fails
-  // its add, which the publication retries; see DESIGN.md "Object storage".)
-  const retried = async <T>(read: () => Promise<T>): Promise<T> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await read();
-      } catch (error) {
-        if (attempt >= 5) throw error;
-        await new Promise((r) => setTimeout(r, 300));
-      }
-    }
-  };
-  return {
-    ...actual,
-    connect: async (uri: string, options: Partial<Lance.ConnectionOptions> = {}) => {
-      const db = await actual.connect(uri, {
-        ...options,
-        storageOptions: { ...s3.storageOptions(s3.TEST_S3_PORT), ...options.storageOptions },
-      });
-      const openTable = db.openTable.bind(db);
-      db.openTable = (name: string) => retried(() => openTable(name));
-      return db;
-    },
-  };
+  return jest
+    .requireActual<typeof OnS3>('../support/lancedb-on-s3')
+    .lancedbOnS3(s3.storageOptions(s3.TEST_S3_PORT));
 });
 
 afterEach(async () => {
