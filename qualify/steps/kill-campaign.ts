@@ -41,10 +41,11 @@ export const step: QualifyStep = {
     try {
       await c.setUp();
       const production = c.startProduction();
+      let round = 0;
       const ticker = setInterval(
         () =>
           c.log(
-            `produced ${(production.bytes() / MiB).toFixed(1)}/${(totalBytes / MiB).toFixed(0)} MiB, ${c.kills.length}/${kills} kills, publications ${c.count('publication')}`,
+            `produced ${(production.bytes() / MiB).toFixed(1)}/${(totalBytes / MiB).toFixed(0)} MiB, ${c.kills.length} kills (round ${round}/${kills}), publications ${c.count('publication')}`,
           ),
         ctx.short ? 10_000 : 15_000,
       );
@@ -52,6 +53,7 @@ export const step: QualifyStep = {
         const aims: Aim[] = ['publication', 'recovery', 'group join', 'random moment'];
         const zombieAfter = Math.floor(kills / 2);
         for (let i = 0; i < kills; i++) {
+          round = i + 1;
           if (i === zombieAfter) zombie.push(...(await makeZombie(c)));
           const slot = c.random.pick(c.slots);
           await sleep(c.random.int(1_000, ctx.short ? 3_000 : 5_000));
@@ -101,8 +103,9 @@ function summarizeInterrupted(c: Campaign): string {
  */
 async function killAimed(c: Campaign, slot: Slot, aim: Aim): Promise<void> {
   if (aim === 'publication') {
-    // Into an open publication: the ledger holds its plan or `writing` entry until it is published.
-    await untilPublicationOpen(slot, 20_000);
+    // Into an open publication: the ledger holds its plan or `writing` entry until it is
+    // published; every other time, into the Lance add itself (`writing`).
+    await untilPublicationOpen(slot, 20_000, c.kills.length % 2 === 1);
     await sleep(c.random.int(0, 60));
     await c.kill(slot, aim);
   } else if (aim === 'recovery') {
@@ -132,12 +135,12 @@ async function killAimed(c: Campaign, slot: Slot, aim: Aim): Promise<void> {
   await run.seen('kafka.join', 60_000);
 }
 
-/** Polls the slot's ledger until a publication is planned or writing (or the time is up). */
-async function untilPublicationOpen(slot: Slot, timeoutMs: number): Promise<boolean> {
+/** Polls the slot's ledger until a publication is planned or writing (only writing: `writing`), or the time is up. */
+async function untilPublicationOpen(slot: Slot, timeoutMs: number, writing = false): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && slot.run.alive) {
     const open = openPublications(slot.dataDir, TABLE);
-    if (open.writing.length > 0 || open.planned.length > 0) return true;
+    if (open.writing.length > 0 || (!writing && open.planned.length > 0)) return true;
     await sleep(10);
   }
   return false;

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import type { QualifyContext } from '../step';
-import { openPublications } from './ledger-state';
+import { openPublications, type OpenPublications } from './ledger-state';
 import { interrupted, lastEvents, ReplicaRun, type ReplicaEvent } from './replica';
 import { startProduction, type Production, type ProductionOptions } from './producer';
 import { Random, sleep } from './random';
@@ -137,18 +137,20 @@ export class Campaign {
   async setUp(): Promise<void> {
     this.#admin = this.#kafka.admin();
     await this.#admin.connect();
-    await this.#admin.createTopics({
-      topics: [{ topic: this.topic, numPartitions: this.o.partitions }],
-      waitForLeaders: true,
-    });
+    // A broker just started answers "does not host this topic-partition" for a while: retry
+    // (createTopics is idempotent here: an existing topic returns false).
     for (let attempt = 0; ; attempt++) {
-      const ok = await this.#admin.fetchTopicOffsets(this.topic).then(
-        (o) => o.length === this.o.partitions,
-        () => false,
-      );
-      if (ok) break;
-      if (attempt > 100) throw new Error(`${this.topic}: partitions not hosted after 10 s`);
-      await sleep(100);
+      try {
+        await this.#admin.createTopics({
+          topics: [{ topic: this.topic, numPartitions: this.o.partitions }],
+          waitForLeaders: true,
+        });
+        const ends = await this.#admin.fetchTopicOffsets(this.topic);
+        if (ends.length === this.o.partitions) break;
+      } catch (error) {
+        if (attempt > 300) throw error;
+      }
+      await sleep(200);
     }
     for (let i = 1; i <= this.o.replicas; i++) {
       const label = `replica-${i}`;
@@ -185,12 +187,7 @@ export class Campaign {
     const events = [...run.events];
     const open = openPublications(slot.dataDir, TABLE);
     await run.kill();
-    const what =
-      open.writing.length > 0
-        ? `publication (${open.writing.length} in \`writing\`: Lance add under way or done but not marked published)`
-        : open.planned.length > 0
-          ? `publication (${open.planned.length} planned, not yet writing)`
-          : interrupted(events);
+    const what = describeKill(interrupted(events), open);
     const record: KillRecord = {
       n: this.kills.length + 1,
       at: this.at(),
@@ -260,6 +257,24 @@ export class Campaign {
       0,
     );
   }
+}
+
+/**
+ * What a kill interrupted: the replica's own events say which phase it was in; its
+ * ledger says whether a publication was open, and in a replica still recovering or
+ * joining, an open one is an earlier kill's, waiting to be resumed.
+ */
+function describeKill(phase: string, open: OpenPublications): string {
+  const ledger =
+    open.writing.length > 0
+      ? `${open.writing.length} in \`writing\`: its Lance add under way or done but not marked published`
+      : open.planned.length > 0
+        ? `${open.planned.length} planned, its parts being prepared`
+        : '';
+  if (!ledger) return phase;
+  if (phase.startsWith('recovery') || phase.startsWith('group join'))
+    return `${phase}; ledger: ${ledger} (left by an earlier kill)`;
+  return `publication (${ledger})`;
 }
 
 function text(value: unknown): string {

@@ -6,6 +6,7 @@ import { inspect } from '../../src/cli/inspect';
 import { datasetPathOf } from '../../src/cli/lance-read';
 import type { Campaign } from './campaign';
 import { TABLE } from './campaign';
+import { leftOver } from './ledger-state';
 import { readIndependently, type IndependentReading } from './independent-reader';
 import { sha256 } from './producer';
 import { sleep } from './random';
@@ -189,17 +190,21 @@ export async function settle(c: Campaign, timeoutMs: number): Promise<{ seconds:
     const log = await logRecords(c).catch(() => ({ total: -1 }));
     const dead = [...readDeadLetters(c, (n) => `${n}.jsonl`).values()].reduce((n, s) => n + s.size, 0);
     const rows = await countRows(c).catch(() => -1);
-    if (lag.length === 0 && rows + dead === log.total) return { seconds: (Date.now() - started) / 1000 };
+    // Rows can all be in Lance while a publication that landed is not marked yet (its
+    // retry is due later): quiescent also means every data dir drained.
+    const busy = c.slots.flatMap((sl) => leftOver(sl.dataDir, TABLE).map((w) => `${sl.label}: ${w}`));
+    if (lag.length === 0 && rows + dead === log.total && busy.length === 0)
+      return { seconds: (Date.now() - started) / 1000 };
     if (Date.now() - lastLine > 5_000) {
       c.log(
-        `settling: rows ${rows} + dead letters ${dead} / log ${log.total}; ${lag.length === 0 ? 'offsets committed' : lag.slice(0, 3).join('; ')}`,
+        `settling: rows ${rows} + dead letters ${dead} / log ${log.total}; ${lag.length === 0 ? 'offsets committed' : lag.slice(0, 3).join('; ')}${busy.length > 0 ? `; ${busy.join(', ')}` : ''}`,
       );
       lastLine = Date.now();
     }
     if (Date.now() - started > timeoutMs) {
       return {
         seconds: (Date.now() - started) / 1000,
-        stalled: `not quiescent after ${timeoutMs / 1000} s: rows ${rows} + dead letters ${dead} / log ${log.total}; ${lag.join('; ') || 'offsets committed'}`,
+        stalled: `not quiescent after ${timeoutMs / 1000} s: rows ${rows} + dead letters ${dead} / log ${log.total}; ${lag.join('; ') || 'offsets committed'}${busy.length > 0 ? `; still in the data dirs: ${busy.join(', ')}` : ''}`,
       };
     }
     await sleep(2_000);

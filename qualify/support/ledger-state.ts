@@ -1,5 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { plansDir } from '../../src/materializer/plan';
+import { parsePartName } from '../../src/staging/part-name';
 import { tableStagingDir } from '../../src/staging/table-staging';
 
 /** Publications of a data dir's ledger that are not finished: planned (plan only) or `writing`. */
@@ -36,4 +37,27 @@ export function openPublications(dataDir: string, table: string): OpenPublicatio
     else if (k.has('plan')) planned.push(id);
   }
   return { planned, writing };
+}
+
+/**
+ * What a data dir still holds of the table's work: open and sealed parts and unfinished
+ * publications. A quiescent replica holds none: every record published and cleaned up.
+ */
+export function leftOver(dataDir: string, table: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(tableStagingDir(dataDir, table));
+  } catch {
+    names = [];
+  }
+  const parts = names.map((n) => parsePartName(n)).filter((p) => p !== undefined);
+  const open = parts.filter((p) => p.state === 'open').length;
+  const sealed = parts.filter((p) => p.state === 'sealed').length;
+  const pubs = openPublications(dataDir, table);
+  return [
+    open > 0 ? `${open} open parts` : '',
+    sealed > 0 ? `${sealed} sealed parts` : '',
+    pubs.planned.length > 0 ? `${pubs.planned.length} planned publications` : '',
+    pubs.writing.length > 0 ? `${pubs.writing.length} \`writing\` publications` : '',
+  ].filter(Boolean);
 }
