@@ -331,7 +331,7 @@ export async function finalCheck(c: Campaign, stalled?: string): Promise<FinalCh
     ].filter(Boolean);
     if (left.length > 0) problems.push(`${s.label} data dir not clean: ${left.join(', ')}`);
     lines.push(
-      `- ${s.label} data dir (${s.runs.length} processes): ${left.length === 0 ? 'no staged parts, no plans, no `writing` entries, nothing quarantined' : left.join(', ')}; ledger holds ${r.publications.published} published entries`,
+      `- ${s.label} data dir (${s.runs.length} processes): ${left.length === 0 ? 'no staged parts, no plans, no `writing` entries, nothing quarantined' : left.join(', ')}`,
     );
   }
   return { problems, lines, logRecords: log.total, deadLetters: deadCount, rows: node.rows, independent };

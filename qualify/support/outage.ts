@@ -74,7 +74,7 @@ export async function runOutage(o: OutageOptions): Promise<QualifyStepReport> {
     return {
       passed,
       summary:
-        `${o.what} stopped ${outage.from} s into the run and started again after ${outage.down.toFixed(0)} s, with 2 replicas consuming ${(production.bytes() / MiB).toFixed(1)} MiB (${check.logRecords} records; the producer retried ${production.retries()} sends). ` +
+        `${o.what[0]!.toUpperCase()}${o.what.slice(1)} stopped ${outage.from} s into the run and started again after ${outage.down.toFixed(0)} s, with 2 replicas consuming ${(production.bytes() / MiB).toFixed(1)} MiB (${check.logRecords} records; the producer retried ${production.retries()} sends). ` +
         `No manual step: ${alive} of 2 replicas ran through it. Quiescent ${settled.seconds.toFixed(0)} s after production ended; ${check.rows} rows = ${check.logRecords} − ${check.deadLetters} dead letters` +
         ` (pylance: ${check.independent?.rows ?? '?'} rows, ${check.independent?.duplicates ?? '?'} duplicates, ${check.independent?.checksumMismatches ?? '?'} checksum mismatches). ` +
         (passed ? 'Passed.' : `FAILED: ${problems.join('; ')}`),
