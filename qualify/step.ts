@@ -22,6 +22,18 @@ export interface QualifyContext {
   readonly seed: number;
   /** Progress lines for the terminal (long steps print one every few seconds). */
   log(line: string): void;
+  /** The S3 store (s3proxy) the runner started for a step that `needs` 'object-store'. */
+  readonly objectStore?: ObjectStoreControl;
+}
+
+/** A local S3-compatible store (deploy/s3-local) for object-storage tables; the runner owns it. */
+export interface ObjectStoreControl {
+  /** What LanceDB (`storageOptions`) and pylance (`storage_options`) need to reach it. */
+  readonly storageOptions: Readonly<Record<string, string>>;
+  /** A fresh database URI of its own in the bucket: `s3://<bucket>/<prefix>-<unique>`. */
+  databaseUri(prefix: string): string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
 }
 
 export interface QualifyStepReport {
@@ -37,5 +49,11 @@ export interface QualifyStep {
   readonly name: string;
   /** The issue item it qualifies, for the report heading. */
   readonly title: string;
+  /**
+   * What the runner must provide besides the broker: 'object-store' starts s3proxy
+   * (context.objectStore); 'broker-control' says the step stops and restarts the broker,
+   * so that a runner given a shared broker (the test suite's) runs it on a broker of its own.
+   */
+  readonly needs?: readonly ('object-store' | 'broker-control')[];
   run(context: QualifyContext): Promise<QualifyStepReport>;
 }

@@ -1,0 +1,78 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { QUALIFY_DIR } from './paths';
+
+const run = promisify(execFile);
+
+/**
+ * The Lance format LanceDB for Node 0.39 writes is Lance 12.0.0 (the lance crates its
+ * native module links); pylance 12.0.0 is the same Rust code behind Python, published
+ * separately: it reads those tables without going through LanceDB at all.
+ */
+export const PYLANCE = 'pylance==12.0.0';
+export const PYARROW = 'pyarrow==21.0.0';
+export const VENV = path.join(QUALIFY_DIR, '.venv');
+const PYTHON = path.join(VENV, 'bin/python');
+const SCRIPT = path.join(QUALIFY_DIR, 'verify_table.py');
+
+/** What qualify/verify_table.py reports about a dataset. */
+export interface IndependentReading {
+  readonly reader: string;
+  readonly dataset: string;
+  readonly version: number;
+  readonly rows: number;
+  readonly distinct: number;
+  readonly duplicates: number;
+  readonly duplicateExamples: readonly [string, number, number][];
+  readonly checksummed: boolean;
+  readonly checksumMismatches: number;
+  readonly mismatchExamples: readonly [string, number, number][];
+  readonly partitions: Record<string, { rows: number; minOffset: number; maxOffset: number }>;
+}
+
+/**
+ * Creates qualify/.venv with the pinned pylance and pyarrow from PyPI unless it is
+ * there already (the check imports both: a half-made venv from an interrupted install
+ * is made again). Bounded by `timeoutMs` (a download of ~120 MB).
+ */
+export async function ensureIndependentReader(
+  log: (line: string) => void,
+  timeoutMs = 300_000,
+): Promise<void> {
+  if (existsSync(PYTHON)) {
+    const ok = await run(PYTHON, ['-c', 'import lance, pyarrow'], { timeout: 60_000 }).then(
+      () => true,
+      () => false,
+    );
+    if (ok) return;
+  }
+  const python = process.env.PYTHON ?? 'python3';
+  log(`independent reader: creating ${VENV} with ${PYLANCE} ${PYARROW} (first run downloads ~120 MB)`);
+  await run(python, ['-m', 'venv', '--clear', VENV], { timeout: 120_000 });
+  await run(PYTHON, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', PYLANCE, PYARROW], {
+    timeout: timeoutMs,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+}
+
+/** Reads a dataset (`<uri>/<table>.lance`) with pylance; `storageOptions` for s3://. */
+export async function readIndependently(
+  dataset: string,
+  storageOptions: Record<string, string> = {},
+  topic?: string,
+): Promise<IndependentReading> {
+  const args = [SCRIPT, '--dataset', dataset, '--storage-options', JSON.stringify(storageOptions)];
+  if (topic) args.push('--topic', topic);
+  // s3proxy's listing race (see test/support/faults.ts) can fail one read: try a few times.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { stdout } = await run(PYTHON, args, { timeout: 600_000, maxBuffer: 64 * 1024 * 1024 });
+      return JSON.parse(stdout) as IndependentReading;
+    } catch (error) {
+      if (attempt >= 5) throw error;
+      await new Promise((r) => setTimeout(r, 2_000));
+    }
+  }
+}

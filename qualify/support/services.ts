@@ -1,0 +1,95 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { ulid } from 'ulid';
+import type { ObjectStoreControl } from '../step';
+import { KAFKA_LOCAL, S3_LOCAL } from './paths';
+
+const run = promisify(execFile);
+
+/**
+ * A local KRaft broker of deploy/kafka-local on its own port (its controller on port+1),
+ * started and stopped asynchronously: the runner's event loop must keep reading the
+ * replicas' output while the broker restarts, or their pipes fill and they block.
+ */
+export class LocalBroker {
+  started = false;
+
+  constructor(readonly port: number) {}
+
+  get brokers(): string[] {
+    return [`127.0.0.1:${this.port}`];
+  }
+
+  async running(): Promise<boolean> {
+    return this.#script('status').then(
+      () => true,
+      () => false,
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.#script('start');
+    this.started = true;
+  }
+
+  async stop(): Promise<void> {
+    await this.#script('stop');
+  }
+
+  async #script(command: string): Promise<string> {
+    const { stdout } = await run(KAFKA_LOCAL, [command], {
+      env: { ...process.env, KAFKA_LOCAL_PORT: String(this.port) },
+      timeout: 240_000,
+    });
+    return stdout;
+  }
+}
+
+/** The fixed local credentials of deploy/s3-local (overridable there by the same variables). */
+const ACCESS_KEY = process.env.S3_LOCAL_ACCESS_KEY_ID ?? 'kafka-lance';
+const SECRET_KEY = process.env.S3_LOCAL_SECRET_ACCESS_KEY ?? 'kafka-lance-secret';
+const BUCKET = process.env.S3_LOCAL_BUCKET ?? 'kafka-lance';
+
+/** s3proxy of deploy/s3-local on its own port, as the ObjectStoreControl a step gets. */
+export class LocalObjectStore implements ObjectStoreControl {
+  started = false;
+  readonly storageOptions: Readonly<Record<string, string>>;
+
+  constructor(readonly port: number) {
+    this.storageOptions = {
+      endpoint: `http://127.0.0.1:${port}`,
+      aws_access_key_id: ACCESS_KEY,
+      aws_secret_access_key: SECRET_KEY,
+      region: 'us-east-1',
+      allow_http: 'true',
+    };
+  }
+
+  databaseUri(prefix: string): string {
+    return `s3://${BUCKET}/${prefix}-${ulid().toLowerCase()}`;
+  }
+
+  async running(): Promise<boolean> {
+    return this.#script('status').then(
+      () => true,
+      () => false,
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.#script('start');
+    this.started = true;
+  }
+
+  async stop(): Promise<void> {
+    await this.#script('stop');
+  }
+
+  async #script(command: string): Promise<string> {
+    const { stdout } = await run(S3_LOCAL, [command], {
+      env: { ...process.env, S3_LOCAL_PORT: String(this.port) },
+      timeout: 240_000,
+    });
+    return stdout;
+  }
+}

@@ -1,0 +1,85 @@
+"""The independent reader of the qualification campaign (issue 13, item 6).
+
+Opens a Lance dataset written by kafka-lance (LanceDB for Node) with the Python
+`pylance` package, not through LanceDB, and reports as JSON on stdout:
+  rows, version, per-partition counts and offset bounds, duplicate
+  (_topic, _partition, _offset) triples, and rows whose `sha` is not the SHA-256 of
+  their `payload` (rows without those columns are not checksummed).
+
+  verify_table.py --dataset <path or s3://.../table.lance> [--storage-options JSON] [--topic T]
+"""
+
+import argparse
+import hashlib
+import json
+import sys
+
+import lance
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--storage-options", default="{}")
+    parser.add_argument("--topic", default=None)
+    args = parser.parse_args()
+    options = json.loads(args.storage_options)
+    ds = lance.dataset(args.dataset, storage_options=options or None)
+    names = set(ds.schema.names)
+    checksummed = {"payload", "sha"} <= names
+    columns = ["_topic", "_partition", "_offset"] + (["payload", "sha"] if checksummed else [])
+
+    seen = set()
+    duplicates = []
+    duplicate_count = 0
+    mismatches = []
+    mismatch_count = 0
+    partitions = {}
+    rows = 0
+    for batch in ds.to_batches(columns=columns, batch_size=8192):
+        data = batch.to_pydict()
+        for i in range(batch.num_rows):
+            topic = data["_topic"][i]
+            if args.topic is not None and topic != args.topic:
+                continue
+            rows += 1
+            key = (topic, data["_partition"][i], data["_offset"][i])
+            if key in seen:
+                duplicate_count += 1
+                if len(duplicates) < 20:
+                    duplicates.append(list(key))
+            else:
+                seen.add(key)
+            p = partitions.setdefault(str(key[1]), {"rows": 0, "minOffset": key[2], "maxOffset": key[2]})
+            p["rows"] += 1
+            p["minOffset"] = min(p["minOffset"], key[2])
+            p["maxOffset"] = max(p["maxOffset"], key[2])
+            if checksummed:
+                payload = data["payload"][i]
+                if payload is None or hashlib.sha256(payload.encode("utf-8")).hexdigest() != data["sha"][i]:
+                    mismatch_count += 1
+                    if len(mismatches) < 20:
+                        mismatches.append(list(key))
+
+    json.dump(
+        {
+            "reader": f"pylance {lance.__version__}",
+            "dataset": args.dataset,
+            "version": ds.version,
+            "rows": rows,
+            "distinct": len(seen),
+            "duplicates": duplicate_count,
+            "duplicateExamples": duplicates,
+            "checksummed": checksummed,
+            "checksumMismatches": mismatch_count,
+            "mismatchExamples": mismatches,
+            "partitions": partitions,
+        },
+        sys.stdout,
+    )
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
