@@ -56,6 +56,17 @@ export interface WritingRecord {
 }
 
 export const plansDir = (tableDir: string): string => path.join(tableDir, 'plans');
+
+/**
+ * A plan names its parts relative to the table's staging directory: a data directory
+ * restored or mounted at another path must find its own parts, never delete the
+ * original's and publish its copies a second time (seen in qualification). Plans
+ * written with absolute paths still resolve to them.
+ */
+const storedPartPath = (tableDir: string, partPath: string): string => {
+  const relative = path.relative(tableDir, partPath);
+  return relative.startsWith('..') || path.isAbsolute(relative) ? partPath : relative;
+};
 type LedgerKind = 'plan' | 'writing' | 'published' | 'quarantined';
 const file = (tableDir: string, id: string, kind: LedgerKind) =>
   path.join(plansDir(tableDir), `${id}.${kind}.json`);
@@ -86,7 +97,11 @@ export interface LedgerEntry {
 export const ledger = {
   async writePlan(tableDir: string, plan: Plan): Promise<void> {
     await mkdirDurably(plansDir(tableDir));
-    await writeFileAtomically(file(tableDir, plan.id, 'plan'), JSON.stringify(plan));
+    const stored: Plan = {
+      ...plan,
+      parts: plan.parts.map((part) => ({ ...part, path: storedPartPath(tableDir, part.path) })),
+    };
+    await writeFileAtomically(file(tableDir, plan.id, 'plan'), JSON.stringify(stored));
   },
   async markWriting(tableDir: string, record: WritingRecord): Promise<void> {
     await writeFileAtomically(file(tableDir, record.id, 'writing'), JSON.stringify(record));
@@ -129,9 +144,13 @@ export const ledger = {
         names.has(`${id}.${kind}.json`)
           ? (JSON.parse(await fsp.readFile(file(tableDir, id, kind), 'utf8')) as T)
           : undefined;
+      const plan = await read<Plan>('plan');
       out.push({
         id,
-        plan: await read<Plan>('plan'),
+        plan: plan && {
+          ...plan,
+          parts: plan.parts.map((part) => ({ ...part, path: path.resolve(tableDir, part.path) })),
+        },
         writing: await read<WritingRecord>('writing'),
         published: names.has(`${id}.published.json`),
         quarantined: await read<QuarantineRecord>('quarantined'),
