@@ -142,6 +142,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       'The durability tick: open staging parts are written and fsynced this often, and the offsets they hold are committed after it.',
   },
+  'offsets.commitAfter': {
+    meaning:
+      "When an offset is committed: `staged` once the records below it are fsynced in staging (a lost data directory loses what was committed but not yet published), `published` once the Lance publication holding them is durable (published in the ledger; on a store without atomic commits, after the commit check). `published` makes every publication an insert-if-absent keyed on `(_topic, _partition, _offset)` (cost grows with the table: DESIGN.md, 'Commit after published') and needs `materializer.enabled`. All replicas of a group must use the same value.",
+  },
   'queue.maxRecords': {
     meaning: 'Records between the Kafka consumer and the staging workers; when full, fetching waits.',
   },
