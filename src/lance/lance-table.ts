@@ -259,7 +259,13 @@ export class LanceTable {
     const wanted = ROW_KEY_COLUMNS.filter((c) => schema.fields.some((f) => f.name === c));
     let key = primaryKeyOf(schema);
     if (key.length === 0) {
-      await retryConflicts(() => table.updateFieldMetadata(rowKeyMetadata(wanted)));
+      try {
+        await retryConflicts(() => table.updateFieldMetadata(rowKeyMetadata(wanted)));
+      } catch (error) {
+        // Another replica set it first (Lance refuses to change a key once set): read it.
+        key = primaryKeyOf(await table.schema());
+        if (key.length === 0) throw error;
+      }
       key = primaryKeyOf(await table.schema());
       this.logger.info(
         { event: 'lance.key.set', table: this.target.table, key },
