@@ -144,7 +144,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'offsets.commitAfter': {
     meaning:
-      "When an offset is committed: `staged` once the records below it are fsynced in staging (a lost data directory loses what was committed but not yet published), `published` once the Lance publication holding them is durable (published in the ledger; on a store without atomic commits, after the commit check). `published` makes every publication an insert-if-absent keyed on `(_topic, _partition, _offset)` (cost grows with the table: DESIGN.md, 'Commit after published') and needs `materializer.enabled`. All replicas of a group must use the same value.",
+      "When an offset is committed: `staged` once the records below it are fsynced in staging, `published` once their Lance publication is durable (a lost data directory then loses nothing; publications insert-if-absent, cost grows with the table: DESIGN.md). Needs the same value on every replica.",
   },
   'queue.maxRecords': {
     meaning: 'Records between the Kafka consumer and the staging workers; when full, fetching waits.',
