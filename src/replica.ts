@@ -238,6 +238,7 @@ export class Replica {
       logger: log,
       initialEpoch: 0,
       metrics,
+      tableDir,
       killAtCommit: options.killAtCommit,
     });
     wiring.ingestion = ingestion;
@@ -265,6 +266,7 @@ export class Replica {
             pollMs: m.pollMs,
             optimizeEveryMs: m.optimizeEveryMs,
             cleanupOlderThanMs: m.cleanupOlderThanMs,
+            commitAfter: consumer.offsets.commitAfter,
             logLevel: log.level,
           },
           reportFailure,

@@ -169,6 +169,18 @@ export const consumerDefinitionSchema = z
     deadLetter: deadLetter.optional(),
     errors: errorHandling,
     durabilityIntervalMs: z.number().int().min(10).max(60_000).default(1000),
+    offsets: z
+      .strictObject({
+        /**
+         * When an offset is committed: once the records below it are durable in staging
+         * ('staged', default), or once the Lance publication holding them is durable
+         * ('published': a lost data directory loses nothing; every publication is an
+         * insert-if-absent on (_topic, _partition, _offset), DESIGN.md "Commit after
+         * published"). All replicas of a group must use the same value.
+         */
+        commitAfter: z.enum(['staged', 'published']).default('staged'),
+      })
+      .prefault({}),
     queue: z
       .strictObject({
         maxRecords: z.number().int().positive().default(50_000),
@@ -311,6 +323,14 @@ export const consumerDefinitionSchema = z
         code: 'custom',
         path: ['materializer', 'cleanupOlderThanMs'],
         message: `${retention} is less than ${CLEANUP_SETTLE_FACTOR} × lance.commitSettleMs (${CLEANUP_SETTLE_FACTOR * def.lance.commitSettleMs}): a version must outlive every commit that can still be built on it; raise materializer.cleanupOlderThanMs or lower lance.commitSettleMs`,
+      });
+    }
+    if (def.offsets.commitAfter === 'published' && !def.materializer.enabled) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['offsets', 'commitAfter'],
+        message:
+          '"published" commits only what this replica published into Lance, and materializer.enabled is false: nothing would ever be committed',
       });
     }
     if (def.materializer.enabled) {

@@ -142,6 +142,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       'The durability tick: open staging parts are written and fsynced this often, and the offsets they hold are committed after it.',
   },
+  'offsets.commitAfter': {
+    meaning:
+      'When an offset is committed: `staged` once the records below it are fsynced in staging, `published` once their Lance publication is durable (a lost data directory then loses nothing; publications insert-if-absent, cost grows with the table: DESIGN.md). Needs the same value on every replica.',
+  },
   'queue.maxRecords': {
     meaning: 'Records between the Kafka consumer and the staging workers; when full, fetching waits.',
   },

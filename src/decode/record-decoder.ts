@@ -2,7 +2,7 @@ import { Binary, Field, Int32, RecordBatch, Schema, Struct, makeData, type Data 
 import { errorMessage } from '../common/errors';
 import type { EpochUnit, FieldTypeName, ResolvedConsumer, Row, SourceRecord } from '../config';
 import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
-import { SYSTEM_FIELDS } from '../staging/system-columns';
+import { ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
 import type { DeadLetterVerdict } from './dead-letter-reason';
 import { parseJsonExact } from './exact-json';
@@ -64,7 +64,7 @@ interface FieldState {
 
 export const KEY_COLUMN = '_key';
 /** Index of a row among the rows one record's transform produced: keeps (topic, partition, offset, _row) unique. */
-export const ROW_COLUMN = '_row';
+export { ROW_COLUMN };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

@@ -11,6 +11,7 @@ import { claimPartitions, type Claim } from '../ownership/claim';
 import { CommitFence } from '../ownership/commit-fence';
 import { GroupMembership, type Generation } from '../ownership/membership';
 import { OffsetTracker, type PartitionCommit } from '../ownership/offset-tracker';
+import { listPartIds, PublicationGate } from '../ownership/publication-gate';
 import { createHookedConsumer } from './coordinator-hook';
 import type { DeadLetterSink } from './dead-letter';
 import { DeadLetterOutbox } from './dead-letter-outbox';
@@ -27,6 +28,8 @@ export interface IngestionOptions {
   /** The epoch the pool's staging starts in (before the first join). */
   readonly initialEpoch: number;
   readonly metrics: Metrics;
+  /** The table's staging directory ('published' commits wait for its parts to be published). */
+  readonly tableDir: string;
   /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
   readonly killAtCommit?: number;
 }
@@ -60,6 +63,8 @@ export class Ingestion {
   readonly #o: IngestionOptions;
   readonly #consumer: Consumer;
   readonly #tracker = new OffsetTracker();
+  /** offsets.commitAfter 'published': holds each commit until the parts below it are published. */
+  readonly #gate: PublicationGate | undefined;
   /**
    * Per partition, the offset the next batch must have been fetched from in the
    * current epoch: the claim's start, then just after the last admitted batch. A
@@ -91,6 +96,7 @@ export class Ingestion {
   constructor(options: IngestionOptions) {
     this.#o = options;
     this.#epoch = options.initialEpoch;
+    this.#gate = options.consumer.offsets.commitAfter === 'published' ? new PublicationGate() : undefined;
     this.#fence = new CommitFence(this.#membership, options.consumer.groupId);
     this.#consumer = createHookedConsumer(
       options.kafka,
@@ -210,6 +216,7 @@ export class Ingestion {
     // until this join's claim has landed, kept partitions included (another member
     // may have owned and committed them while this one missed a generation).
     const revoked: PartitionOffset[] = [];
+    this.#gate?.close();
     for (const { topic, partition } of this.#tracker.assigned()) {
       const landed = this.#tracker.revoke(topic, partition);
       this.#o.metrics.committedOffset.remove({ topic, partition: String(partition) });
@@ -241,6 +248,13 @@ export class Ingestion {
         claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const),
       );
       if (!this.#membership.isCurrent(generation)) return; // a newer join seeks for itself
+      if (this.#gate) {
+        // Every part on disk now is of an older epoch (beginEpoch sealed them; nothing of
+        // this epoch is staged before the claim is ready): none holds this epoch's commits.
+        const older = await listPartIds(this.#o.tableDir);
+        if (!this.#membership.isCurrent(generation)) return;
+        this.#gate.open(older);
+      }
       // Consume from exactly the claimed start: a batch fetched before the claim is stale.
       try {
         for (const c of claims) {
@@ -434,7 +448,14 @@ export class Ingestion {
         this.#tracker.noteDurable(topic, partition, offset as DurableOffset, epoch);
       }
     }
-    await this.#commit(this.#tracker.commitsDue());
+    let commits = this.#tracker.commitsDue();
+    if (this.#gate) {
+      // After the sync replies: a part they report unsealed may be renamed during the listing.
+      const present = new Set(reports.flatMap((r) => r.unsealed));
+      for (const id of await listPartIds(this.#o.tableDir)) present.add(id);
+      commits = this.#tracker.stillDue(this.#gate.tick(commits, present));
+    }
+    await this.#commit(commits);
     await this.#o.pool.flush(false);
   }
 

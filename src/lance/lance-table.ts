@@ -2,7 +2,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { Field, Schema, Table as ArrowTable, type RecordBatch } from 'apache-arrow';
 import { KafkaLanceError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import { OFFSET_COLUMN, PARTITION_COLUMN, ROW_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 
 export interface LanceTarget {
   /** A local directory or an object store URI (s3://, gs://, az://). */
@@ -23,6 +23,38 @@ export class LanceWriteError extends KafkaLanceError {
   constructor(message: string, cause: unknown, retriable: boolean, table: string) {
     super('LANCE_WRITE_FAILED', `Lance table ${table}: ${message}`, { cause, retriable, context: { table } });
   }
+}
+
+/**
+ * How a publication's rows go in. `append`: one plain add (the ceiling rule keeps two
+ * owners' rows apart). `insert-if-absent`: one merge-insert keyed on the table's
+ * unenforced primary key (_topic, _partition, _offset[, _row]); Lance's conflict check
+ * on inserted keys makes a concurrent or late insert of the same rows insert nothing
+ * (DESIGN.md, "Commit after published").
+ */
+export type WriteMode = 'append' | 'insert-if-absent';
+
+/** The columns that identify a row, in key order: Lance's unenforced primary key. */
+export const ROW_KEY_COLUMNS: readonly string[] = [TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN, ROW_COLUMN];
+const PK_FLAG = 'lance-schema:unenforced-primary-key';
+const PK_POSITION = 'lance-schema:unenforced-primary-key:position';
+
+/** The key columns of a schema (those it has), each with its primary-key metadata. */
+export function rowKeyMetadata(
+  names: readonly string[],
+): { path: string; metadata: Record<string, string> }[] {
+  return ROW_KEY_COLUMNS.filter((c) => names.includes(c)).map((path, i) => ({
+    path,
+    metadata: { [PK_FLAG]: 'true', [PK_POSITION]: String(i + 1) },
+  }));
+}
+
+/** The table's unenforced primary key columns in position order ([] when it has none). */
+function primaryKeyOf(schema: Schema): string[] {
+  return schema.fields
+    .filter((f) => f.metadata.get(PK_FLAG) === 'true')
+    .sort((a, b) => Number(a.metadata.get(PK_POSITION) ?? 0) - Number(b.metadata.get(PK_POSITION) ?? 0))
+    .map((f) => f.name);
 }
 
 /** What makes staged data unfit for the table; none of them goes away by retrying. */
@@ -64,6 +96,8 @@ export class LanceTable {
    * commit the same version, which a store without put-if-absent lets one overwrite.
    */
   #adds: Promise<unknown> = Promise.resolve();
+  /** The merge-insert key, once the table is known to carry it (insert-if-absent). */
+  #insertKey: string[] | undefined;
 
   private constructor(
     readonly target: LanceTarget,
@@ -114,8 +148,17 @@ export class LanceTable {
     }
     await this.#current();
     if (!this.#table) {
+      // Created with the row key as Lance's unenforced primary key, whatever the write
+      // mode: an insert-if-absent publication needs it, an append ignores it.
+      const keyed = rowKeyMetadata(plain.fields.map((f) => f.name));
+      const withKey = new Schema(
+        plain.fields.map((f) => {
+          const k = keyed.find((x) => x.path === f.name);
+          return k ? new Field(f.name, f.type, f.nullable, new Map(Object.entries(k.metadata))) : f;
+        }),
+      );
       this.#table = await schemaChange(this.target.table, () =>
-        this.db.createEmptyTable(this.target.table, plain, { mode: 'create', existOk: true }),
+        this.db.createEmptyTable(this.target.table, withKey, { mode: 'create', existOk: true }),
       );
       await this.#ensureIndexes();
       this.logger.info(
@@ -164,6 +207,7 @@ export class LanceTable {
     beforeCommit: () => Promise<void>,
     afterAdd: (addError: LanceWriteError | undefined) => Promise<'done' | 'again'> = (e) =>
       e ? Promise.reject(e) : Promise.resolve('done'),
+    mode: WriteMode = 'append',
   ): Promise<{ rows: number; version: number | undefined; adds: number }> {
     const collected: RecordBatch[] = [];
     for await (const b of batches) collected.push(b);
@@ -173,11 +217,19 @@ export class LanceTable {
     if (rows === 0) return { rows, version: undefined, adds: 0 };
     const table = this.#required();
     const arrowTable = new ArrowTable(collected);
+    const key = mode === 'insert-if-absent' ? await this.#ensureInsertKey(table) : undefined;
+    const write = async () => {
+      if (!key) return table.add(arrowTable, { mode: 'append' });
+      // useIndex(false): the scan join is the path whose inserted keys Lance checks
+      // against concurrent merge-inserts (measured; with a single indexed key column
+      // four concurrent merges of the same rows all inserted them).
+      return table.mergeInsert(key).whenNotMatchedInsertAll().useIndex(false).execute(arrowTable);
+    };
     let version: number | undefined;
     for (let adds = 1; ; adds++) {
       let addError: LanceWriteError | undefined;
       try {
-        const add = this.#adds.then(() => retryConflicts(() => table.add(arrowTable, { mode: 'append' })));
+        const add = this.#adds.then(() => retryConflicts(write));
         this.#adds = add.catch(() => undefined);
         const result = await add;
         version = (result as { version?: number }).version;
@@ -194,6 +246,42 @@ export class LanceTable {
       }
       if ((await afterAdd(addError)) === 'done') return { rows, version, adds };
     }
+  }
+
+  /**
+   * The merge-insert key: the table's unenforced primary key, set on the row key
+   * columns if the table has none yet (a table created before it was set at creation).
+   * A key that differs from the row key is refused: inserts would not be checked.
+   */
+  async #ensureInsertKey(table: lancedb.Table): Promise<string[]> {
+    if (this.#insertKey) return this.#insertKey;
+    const schema = await table.schema();
+    const wanted = ROW_KEY_COLUMNS.filter((c) => schema.fields.some((f) => f.name === c));
+    let key = primaryKeyOf(schema);
+    if (key.length === 0) {
+      try {
+        await retryConflicts(() => table.updateFieldMetadata(rowKeyMetadata(wanted)));
+      } catch (error) {
+        // Another replica set it first (Lance refuses to change a key once set): read it.
+        key = primaryKeyOf(await table.schema());
+        if (key.length === 0) throw error;
+      }
+      key = primaryKeyOf(await table.schema());
+      this.logger.info(
+        { event: 'lance.key.set', table: this.target.table, key },
+        'set the row key as the table\u2019s unenforced primary key (insert-if-absent publications)',
+      );
+    }
+    if (key.join(',') !== wanted.join(',')) {
+      throw new LanceWriteError(
+        `its unenforced primary key is (${key.join(', ')}), not the row key (${wanted.join(', ')}): insert-if-absent publications would not be checked`,
+        undefined,
+        false,
+        this.target.table,
+      );
+    }
+    this.#insertKey = key;
+    return key;
   }
 
   /**

@@ -1,3 +1,5 @@
+import { writeSync } from 'node:fs';
+
 /**
  * Test-only crash points (KAFKA_LANCE_TEST_CRASH_AT=<name>): the process SIGKILLs
  * itself there, so tests can prove that every point ends exactly once after a
@@ -18,6 +20,19 @@ export type CrashPointName =
   | 'after-dead-letters-written'
   | 'after-first-part-quarantined';
 
+let stopped = false;
+
+/**
+ * Also test-only: KAFKA_LANCE_TEST_STOP_AT=<name> makes the process SIGSTOP itself the
+ * first time it reaches that point (a zombie frozen inside a publication, deterministic
+ * where an outside SIGSTOP is a matter of timing), after writing one
+ * `{"event":"test.stopped-at"}` line to stdout; the test SIGCONTs it.
+ */
 export function crashPoint(name: CrashPointName): void {
   if (process.env.KAFKA_LANCE_TEST_CRASH_AT === name) process.kill(process.pid, 'SIGKILL');
+  if (process.env.KAFKA_LANCE_TEST_STOP_AT === name && !stopped) {
+    stopped = true;
+    writeSync(1, `${JSON.stringify({ level: 30, event: 'test.stopped-at', point: name })}\n`);
+    process.kill(process.pid, 'SIGSTOP');
+  }
 }

@@ -16,6 +16,7 @@ import { countKeptRows } from './keep-range';
 import { Permits } from './permits';
 import { ledger, type LedgerEntry, type Plan, type QuarantineRecord } from './plan';
 import {
+  type CommitAfter,
   keptRowsWithoutReading,
   planPublications,
   toPlanPart,
@@ -52,6 +53,11 @@ export interface MaterializerOptions {
   readonly commitCheck?: CommitCheck;
   /** Compactions remove versions that stopped being the latest this long ago (0 or absent: keep every version). */
   readonly cleanupOlderThanMs?: number;
+  /**
+   * 'published' (offsets.commitAfter): this replica's running epochs publish before
+   * their offsets are committed, so every publication is an insert-if-absent (default 'staged').
+   */
+  readonly commitAfter?: CommitAfter;
 }
 
 export interface MaterializerStats {
@@ -135,6 +141,7 @@ export class Materializer {
       reservation: this.#reservation,
       logger: o.logger,
       ...(o.commitCheck ? { commitCheck: o.commitCheck } : {}),
+      write: o.commitAfter === 'published' ? 'insert-if-absent' : 'append',
       preparation: {
         fetch: this.#fetch,
         decode: this.#decode,
@@ -175,6 +182,7 @@ export class Materializer {
       parts,
       ownership: this.#ownership,
       liveOwner: this.#o.owner,
+      commitAfter: this.#o.commitAfter ?? 'staged',
       planned: this.#inPlan,
       maxPublicationBytes: this.#o.maxPublicationBytes,
       maxPublicationDelayMs: this.#o.maxPublicationDelayMs,

@@ -14,11 +14,20 @@ export interface PartitionOwnership {
   readonly committed: number;
 }
 
+/** offsets.commitAfter: what a commit of this replica waits for. */
+export type CommitAfter = 'staged' | 'published';
+
 export interface PlannerInput {
   readonly parts: readonly SealedPart[];
   readonly ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership>;
   /** This process's owner id: its newest epochs are still moving (their ceiling is the next commit). */
   readonly liveOwner: string;
+  /**
+   * 'published': the offsets of this process's running epochs are committed only after
+   * their rows are published, so those rows are planned as soon as they are sealed (no
+   * ceiling until the epoch ends). Default 'staged'.
+   */
+  readonly commitAfter?: CommitAfter;
   /** Parts already in a plan: never planned twice. */
   readonly planned: ReadonlySet<string>;
   readonly maxPublicationBytes: number;
@@ -87,13 +96,17 @@ export function planPublications(input: PlannerInput): PlannerOutput {
         break;
       }
       const moving = lookup.newest && part.epoch.owner === input.liveOwner;
-      if (moving && (r.lastOffset as number) >= ownership.committed) {
+      // Commit after published: a running epoch's commit follows its publications, so
+      // its sealed rows go now, all of them (a late one racing the next owner's copy is
+      // inserted only if absent: DESIGN.md, "Commit after published").
+      const ceiling = moving && input.commitAfter === 'published' ? UNBOUNDED : lookup.ceiling;
+      if (moving && ceiling !== UNBOUNDED && (r.lastOffset as number) >= ownership.committed) {
         isReady = false; // not all rows committed yet
         break;
       }
-      keep.push({ topic: r.topic, partition: r.partition, from: lookup.start, below: lookup.ceiling });
-      const inside = (r.firstOffset as number) >= lookup.start && (r.lastOffset as number) < lookup.ceiling;
-      const outside = (r.lastOffset as number) < lookup.start || (r.firstOffset as number) >= lookup.ceiling;
+      keep.push({ topic: r.topic, partition: r.partition, from: lookup.start, below: ceiling });
+      const inside = (r.firstOffset as number) >= lookup.start && (r.lastOffset as number) < ceiling;
+      const outside = (r.lastOffset as number) < lookup.start || (r.firstOffset as number) >= ceiling;
       if (!inside && !outside) straddles = true;
     }
     if (held) continue; // reported once, as unresolvable, not also as waiting
@@ -132,6 +145,9 @@ export function planPublications(input: PlannerInput): PlannerOutput {
   }
   return { groups, waiting, unresolvable };
 }
+
+/** The keep range of a running epoch in 'published' mode has no upper end. */
+const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 
 /**
  * A part of this live process whose epoch is newer than every entry of ours in the

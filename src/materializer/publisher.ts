@@ -4,7 +4,7 @@ import type { BoundedBudget } from '../common/bounded-budget';
 import { KafkaLanceError, asError } from '../common/errors';
 import { fsyncDirectory, pathExists } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
-import type { LanceTable } from '../lance/lance-table';
+import type { LanceTable, WriteMode } from '../lance/lance-table';
 import * as path from 'node:path';
 import { ATOMIC_STORE, CommitLostError, sleep, type CommitCheck } from './commit-check';
 import { crashPoint } from './crash-points';
@@ -54,6 +54,8 @@ export interface PublisherOptions {
   readonly logger: Logger;
   /** How a commit is known final (commit-check.ts); default: an atomic store. */
   readonly commitCheck?: CommitCheck;
+  /** 'insert-if-absent' in 'published' commit mode (another owner may hold some of the rows); default 'append'. */
+  readonly write?: WriteMode;
 }
 
 /**
@@ -120,6 +122,7 @@ export class Publisher {
             checkSeconds += (performance.now() - t0) / 1000;
           }
         },
+        this.o.write ?? 'append',
       );
       crashPoint('after-add');
     } finally {
@@ -173,7 +176,8 @@ export class Publisher {
     const found = await this.#settledCount(record);
     if (found === record.rows) return 'done';
     const table = this.o.lance.target.table;
-    if (found !== 0) throw new PartialPublicationError(planId, table, found, record.rows);
+    if (!this.#mayHoldPart(found, record.rows))
+      throw new PartialPublicationError(planId, table, found, record.rows);
     // A rejected add that left nothing: an ordinary failure (the store is down, ...), retried from `writing`.
     if (addError) throw addError;
     if (check.atomic || adds >= check.maxAdds) throw new CommitLostError(planId, table, adds, check.atomic);
@@ -221,7 +225,7 @@ export class Publisher {
           checkSeconds,
           adds: 0,
         };
-      } else if (found !== 0) {
+      } else if (!this.#mayHoldPart(found, writing.rows)) {
         throw new PartialPublicationError(plan.id, this.o.lance.target.table, found, writing.rows);
       }
     } else if (!done && plan.parts.length > 0 && (await allMissing(plan.parts.map((p) => p.path)))) {
@@ -249,6 +253,17 @@ export class Publisher {
     }
     this.o.logger.info({ event: 'publication.resume', id: plan.id }, 'publishing an interrupted plan again');
     return this.publish(plan, mode);
+  }
+
+  /**
+   * Whether the table may hold `found` of a publication's `rows` without a fault. An
+   * append is one commit: all or none. An insert-if-absent may find part of its rows
+   * inserted by another owner's publication of the same records (a revoked replica's,
+   * late): inserting again adds only the absent ones. More than all is a duplicate.
+   */
+  #mayHoldPart(found: number, rows: number): boolean {
+    if (found === 0) return true;
+    return this.o.write === 'insert-if-absent' && found < rows;
   }
 
   #verify(plan: Plan, prepared: readonly PreparedPart[]): WritingRecord {

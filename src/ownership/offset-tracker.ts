@@ -111,6 +111,17 @@ export class OffsetTracker {
     return due;
   }
 
+  /**
+   * Of commits decided earlier in this epoch (held by the publication gate), those that
+   * would still move an owned partition forward.
+   */
+  stillDue(commits: readonly PartitionCommit[]): PartitionCommit[] {
+    return commits.filter((c) => {
+      const state = this.#partitions.get(tpKey(c.topic, c.partition));
+      return state !== undefined && c.offset > state.landed;
+    });
+  }
+
   /** Records commits that the broker acknowledged. */
   landed(commits: readonly PartitionCommit[]): void {
     for (const c of commits) {

@@ -59,6 +59,8 @@ export interface BatchDone {
 export interface DurableReport {
   readonly epoch: number;
   readonly offsets: readonly PartitionOffset[];
+  /** Ids of the worker's parts not yet sealed (open, or being sealed) when it replied. */
+  readonly unsealed: readonly string[];
 }
 
 export interface SealedSummary {
@@ -77,6 +79,8 @@ export type WorkerReply =
       readonly epoch: number;
       readonly durable: readonly PartitionOffset[];
       readonly parts: { readonly open: number; readonly sealing: number };
+      /** Ids of the parts not yet sealed (renamed to .arrows): see DurableReport. */
+      readonly unsealed: readonly string[];
     }
   | { readonly type: 'flush' | 'epoch' | 'close'; readonly id: number; readonly sealed: SealedSummary }
   | {

@@ -260,7 +260,7 @@ export class StagingPool {
       (a, r) => ({ open: a.open + r.parts.open, sealing: a.sealing + r.parts.sealing }),
       { open: 0, sealing: 0 },
     );
-    return replies.map((r) => ({ epoch: r.epoch, offsets: r.durable }));
+    return replies.map((r) => ({ epoch: r.epoch, offsets: r.durable, unsealed: r.unsealed }));
   }
 
   /** Open and sealing parts over all workers, as of the last sync. */

@@ -89,6 +89,7 @@ async function main(): Promise<void> {
               id: request.id,
               epoch: staging.epoch.epoch,
               parts: { open: stats.openParts, sealing: stats.sealingParts },
+              unsealed: staging.unsealedPartIds(),
               durable: [...durable].map(([key, offset]) => {
                 const { topic, partition } = parseTpKey(key);
                 return [topic, partition, offset] as const;

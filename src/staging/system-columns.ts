@@ -8,6 +8,8 @@ export const TOPIC_COLUMN = '_topic';
 export const PARTITION_COLUMN = '_partition';
 export const OFFSET_COLUMN = '_offset';
 export const TIMESTAMP_COLUMN = '_timestamp';
+/** Multi-row transforms only: the index of a row among its record's rows. */
+export const ROW_COLUMN = '_row';
 
 export const SYSTEM_FIELDS: readonly Field[] = [
   new Field(TOPIC_COLUMN, new Utf8(), false),

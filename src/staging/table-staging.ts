@@ -14,7 +14,7 @@ import {
 } from '../common/offsets';
 import type { ClaimRegistry } from './claims';
 import type { StagingEpoch } from './epoch';
-import { minuteKeyOf, type MinuteKey } from './part-name';
+import { minuteKeyOf, parsePartName, type MinuteKey } from './part-name';
 import { OpenPartLimit } from './open-parts';
 import { PartWriter } from './part-writer';
 import { schemaKeyOf } from './schema-key';
@@ -296,6 +296,21 @@ export class TableStaging {
     for (const map of [this.#pushed, this.#durable]) {
       if ((map.get(key) ?? NOTHING_DURABLE) < offset) map.set(key, offset);
     }
+  }
+
+  /**
+   * Ids of every part not yet sealed (open or detached, its rename to `.arrows` not
+   * known done). A part leaves this set only after its rename, so a directory listing
+   * taken after this call sees every part of the set that has left it (commit after
+   * published, src/ownership/publication-gate.ts).
+   */
+  unsealedPartIds(): string[] {
+    const ids: string[] = [];
+    for (const writer of this.#unsealed.keys()) {
+      const name = parsePartName(path.basename(writer.path));
+      if (name) ids.push(name.id);
+    }
+    return ids;
   }
 
   durableOffsets(): ReadonlyMap<TopicPartitionKey, DurableOffset> {

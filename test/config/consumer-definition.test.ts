@@ -134,6 +134,20 @@ describe('consumer definitions', () => {
     ).not.toThrow();
   });
 
+  test("offsets.commitAfter: 'staged' by default, 'published' only with a materializer, nothing else", () => {
+    const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:9092' };
+    expect(resolveConsumer(valid, 'x', env).offsets).toEqual({ commitAfter: 'staged' });
+    expect(
+      resolveConsumer({ ...valid, offsets: { commitAfter: 'published' } }, 'x', env).offsets.commitAfter,
+    ).toBe('published');
+    expect(problems({ ...valid, offsets: { commitAfter: 'durable' } })).toEqual(['offsets.commitAfter']);
+    expect(problems({ ...valid, offsets: { commitAfter: 'staged', later: true } })).toEqual(['offsets']);
+    // Commits follow publications: without a materializer none would ever be made.
+    expect(
+      problems({ ...valid, offsets: { commitAfter: 'published' }, materializer: { enabled: false } }),
+    ).toEqual(['offsets.commitAfter']);
+  });
+
   test('a TypeScript definition file loads with its transform', async () => {
     const dir = await tempDir('kl-config');
     const file = path.join(dir, 'events.ts');

@@ -68,3 +68,43 @@ describe('planner and ownership snapshots', () => {
     expect(out.waiting).toBe(0);
   });
 });
+
+describe("planner in 'published' commit mode", () => {
+  const planIn = (parts: SealedPart[], ownership: PartitionOwnership, commitAfter: 'staged' | 'published') =>
+    planPublications({
+      parts,
+      ownership: new Map([[tpKey('t', 0), ownership]]),
+      liveOwner: 'A',
+      commitAfter,
+      planned: new Set(),
+      maxPublicationBytes: 1 << 20,
+      maxPublicationDelayMs: 0,
+      now: Date.now() + 60_000,
+    });
+
+  test('a running epoch of this process is planned before its rows are committed, with no ceiling', () => {
+    // A claimed p at 100 in epoch 2 and staged 100..180; nothing is committed yet.
+    const running: PartitionOwnership = { chain: [{ owner: 'A', epoch: 2, start: 100 }], committed: 100 };
+    // Staged mode waits for the commit (which, in published mode, would wait for this publication).
+    expect(planIn([part('A', 2, 100, 180)], running, 'staged').groups).toEqual([]);
+    const out = planIn([part('A', 2, 100, 180)], running, 'published');
+    expect(out.groups.flat().map((d) => d.keep)).toEqual([
+      [{ topic: 't', partition: 0, from: 100, below: Number.MAX_SAFE_INTEGER }],
+    ]);
+  });
+
+  test('an ended epoch keeps its ceiling: the next owner starts there', () => {
+    const ended: PartitionOwnership = {
+      chain: [
+        { owner: 'A', epoch: 2, start: 100 },
+        { owner: 'B', epoch: 1, start: 150 },
+      ],
+      committed: 150,
+    };
+    expect(
+      planIn([part('A', 2, 100, 180)], ended, 'published')
+        .groups.flat()
+        .map((d) => d.keep),
+    ).toEqual([[{ topic: 't', partition: 0, from: 100, below: 150 }]]);
+  });
+});
