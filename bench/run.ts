@@ -104,7 +104,7 @@ async function runArms(
   const consumerPath = path.join(work, 'consumer.json');
   await fsp.writeFile(
     consumerPath,
-    JSON.stringify(benchConsumer('bench', data.topic, path.join(work, 'dlq.jsonl'))),
+    JSON.stringify({ ...benchConsumer('bench', data.topic, path.join(work, 'dlq.jsonl')), brokers }),
   );
   const arms: ArmResult[] = [];
   const node = (script: string, args: string[]) => ({

@@ -62,6 +62,7 @@ export async function runChildArm(arm: ChildArm, log: (line: string) => void): P
   clearInterval(watchdog);
   await sampler.sampleOnce();
   sampler.stop();
+  const otherCores = await sampler.otherCores();
   const problems: string[] = [];
   if (code !== 0) problems.push(`exited with code ${code}`);
   const rows = done?.rows ?? sampler.rows;
@@ -86,6 +87,7 @@ export async function runChildArm(arm: ChildArm, log: (line: string) => void): P
     mibPerSecond: round(bytes / MiB / seconds),
     recordsPerSecond: Math.round(rows / seconds),
     peakRssMiB: Math.round(sampler.peakRssBytes / MiB),
+    otherCores: round(otherCores, 2),
     cpuSeconds: round(sampler.cpuSeconds(), 2),
     threadCpuSeconds: roundAll(await sampler.threadCpu()),
     series: sampler.samples.map((s) => ({

@@ -19,6 +19,8 @@ export interface Sample {
   readonly cpuSeconds: number;
   /** Rows the arm reports done at this time (visible in Lance, consumed, decoded...). */
   readonly rows: number;
+  /** kafka-lance arms: rows consumed from Kafka and handed to staging by then. */
+  readonly consumed?: number;
 }
 
 interface Stat {
@@ -47,10 +49,20 @@ async function rssOf(pid: number): Promise<number> {
   return Number(text.split(' ')[1] ?? 0) * PAGE;
 }
 
+/** Busy and total CPU seconds of the whole machine (all cores) from /proc/stat. */
+async function machineCpu(): Promise<{ busy: number; total: number }> {
+  const line = (await fsp.readFile('/proc/stat', 'utf8')).split('\n')[0]!;
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const total = v.reduce((a, b) => a + b, 0);
+  const idle = (v[3] ?? 0) + (v[4] ?? 0);
+  return { busy: (total - idle) / CLOCK_TICKS, total: total / CLOCK_TICKS };
+}
+
 export class ProcessTreeSampler {
   readonly samples: Sample[] = [];
   /** Set by the arm runner as progress arrives. */
   rows = 0;
+  consumed: number | undefined;
   peakRssBytes = 0;
   readonly #root: number;
   readonly #tagDir: string | undefined;
@@ -64,6 +76,18 @@ export class ProcessTreeSampler {
   constructor(root: number, tagDir?: string) {
     this.#root = root;
     this.#tagDir = tagDir;
+  }
+
+  #machineAtStart: Promise<{ busy: number; total: number }> = machineCpu();
+
+  /**
+   * Cores other processes kept busy while the arm ran (the Kafka broker included, and
+   * anything else on this shared machine): machine busy CPU minus the arm's, per second.
+   */
+  async otherCores(): Promise<number> {
+    const [a, b] = [await this.#machineAtStart, await machineCpu()];
+    const seconds = this.elapsed();
+    return seconds > 0 ? Math.max(0, b.busy - a.busy - this.cpuSeconds()) / seconds : 0;
   }
 
   start(intervalMs = 250): this {
@@ -92,7 +116,13 @@ export class ProcessTreeSampler {
       }
       if (tree.length === 0) return;
       this.peakRssBytes = Math.max(this.peakRssBytes, rss);
-      this.samples.push({ t: this.elapsed(), rssBytes: rss, cpuSeconds: this.cpuSeconds(), rows: this.rows });
+      this.samples.push({
+        t: this.elapsed(),
+        rssBytes: rss,
+        cpuSeconds: this.cpuSeconds(),
+        rows: this.rows,
+        ...(this.consumed !== undefined ? { consumed: this.consumed } : {}),
+      });
     } finally {
       this.#busy = false;
     }

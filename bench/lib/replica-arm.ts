@@ -192,6 +192,7 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
     const consumed = sumOf(m, 'kafka_lance_consumed_records_total');
     const published = sumOf(m, 'kafka_lance_published_records_total');
     sampler.rows = published;
+    sampler.consumed = consumed;
     if (consumed > 0) mark('firstConsumed');
     if (consumed >= o.records) mark('allConsumed');
     if (published > 0) mark('firstPublished');
@@ -216,6 +217,7 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
   await sampler.sampleOnce();
   const threadCpu = await sampler.threadCpu();
   const cpuSeconds = sampler.cpuSeconds();
+  const otherCores = await sampler.otherCores();
   const code = await stopReplica(r);
   if (code !== 0 && problems.length === 0) problems.push(`graceful stop exited with code ${code}`);
   const check = await verifyTable(r.lanceUri);
@@ -242,12 +244,14 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
     mibPerSecond: round(bytes / MiB / seconds),
     recordsPerSecond: Math.round(rows / seconds),
     peakRssMiB: Math.round(sampler.peakRssBytes / MiB),
+    otherCores: round(otherCores, 2),
     cpuSeconds: round(cpuSeconds, 2),
     threadCpuSeconds: roundAll(threadCpu),
     series: sampler.samples.map((s) => ({
       t: round(s.t, 2),
       rssMiB: Math.round(s.rssBytes / MiB),
       rows: s.rows,
+      ...(s.consumed !== undefined ? { consumed: s.consumed } : {}),
     })),
     startedAt: round(start, 2),
     detail: { settings: JSON.stringify(o.extra) },

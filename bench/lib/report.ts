@@ -98,6 +98,8 @@ export function renderMarkdown(r: BenchReport, svgName: string): string {
         ? `, produced in ${r.produceSeconds.toFixed(1)} s.`
         : ' (topic reused from an earlier run).'),
     'Every arm runs in its own process, one after another, on the same topic (a fresh group each).',
+    '"other cores busy": CPU the rest of the machine used while the arm ran (the Kafka broker, and any other ' +
+      'process on this shared 2-core machine), in cores; an arm measured while others ran is slower than it would be alone.',
     'MiB/s are of the JSON the rows came from; timed from the arm’s start (group join, or data prepared) to its last row done (visible in Lance for the writing arms).',
     '',
     '## Summary',
@@ -123,6 +125,7 @@ export function renderMarkdown(r: BenchReport, svgName: string): string {
         a.peakRssMiB,
         a.cpuSeconds,
         a.bytes ? round(a.cpuSeconds / (a.bytes / GiB), 1) : '–',
+        a.otherCores,
         a.problems.length
           ? `**${a.problems.join('; ')}**`
           : `ok (${(a.verifiedRows ?? a.rows).toLocaleString('en')})`,
@@ -152,13 +155,12 @@ export function renderMarkdown(r: BenchReport, svgName: string): string {
       '',
       table(
         ['thread', ...e2e.map((a) => a.id)],
-        threadNames.map((n) => [
+        [...threadNames, 'whole process tree'].map((n) => [
           n,
-          ...e2e.map((a) =>
-            a.threadCpuSeconds[n] !== undefined && a.bytes
-              ? round(a.threadCpuSeconds[n] / (a.bytes / GiB), 2)
-              : '–',
-          ),
+          ...e2e.map((a) => {
+            const cpu = n === 'whole process tree' ? a.cpuSeconds : a.threadCpuSeconds[n];
+            return cpu !== undefined && a.bytes ? round(cpu / (a.bytes / GiB), 2) : '–';
+          }),
         ]),
       ),
       '',
@@ -168,7 +170,9 @@ export function renderMarkdown(r: BenchReport, svgName: string): string {
       '',
       table(
         ['phase', ...e2e.map((a) => a.id)],
-        Object.keys(e2e[0]!.phases ?? {}).map((p) => [p, ...e2e.map((a) => a.phases?.[p] ?? '–')]),
+        Object.entries(e2e[0]!.phases ?? {})
+          .sort((a, b) => a[1] - b[1])
+          .map(([p]) => [p, ...e2e.map((a) => a.phases?.[p] ?? '–')]),
       ),
       '',
       'Stage totals from the replica’s /metrics at the end (histogram sums in seconds; several stages run at once, ' +

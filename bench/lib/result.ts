@@ -20,10 +20,12 @@ export interface ArmResult {
   readonly peakRssMiB: number;
   /** CPU seconds of the arm's whole process tree. */
   readonly cpuSeconds: number;
+  /** Cores other processes (the broker, other users of this shared machine) kept busy while the arm ran. */
+  readonly otherCores: number;
   /** CPU seconds per thread of the arm's root process (see proc-sampler.ts). */
   readonly threadCpuSeconds: Record<string, number>;
   /** Seconds since spawn: RSS (MiB) and rows done, every 250 ms. */
-  readonly series: { t: number; rssMiB: number; rows: number }[];
+  readonly series: { t: number; rssMiB: number; rows: number; consumed?: number }[];
   /** Seconds since spawn at which the timed part started. */
   readonly startedAt: number;
   readonly detail: Record<string, number | string>;
