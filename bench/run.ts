@@ -226,6 +226,12 @@ function machine(): string {
 
 async function main(): Promise<void> {
   const o = parseOptions(process.argv.slice(2));
+  if (process.argv.includes('--render')) {
+    return writeReport(
+      o.out,
+      JSON.parse(await fsp.readFile(path.join(o.out, 'report.json'), 'utf8')) as BenchReport,
+    );
+  }
   const broker = ensureBroker(log);
   try {
     if (o.backlogGiB) return await backlog(o, broker.brokers);
@@ -246,21 +252,21 @@ async function main(): Promise<void> {
       ...(freshness ? { freshness } : {}),
       ...ratiosAndTargets(arms),
     };
-    await fsp.mkdir(o.out, { recursive: true });
-    await fsp.writeFile(path.join(o.out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
-    await fsp.writeFile(
-      path.join(o.out, 'report.svg'),
-      plotSvg(
-        arms,
-        `kafka-lance bench, ${o.records.toLocaleString('en')} records, ${report.date.slice(0, 10)}`,
-      ),
-    );
-    await fsp.writeFile(path.join(o.out, 'report.md'), renderMarkdown(report, 'report.svg'));
+    await writeReport(o.out, report);
     for (const t of report.targets) log(`${t.pass ? 'PASS' : 'FAIL'} ${t.name} (${t.detail})`);
     log(`report: ${path.join(o.out, 'report.md')}`);
   } finally {
     broker.stop();
   }
+}
+
+/** report.json, report.svg and report.md in `out` (`--render`: the last two again from the first). */
+async function writeReport(out: string, report: BenchReport): Promise<void> {
+  await fsp.mkdir(out, { recursive: true });
+  await fsp.writeFile(path.join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  const title = `kafka-lance bench, ${report.records.toLocaleString('en')} records, ${report.date.slice(0, 10)}`;
+  await fsp.writeFile(path.join(out, 'report.svg'), plotSvg(report.arms, title));
+  await fsp.writeFile(path.join(out, 'report.md'), renderMarkdown(report, 'report.svg'));
 }
 
 /** Drains backlogs of each size in each mode and reports peak RSS (issue 11, item 5). */

@@ -149,7 +149,6 @@ export function stageBreakdown(m: readonly Sample[]): Record<string, number> {
     stagedMiB: round(sumOf(m, 'kafka_lance_staged_bytes_total') / MiB),
     publishedMiB: round(sumOf(m, 'kafka_lance_published_bytes_total') / MiB),
     deadLetters: s('kafka_lance_dead_letter_records_total'),
-    mainEventLoopLagP99Seconds: round(sumOf(m, 'nodejs_eventloop_lag_p99_seconds'), 3),
     mainHeapUsedMiB: round(sumOf(m, 'nodejs_heap_size_used_bytes') / MiB),
     mainExternalMiB: round(sumOf(m, 'nodejs_external_memory_bytes') / MiB),
   };
@@ -175,7 +174,9 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
   const problems: string[] = [];
   let doneAt: number | undefined;
   let lastChange = sampler.elapsed();
-  let lastPublished = -1;
+  let lastVisible = -1;
+  let lastConsumed = -1;
+  let table: lancedb.Table | undefined;
   let lastMetrics: Sample[] = [];
   while (doneAt === undefined) {
     await new Promise((res) => setTimeout(res, 500));
@@ -191,28 +192,30 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
     lastMetrics = m;
     const consumed = sumOf(m, 'kafka_lance_consumed_records_total');
     const published = sumOf(m, 'kafka_lance_published_records_total');
-    sampler.rows = published;
+    // Visible rows come from Lance itself: the published counter is reported by the
+    // materializer worker once per cycle (runOnce), which can span many publications.
+    table ??= await openTable(r.lanceUri);
+    const visible = table ? await table.countRows().catch(() => 0) : 0;
+    sampler.rows = visible;
     sampler.consumed = consumed;
     if (consumed > 0) mark('firstConsumed');
     if (consumed >= o.records) mark('allConsumed');
-    if (published > 0) mark('firstPublished');
-    if (published !== lastPublished) {
-      lastPublished = published;
+    if (published > 0) mark('firstPublishedMetric');
+    if (visible > 0) mark('firstVisible');
+    if (visible !== lastVisible || consumed !== lastConsumed) {
+      lastVisible = visible;
+      lastConsumed = consumed;
       lastChange = sampler.elapsed();
     }
-    if (published >= o.records) {
-      const table = await openTable(r.lanceUri);
-      const visible = table ? await table.countRows() : 0;
-      table?.close();
-      if (visible >= o.records) doneAt = mark('allVisible');
-    }
+    if (visible >= o.records) doneAt = mark('allVisible');
     if (sampler.elapsed() - lastChange > (o.stallSeconds ?? 120)) {
       problems.push(
-        `stalled: ${published} of ${o.records} rows published, no change for ${o.stallSeconds ?? 120} s`,
+        `stalled: ${visible} of ${o.records} rows visible, ${consumed} consumed, no change for ${o.stallSeconds ?? 120} s`,
       );
       break;
     }
   }
+  table?.close();
   if (r.port !== undefined) lastMetrics = (await scrape(r.port).catch(() => undefined)) ?? lastMetrics;
   await sampler.sampleOnce();
   const threadCpu = await sampler.threadCpu();
@@ -229,7 +232,7 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
   const start = r.joinedAt ?? 0;
   const end = doneAt ?? sampler.elapsed();
   const seconds = Math.max(end - start, 1e-3);
-  const rows = Math.min(sumOf(lastMetrics, 'kafka_lance_published_records_total'), o.records);
+  const rows = Math.min(Math.max(lastVisible, 0), o.records);
   const bytes = (o.bytes * rows) / o.records;
   return {
     id: o.id,

@@ -114,6 +114,7 @@ export function renderMarkdown(r: BenchReport, svgName: string): string {
         'peak RSS MiB',
         'CPU s',
         'CPU s / GiB',
+        'other cores busy',
         'rows check',
       ],
       r.arms.map((a) => [

@@ -1,6 +1,6 @@
 /**
  * The report's plot, written by hand (no plotting dependency): one panel per arm,
- * rows done per second (1 s windows, solid, left axis) and resident memory of the
+ * rows done per second (3 s windows, solid, left axis) and resident memory of the
  * arm's process tree (dashed, right axis) against seconds since its process started.
  * Every panel has its own scales: arms differ by 10× in rate.
  */
@@ -10,13 +10,15 @@ const W = 460;
 const H = 170;
 const PAD = { left: 62, right: 56, top: 28, bottom: 26 };
 const COLS = 2;
+/** Rates over trailing windows of this many seconds: a 64 MiB publication lands at once. */
+const WINDOW_S = 3;
 
 function rateSeries(a: ArmResult, of: (s: ArmResult['series'][number]) => number): [number, number][] {
   const out: [number, number][] = [];
   let j = 0;
   for (let i = 0; i < a.series.length; i++) {
     const s = a.series[i]!;
-    while (j < i && s.t - a.series[j]!.t > 1) j++;
+    while (j < i && s.t - a.series[j]!.t > WINDOW_S) j++;
     const p = a.series[j]!;
     out.push([s.t, s.t > p.t ? (of(s) - of(p)) / (s.t - p.t) : 0]);
   }
@@ -93,10 +95,10 @@ export function plotSvg(arms: readonly ArmResult[], title: string): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="10" y="18" font-size="13">${title}</text>`,
-    `<text x="10" y="36"><tspan fill="#1f77b4">— rows done per second (visible in Lance for the writing arms; left axis, 1 s windows)</tspan>` +
-      `<tspan fill="#2ca02c">   — kafka-lance: rows consumed per second</tspan></text>`,
+    `<text x="10" y="36"><tspan fill="#1f77b4">— rows done per second (visible in Lance for the writing arms; left axis, ${WINDOW_S} s windows)</tspan>` +
+      `<tspan fill="#2ca02c" dx="12">— kafka-lance: rows consumed per second</tspan></text>`,
     `<text x="10" y="52"><tspan fill="#d62728">- - resident memory of the arm’s processes, MiB (right axis)</tspan>` +
-      `<tspan fill="#777">   ⋮ timed start (group joined / data prepared); x: seconds since the arm’s process started</tspan></text>`,
+      `<tspan fill="#777" dx="12">⋮ timed start (group joined / data prepared); x: seconds since the arm’s process started</tspan></text>`,
     ...arms.map((a, i) => panel(a, (i % COLS) * W, 62 + Math.floor(i / COLS) * H)),
     '</svg>',
     '',
