@@ -46,8 +46,9 @@ export function kafkaClient(brokers: readonly string[]): Kafka {
 
 export async function topicRecords(admin: Admin, topic: string): Promise<number | undefined> {
   if (!(await admin.listTopics()).includes(topic)) return undefined;
-  const offsets = await admin.fetchTopicOffsets(topic);
-  return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+  // A topic being deleted is still listed for a while, but has no partitions to ask.
+  const offsets = await admin.fetchTopicOffsets(topic).catch(() => undefined);
+  return offsets?.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
 }
 
 export interface Dataset {
@@ -81,8 +82,17 @@ export async function produceDataset(
       log(`reusing topic ${topic} (${records} records)`);
       return { topic, records, bytes: sample * records, produceSeconds: 0, reused: true };
     }
-    if (existing !== undefined) await admin.deleteTopics({ topics: [topic] });
-    await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+    if (existing !== undefined) await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    // Deletion is asynchronous on the broker: creating the same name fails until it is done.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+        break;
+      } catch (error) {
+        if (attempt >= 30) throw error;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
     const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();
     const t0 = performance.now();
