@@ -2,7 +2,17 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'deploy/kafka-local/.cache/', 'coverage/', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'deploy/kafka-local/.cache/',
+      'coverage/',
+      'bench/.venv/',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

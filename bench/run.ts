@@ -1,0 +1,343 @@
+/**
+ * `npm run bench`: one topic of realistic JSON logs, seven arms run one after another
+ * in their own processes on it, a freshness phase, then bench/report.md, report.json
+ * and report.svg. See bench/README.md.
+ *
+ *   npm run bench -- [--records 1000000] [--arms consume,write,...] [--out bench]
+ *   npm run bench -- --backlog [0.5,2]      # drain backlogs of these GiB in each mode (peak RSS)
+ *
+ * Brokers: KAFKA_BOOTSTRAP_SERVERS, else a local broker (deploy/kafka-local, port
+ * KAFKA_LOCAL_PORT, default 9092) started here and stopped at the end.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, promises as fsp, readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { runChildArm } from './lib/child-arm';
+import { ensureBroker, produceDataset, type Dataset } from './lib/kafka';
+import { measureFreshness, runReplicaArm, type Freshness } from './lib/replica-arm';
+import { benchConsumer, benchRecord } from './lib/records';
+import { ratiosAndTargets, renderMarkdown, type BenchReport } from './lib/report';
+import { MiB, type ArmResult } from './lib/result';
+import { plotSvg } from './lib/svg';
+
+const REPO = path.resolve(__dirname, '../..');
+const BENCH = path.join(REPO, 'bench');
+const ALL_ARMS = [
+  'consume',
+  'write',
+  'decode',
+  'e2e-buffered',
+  'e2e-streamed',
+  'naive-node',
+  'naive-python',
+  'freshness',
+] as const;
+type ArmId = (typeof ALL_ARMS)[number];
+const PARTITIONS = 6;
+
+interface Options {
+  readonly records: number;
+  readonly arms: ArmId[];
+  readonly out: string;
+  readonly backlogGiB: number[] | undefined;
+  readonly freshRate: number;
+  readonly freshSeconds: number;
+}
+
+function parseOptions(argv: readonly string[]): Options {
+  const get = (name: string) => {
+    const i = argv.indexOf(`--${name}`);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const arms = (get('arms') ?? ALL_ARMS.join(',')).split(',').map((a) => a.trim()) as ArmId[];
+  for (const a of arms)
+    if (!ALL_ARMS.includes(a)) throw new Error(`unknown arm ${a}: one of ${ALL_ARMS.join(', ')}`);
+  const backlog = argv.indexOf('--backlog');
+  const backlogValue = argv[backlog + 1];
+  return {
+    records: Number(get('records') ?? 1_000_000),
+    arms,
+    out: path.resolve(get('out') ?? BENCH),
+    backlogGiB:
+      backlog < 0
+        ? undefined
+        : (backlogValue && !backlogValue.startsWith('--') ? backlogValue : '0.5,2').split(',').map(Number),
+    freshRate: Number(get('fresh-rate') ?? 5_000),
+    freshSeconds: Number(get('fresh-seconds') ?? 30),
+  };
+}
+
+const t0 = Date.now();
+function log(line: string): void {
+  process.stderr.write(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
+}
+
+/** bench/.venv with the pinned packages of bench/requirements.txt (reinstalled when they change). */
+function ensureVenv(): string {
+  const venv = path.join(BENCH, '.venv');
+  const python = path.join(venv, 'bin', 'python');
+  const requirements = path.join(BENCH, 'requirements.txt');
+  const stamp = path.join(venv, '.installed-requirements');
+  const wanted = readFileSync(requirements, 'utf8');
+  if (existsSync(python) && existsSync(stamp) && readFileSync(stamp, 'utf8') === wanted) return python;
+  log('creating bench/.venv and installing bench/requirements.txt from PyPI');
+  execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' });
+  execFileSync(python, ['-m', 'pip', 'install', '--quiet', '-r', requirements], { stdio: 'inherit' });
+  execFileSync('cp', [requirements, stamp]);
+  return python;
+}
+
+async function exactBytes(records: number): Promise<number> {
+  let bytes = 0;
+  for (let n = 0; n < records; n++) bytes += Buffer.byteLength(benchRecord(n));
+  return Promise.resolve(bytes);
+}
+
+async function runArms(
+  o: Options,
+  data: Dataset,
+  brokers: string[],
+  python: string | undefined,
+): Promise<{ arms: ArmResult[]; freshness?: Freshness }> {
+  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'kl-bench-'));
+  const consumerPath = path.join(work, 'consumer.json');
+  await fsp.writeFile(
+    consumerPath,
+    JSON.stringify({ ...benchConsumer('bench', data.topic, path.join(work, 'dlq.jsonl')), brokers }),
+  );
+  const arms: ArmResult[] = [];
+  const node = (script: string, args: string[]) => ({
+    command: process.execPath,
+    args: [path.join(__dirname, 'arms', script), ...args],
+  });
+  const common = ['--records', String(data.records), '--brokers', brokers.join(','), '--topic', data.topic];
+  const group = (id: string) => ['--group', `bench-${id}-${Date.now()}`];
+  let freshness: Freshness | undefined;
+  for (const id of o.arms) {
+    log(`arm ${id}`);
+    const lance = path.join(work, `lance-${id}`);
+    let result: ArmResult;
+    switch (id) {
+      case 'consume':
+        result = await runChildArm(
+          {
+            id,
+            label: 'kafkajs consume-only (eachBatch, maxBytes 64 MiB, count bytes)',
+            ...node('consume-only.js', [...common, ...group(id)]),
+            expectedRows: data.records,
+            writes: false,
+          },
+          log,
+        );
+        break;
+      case 'write':
+        result = await runChildArm(
+          {
+            id,
+            label: 'Lance write-only (prebuilt Arrow, one add per 64 MiB publication)',
+            ...node('write-only.js', [
+              '--records',
+              String(data.records),
+              '--consumer',
+              consumerPath,
+              '--lance',
+              lance,
+            ]),
+            expectedRows: data.records,
+            writes: true,
+          },
+          log,
+        );
+        break;
+      case 'decode':
+        result = await runChildArm(
+          {
+            id,
+            label: 'decode-only (JSON → Arrow, src/decode, 2 worker threads, no disk)',
+            ...node('decode-only.js', ['--records', String(data.records), '--consumer', consumerPath]),
+            expectedRows: data.records,
+            writes: false,
+          },
+          log,
+        );
+        break;
+      case 'e2e-buffered':
+      case 'e2e-streamed': {
+        const streamed = id === 'e2e-streamed';
+        result = await runReplicaArm(
+          {
+            id,
+            label: `kafka-lance run, ${streamed ? 'streamed (materializer.pipelinePreparation: true)' : 'buffered (defaults)'}, explicit schema`,
+            topic: data.topic,
+            records: data.records,
+            bytes: data.bytes,
+            brokers,
+            extra: streamed ? { materializer: { pipelinePreparation: true } } : {},
+          },
+          log,
+        );
+        break;
+      }
+      case 'naive-node':
+        result = await runChildArm(
+          {
+            id,
+            label: 'naive Node (kafkajs eachBatch → JSON.parse → LanceDB add per batch → commit)',
+            ...node('naive-node.js', [...common, ...group(id), '--lance', lance]),
+            expectedRows: data.records,
+            writes: true,
+          },
+          log,
+        );
+        break;
+      case 'naive-python':
+        result = await runChildArm(
+          {
+            id,
+            label: 'naive Python (confluent-kafka 50k batches → orjson → pyarrow → lance append → commit)',
+            command: python!,
+            args: [path.join(BENCH, 'arms', 'naive-consumer.py'), ...common, ...group(id), '--lance', lance],
+            expectedRows: data.records,
+            writes: true,
+          },
+          log,
+        );
+        break;
+      case 'freshness':
+        freshness = await measureFreshness(brokers, PARTITIONS, o.freshRate, o.freshSeconds, log);
+        log(`  freshness p50 ${freshness.p50Seconds} s, p99 ${freshness.p99Seconds} s`);
+        continue;
+    }
+    log(
+      `  ${id}: ${result.mibPerSecond} MiB/s, ${result.recordsPerSecond} records/s, peak RSS ${result.peakRssMiB} MiB` +
+        (result.problems.length ? `, PROBLEMS: ${result.problems.join('; ')}` : ''),
+    );
+    arms.push(result);
+    await fsp.rm(lance, { recursive: true, force: true });
+  }
+  await fsp.rm(work, { recursive: true, force: true });
+  return { arms, freshness };
+}
+
+function machine(): string {
+  return `${os.cpus().length} cores, ${Math.round(os.totalmem() / 1024 ** 3)} GiB, Node ${process.versions.node}, broker on the same machine`;
+}
+
+async function main(): Promise<void> {
+  const o = parseOptions(process.argv.slice(2));
+  if (process.argv.includes('--render')) {
+    return writeReport(
+      o.out,
+      JSON.parse(await fsp.readFile(path.join(o.out, 'report.json'), 'utf8')) as BenchReport,
+    );
+  }
+  const broker = ensureBroker(log);
+  try {
+    if (o.backlogGiB) return await backlog(o, broker.brokers);
+    const python = o.arms.includes('naive-python') ? ensureVenv() : undefined;
+    let data = await produceDataset(broker.brokers, `bench-logs-${o.records}`, o.records, PARTITIONS, log);
+    if (data.reused) data = { ...data, bytes: await exactBytes(o.records) };
+    const { arms, freshness } = await runArms(o, data, broker.brokers, python);
+    const report: BenchReport = {
+      date: new Date().toISOString(),
+      machine: machine(),
+      command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim().replace(/ --$/, ''),
+      records: o.records,
+      partitions: PARTITIONS,
+      recordBytes: Math.round(data.bytes / data.records),
+      produceSeconds: data.produceSeconds,
+      totalSeconds: (Date.now() - t0) / 1000,
+      arms,
+      ...(freshness ? { freshness } : {}),
+      ...ratiosAndTargets(arms),
+    };
+    await writeReport(o.out, report);
+    for (const t of report.targets) log(`${t.pass ? 'PASS' : 'FAIL'} ${t.name} (${t.detail})`);
+    log(`report: ${path.join(o.out, 'report.md')}`);
+  } finally {
+    broker.stop();
+  }
+}
+
+/** report.json, report.svg and report.md in `out` (`--render`: the last two again from the first). */
+async function writeReport(out: string, report: BenchReport): Promise<void> {
+  await fsp.mkdir(out, { recursive: true });
+  await fsp.writeFile(path.join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  const title = `kafka-lance bench, ${report.records.toLocaleString('en')} records, ${report.date.slice(0, 10)}`;
+  await fsp.writeFile(path.join(out, 'report.svg'), plotSvg(report.arms, title));
+  await fsp.writeFile(path.join(out, 'report.md'), renderMarkdown(report, 'report.svg'));
+}
+
+/** Drains backlogs of each size in each mode and reports peak RSS (issue 11, item 5). */
+async function backlog(o: Options, brokers: string[]): Promise<void> {
+  const rows: { gib: number; records: number; mode: string; result: ArmResult }[] = [];
+  const perRecord = Buffer.byteLength(benchRecord(1));
+  for (const gib of o.backlogGiB!) {
+    const records = Math.round((gib * 1024 * MiB) / perRecord);
+    let data = await produceDataset(brokers, `bench-logs-${records}`, records, PARTITIONS, log);
+    if (data.reused) data = { ...data, bytes: await exactBytes(records) };
+    for (const mode of ['buffered', 'streamed']) {
+      log(`backlog ${gib} GiB, ${mode}`);
+      const result = await runReplicaArm(
+        {
+          id: `e2e-${mode}`,
+          label: `kafka-lance run, ${mode}`,
+          topic: data.topic,
+          records,
+          bytes: data.bytes,
+          brokers,
+          extra: mode === 'streamed' ? { materializer: { pipelinePreparation: true } } : {},
+        },
+        log,
+      );
+      log(`  ${result.mibPerSecond} MiB/s, peak RSS ${result.peakRssMiB} MiB ${result.problems.join('; ')}`);
+      rows.push({ gib, records, mode, result });
+    }
+  }
+  const lines = [
+    '# kafka-lance backlog drain: peak RSS vs backlog size',
+    '',
+    `Generated by \`npm run bench -- --backlog ${o.backlogGiB!.join(',')}\` on ${new Date().toISOString()} (${machine()}).`,
+    '',
+    '| backlog | records | mode | MiB/s | peak RSS MiB | rows check |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...rows.map(
+      (r) =>
+        `| ${r.gib} GiB | ${r.records.toLocaleString('en')} | ${r.mode} | ${r.result.mibPerSecond} | ${r.result.peakRssMiB} | ${r.result.problems.join('; ') || 'ok'} |`,
+    ),
+    '',
+  ];
+  for (const mode of ['buffered', 'streamed']) {
+    const peaks = rows.filter((r) => r.mode === mode).map((r) => r.result.peakRssMiB);
+    if (peaks.length >= 2) {
+      const spread = Math.max(...peaks) / Math.min(...peaks) - 1;
+      lines.push(
+        `- ${spread <= 0.1 ? 'PASS' : 'FAIL'}: ${mode} peak RSS within 10 % across backlogs (${peaks.join(' / ')} MiB, ${(spread * 100).toFixed(0)} %)`,
+      );
+    }
+  }
+  await fsp.mkdir(o.out, { recursive: true });
+  await fsp.writeFile(path.join(o.out, 'report-backlog.md'), `${lines.join('\n')}\n`);
+  await fsp.writeFile(
+    path.join(o.out, 'report-backlog.json'),
+    `${JSON.stringify(
+      rows.map((r) => ({ gib: r.gib, records: r.records, mode: r.mode, ...r.result })),
+      null,
+      2,
+    )}\n`,
+  );
+  await fsp.writeFile(
+    path.join(o.out, 'report-backlog.svg'),
+    plotSvg(
+      rows.map((r) => ({ ...r.result, id: `${r.gib} GiB ${r.mode}` })),
+      'backlog drains',
+    ),
+  );
+  log(`report: ${path.join(o.out, 'report-backlog.md')}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
