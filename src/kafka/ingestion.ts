@@ -1,5 +1,5 @@
 import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import { errorMessage } from '../common/errors';
+import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { tpKey, type DurableOffset, type TopicPartitionKey } from '../common/offsets';
 import type { ResolvedConsumer } from '../config';
@@ -13,6 +13,7 @@ import { GroupMembership, type Generation } from '../ownership/membership';
 import { OffsetTracker, type PartitionCommit } from '../ownership/offset-tracker';
 import { createHookedConsumer } from './coordinator-hook';
 import type { DeadLetterSink } from './dead-letter';
+import type { DiskPressure } from './disk-pressure';
 import { DeadLetterOutbox } from './dead-letter-outbox';
 
 export interface IngestionOptions {
@@ -27,6 +28,8 @@ export interface IngestionOptions {
   /** The epoch the pool's staging starts in (before the first join). */
   readonly initialEpoch: number;
   readonly metrics: Metrics;
+  /** Full disks of this process: consumption pauses while any is full. */
+  readonly diskPressure: DiskPressure;
   /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
   readonly killAtCommit?: number;
 }
@@ -79,6 +82,8 @@ export class Ingestion {
   readonly #inFlight = new Set<Promise<unknown>>();
   #dataCommits = 0;
   #fatal: ((error: Error) => void) | undefined;
+  /** Wait before the next tick while staging's disk is full (0: the usual interval). */
+  #diskBackoffMs = 0;
   readonly #stats = {
     consumedRecords: 0,
     consumedBytes: 0,
@@ -117,6 +122,18 @@ export class Ingestion {
       hold: (topic, partition, offset) => this.#tracker.addPendingDeadLetters(topic, partition, [offset]),
       resolved: (topic, partition, offsets) => this.#tracker.resolveDeadLetters(topic, partition, offsets),
     });
+    // A full disk pauses fetching (nothing is dropped: unfetched records stay in Kafka,
+    // admitted ones wait in their writers) and the ticks go on retrying the writes.
+    options.diskPressure.onChange((full) => {
+      if (this.#stopping) return;
+      if (full) this.#pauseTopics(this.#tracker.assigned().map((a) => a.topic));
+      else this.#consumer.resume(this.#outbox.resumable(this.#consumer.paused()));
+    });
+  }
+
+  #pauseTopics(topics: readonly string[]): void {
+    const unique = [...new Set(topics)];
+    if (unique.length > 0) this.#consumer.pause(unique.map((topic) => ({ topic })));
   }
 
   /** True once the consumer joined its group and its assignment is set up. */
@@ -218,7 +235,8 @@ export class Ingestion {
     }
     // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop,
     // the replica or a partition the dead-letter outbox stopped (it stays stopped).
-    if (!this.#stopping) {
+    if (this.#o.diskPressure.full) this.#pauseTopics(assigned.map(([topic]) => topic));
+    else if (!this.#stopping) {
       const paused = this.#outbox.resumable(this.#consumer.paused());
       if (paused.length > 0) this.#consumer.resume(paused);
     }
@@ -327,7 +345,9 @@ export class Ingestion {
       !payload.isRunning() ||
       payload.isStale() ||
       !this.#tracker.owns(topic, partition) ||
-      this.#outbox.isStopped(topic, partition)
+      this.#outbox.isStopped(topic, partition) ||
+      // Fetched before the pause took effect: not admitted, refetched after the resume.
+      this.#o.diskPressure.full
     )
       return;
     const messages = batch.messages;
@@ -421,13 +441,30 @@ export class Ingestion {
       this.#ticking = this.#tick()
         .catch((error: unknown) => this.#fatal?.(error instanceof Error ? error : new Error(String(error))))
         .finally(() => this.#scheduleTick());
-    }, this.#o.consumer.durabilityIntervalMs);
+    }, this.#diskBackoffMs || this.#o.consumer.durabilityIntervalMs);
+  }
+
+  /** Staging's disk is full: pause, and retry the writes at growing intervals (up to 5 s). */
+  #stagingDiskFull(error: DiskFullError): void {
+    const interval = this.#o.consumer.durabilityIntervalMs;
+    this.#diskBackoffMs = Math.min(
+      Math.max(5_000, interval),
+      Math.max(interval, this.#diskBackoffMs * 2 || 250),
+    );
+    this.#o.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
   }
 
   /** One durability tick: sync staging, commit what became durable, seal due parts. */
   async #tick(): Promise<void> {
     const endTimer = this.#o.metrics.durableSync.startTimer();
-    const reports: readonly DurableReport[] = await this.#o.pool.sync();
+    let reports: readonly DurableReport[];
+    try {
+      reports = await this.#o.pool.sync();
+    } catch (error) {
+      // Nothing new is durable this tick: nothing is committed, the writers keep their bytes.
+      if (error instanceof DiskFullError) return this.#stagingDiskFull(error);
+      throw error;
+    }
     endTimer();
     for (const { epoch, offsets } of reports) {
       for (const [topic, partition, offset] of offsets) {
@@ -435,7 +472,14 @@ export class Ingestion {
       }
     }
     await this.#commit(this.#tracker.commitsDue());
-    await this.#o.pool.flush(false);
+    try {
+      await this.#o.pool.flush(false);
+    } catch (error) {
+      if (error instanceof DiskFullError) return this.#stagingDiskFull(error);
+      throw error;
+    }
+    this.#diskBackoffMs = 0;
+    this.#o.diskPressure.reportWritten('staging');
   }
 
   /** Commits decided now (in the current generation), fenced to it. */
