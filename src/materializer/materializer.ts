@@ -73,7 +73,8 @@ function diskFullState(error: unknown): DiskFullState {
   if (typed) return { stage: typed.stage, path: typed.path, operation: typed.operation };
   // A bare errno error: the materializer writes nothing but the ledger outside Lance.
   const e = error as { path?: unknown; syscall?: unknown };
-  return { stage: 'staging', path: String(e.path ?? ''), operation: String(e.syscall ?? 'write') };
+  const text = (v: unknown, otherwise: string) => (typeof v === 'string' ? v : otherwise);
+  return { stage: 'staging', path: text(e.path, ''), operation: text(e.syscall, 'write') };
 }
 
 export interface MaterializerStats {

@@ -207,7 +207,8 @@ export class TableStaging {
       // A full disk pauses durability (nothing new is reported, the writers keep their
       // bytes for the next tick); any other failure ends this staging.
       const other = failed.find((e) => !(e instanceof DiskFullError));
-      throw other === undefined ? failed[0] : this.#fail(other);
+      if (other === undefined && failed[0] instanceof DiskFullError) throw failed[0];
+      throw this.#fail(other);
     }
     for (const [key, offset] of snapshot) {
       // A revoke may have lowered the high-water while we were syncing: never raise past it.
@@ -257,7 +258,8 @@ export class TableStaging {
     if (firstError !== undefined) {
       const diskFull = results.every((r) => r.status === 'fulfilled' || r.reason instanceof DiskFullError);
       // A seal a full disk interrupted is started again by the next flush (see #startSeal).
-      throw diskFull ? firstError : this.#fail(firstError);
+      if (diskFull && firstError instanceof DiskFullError) throw firstError;
+      throw this.#fail(firstError);
     }
     return { sealed };
   }

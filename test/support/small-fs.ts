@@ -94,7 +94,7 @@ export async function smallFs(
     method: 'injection',
     dir,
     env: { [variable]: flag },
-    available: async () => (full ? 0 : Number.POSITIVE_INFINITY),
+    available: () => Promise.resolve(full ? 0 : Number.POSITIVE_INFINITY),
     async fill() {
       await fsp.writeFile(flag, 'full');
       full = true;
