@@ -11,6 +11,7 @@ import type { Claim, ClaimRegistry } from './claims';
 import type { OpenPartLimit } from './open-parts';
 import { epochMetadata, type StagingEpoch } from './epoch';
 import { END_OF_STREAM, encodeBatches, encodeSchema } from './ipc-stream';
+import { digestTrailer } from './part-digest';
 import { formatPartName, type MinuteKey } from './part-name';
 import type { SchemaKey } from './schema-key';
 import type { PartOffsetRange, SealedPart } from './sealed-part';
@@ -200,7 +201,9 @@ export class PartWriter {
       await this.#writePending();
       if (!this.#ended) {
         this.#ended = true;
-        await this.#writeBytes(END_OF_STREAM);
+        // End-of-stream and the checksum trailer as one message: a retry never writes either twice.
+        const trailer = digestTrailer(this.#hash.copy().update(END_OF_STREAM));
+        await this.#writeBytes(Buffer.concat([END_OF_STREAM, trailer]));
       } else {
         await this.#drainUnwritten();
       }
