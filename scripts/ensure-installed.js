@@ -15,6 +15,13 @@ const installed = path.join(root, 'node_modules', '.package-lock.json');
 
 const mtime = (p) => (fs.existsSync(p) ? fs.statSync(p).mtimeMs : -1);
 if (mtime(installed) >= mtime(lock)) process.exit(0);
+// A worktree whose node_modules links to another checkout's: npm ci would empty the
+// shared directory through the link (it did once, under every worktree at once). Leave
+// installing to that checkout.
+if (fs.lstatSync(path.join(root, 'node_modules'), { throwIfNoEntry: false })?.isSymbolicLink()) {
+  console.log('kafka-lance: node_modules is a link to a shared install; not reinstalling it');
+  process.exit(0);
+}
 
 console.log('kafka-lance: installing locked dependencies (npm ci)');
 const npm = process.env.npm_execpath
