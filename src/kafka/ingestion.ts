@@ -253,11 +253,20 @@ export class Ingestion {
         this.#positions.set(tpKey(c.topic, c.partition), { epoch: epoch.epoch, next: c.start });
         this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.start);
       }
-      await this.#o.pool.beginEpoch(
-        epoch,
-        revoked,
-        claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const),
-      );
+      const assignedOffsets = claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const);
+      // A full disk fails the seal of the old epoch's parts: wait for space (the epoch
+      // request is idempotent), never fail the replica over it.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.#o.pool.beginEpoch(epoch, revoked, assignedOffsets);
+          break;
+        } catch (error) {
+          if (!(error instanceof DiskFullError)) throw error;
+          this.#o.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
+          if (this.#stopping || !this.#membership.isCurrent(generation)) return;
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 250 * 2 ** attempt)));
+        }
+      }
       if (!this.#membership.isCurrent(generation)) return; // a newer join seeks for itself
       // Consume from exactly the claimed start: a batch fetched before the claim is stale.
       try {

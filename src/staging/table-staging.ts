@@ -275,7 +275,9 @@ export class TableStaging {
    */
   async beginEpoch(epoch: StagingEpoch): Promise<FlushResult> {
     this.#assertUsable();
-    if (epoch.owner === this.#epoch.owner && epoch.epoch <= this.#epoch.epoch) {
+    // The same epoch again: a retry after a full disk failed the seal (the parts are detached).
+    if (epoch.owner === this.#epoch.owner && epoch.epoch === this.#epoch.epoch) return this.flush();
+    if (epoch.owner === this.#epoch.owner && epoch.epoch < this.#epoch.epoch) {
       throw new RangeError(`epoch ${epoch.epoch} does not follow ${this.#epoch.epoch}`);
     }
     this.#epoch = epoch;

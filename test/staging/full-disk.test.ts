@@ -104,3 +104,31 @@ describe.each(['tmpfs', 'injection'] as const)('full staging disk (%s)', (method
     if (fs.method === 'tmpfs') expect(report.tornParts).toBe(1);
   });
 });
+
+describe('full staging disk during a rebalance (injection)', () => {
+  beforeEach(async () => {
+    parent = await tempDir('kl-full-disk');
+    fs = await smallFs(parent, 'staging', 4 * 1024 * 1024, { forceInjection: true });
+  });
+  afterEach(async () => {
+    await fs.dispose();
+    await fsp.rm(parent, { recursive: true, force: true });
+  });
+
+  test('a new epoch whose seal meets a full disk is retried with the same epoch, and seals once space returns', async () => {
+    const tableDir = path.join(fs.dir, 'staging', 'events');
+    const h = await openStaging(tableDir);
+    push(h, range(0, 100));
+    await h.staging.sync();
+    await fs.fill();
+    push(h, range(100, 200));
+    const next = { owner: h.staging.epoch.owner, epoch: h.staging.epoch.epoch + 1 };
+    await expect(h.staging.beginEpoch(next)).rejects.toBeInstanceOf(DiskFullError);
+    await expect(h.staging.beginEpoch(next)).rejects.toBeInstanceOf(DiskFullError);
+    await fs.free();
+    const { sealed } = await h.staging.beginEpoch(next);
+    expect(sealed.map((p) => p.rows)).toEqual([200]);
+    expect(h.staging.epoch).toEqual(next);
+    await expect(h.staging.beginEpoch({ ...next, epoch: next.epoch - 1 })).rejects.toThrow(RangeError);
+  });
+});
