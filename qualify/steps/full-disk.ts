@@ -104,8 +104,9 @@ export async function runFullDisk(
   stage: DiskStage,
   options: { forceInjection?: boolean } = {},
 ): Promise<StageOutcome> {
-  const work = path.join(context.workDir, `full-disk-${stage}`);
-  await fsp.mkdir(work, { recursive: true });
+  // A directory of this run's own: a second run of a stage must not find the first one's table.
+  await fsp.mkdir(context.workDir, { recursive: true });
+  const work = await fsp.mkdtemp(path.join(context.workDir, `full-disk-${stage}-`));
   const fs = await smallFs(work, stage, 48 * 1024 * 1024, options);
   context.log(`full-disk[${stage}]: small file system by ${fs.method} at ${fs.dir}`);
   const kafka = new Kafka({
