@@ -17,6 +17,7 @@ import { MaterializerHost } from './materializer/host';
 import { readKnownFields } from './lance/known-fields';
 import type { KnownField } from './decode/record-decoder';
 import { Metrics } from './metrics/metrics';
+import { DiskPressure } from './kafka/disk-pressure';
 import type { OwnershipRow } from './materializer/worker-protocol';
 import { StagingPool } from './pool/staging-pool';
 import { ClaimRegistry } from './staging/claims';
@@ -228,8 +229,10 @@ export class Replica {
       },
       onFatal: reportFailure,
     });
+    const diskPressure = new DiskPressure(log, metrics);
     const ingestion = new Ingestion({
       consumer,
+      diskPressure,
       kafka: hooks.kafka(kafka),
       admin: hooks.admin(admin),
       pool,
@@ -272,6 +275,7 @@ export class Replica {
           reportFailure,
           log,
           metrics,
+          diskPressure,
         )
       : undefined;
     await ingestion.start(reportFailure);

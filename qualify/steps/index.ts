@@ -1,8 +1,17 @@
 import type { QualifyStep } from '../step';
 import { step as brokerOutage } from './broker-outage';
 import { step as dataDirLoss } from './data-dir-loss';
+import { step as fullDisk } from './full-disk';
+import { step as fuzz } from './fuzz';
 import { step as killCampaign } from './kill-campaign';
 import { step as s3Outage } from './s3-outage';
 
 /** The qualification steps in the order `npm run qualify` runs them. */
-export const STEPS: readonly QualifyStep[] = [killCampaign, brokerOutage, s3Outage, dataDirLoss];
+export const STEPS: readonly QualifyStep[] = [
+  killCampaign,
+  brokerOutage,
+  s3Outage,
+  dataDirLoss,
+  fullDisk,
+  fuzz,
+];

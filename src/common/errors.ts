@@ -20,7 +20,8 @@ export type ErrorCode =
   | 'PUBLICATION_SOURCE_MISSING'
   | 'MATERIALIZER_FAILED'
   | 'DEAD_LETTER_WRITE_FAILED'
-  | 'PARTITION_STOPPED';
+  | 'PARTITION_STOPPED'
+  | 'DISK_FULL';
 
 export interface KafkaLanceErrorOptions {
   readonly retriable?: boolean;
@@ -128,6 +129,30 @@ export class PartitionStoppedError extends KafkaLanceError {
 
 /** Why a partition was stopped (the `reason` label of kafka_lance_partition_stopped). */
 export type PartitionStopReason = 'dead-letter-write-failed' | 'dead-letter-ratio-exceeded';
+
+/** Where kafka-lance writes: the staging directory (parts, plans, ledger) or the Lance table. */
+export type DiskStage = 'staging' | 'lance';
+
+/**
+ * A write found its file system full (ENOSPC) or its quota spent (EDQUOT). Retriable by
+ * definition: nothing about the data is wrong, and the same write succeeds once space
+ * returns. Never a reason to set data aside (see materializer/failure.ts).
+ */
+export class DiskFullError extends KafkaLanceError {
+  constructor(
+    readonly stage: DiskStage,
+    readonly path: string,
+    /** What was being done: `write`, `open`, `add`, ... */
+    readonly operation: string,
+    cause?: unknown,
+  ) {
+    super('DISK_FULL', `${stage} disk full: ${operation} ${path}: ${errorMessage(cause)}`, {
+      retriable: true,
+      cause,
+      context: { stage, path, operation },
+    });
+  }
+}
 
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

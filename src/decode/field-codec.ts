@@ -84,9 +84,11 @@ export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
     convert: (v) => {
       if (typeof v === 'number') return v;
       if (typeof v !== 'bigint') return INVALID;
-      // An integer literal beyond 2^53: kept only when the double is exactly that integer.
+      // An integer literal beyond 2^53: kept when the double is exactly that integer, or when
+      // the literal is how that double prints (JavaScript writes the double 67482704808384808
+      // as 67482704808384810): the sender's value was that double, nothing is lost.
       const n = Number(v);
-      return Number.isFinite(n) && BigInt(n) === v
+      return Number.isFinite(n) && (BigInt(n) === v || String(n) === v.toString())
         ? n
         : new Invalid(
             `the integer ${v} has no exact float64 (declare the field int64, or send it as a string)`,

@@ -1,5 +1,5 @@
 import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import { errorMessage } from '../common/errors';
+import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { tpKey, type DurableOffset, type TopicPartitionKey } from '../common/offsets';
 import type { ResolvedConsumer } from '../config';
@@ -14,6 +14,7 @@ import { OffsetTracker, type PartitionCommit } from '../ownership/offset-tracker
 import { listPartIds, PublicationGate } from '../ownership/publication-gate';
 import { createHookedConsumer } from './coordinator-hook';
 import type { DeadLetterSink } from './dead-letter';
+import type { DiskPressure } from './disk-pressure';
 import { DeadLetterOutbox } from './dead-letter-outbox';
 
 export interface IngestionOptions {
@@ -30,6 +31,8 @@ export interface IngestionOptions {
   readonly metrics: Metrics;
   /** The table's staging directory ('published' commits wait for its parts to be published). */
   readonly tableDir: string;
+  /** Full disks of this process: consumption pauses while any is full. */
+  readonly diskPressure: DiskPressure;
   /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
   readonly killAtCommit?: number;
 }
@@ -84,6 +87,8 @@ export class Ingestion {
   readonly #inFlight = new Set<Promise<unknown>>();
   #dataCommits = 0;
   #fatal: ((error: Error) => void) | undefined;
+  /** Wait before the next tick while staging's disk is full (0: the usual interval). */
+  #diskBackoffMs = 0;
   readonly #stats = {
     consumedRecords: 0,
     consumedBytes: 0,
@@ -123,6 +128,18 @@ export class Ingestion {
       hold: (topic, partition, offset) => this.#tracker.addPendingDeadLetters(topic, partition, [offset]),
       resolved: (topic, partition, offsets) => this.#tracker.resolveDeadLetters(topic, partition, offsets),
     });
+    // A full disk pauses fetching (nothing is dropped: unfetched records stay in Kafka,
+    // admitted ones wait in their writers) and the ticks go on retrying the writes.
+    options.diskPressure.onChange((full) => {
+      if (this.#stopping) return;
+      if (full) this.#pauseTopics(this.#tracker.assigned().map((a) => a.topic));
+      else this.#consumer.resume(this.#outbox.resumable(this.#consumer.paused()));
+    });
+  }
+
+  #pauseTopics(topics: readonly string[]): void {
+    const unique = [...new Set(topics)];
+    if (unique.length > 0) this.#consumer.pause(unique.map((topic) => ({ topic })));
   }
 
   /** True once the consumer joined its group and its assignment is set up. */
@@ -225,7 +242,8 @@ export class Ingestion {
     }
     // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop,
     // the replica or a partition the dead-letter outbox stopped (it stays stopped).
-    if (!this.#stopping) {
+    if (this.#o.diskPressure.full) this.#pauseTopics(assigned.map(([topic]) => topic));
+    else if (!this.#stopping) {
       const paused = this.#outbox.resumable(this.#consumer.paused());
       if (paused.length > 0) this.#consumer.resume(paused);
     }
@@ -242,11 +260,20 @@ export class Ingestion {
         this.#positions.set(tpKey(c.topic, c.partition), { epoch: epoch.epoch, next: c.start });
         this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.start);
       }
-      await this.#o.pool.beginEpoch(
-        epoch,
-        revoked,
-        claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const),
-      );
+      const assignedOffsets = claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const);
+      // A full disk fails the seal of the old epoch's parts: wait for space (the epoch
+      // request is idempotent), never fail the replica over it.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.#o.pool.beginEpoch(epoch, revoked, assignedOffsets);
+          break;
+        } catch (error) {
+          if (!(error instanceof DiskFullError)) throw error;
+          this.#o.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
+          if (this.#stopping || !this.#membership.isCurrent(generation)) return;
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 250 * 2 ** attempt)));
+        }
+      }
       if (!this.#membership.isCurrent(generation)) return; // a newer join seeks for itself
       if (this.#gate) {
         // Every part on disk now is of an older epoch (beginEpoch sealed them; nothing of
@@ -341,7 +368,9 @@ export class Ingestion {
       !payload.isRunning() ||
       payload.isStale() ||
       !this.#tracker.owns(topic, partition) ||
-      this.#outbox.isStopped(topic, partition)
+      this.#outbox.isStopped(topic, partition) ||
+      // Fetched before the pause took effect: not admitted, refetched after the resume.
+      this.#o.diskPressure.full
     )
       return;
     const messages = batch.messages;
@@ -435,13 +464,30 @@ export class Ingestion {
       this.#ticking = this.#tick()
         .catch((error: unknown) => this.#fatal?.(error instanceof Error ? error : new Error(String(error))))
         .finally(() => this.#scheduleTick());
-    }, this.#o.consumer.durabilityIntervalMs);
+    }, this.#diskBackoffMs || this.#o.consumer.durabilityIntervalMs);
+  }
+
+  /** Staging's disk is full: pause, and retry the writes at growing intervals (up to 5 s). */
+  #stagingDiskFull(error: DiskFullError): void {
+    const interval = this.#o.consumer.durabilityIntervalMs;
+    this.#diskBackoffMs = Math.min(
+      Math.max(5_000, interval),
+      Math.max(interval, this.#diskBackoffMs * 2 || 250),
+    );
+    this.#o.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
   }
 
   /** One durability tick: sync staging, commit what became durable, seal due parts. */
   async #tick(): Promise<void> {
     const endTimer = this.#o.metrics.durableSync.startTimer();
-    const reports: readonly DurableReport[] = await this.#o.pool.sync();
+    let reports: readonly DurableReport[];
+    try {
+      reports = await this.#o.pool.sync();
+    } catch (error) {
+      // Nothing new is durable this tick: nothing is committed, the writers keep their bytes.
+      if (error instanceof DiskFullError) return this.#stagingDiskFull(error);
+      throw error;
+    }
     endTimer();
     for (const { epoch, offsets } of reports) {
       for (const [topic, partition, offset] of offsets) {
@@ -456,7 +502,14 @@ export class Ingestion {
       commits = this.#tracker.stillDue(this.#gate.tick(commits, present));
     }
     await this.#commit(commits);
-    await this.#o.pool.flush(false);
+    try {
+      await this.#o.pool.flush(false);
+    } catch (error) {
+      if (error instanceof DiskFullError) return this.#stagingDiskFull(error);
+      throw error;
+    }
+    this.#diskBackoffMs = 0;
+    this.#o.diskPressure.reportWritten('staging');
   }
 
   /** Commits decided now (in the current generation), fenced to it. */

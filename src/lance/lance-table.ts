@@ -1,6 +1,7 @@
 import * as lancedb from '@lancedb/lancedb';
 import { Field, Schema, Table as ArrowTable, type RecordBatch } from 'apache-arrow';
-import { KafkaLanceError, errorMessage } from '../common/errors';
+import { injectedDiskFull } from '../common/disk-space';
+import { DiskFullError, KafkaLanceError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { OFFSET_COLUMN, PARTITION_COLUMN, ROW_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 
@@ -229,7 +230,12 @@ export class LanceTable {
     for (let adds = 1; ; adds++) {
       let addError: LanceWriteError | undefined;
       try {
-        const add = this.#adds.then(() => retryConflicts(write));
+        const add = this.#adds.then(() =>
+          retryConflicts(() => {
+            const injected = injectedDiskFull('lance', this.target.uri);
+            return injected ? Promise.reject(injected) : write();
+          }),
+        );
         this.#adds = add.catch(() => undefined);
         const result = await add;
         version = (result as { version?: number }).version;
@@ -242,7 +248,11 @@ export class LanceTable {
             {},
             error,
           );
-        addError = new LanceWriteError('add failed', error, true, this.target.table);
+        // A full disk is named as such (never a reason to set the plan aside): see failure.ts.
+        const cause = isDiskFullText(error)
+          ? new DiskFullError('lance', this.target.uri, 'add', error)
+          : error;
+        addError = new LanceWriteError('add failed', cause, true, this.target.table);
       }
       if ((await afterAdd(addError)) === 'done') return { rows, version, adds };
     }
@@ -430,6 +440,13 @@ function compatible(existing: Field, staged: Field): boolean {
 function isCommitConflict(error: unknown): boolean {
   const text = error instanceof Error ? error.message : String(error);
   return /Retryable commit conflict|preempted by concurrent transaction|Commit conflict/i.test(text);
+}
+
+/** Lance's text for ENOSPC / EDQUOT (os error 28 / 122), or an injected one (test seam). */
+function isDiskFullText(error: unknown): boolean {
+  if ((error as { code?: unknown } | null)?.code === 'ENOSPC') return true;
+  const text = error instanceof Error ? error.message : String(error);
+  return /No space left on device|Disk quota exceeded|os error (28|122)\b/.test(text);
 }
 
 /** Lance refusing a schema (not a storage failure): the same data will be refused again. */

@@ -1,4 +1,5 @@
-import { PartCorruptError } from '../common/errors';
+import { isDiskFull } from '../common/disk-space';
+import { DiskFullError, PartCorruptError } from '../common/errors';
 import { LanceSchemaError } from '../lance/lance-table';
 import { SourceMissingError } from './preparation';
 import { PublicationMismatchError } from './publisher';
@@ -6,6 +7,7 @@ import { PublicationMismatchError } from './publisher';
 /** Why a publication failed, as counted in kafka_lance_publication_failures_total{reason}. */
 export type PublicationFailureReason =
   | 'storage'
+  | 'disk-full'
   | 'schema-incompatible'
   | 'invalid-column-name'
   | 'part-corrupt'
@@ -18,7 +20,12 @@ export interface FailureClass {
   readonly permanent: boolean;
   /** Facts for the log and the quarantine's reason file (column, types, path). */
   readonly context: Readonly<Record<string, unknown>>;
+  /** Longest wait between retries (default: the policy's); short where the cause can pass at any moment. */
+  readonly retryCapMs?: number;
 }
+
+/** A full disk is retried at least this often, so that a publication resumes soon after space returns. */
+export const DISK_FULL_RETRY_CAP_MS = 5_000;
 
 /**
  * Transient (storage, I/O, a commit conflict that outlived its retries, anything not
@@ -27,6 +34,17 @@ export interface FailureClass {
  * count as transient: setting data aside on a guess would be worse than retrying.
  */
 export function classifyFailure(error: unknown): FailureClass {
+  // First: a full disk can surface inside any other failure (an unreadable part read
+  // while the ledger could not be written), and it must never set good data aside.
+  if (isDiskFull(error)) {
+    const diskFull = findDiskFull(error);
+    return {
+      reason: 'disk-full',
+      permanent: false,
+      context: diskFull ? { ...diskFull.context } : {},
+      retryCapMs: DISK_FULL_RETRY_CAP_MS,
+    };
+  }
   if (error instanceof LanceSchemaError) {
     return {
       reason: error.problem === 'invalid-column-name' ? 'invalid-column-name' : 'schema-incompatible',
@@ -41,6 +59,15 @@ export function classifyFailure(error: unknown): FailureClass {
   if (error instanceof PublicationMismatchError)
     return { reason: 'plan-mismatch', permanent: true, context: error.context };
   return { reason: 'storage', permanent: false, context: {} };
+}
+
+/** The DiskFullError in an error's cause chain (undefined for a bare ENOSPC errno error). */
+export function findDiskFull(error: unknown): DiskFullError | undefined {
+  for (let e: unknown = error, depth = 0; e && depth < 8; depth++) {
+    if (e instanceof DiskFullError) return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }
 
 /** Reasons whose plan's rows are readable and only refused by the table: they go to the dead-letter file too. */
@@ -88,7 +115,7 @@ export class FailurePolicy {
     this.#plans.set(planId, p);
     if (failure.permanent && p.permanent >= this.maxPermanent)
       return { action: 'set-aside', attempts: p.attempts };
-    const retryInMs = Math.min(this.maxMs, this.baseMs * 2 ** (p.attempts - 1));
+    const retryInMs = Math.min(failure.retryCapMs ?? this.maxMs, this.baseMs * 2 ** (p.attempts - 1));
     p.nextAt = now + retryInMs;
     return { action: 'retry', attempts: p.attempts, retryInMs };
   }

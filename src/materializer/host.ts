@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
+import type { DiskPressure } from '../kafka/disk-pressure';
 import { DeltaTracker, type Metrics } from '../metrics/metrics';
 import { compiledEntry } from '../pool/compiled-entry';
 import type { MaterializerStats } from './materializer';
@@ -19,6 +20,7 @@ export class MaterializerHost {
     logger: Logger,
     private readonly metrics: Metrics,
     private readonly labels: { table: string; mode: string },
+    private readonly diskPressure: DiskPressure | undefined,
   ) {
     this.#stopped = new Promise((resolve) => {
       worker.on('message', (m: MaterializerReply) => {
@@ -38,6 +40,7 @@ export class MaterializerHost {
     onFatal: (error: Error) => void,
     logger: Logger,
     metrics: Metrics,
+    diskPressure?: DiskPressure,
   ): Promise<MaterializerHost> {
     const worker = new Worker(compiledEntry(__dirname, 'materializer-worker.ts'), { workerData: init });
     await new Promise<void>((resolve, reject) => {
@@ -61,15 +64,22 @@ export class MaterializerHost {
     metrics.reservationLimit.set(init.sourceReservationBytes);
     metrics.permitsCapacity.set({ kind: 'fetch' }, init.fetchPermits);
     metrics.permitsCapacity.set({ kind: 'decode' }, init.decodePermits);
-    return new MaterializerHost(worker, onFatal, logger, metrics, {
-      table: init.lance.table,
-      mode: init.mode,
-    });
+    return new MaterializerHost(
+      worker,
+      onFatal,
+      logger,
+      metrics,
+      { table: init.lance.table, mode: init.mode },
+      diskPressure,
+    );
   }
 
   /** Worker reports → the main registry: totals as counter deltas, recent events as observations. */
   #record(stats: MaterializerStats): void {
     this.#stats = stats;
+    // The materializer forgets its disk-full state at its next successful publication.
+    if (stats.diskFull) this.diskPressure?.reportFull(stats.diskFull.stage, stats.diskFull);
+    else this.diskPressure?.reportWritten('lance');
     const m = this.metrics;
     const { table, mode } = this.labels;
     m.publishedRecords.inc({ table }, this.#deltas.delta('rows', stats.publishedRows));

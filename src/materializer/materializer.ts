@@ -11,7 +11,14 @@ import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart } from '../staging/sealed-part';
 import type { CommitCheck } from './commit-check';
 import { crashPoint } from './crash-points';
-import { FailurePolicy, SCHEMA_REASONS, classifyFailure, type PublicationFailureReason } from './failure';
+import type { DiskStage } from '../common/errors';
+import {
+  FailurePolicy,
+  SCHEMA_REASONS,
+  classifyFailure,
+  findDiskFull,
+  type PublicationFailureReason,
+} from './failure';
 import { countKeptRows } from './keep-range';
 import { Permits } from './permits';
 import { ledger, type LedgerEntry, type Plan, type QuarantineRecord } from './plan';
@@ -60,6 +67,22 @@ export interface MaterializerOptions {
   readonly commitAfter?: CommitAfter;
 }
 
+/** Where a publication met a full disk: the Lance table, or the staging directory (ledger, plans). */
+export interface DiskFullState {
+  readonly stage: DiskStage;
+  readonly path: string;
+  readonly operation: string;
+}
+
+function diskFullState(error: unknown): DiskFullState {
+  const typed = findDiskFull(error);
+  if (typed) return { stage: typed.stage, path: typed.path, operation: typed.operation };
+  // A bare errno error: the materializer writes nothing but the ledger outside Lance.
+  const e = error as { path?: unknown; syscall?: unknown };
+  const text = (v: unknown, otherwise: string) => (typeof v === 'string' ? v : otherwise);
+  return { stage: 'staging', path: text(e.path, ''), operation: text(e.syscall, 'write') };
+}
+
 export interface MaterializerStats {
   readonly publications: number;
   readonly failedPublications: number;
@@ -77,6 +100,8 @@ export interface MaterializerStats {
   readonly deadLetteredRows: Readonly<Record<string, number>>;
   /** Plans in the ledger waiting for a retry after a failure. */
   readonly retryingPlans: number;
+  /** Set while the last publication attempt met a full disk (cleared by the next success). */
+  readonly diskFull?: DiskFullState;
   readonly permits: {
     kind: 'fetch' | 'decode';
     inUse: number;
@@ -122,6 +147,7 @@ export class Materializer {
     lostCommits: 0,
   };
   #failureCounts: Partial<Record<PublicationFailureReason, number>> = {};
+  #diskFull: DiskFullState | undefined;
   #quarantinedParts: Partial<Record<PublicationFailureReason, number>> = {};
   #deadLetteredRows: Record<string, number> = {};
   #last: PublicationResult | undefined;
@@ -274,6 +300,7 @@ export class Materializer {
       recentPermitWaits: [this.#fetch, this.#decode].map((p) => ({ kind: p.kind, seconds: p.drainWaits() })),
       ...this.#stats,
       failures: { ...this.#failureCounts },
+      ...(this.#diskFull ? { diskFull: this.#diskFull } : {}),
       quarantinedParts: { ...this.#quarantinedParts },
       deadLetteredRows: { ...this.#deadLetteredRows },
       retryingPlans: this.#failures.retrying,
@@ -366,6 +393,7 @@ export class Materializer {
     try {
       const result = await run();
       this.#failures.done(plan.id);
+      this.#diskFull = undefined;
       for (const p of plan.parts) this.#catalog.forget(p.path);
       if (result === 'finished') return { pending: false };
       this.#stats.publications += 1;
@@ -384,6 +412,7 @@ export class Materializer {
       const failure = classifyFailure(error);
       this.#stats.failedPublications += 1;
       this.#bump(this.#failureCounts, failure.reason);
+      if (failure.reason === 'disk-full') this.#diskFull = diskFullState(error);
       const verdict = this.#failures.failed(plan.id, failure, now);
       const facts = {
         id: plan.id,

@@ -142,6 +142,12 @@ export class Metrics {
     labelNames: ['topic', 'partition', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly diskFull = new Gauge({
+    name: 'kafka_lance_disk_full',
+    help: 'A write met a full disk or a spent quota (1) on the staging file system or the Lance table: consumption is paused until space returns.',
+    labelNames: ['stage'] as const,
+    registers: [this.registry],
+  });
   readonly stagingParts = new Gauge({
     name: 'kafka_lance_staging_parts',
     help: 'Staging parts by state: open (appended to), sealing, sealed (waiting for publication).',

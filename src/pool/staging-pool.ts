@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { KafkaLanceError } from '../common/errors';
+import { DiskFullError, KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { StagingEpoch } from '../staging/epoch';
 import { BoundedBudget } from '../common/bounded-budget';
@@ -94,8 +94,13 @@ class WorkerHandle {
       const pending = this.#pending.get(id);
       if (!pending) return;
       this.#pending.delete(id);
-      if (reply.type === 'error') pending.reject(new StagingWorkerError(reply.message, reply.fatal));
-      else {
+      if (reply.type === 'error') {
+        pending.reject(
+          reply.diskFull
+            ? new DiskFullError('staging', reply.diskFull.path, reply.diskFull.operation, reply.message)
+            : new StagingWorkerError(reply.message, reply.fatal),
+        );
+      } else {
         pending.observe?.(reply);
         pending.resolve(reply);
       }

@@ -5,7 +5,7 @@
  * always arrives before the reply of a later sync that covers it.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { errorMessage } from '../common/errors';
+import { DiskFullError, errorMessage } from '../common/errors';
 import { createLogger } from '../common/logger';
 import { parseTpKey, recordOffset, type DurableOffset } from '../common/offsets';
 import { loadConsumer } from '../config/load';
@@ -125,6 +125,17 @@ async function main(): Promise<void> {
             break;
         }
       } catch (error) {
+        if (error instanceof DiskFullError) {
+          // Not a failure of staging: the main thread pauses and retries (kafka/ingestion.ts).
+          reply({
+            type: 'error',
+            id: request.id,
+            message: errorMessage(error),
+            fatal: false,
+            diskFull: { path: error.path, operation: error.operation },
+          });
+          return;
+        }
         logger.error(
           { event: 'staging-worker.error', request: request.type, err: error },
           errorMessage(error),

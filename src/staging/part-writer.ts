@@ -2,6 +2,8 @@ import { createHash, type Hash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Schema, type RecordBatch } from 'apache-arrow';
+import { diskFullError, injectedDiskFull } from '../common/disk-space';
+import { DiskFullError } from '../common/errors';
 import { realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { RecordOffset } from '../common/offsets';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
@@ -9,6 +11,7 @@ import type { Claim, ClaimRegistry } from './claims';
 import type { OpenPartLimit } from './open-parts';
 import { epochMetadata, type StagingEpoch } from './epoch';
 import { END_OF_STREAM, encodeBatches, encodeSchema } from './ipc-stream';
+import { digestTrailer } from './part-digest';
 import { formatPartName, type MinuteKey } from './part-name';
 import type { SchemaKey } from './schema-key';
 import type { PartOffsetRange, SealedPart } from './sealed-part';
@@ -34,7 +37,14 @@ export interface PartWriterFiles {
  * - batches are appended in memory by `append()` and reach the file only in
  *   `syncPending()` / `finish()`, which run one at a time in call order;
  * - the claim on the open path is held from creation until the part is sealed or
- *   the writer failed, and is released by this writer only.
+ *   the writer failed, and is released by this writer only;
+ * - a full disk (ENOSPC, EDQUOT) fails the operation with DiskFullError but not the
+ *   writer: the bytes not yet written are kept and written first by the next
+ *   operation, at the same file position (a partial write before ENOSPC is simply
+ *   overwritten with the same bytes), so a retry after space returns leaves exactly the
+ *   stream an uninterrupted write would have. Nothing is reported durable meanwhile.
+ *   An fsync that fails stays fatal: after a failed fsync the page cache may have
+ *   dropped the dirty pages, and a second fsync can succeed without them.
  */
 export class PartWriter {
   readonly path: string;
@@ -46,6 +56,11 @@ export class PartWriter {
   #failure: unknown;
   #handle: fsp.FileHandle | undefined;
   #position = 0;
+  #opened = false;
+  /** An encoded message a full disk interrupted: `written` of its bytes are in the file. */
+  #unwritten: { bytes: Uint8Array; written: number } | undefined;
+  /** End-of-stream is in the file or in #unwritten: a retried finish() must not write it twice. */
+  #ended = false;
   #pending: RecordBatch[] = [];
   #pendingBytes = 0;
   #writeBehindQueued = false;
@@ -85,12 +100,23 @@ export class PartWriter {
     // A failure here is kept in #failure and reported by the next sync or finish.
     this.#enqueue(async () => {
       await this.#openParts?.acquire(this);
-      this.#handle = await fsp.open(this.path, 'wx');
-      // The new name must be durable before any row in the file is reported durable:
-      // an fsynced file whose directory entry is lost after a power cut loses its rows.
-      await this.#directorySync.syncDirectory(this.dir);
-      await this.#writeBytes(encodeSchema(this.schema));
+      await this.#ensureOpen();
     }).catch(() => undefined);
+  }
+
+  /** Opens the file once; an open a full disk refused created nothing, so it is simply tried again. */
+  async #ensureOpen(): Promise<void> {
+    if (this.#opened) return;
+    try {
+      this.#handle = await fsp.open(this.path, 'wx');
+    } catch (error) {
+      throw diskFullError('staging', this.path, 'open', error) ?? error;
+    }
+    this.#opened = true;
+    // The new name must be durable before any row in the file is reported durable:
+    // an fsynced file whose directory entry is lost after a power cut loses its rows.
+    await this.#directorySync.syncDirectory(this.dir);
+    await this.#writeBytes(encodeSchema(this.schema));
   }
 
   get state(): WriterState {
@@ -98,7 +124,8 @@ export class PartWriter {
   }
   /** Bytes in the file plus bytes waiting to be written. */
   get bytes(): number {
-    return this.#position + this.#pendingBytes;
+    const unwritten = this.#unwritten ? this.#unwritten.bytes.byteLength - this.#unwritten.written : 0;
+    return this.#position + unwritten + this.#pendingBytes;
   }
   get rows(): number {
     return this.#rows;
@@ -148,6 +175,7 @@ export class PartWriter {
     this.#writeBehindQueued = true;
     this.#enqueue(async () => {
       this.#writeBehindQueued = false;
+      await this.#ensureOpen();
       await this.#writePending();
     }).catch(() => undefined);
   }
@@ -156,6 +184,7 @@ export class PartWriter {
   syncPending(): Promise<void> {
     return this.#enqueue(async () => {
       if (this.#state === 'sealed') return;
+      await this.#ensureOpen();
       await this.#writePending();
       if (this.#unsynced) {
         await this.#handle!.sync();
@@ -168,8 +197,16 @@ export class PartWriter {
   finish(): Promise<SealedPart> {
     this.detach();
     return this.#enqueue(async () => {
+      await this.#ensureOpen();
       await this.#writePending();
-      await this.#writeBytes(END_OF_STREAM);
+      if (!this.#ended) {
+        this.#ended = true;
+        // End-of-stream and the checksum trailer as one message: a retry never writes either twice.
+        const trailer = digestTrailer(this.#hash.copy().update(END_OF_STREAM));
+        await this.#writeBytes(Buffer.concat([END_OF_STREAM, trailer]));
+      } else {
+        await this.#drainUnwritten();
+      }
       await this.#handle!.sync();
       await this.#handle!.close();
       this.#handle = undefined;
@@ -208,6 +245,8 @@ export class PartWriter {
       try {
         return await op();
       } catch (error) {
+        // A full disk is waited out: the writer keeps its file, its claim and its bytes.
+        if (error instanceof DiskFullError) throw error;
         this.#failure = error;
         await this.abandon();
         throw error;
@@ -219,6 +258,7 @@ export class PartWriter {
   }
 
   async #writePending(): Promise<void> {
+    await this.#drainUnwritten();
     if (this.#pending.length === 0) return;
     const batches = this.#pending;
     this.#pending = [];
@@ -227,17 +267,34 @@ export class PartWriter {
   }
 
   async #writeBytes(bytes: Uint8Array): Promise<void> {
-    let offset = 0;
-    while (offset < bytes.byteLength) {
-      const { bytesWritten } = await this.#handle!.write(
-        bytes,
-        offset,
-        bytes.byteLength - offset,
-        this.#position,
-      );
-      offset += bytesWritten;
+    this.#unwritten = { bytes, written: 0 };
+    await this.#drainUnwritten();
+  }
+
+  /** Writes what is left of the current message at the file's end; kept for a retry if the disk is full. */
+  async #drainUnwritten(): Promise<void> {
+    const unwritten = this.#unwritten;
+    if (!unwritten) return;
+    const { bytes } = unwritten;
+    while (unwritten.written < bytes.byteLength) {
+      let bytesWritten: number;
+      try {
+        const injected = injectedDiskFull('staging', this.path);
+        if (injected) throw injected;
+        ({ bytesWritten } = await this.#handle!.write(
+          bytes,
+          unwritten.written,
+          bytes.byteLength - unwritten.written,
+          this.#position,
+        ));
+      } catch (error) {
+        // Bytes past #position may be in the file (a torn tail): the retry overwrites them.
+        throw diskFullError('staging', this.path, 'write', error) ?? error;
+      }
+      unwritten.written += bytesWritten;
       this.#position += bytesWritten;
     }
+    this.#unwritten = undefined;
     this.#hash.update(bytes);
     this.#unsynced = true;
   }

@@ -4,7 +4,9 @@ import { errorMessage } from '../common/errors';
 import { fsyncDirectory, mkdirDurably, pathExists, unlinkDurably } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import type { ClaimRegistry } from './claims';
+import { createHash } from 'node:crypto';
 import { END_OF_STREAM, decodeBatches, scanStream } from './ipc-stream';
+import { DIGEST_TRAILER_BYTES, checkDigestTrailer, digestTrailer } from './part-digest';
 import {
   formatPartName,
   isRecoveredId,
@@ -173,7 +175,14 @@ async function recoverOpenPart(
     return { kind: 'corrupt', reason: `whole messages do not decode: ${errorMessage(error)}` };
   }
   const sealedPath = path.join(tableDir, formatPartName(name, 'sealed'));
-  const whole = scan.ended && scan.trailingBytes === 0;
+  // Whole: the writer wrote end-of-stream and a matching checksum trailer (or, before the
+  // trailer existed, nothing after end-of-stream). A torn trailer is rewritten like a torn tail.
+  const trailer = scan.ended ? checkDigestTrailer(bytes, scan.validLength) : undefined;
+  if (trailer?.kind === 'invalid' && scan.trailingBytes >= DIGEST_TRAILER_BYTES) {
+    // A whole trailer that does not match: the bytes changed after they were written.
+    return { kind: 'corrupt', reason: trailer.reason };
+  }
+  const whole = trailer !== undefined && trailer.kind !== 'invalid';
   if (!whole && isRecoveredId(name.id)) {
     // Rewrites are only torn while their original still exists (handled by the caller).
     return { kind: 'corrupt', reason: 'a torn recovery rewrite whose original is gone' };
@@ -191,8 +200,9 @@ async function recoverOpenPart(
   using _claims = claims.claimAll([rewriteOpen, rewriteSealed], owner);
   const handle = await fsp.open(rewriteOpen, 'wx');
   try {
-    await handle.writeFile(prefix);
-    if (!scan.ended) await handle.writeFile(END_OF_STREAM);
+    const stream = scan.ended ? prefix : Buffer.concat([prefix, END_OF_STREAM]);
+    await handle.writeFile(stream);
+    await handle.writeFile(digestTrailer(createHash('sha256').update(stream)));
     await handle.sync();
   } finally {
     await handle.close();

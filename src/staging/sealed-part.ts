@@ -6,6 +6,7 @@ import { PartCorruptError } from '../common/errors';
 import { recordOffset, tpKey, type RecordOffset, type TopicPartitionKey } from '../common/offsets';
 import { epochFromMetadata, type StagingEpoch } from './epoch';
 import { decodeBatches, scanStream } from './ipc-stream';
+import { checkDigestTrailer } from './part-digest';
 import { parsePartName, type MinuteKey } from './part-name';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from './system-columns';
 
@@ -42,7 +43,8 @@ export interface SealedPart {
  * one that gets published. Reading back runs at 650+ MiB/s (notes/performance.md),
  * and callers cache the result per path since sealed parts are immutable.
  *
- * A sealed part must be whole: schema, whole batches, end-of-stream, nothing after.
+ * A sealed part must be whole: schema, whole batches, end-of-stream, and nothing after
+ * but its checksum trailer (part-digest.ts), which must match.
  * Anything else throws PartCorruptError, never a silent half-read.
  */
 export async function readSealedPart(
@@ -55,8 +57,8 @@ export async function readSealedPart(
   if (!scan.hasSchema) throw new PartCorruptError(file, 'no schema message');
   if (!scan.ended)
     throw new PartCorruptError(file, `no end-of-stream marker (${scan.trailingBytes} torn bytes)`);
-  if (scan.trailingBytes > 0)
-    throw new PartCorruptError(file, `${scan.trailingBytes} bytes after end-of-stream`);
+  const trailer = checkDigestTrailer(bytes, scan.validLength);
+  if (trailer.kind === 'invalid') throw new PartCorruptError(file, trailer.reason);
   let decoded: { schema: Schema; batches: RecordBatch[] };
   try {
     decoded = decodeBatches(bytes);

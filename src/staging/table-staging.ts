@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { ulid } from 'ulid';
-import { KafkaLanceError, OffsetOrderError, StagingClosedError } from '../common/errors';
+import { DiskFullError, KafkaLanceError, OffsetOrderError, StagingClosedError } from '../common/errors';
 import { mkdirDurably, realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import {
@@ -201,10 +201,14 @@ export class TableStaging {
     // becomes durable once those writers have written and fsynced.
     const snapshot = new Map(this.#pushed);
     const writers = [...this.#unsealed.keys()];
-    try {
-      await Promise.all(writers.map((w) => w.syncPending()));
-    } catch (error) {
-      throw this.#fail(error);
+    const results = await Promise.allSettled(writers.map((w) => w.syncPending()));
+    const failed = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+    if (failed.length > 0) {
+      // A full disk pauses durability (nothing new is reported, the writers keep their
+      // bytes for the next tick); any other failure ends this staging.
+      const other = failed.find((e) => !(e instanceof DiskFullError));
+      if (other === undefined && failed[0] instanceof DiskFullError) throw failed[0];
+      throw this.#fail(other);
     }
     for (const [key, offset] of snapshot) {
       // A revoke may have lowered the high-water while we were syncing: never raise past it.
@@ -230,11 +234,7 @@ export class TableStaging {
       if (options.force || this.#isDue(writer, now)) this.#detach(writer);
     }
     for (const [writer, sealing] of this.#unsealed) {
-      if (sealing === undefined && writer.state === 'detached') {
-        const promise = writer.finish();
-        this.#unsealed.set(writer, promise);
-        started.push(promise);
-      }
+      if (sealing === undefined && writer.state === 'detached') started.push(this.#startSeal(writer));
     }
     started.push(...this.#sealedEarly.splice(0));
     const results = await Promise.allSettled(started);
@@ -255,7 +255,12 @@ export class TableStaging {
       }
     }
     for (const [writer] of this.#unsealed) if (writer.state === 'sealed') this.#unsealed.delete(writer);
-    if (firstError !== undefined) throw this.#fail(firstError);
+    if (firstError !== undefined) {
+      const diskFull = results.every((r) => r.status === 'fulfilled' || r.reason instanceof DiskFullError);
+      // A seal a full disk interrupted is started again by the next flush (see #startSeal).
+      if (diskFull && firstError instanceof DiskFullError) throw firstError;
+      throw this.#fail(firstError);
+    }
     return { sealed };
   }
 
@@ -270,7 +275,9 @@ export class TableStaging {
    */
   async beginEpoch(epoch: StagingEpoch): Promise<FlushResult> {
     this.#assertUsable();
-    if (epoch.owner === this.#epoch.owner && epoch.epoch <= this.#epoch.epoch) {
+    // The same epoch again: a retry after a full disk failed the seal (the parts are detached).
+    if (epoch.owner === this.#epoch.owner && epoch.epoch === this.#epoch.epoch) return this.flush();
+    if (epoch.owner === this.#epoch.owner && epoch.epoch < this.#epoch.epoch) {
       throw new RangeError(`epoch ${epoch.epoch} does not follow ${this.#epoch.epoch}`);
     }
     this.#epoch = epoch;
@@ -380,10 +387,23 @@ export class TableStaging {
   #sealEarly(writer: PartWriter): void {
     this.#detach(writer);
     if (this.#unsealed.get(writer) !== undefined) return;
-    const promise = writer.finish();
+    const promise = this.#startSeal(writer);
     promise.catch(() => undefined); // observed by the next flush; never an unhandled rejection
-    this.#unsealed.set(writer, promise);
     this.#sealedEarly.push(promise);
+  }
+
+  /**
+   * Starts a writer's seal and records it. A seal a full disk interrupted is forgotten
+   * (the writer is still detached, its bytes kept), so the next flush starts it again.
+   */
+  #startSeal(writer: PartWriter): Promise<SealedPart> {
+    const promise = writer.finish();
+    this.#unsealed.set(writer, promise);
+    promise.catch((error: unknown) => {
+      if (error instanceof DiskFullError && this.#unsealed.get(writer) === promise)
+        this.#unsealed.set(writer, undefined);
+    });
+    return promise;
   }
 
   /**

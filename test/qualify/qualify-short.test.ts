@@ -38,7 +38,14 @@ test('qualification, short variant: every step passes', async () => {
       summary: s.summary,
     });
   expect(report.steps.map((s) => s.name)).toEqual(
-    expect.arrayContaining(['kill-campaign', 'broker-outage', 's3-outage', 'data-dir-loss']),
+    expect.arrayContaining([
+      'kill-campaign',
+      'broker-outage',
+      's3-outage',
+      'data-dir-loss',
+      'full-disk',
+      'fuzz',
+    ]),
   );
   // The report reads both tables' readers.
   expect(markdown).toContain('pylance 12.0.0');

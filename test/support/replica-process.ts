@@ -1,8 +1,26 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
+/**
+ * bin/kafka-lance of this checkout, found by walking up to kafka-lance's package.json:
+ * this file runs from source under jest (test/support) and compiled when a qualification
+ * step uses it (dist/test/support), so a fixed number of `..` is right in only one.
+ */
+const BIN = path.join(repositoryRoot(__dirname), 'bin/kafka-lance');
+
+function repositoryRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const manifest = path.join(dir, 'package.json');
+    if (
+      existsSync(manifest) &&
+      (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'kafka-lance'
+    )
+      return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no kafka-lance package.json above ${from}`);
+  }
+}
 
 export interface LogLine {
   readonly level: number;

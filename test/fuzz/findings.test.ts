@@ -1,0 +1,77 @@
+/**
+ * What the fuzzers (issue 13, item 5) found, each as its minimal counterexample, fixed
+ * at the root. Named for the hazard.
+ */
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { PartCorruptError } from '../../src/common/errors';
+import { readSealedPart } from '../../src/staging';
+import { column, decodeAll, decoder } from '../decode/fixture';
+import {
+  TABLE,
+  TOPIC,
+  openMaterializer,
+  ownershipOf,
+  readLance,
+  stageRows,
+} from '../support/materializer-fixture';
+import { payloadOf, range, tempDir } from '../support/rows';
+import { samplePart } from './part-fuzz';
+
+describe('fuzz findings', () => {
+  test('a float64 written by JavaScript beyond 2^53 (-67482704808384810 is how the double -67482704808384808 prints) is stored, not dead-lettered', () => {
+    const d = decoder({ fields: [{ name: 'ratio', type: 'float64', nullable: true }] });
+    const out = decodeAll(d, [
+      `{"ratio":${JSON.stringify(-67482704808384808)}}`,
+      '{"ratio":9007199254740993}',
+    ]);
+    expect(JSON.stringify(-67482704808384808)).toBe('-67482704808384810');
+    expect(column(out.batch!, 'ratio')).toEqual([-67482704808384808]);
+    // A literal that is no double's text (it would round) is still refused: exactly or not at all.
+    expect(out.deadLetters.map((v) => [v.offset, v.reason])).toEqual([[1, 'schema-mismatch']]);
+  });
+});
+
+describe('fuzz findings: parts', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await tempDir('kl-findings');
+  });
+  afterEach(async () => {
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  /** Flips bit 0 of the first byte of `needle` in the file (a value buffer byte: the stream still decodes). */
+  async function flipIn(file: string, needle: string): Promise<void> {
+    const bytes = await fsp.readFile(file);
+    const at = bytes.indexOf(Buffer.from(needle));
+    expect(at).toBeGreaterThan(0);
+    bytes[at]! ^= 1;
+    await fsp.writeFile(file, bytes);
+  }
+
+  test('one bit flipped in a value buffer of a sealed part ("orders/0/200" → "nrders/0/200") is refused, not read as other rows', async () => {
+    const { file } = await samplePart(dir);
+    await flipIn(file, 'orders/0/200');
+    await expect(readSealedPart(file)).rejects.toBeInstanceOf(PartCorruptError);
+  });
+
+  test('a sealed part with a flipped value byte is quarantined by the materializer and none of its rows is published', async () => {
+    const tableDir = path.join(dir, 'staging', TABLE);
+    const lanceDir = path.join(dir, 'lance');
+    await stageRows(tableDir, { partitions: 1, perPartition: 300, rowsPerPart: 100 });
+    const parts = (await fsp.readdir(tableDir)).filter((n) => n.endsWith('.arrows')).sort();
+    expect(parts).toHaveLength(3);
+    // The second part holds offsets 100..199: corrupt one of its payloads.
+    await flipIn(path.join(tableDir, parts[1]!), payloadOf(TOPIC, 0, 150));
+    const m = await openMaterializer(tableDir, lanceDir);
+    m.setOwnership(ownershipOf(1, [{ owner: 'A', epoch: 1, start: 0 }], 300));
+    await m.runOnce();
+    await m.runOnce();
+    const offsets = (await readLance(lanceDir)).map((r) => r.offset).sort((a, b) => a - b);
+    expect(offsets).toEqual([...range(0, 100), ...range(200, 300)]);
+    const quarantined = await fsp.readdir(path.join(tableDir, 'quarantine'));
+    expect(quarantined).toContain(parts[1]);
+    expect((await readLance(lanceDir)).every((r) => r.message === payloadOf(TOPIC, 0, r.offset))).toBe(true);
+  });
+});
