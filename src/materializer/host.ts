@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { DeltaTracker, type Metrics } from '../metrics/metrics';
-import { compiledEntry } from '../pool/compiled-entry';
+import { compiledEntry, WORKER_RESOURCE_LIMITS } from '../pool/compiled-entry';
 import type { MaterializerStats } from './materializer';
 import type { MaterializerReply, MaterializerWorkerInit, OwnershipRow } from './worker-protocol';
 
@@ -39,7 +39,10 @@ export class MaterializerHost {
     logger: Logger,
     metrics: Metrics,
   ): Promise<MaterializerHost> {
-    const worker = new Worker(compiledEntry(__dirname, 'materializer-worker.ts'), { workerData: init });
+    const worker = new Worker(compiledEntry(__dirname, 'materializer-worker.ts'), {
+      workerData: init,
+      resourceLimits: WORKER_RESOURCE_LIMITS,
+    });
     await new Promise<void>((resolve, reject) => {
       const onMessage = (m: MaterializerReply) => {
         if (m.type === 'ready') resolve();

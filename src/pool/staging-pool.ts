@@ -3,7 +3,7 @@ import { KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { StagingEpoch } from '../staging/epoch';
 import { BoundedBudget } from '../common/bounded-budget';
-import { compiledEntry } from './compiled-entry';
+import { compiledEntry, WORKER_RESOURCE_LIMITS } from './compiled-entry';
 import { packMessages, packedBytes, type PackableMessage } from './packed-messages';
 import type { KnownField } from '../decode/record-decoder';
 import type {
@@ -176,7 +176,7 @@ export class StagingPool {
           maxOpenParts: Math.max(1, Math.floor(options.maxOpenParts / options.workers)),
           logLevel: options.logger.level,
         };
-        const worker = new Worker(entry, { workerData: init });
+        const worker = new Worker(entry, { workerData: init, resourceLimits: WORKER_RESOURCE_LIMITS });
         await new Promise<void>((resolve, reject) => {
           const onMessage = (reply: WorkerReply) => {
             if (reply.type === 'ready') resolve();
