@@ -3,7 +3,7 @@ import { promises as fsp } from 'node:fs';
 import { RecordBatch, Schema } from 'apache-arrow';
 import { KafkaLanceError, PartCorruptError } from '../common/errors';
 import { decodeBatches } from '../staging/ipc-stream';
-import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import { stagedColumns } from '../staging/system-columns';
 import { crashPoint } from './crash-points';
 import { keptRuns } from './keep-range';
 import type { Permits } from './permits';
@@ -62,7 +62,9 @@ export async function preparePart(part: PlanPart, ctx: PreparationContext): Prom
   const checksum = createHash('sha256').update(bytes).digest('hex');
   if (checksum !== part.checksum) throw new PartCorruptError(part.path, 'checksum differs from the plan');
   const batches = await ctx.decode.run(async () => {
-    const kept = keepRows(decodeBatches(bytes).batches, part.keep);
+    // Every row kept (the usual case: no ownership change cut the part): no per-row test.
+    const keep = part.keptRows === part.rows ? 'all' : part.keep;
+    const kept = keepRows(decodeBatches(bytes).batches, keep);
     await ctx.hooks?.decoded?.(part);
     return kept;
   });
@@ -74,10 +76,14 @@ export async function preparePart(part: PlanPart, ctx: PreparationContext): Prom
 }
 
 /** The rows inside the keep ranges, as slices (no copy), with the part's schema metadata dropped. */
-function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[]): RecordBatch[] {
+function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[] | 'all'): RecordBatch[] {
   const out: RecordBatch[] = [];
   for (const batch of batches) {
     const plain = new RecordBatch(new Schema(batch.schema.fields), batch.data);
+    if (keep === 'all') {
+      out.push(plain);
+      continue;
+    }
     for (const [start, end] of keptRuns(batch, keep)) {
       out.push(start === 0 && end === batch.numRows ? plain : plain.slice(start, end));
     }
@@ -89,16 +95,14 @@ function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[]): 
 export function intervalsOf(batches: readonly RecordBatch[]): OffsetInterval[] {
   const byPartition = new Map<string, { topic: string; partition: number; offsets: number[] }>();
   for (const b of batches) {
-    const topics = b.getChild(TOPIC_COLUMN)!;
-    const partitions = b.getChild(PARTITION_COLUMN)!;
-    const offsets = b.getChild(OFFSET_COLUMN)!;
+    const reader = stagedColumns(b);
     for (let i = 0; i < b.numRows; i++) {
-      const topic = topics.get(i) as string;
-      const partition = partitions.get(i) as number;
+      const topic = reader.topic(i);
+      const partition = reader.partition(i);
       const key = `${topic}\u0000${partition}`;
       let entry = byPartition.get(key);
       if (!entry) byPartition.set(key, (entry = { topic, partition, offsets: [] }));
-      entry.offsets.push(Number(offsets.get(i) as bigint));
+      entry.offsets.push(reader.offset(i));
     }
   }
   const out: OffsetInterval[] = [];
