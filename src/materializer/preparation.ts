@@ -93,32 +93,43 @@ function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[] | 
 
 /** Runs of consecutive offsets per partition (equal offsets: rows of one record). */
 export function intervalsOf(batches: readonly RecordBatch[]): OffsetInterval[] {
-  const byPartition = new Map<string, { topic: string; partition: number; offsets: number[] }>();
+  // Runs are built as rows come (offsets mostly ascend within a partition), then sorted
+  // and merged: each run holds every offset from its first to its last, so merging the
+  // overlapping or adjacent ones gives the maximal runs of the set of offsets.
+  type Entry = { topic: string; partition: number; runs: { first: number; last: number }[] };
+  const byPartition = new Map<string, Entry>();
   for (const b of batches) {
     const reader = stagedColumns(b);
+    // A staged batch holds one partition's rows: the previous row's entry is the usual hit.
+    let entry: Entry | undefined;
+    let run: { first: number; last: number } | undefined;
     for (let i = 0; i < b.numRows; i++) {
       const topic = reader.topic(i);
       const partition = reader.partition(i);
-      const key = `${topic}\u0000${partition}`;
-      let entry = byPartition.get(key);
-      if (!entry) byPartition.set(key, (entry = { topic, partition, offsets: [] }));
-      entry.offsets.push(reader.offset(i));
+      if (entry === undefined || entry.partition !== partition || entry.topic !== topic) {
+        const key = `${topic}\u0000${partition}`;
+        entry = byPartition.get(key);
+        if (!entry) byPartition.set(key, (entry = { topic, partition, runs: [] }));
+        run = entry.runs.at(-1);
+      }
+      const offset = reader.offset(i);
+      if (run !== undefined && offset >= run.last && offset <= run.last + 1) run.last = offset;
+      else entry.runs.push((run = { first: offset, last: offset }));
     }
   }
   const out: OffsetInterval[] = [];
-  for (const { topic, partition, offsets } of byPartition.values()) {
-    offsets.sort((a, b) => a - b);
-    let first = offsets[0]!;
-    let last = first;
-    for (const o of offsets.slice(1)) {
-      if (o <= last + 1) {
-        last = o;
+  for (const { topic, partition, runs } of byPartition.values()) {
+    runs.sort((a, b) => a.first - b.first);
+    let current: { first: number; last: number } | undefined;
+    for (const r of runs) {
+      if (current !== undefined && r.first <= current.last + 1) {
+        current.last = Math.max(current.last, r.last);
         continue;
       }
-      out.push({ topic, partition, first, last });
-      first = last = o;
+      if (current) out.push({ topic, partition, ...current });
+      current = { ...r };
     }
-    if (offsets.length > 0) out.push({ topic, partition, first, last });
+    if (current) out.push({ topic, partition, ...current });
   }
   return out;
 }

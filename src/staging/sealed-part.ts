@@ -98,14 +98,17 @@ export function offsetRangesOf(file: string, batches: readonly RecordBatch[]): P
       throw new PartCorruptError(file, 'missing _topic/_partition/_offset');
     const reader = systemColumnReader(batch);
     if (!reader) throw new PartCorruptError(file, 'system columns have unexpected types');
+    // A staged batch holds one partition's rows: the previous row's entry is the usual hit.
+    let r: { topic: string; partition: number; first: number; last: number; rows: number } | undefined;
     for (let i = 0; i < batch.numRows; i++) {
       const topic = reader.topic(i);
       const partition = reader.partition(i);
       const offset = reader.offset(i);
-      const key = tpKey(topic, partition);
-      const r = ranges.get(key);
+      if (r === undefined || r.partition !== partition || r.topic !== topic)
+        r = ranges.get(tpKey(topic, partition));
       if (!r) {
-        ranges.set(key, { topic, partition, first: offset, last: offset, rows: 1 });
+        r = { topic, partition, first: offset, last: offset, rows: 1 };
+        ranges.set(tpKey(topic, partition), r);
       } else {
         if (offset < r.last) {
           throw new PartCorruptError(
