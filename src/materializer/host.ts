@@ -1,3 +1,4 @@
+import type { SealedPart } from '../staging/sealed-part';
 import { Worker } from 'node:worker_threads';
 import { KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
@@ -104,6 +105,11 @@ export class MaterializerHost {
 
   updateOwnership(partitions: readonly OwnershipRow[], sequence: number): void {
     this.worker.postMessage({ type: 'ownership', partitions, sequence });
+  }
+
+  /** Parts just sealed by this replica's staging: the catalog takes them as described. */
+  sealed(parts: readonly SealedPart[]): void {
+    this.worker.postMessage({ type: 'sealed', parts });
   }
 
   /** Lets the running publication finish, then the thread ends by itself. */
