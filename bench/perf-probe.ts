@@ -16,6 +16,7 @@ import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { withMallocTuning } from '../src/common/malloc-tuning';
 import { benchArgs } from './args';
 
 const args = benchArgs();
@@ -136,7 +137,8 @@ async function main(): Promise<void> {
       '--metrics-port',
       '0',
     ],
-    { stdio: ['ignore', 'pipe', 'inherit'], cwd: args.get('cwd') ?? work },
+    // The environment bin/kafka-lance gives itself when run as a program (not through node).
+    { stdio: ['ignore', 'pipe', 'inherit'], cwd: args.get('cwd') ?? work, env: withMallocTuning() },
   );
   let joinedAt = 0;
   let rows = 0;
