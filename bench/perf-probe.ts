@@ -8,6 +8,8 @@
  *
  *   npm run build && node dist/bench/perf-probe.js --records 300000 [--mode buffered|streamed]
  *     [--set '{"materializer":{"maxPublicationBytes":33554432}}'] [--node-args '--cpu-prof']
+ *     [--bin /other/checkout/bin/kafka-lance --malloc-tuning off]   (a baseline side by side)
+ *     [--log file] [--keep 1]
  *
  * Brokers: KAFKA_BOOTSTRAP_SERVERS (default 127.0.0.1:9092). Prints one JSON line.
  */
@@ -119,7 +121,7 @@ async function main(): Promise<void> {
   );
   const file = path.join(work, 'consumer.json');
   await fsp.writeFile(file, JSON.stringify(definition));
-  const bin = path.resolve(__dirname, '../../bin/kafka-lance');
+  const bin = args.get('bin') ?? path.resolve(__dirname, '../../bin/kafka-lance');
   const nodeArgs = (args.get('node-args') ?? '').split(' ').filter(Boolean);
   const started = performance.now();
   const child = spawn(
@@ -138,7 +140,11 @@ async function main(): Promise<void> {
       '0',
     ],
     // The environment bin/kafka-lance gives itself when run as a program (not through node).
-    { stdio: ['ignore', 'pipe', 'inherit'], cwd: args.get('cwd') ?? work, env: withMallocTuning() },
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      cwd: args.get('cwd') ?? work,
+      env: args.get('malloc-tuning') === 'off' ? process.env : withMallocTuning(),
+    },
   );
   let joinedAt = 0;
   let rows = 0;
