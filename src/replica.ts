@@ -208,7 +208,7 @@ export class Replica {
     );
     const hooks = testHooks(process.env, log); // test-only fault injection (KAFKA_LANCE_TEST_*)
     // The pool reports staged batches to the ingestion created after it.
-    const wiring: { ingestion?: Ingestion } = {};
+    const wiring: { ingestion?: Ingestion; materializer?: MaterializerHost } = {};
     const knownFields = await tableColumns(consumer, log);
     const pool = await StagingPool.start({
       workers: consumer.workers,
@@ -228,6 +228,8 @@ export class Replica {
         hooks.onBatchDone();
       },
       onFatal: reportFailure,
+      // The catalog takes what the writers know instead of reading each part back.
+      onSealed: (parts) => wiring.materializer?.sealed(parts),
     });
     const diskPressure = new DiskPressure(log, metrics);
     const ingestion = new Ingestion({
@@ -278,6 +280,7 @@ export class Replica {
           diskPressure,
         )
       : undefined;
+    wiring.materializer = materializer;
     await ingestion.start(reportFailure);
     return new Replica(
       consumer,

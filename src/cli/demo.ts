@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { withMallocTuning } from '../common/malloc-tuning';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -226,7 +227,7 @@ export function startReplica(
         '--metrics-host',
         '127.0.0.1',
       ],
-      { stdio: ['ignore', fd, fd] },
+      { stdio: ['ignore', fd, fd], env: withMallocTuning() },
     );
   } finally {
     closeSync(fd);

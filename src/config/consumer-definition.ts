@@ -188,24 +188,24 @@ export const consumerDefinitionSchema = z
           .number()
           .int()
           .positive()
-          .default(64 * 1024 * 1024),
+          .default(16 * 1024 * 1024),
       })
-      .default({ maxRecords: 50_000, maxBytes: 64 * 1024 * 1024 }),
+      .default({ maxRecords: 50_000, maxBytes: 16 * 1024 * 1024 }),
     staging: z
       .strictObject({
         maxPartBytes: z
           .number()
           .int()
           .positive()
-          .default(64 * 1024 * 1024),
-        maxPartAgeMs: z.number().int().positive().default(5_000),
+          .default(16 * 1024 * 1024),
+        maxPartAgeMs: z.number().int().positive().default(2_000),
         /**
          * Part files open at once in a replica (shared by its staging workers). Event
          * time opens one part per minute; past the bound the oldest part is sealed.
          */
         maxOpenParts: z.number().int().min(1).max(100_000).default(64),
       })
-      .default({ maxPartBytes: 64 * 1024 * 1024, maxPartAgeMs: 5_000, maxOpenParts: 64 }),
+      .default({ maxPartBytes: 16 * 1024 * 1024, maxPartAgeMs: 2_000, maxOpenParts: 64 }),
     workers: z.number().int().min(1).max(64).default(2),
     /** Where the Lance table lives: a directory (default <dataDir>/lance) or s3://, gs://, az:// with storageOptions. */
     lance: z
@@ -263,7 +263,7 @@ export const consumerDefinitionSchema = z
           .number()
           .int()
           .positive()
-          .default(64 * 1024 * 1024),
+          .default(32 * 1024 * 1024),
         /** A small publication waits at most this long for more parts (freshness bound). */
         maxPublicationDelayMs: z.number().int().min(0).default(2_000),
         fetchPermits: z.number().int().min(1).max(64).default(2),
@@ -273,7 +273,7 @@ export const consumerDefinitionSchema = z
           .number()
           .int()
           .positive()
-          .default(256 * 1024 * 1024),
+          .default(128 * 1024 * 1024),
         pollMs: z.number().int().min(10).default(1_000),
         /**
          * Compact small fragments (LanceDB optimize) this often; 0 turns it off. Only the

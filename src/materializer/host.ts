@@ -1,9 +1,10 @@
+import type { SealedPart } from '../staging/sealed-part';
 import { Worker } from 'node:worker_threads';
 import { KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { DiskPressure } from '../kafka/disk-pressure';
 import { DeltaTracker, type Metrics } from '../metrics/metrics';
-import { compiledEntry } from '../pool/compiled-entry';
+import { compiledEntry, WORKER_RESOURCE_LIMITS } from '../pool/compiled-entry';
 import type { MaterializerStats } from './materializer';
 import type { MaterializerReply, MaterializerWorkerInit, OwnershipRow } from './worker-protocol';
 
@@ -42,7 +43,10 @@ export class MaterializerHost {
     metrics: Metrics,
     diskPressure?: DiskPressure,
   ): Promise<MaterializerHost> {
-    const worker = new Worker(compiledEntry(__dirname, 'materializer-worker.ts'), { workerData: init });
+    const worker = new Worker(compiledEntry(__dirname, 'materializer-worker.ts'), {
+      workerData: init,
+      resourceLimits: WORKER_RESOURCE_LIMITS,
+    });
     await new Promise<void>((resolve, reject) => {
       const onMessage = (m: MaterializerReply) => {
         if (m.type === 'ready') resolve();
@@ -111,6 +115,11 @@ export class MaterializerHost {
 
   updateOwnership(partitions: readonly OwnershipRow[], sequence: number): void {
     this.worker.postMessage({ type: 'ownership', partitions, sequence });
+  }
+
+  /** Parts just sealed by this replica's staging: the catalog takes them as described. */
+  sealed(parts: readonly SealedPart[]): void {
+    this.worker.postMessage({ type: 'sealed', parts });
   }
 
   /** Lets the running publication finish, then the thread ends by itself. */

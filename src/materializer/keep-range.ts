@@ -1,6 +1,6 @@
 import type { RecordBatch } from 'apache-arrow';
 import type { PartOffsetRange } from '../staging/sealed-part';
-import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import { stagedColumns } from '../staging/system-columns';
 import type { KeepRange } from './plan';
 
 /**
@@ -46,16 +46,14 @@ export function keptRowsOfRanges(ranges: readonly PartOffsetRange[], keep: reado
 
 /** [start, end) row indices of the runs of consecutive kept rows of a staged batch. */
 export function keptRuns(batch: RecordBatch, keep: readonly KeepRange[]): [number, number][] {
-  const topics = batch.getChild(TOPIC_COLUMN)!;
-  const partitions = batch.getChild(PARTITION_COLUMN)!;
-  const offsets = batch.getChild(OFFSET_COLUMN)!;
+  const reader = stagedColumns(batch);
   const runs: [number, number][] = [];
   let runStart = -1;
   for (let i = 0; i <= batch.numRows; i++) {
     let kept = false;
     if (i < batch.numRows) {
-      const offset = Number(offsets.get(i) as bigint);
-      kept = keptSpan(keep, topics.get(i) as string, partitions.get(i) as number, offset, offset) === 'all';
+      const offset = reader.offset(i);
+      kept = keptSpan(keep, reader.topic(i), reader.partition(i), offset, offset) === 'all';
     }
     if (kept && runStart < 0) runStart = i;
     if (!kept && runStart >= 0) {

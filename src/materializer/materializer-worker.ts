@@ -32,6 +32,9 @@ async function main(): Promise<void> {
         m.partitions.map(([t, p, chain, committed]) => [tpKey(t, p), { chain, committed }]),
       );
       materializer.setOwnership(ownership);
+    } else if (m.type === 'sealed') {
+      materializer.sealed(m.parts);
+      return; // the next ownership snapshot (every pollMs) wakes the loop; no extra round
     } else {
       stopping = true;
     }

@@ -8,7 +8,7 @@ import { LanceTable, type LanceTarget } from '../lance/lance-table';
 import { ClaimRegistry } from '../staging/claims';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
-import { readSealedPart } from '../staging/sealed-part';
+import { readSealedPart, type SealedPart } from '../staging/sealed-part';
 import type { CommitCheck } from './commit-check';
 import { crashPoint } from './crash-points';
 import type { DiskStage } from '../common/errors';
@@ -188,6 +188,11 @@ export class Materializer {
   /** The broker's view of every partition (chain + committed), refreshed by the caller. */
   setOwnership(ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership>): void {
     this.#ownership = new Map(ownership);
+  }
+
+  /** Parts sealed by this replica's staging (their writers hashed and ranged them): no read back. */
+  sealed(parts: readonly SealedPart[]): void {
+    for (const part of parts) this.#catalog.remember(part);
   }
 
   /** Finishes what a crash or a failure left in the ledger. Runs before any new plan. */

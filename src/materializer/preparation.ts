@@ -3,7 +3,7 @@ import { promises as fsp } from 'node:fs';
 import { RecordBatch, Schema } from 'apache-arrow';
 import { KafkaLanceError, PartCorruptError } from '../common/errors';
 import { decodeBatches } from '../staging/ipc-stream';
-import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import { stagedColumns } from '../staging/system-columns';
 import { crashPoint } from './crash-points';
 import { keptRuns } from './keep-range';
 import type { Permits } from './permits';
@@ -62,7 +62,9 @@ export async function preparePart(part: PlanPart, ctx: PreparationContext): Prom
   const checksum = createHash('sha256').update(bytes).digest('hex');
   if (checksum !== part.checksum) throw new PartCorruptError(part.path, 'checksum differs from the plan');
   const batches = await ctx.decode.run(async () => {
-    const kept = keepRows(decodeBatches(bytes).batches, part.keep);
+    // Every row kept (the usual case: no ownership change cut the part): no per-row test.
+    const keep = part.keptRows === part.rows ? 'all' : part.keep;
+    const kept = keepRows(decodeBatches(bytes).batches, keep);
     await ctx.hooks?.decoded?.(part);
     return kept;
   });
@@ -74,10 +76,14 @@ export async function preparePart(part: PlanPart, ctx: PreparationContext): Prom
 }
 
 /** The rows inside the keep ranges, as slices (no copy), with the part's schema metadata dropped. */
-function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[]): RecordBatch[] {
+function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[] | 'all'): RecordBatch[] {
   const out: RecordBatch[] = [];
   for (const batch of batches) {
     const plain = new RecordBatch(new Schema(batch.schema.fields), batch.data);
+    if (keep === 'all') {
+      out.push(plain);
+      continue;
+    }
     for (const [start, end] of keptRuns(batch, keep)) {
       out.push(start === 0 && end === batch.numRows ? plain : plain.slice(start, end));
     }
@@ -87,34 +93,43 @@ function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[]): 
 
 /** Runs of consecutive offsets per partition (equal offsets: rows of one record). */
 export function intervalsOf(batches: readonly RecordBatch[]): OffsetInterval[] {
-  const byPartition = new Map<string, { topic: string; partition: number; offsets: number[] }>();
+  // Runs are built as rows come (offsets mostly ascend within a partition), then sorted
+  // and merged: each run holds every offset from its first to its last, so merging the
+  // overlapping or adjacent ones gives the maximal runs of the set of offsets.
+  type Entry = { topic: string; partition: number; runs: { first: number; last: number }[] };
+  const byPartition = new Map<string, Entry>();
   for (const b of batches) {
-    const topics = b.getChild(TOPIC_COLUMN)!;
-    const partitions = b.getChild(PARTITION_COLUMN)!;
-    const offsets = b.getChild(OFFSET_COLUMN)!;
+    const reader = stagedColumns(b);
+    // A staged batch holds one partition's rows: the previous row's entry is the usual hit.
+    let entry: Entry | undefined;
+    let run: { first: number; last: number } | undefined;
     for (let i = 0; i < b.numRows; i++) {
-      const topic = topics.get(i) as string;
-      const partition = partitions.get(i) as number;
-      const key = `${topic}\u0000${partition}`;
-      let entry = byPartition.get(key);
-      if (!entry) byPartition.set(key, (entry = { topic, partition, offsets: [] }));
-      entry.offsets.push(Number(offsets.get(i) as bigint));
+      const topic = reader.topic(i);
+      const partition = reader.partition(i);
+      if (entry === undefined || entry.partition !== partition || entry.topic !== topic) {
+        const key = `${topic}\u0000${partition}`;
+        entry = byPartition.get(key);
+        if (!entry) byPartition.set(key, (entry = { topic, partition, runs: [] }));
+        run = entry.runs.at(-1);
+      }
+      const offset = reader.offset(i);
+      if (run !== undefined && offset >= run.last && offset <= run.last + 1) run.last = offset;
+      else entry.runs.push((run = { first: offset, last: offset }));
     }
   }
   const out: OffsetInterval[] = [];
-  for (const { topic, partition, offsets } of byPartition.values()) {
-    offsets.sort((a, b) => a - b);
-    let first = offsets[0]!;
-    let last = first;
-    for (const o of offsets.slice(1)) {
-      if (o <= last + 1) {
-        last = o;
+  for (const { topic, partition, runs } of byPartition.values()) {
+    runs.sort((a, b) => a.first - b.first);
+    let current: { first: number; last: number } | undefined;
+    for (const r of runs) {
+      if (current !== undefined && r.first <= current.last + 1) {
+        current.last = Math.max(current.last, r.last);
         continue;
       }
-      out.push({ topic, partition, first, last });
-      first = last = o;
+      if (current) out.push({ topic, partition, ...current });
+      current = { ...r };
     }
-    if (offsets.length > 0) out.push({ topic, partition, first, last });
+    if (current) out.push({ topic, partition, ...current });
   }
   return out;
 }

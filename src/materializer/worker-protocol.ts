@@ -1,3 +1,4 @@
+import type { SealedPart } from '../staging/sealed-part';
 import type { OwnershipEpoch } from '../ownership/chain';
 import type { MaterializerOptions, MaterializerStats } from './materializer';
 
@@ -18,6 +19,8 @@ export type MaterializerRequest =
       /** Increases with every snapshot read from the broker: an older one never replaces a newer one. */
       readonly sequence: number;
     }
+  /** Parts this replica's staging sealed, as their writers describe them (no read back needed). */
+  | { readonly type: 'sealed'; readonly parts: readonly SealedPart[] }
   | { readonly type: 'stop' };
 
 export type MaterializerReply =

@@ -1,3 +1,4 @@
+import type { SealedPart } from '../staging/sealed-part';
 import type { DeadLetterVerdict } from '../decode/dead-letter-reason';
 import type { KnownField } from '../decode/record-decoder';
 import type { StagingEpoch } from '../staging/epoch';
@@ -67,6 +68,8 @@ export interface SealedSummary {
   readonly parts: number;
   readonly rows: number;
   readonly bytes: number;
+  /** What the writers know of the parts they sealed: the materializer's catalog takes them without reading them back. */
+  readonly sealed: readonly SealedPart[];
 }
 
 export type WorkerReply =

@@ -3,7 +3,8 @@ import { DiskFullError, KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { StagingEpoch } from '../staging/epoch';
 import { BoundedBudget } from '../common/bounded-budget';
-import { compiledEntry } from './compiled-entry';
+import type { SealedPart } from '../staging/sealed-part';
+import { compiledEntry, WORKER_RESOURCE_LIMITS } from './compiled-entry';
 import { packMessages, packedBytes, type PackableMessage } from './packed-messages';
 import type { KnownField } from '../decode/record-decoder';
 import type {
@@ -40,6 +41,8 @@ export interface StagingPoolOptions {
   readonly onBatchDone: (topic: string, partition: number, result: BatchDone) => void;
   /** Called once when a worker reports a failure that staging cannot survive (restart to recover). */
   readonly onFatal: (error: Error) => void;
+  /** Parts sealed by a flush, an epoch change or a close, as their writers describe them. */
+  readonly onSealed?: (parts: readonly SealedPart[]) => void;
 }
 
 /** A staging worker failed in a way that leaves nothing safe to continue with. */
@@ -151,6 +154,7 @@ export class StagingPool {
   readonly #workers: WorkerHandle[];
   readonly #budget: BoundedBudget;
   readonly #onBatchDone: StagingPoolOptions['onBatchDone'];
+  readonly #onSealed: StagingPoolOptions['onSealed'];
   #parts = { open: 0, sealing: 0 };
   /** Set by close() before its first await: no batch is sent to a worker after the close request. */
   #closing = false;
@@ -159,10 +163,12 @@ export class StagingPool {
     workers: WorkerHandle[],
     budget: BoundedBudget,
     onBatchDone: StagingPoolOptions['onBatchDone'],
+    onSealed: StagingPoolOptions['onSealed'],
   ) {
     this.#workers = workers;
     this.#budget = budget;
     this.#onBatchDone = onBatchDone;
+    this.#onSealed = onSealed;
   }
 
   static async start(options: StagingPoolOptions): Promise<StagingPool> {
@@ -181,7 +187,7 @@ export class StagingPool {
           maxOpenParts: Math.max(1, Math.floor(options.maxOpenParts / options.workers)),
           logLevel: options.logger.level,
         };
-        const worker = new Worker(entry, { workerData: init });
+        const worker = new Worker(entry, { workerData: init, resourceLimits: WORKER_RESOURCE_LIMITS });
         await new Promise<void>((resolve, reject) => {
           const onMessage = (reply: WorkerReply) => {
             if (reply.type === 'ready') resolve();
@@ -199,6 +205,7 @@ export class StagingPool {
       handles,
       new BoundedBudget(options.maxQueueRecords, options.maxQueueBytes),
       options.onBatchDone,
+      options.onSealed,
     );
   }
 
@@ -273,8 +280,14 @@ export class StagingPool {
     return this.#parts;
   }
 
+  #announce(replies: readonly { sealed: SealedSummary }[]): SealedSummary {
+    const summary = sumSealed(replies);
+    if (summary.sealed.length > 0) this.#onSealed?.(summary.sealed);
+    return summary;
+  }
+
   async flush(force = false): Promise<SealedSummary> {
-    return sumSealed(
+    return this.#announce(
       await Promise.all(
         this.#workers.map((w) =>
           w.request<Extract<WorkerReply, { type: 'flush' }>>((id) => ({ type: 'flush', id, force })),
@@ -288,7 +301,7 @@ export class StagingPool {
     revoked: readonly PartitionOffset[],
     assigned: readonly PartitionOffset[],
   ): Promise<SealedSummary> {
-    return sumSealed(
+    return this.#announce(
       await Promise.all(
         this.#workers.map((w) =>
           w.request<Extract<WorkerReply, { type: 'epoch' }>>((id) => ({
@@ -320,7 +333,7 @@ export class StagingPool {
         clearTimeout(lingering);
       }),
     );
-    return sumSealed(replies);
+    return this.#announce(replies);
   }
 }
 
@@ -330,7 +343,8 @@ function sumSealed(replies: readonly { sealed: SealedSummary }[]): SealedSummary
       parts: a.parts + r.sealed.parts,
       rows: a.rows + r.sealed.rows,
       bytes: a.bytes + r.sealed.bytes,
+      sealed: [...a.sealed, ...r.sealed.sealed],
     }),
-    { parts: 0, rows: 0, bytes: 0 },
+    { parts: 0, rows: 0, bytes: 0, sealed: [] as SealedPart[] },
   );
 }

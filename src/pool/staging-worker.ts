@@ -38,6 +38,7 @@ async function main(): Promise<void> {
     parts: r.sealed.length,
     rows: r.sealed.reduce((n, p) => n + p.rows, 0),
     bytes: r.sealed.reduce((n, p) => n + p.bytes, 0),
+    sealed: r.sealed,
   });
 
   // Requests are handled one at a time, in arrival order.

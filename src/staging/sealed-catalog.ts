@@ -63,6 +63,20 @@ export class SealedPartCatalog {
     return { parts: [...this.#known.values()], quarantined, skippedClaimed };
   }
 
+  /**
+   * Takes a part as its writer described it (same checksum and ranges a read would
+   * give: the writer hashed the bytes it wrote and ranged the rows it appended), so
+   * the part is not read, hashed and decoded once more here: preparation still checks
+   * the file against this checksum. A path that is not the one refresh() would list
+   * (another directory, another spelling of it) is ignored, so a part is never known
+   * twice; one already gone is dropped by the next refresh (it lists the directory first).
+   */
+  remember(part: SealedPart): void {
+    if (path.join(this.tableDir, path.basename(part.path)) !== part.path) return;
+    if (parsePartName(path.basename(part.path))?.state !== 'sealed' || this.#known.has(part.path)) return;
+    this.#known.set(part.path, part);
+  }
+
   /** Forget a part (its publication deleted it). */
   forget(file: string): void {
     this.#known.delete(file);

@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { DataType, type RecordBatch, type Schema } from 'apache-arrow';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import { PartCorruptError } from '../common/errors';
 import { recordOffset, tpKey, type RecordOffset, type TopicPartitionKey } from '../common/offsets';
 import { epochFromMetadata, type StagingEpoch } from './epoch';
 import { decodeBatches, scanStream } from './ipc-stream';
 import { checkDigestTrailer } from './part-digest';
 import { parsePartName, type MinuteKey } from './part-name';
-import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from './system-columns';
+import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, systemColumnReader } from './system-columns';
 
 /**
  * The rows of one partition inside a part: offsets never decrease; `rows` may be fewer
@@ -98,22 +98,19 @@ export function offsetRangesOf(file: string, batches: readonly RecordBatch[]): P
     const offsets = batch.getChild(OFFSET_COLUMN);
     if (!topics || !partitions || !offsets)
       throw new PartCorruptError(file, 'missing _topic/_partition/_offset');
-    // Decoded types are generic Int_/Utf8 instances: compare by type id and width, not class.
-    if (
-      !DataType.isUtf8(topics.type) ||
-      !(DataType.isInt(partitions.type) && partitions.type.bitWidth === 32) ||
-      !(DataType.isInt(offsets.type) && offsets.type.bitWidth === 64)
-    ) {
-      throw new PartCorruptError(file, 'system columns have unexpected types');
-    }
+    const reader = systemColumnReader(batch);
+    if (!reader) throw new PartCorruptError(file, 'system columns have unexpected types');
+    // A staged batch holds one partition's rows: the previous row's entry is the usual hit.
+    let r: { topic: string; partition: number; first: number; last: number; rows: number } | undefined;
     for (let i = 0; i < batch.numRows; i++) {
-      const topic = topics.get(i) as string;
-      const partition = partitions.get(i) as number;
-      const offset = Number(offsets.get(i) as bigint);
-      const key = tpKey(topic, partition);
-      const r = ranges.get(key);
+      const topic = reader.topic(i);
+      const partition = reader.partition(i);
+      const offset = reader.offset(i);
+      if (r === undefined || r.partition !== partition || r.topic !== topic)
+        r = ranges.get(tpKey(topic, partition));
       if (!r) {
-        ranges.set(key, { topic, partition, first: offset, last: offset, rows: 1 });
+        r = { topic, partition, first: offset, last: offset, rows: 1 };
+        ranges.set(tpKey(topic, partition), r);
       } else {
         if (offset < r.last) {
           throw new PartCorruptError(

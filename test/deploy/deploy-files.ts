@@ -67,6 +67,9 @@ export const EXTERNAL_ENV = new Set([
   'AWS_ENDPOINT_URL',
   'AWS_ALLOW_HTTP',
   'NODE_ENV',
+  // read by glibc at process start (src/common/malloc-tuning.ts)
+  'MALLOC_ARENA_MAX',
+  'MALLOC_MMAP_THRESHOLD_',
   'NODE_OPTIONS',
 ]);
 

@@ -48,7 +48,7 @@ describe("README's table of consumer-definition options", () => {
     const rows = new Map(optionRows().map((r) => [r.path, r]));
     expect(rows.get('workers')?.default).toBe(`\`${parsed.workers}\``);
     expect(rows.get('errors.tolerance')?.default).toBe(`\`"${parsed.errors.tolerance}"\``);
-    expect(rows.get('staging.maxPartBytes')?.default).toBe(`\`${parsed.staging.maxPartBytes}\` (64 MiB)`);
+    expect(rows.get('staging.maxPartBytes')?.default).toBe(`\`${parsed.staging.maxPartBytes}\` (16 MiB)`);
     expect(rows.get('sessionTimeoutMs')?.default).toBe(`\`${parsed.sessionTimeoutMs}\` (30 s)`);
     expect(rows.get('name')?.required).toBe(true);
     expect(rows.get('groupId')?.default).toBe('`kafka-lance-<name>`');

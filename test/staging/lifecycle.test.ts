@@ -254,6 +254,27 @@ describe('staging lifecycle regressions', () => {
     expect(await partFiles(dir, 'sealed')).toEqual([]);
   });
 
+  test('a writer describes its sealed part as reading it back would; the catalog takes that description', async () => {
+    const h = await openStaging(dir);
+    push(h, 0, 0, 10);
+    push(h, 1, 5, 25);
+    push(h, 0, 10, 12);
+    const { sealed } = await h.staging.close();
+    expect(sealed.length).toBeGreaterThan(0);
+    const { readSealedPart } = await import('../../src/staging');
+    for (const part of sealed) expect((await readSealedPart(part.path)).part).toEqual(part);
+
+    const catalog = new SealedPartCatalog(dir, new ClaimRegistry(), 'planner', silentLogger());
+    // A description under another spelling of the directory is not taken (it would be known twice).
+    catalog.remember({ ...sealed[0]!, path: `${dir}/./${path.basename(sealed[0]!.path)}` });
+    catalog.remember({ ...sealed[0]!, rows: 999 });
+    const refreshed = await catalog.refresh();
+    expect(refreshed.parts.find((p) => p.path === sealed[0]!.path)?.rows).toBe(999); // taken, not read back
+    expect(refreshed.parts).toHaveLength(sealed.length);
+    await fsp.rm(sealed[0]!.path);
+    expect((await catalog.refresh()).parts.map((p) => p.path)).not.toContain(sealed[0]!.path);
+  });
+
   test('redelivered records at or below the high-water are skipped and counted', async () => {
     const h = await openStaging(dir, { highWaters: new Map([[tpKey(T, 1), 9 as DurableOffset]]) });
     expect(push(h, 1, 0, 20)).toEqual({ staged: 10, skipped: 10 });
