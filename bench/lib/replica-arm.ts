@@ -6,6 +6,7 @@
  * row becomes visible.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { withMallocTuning } from '../../src/common/malloc-tuning';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -63,8 +64,9 @@ async function startReplica(
     ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
+      // As `bin/kafka-lance` run as a program would (glibc reads these only at start).
       env: {
-        ...process.env,
+        ...withMallocTuning(process.env),
         NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../thread-tag.js')}`,
         BENCH_THREAD_DIR: tagDir,
       },
