@@ -14,6 +14,7 @@ import { existsSync, promises as fsp, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runChildArm } from './lib/child-arm';
+import { summarizeProfiles } from './lib/cpu-profile';
 import { ensureBroker, produceDataset, type Dataset } from './lib/kafka';
 import { measureFreshness, runReplicaArm, type Freshness } from './lib/replica-arm';
 import { benchConsumer, benchRecord } from './lib/records';
@@ -32,6 +33,7 @@ const ALL_ARMS = [
   'naive-node',
   'naive-python',
   'freshness',
+  'profile',
 ] as const;
 type ArmId = (typeof ALL_ARMS)[number];
 const PARTITIONS = 6;
@@ -99,7 +101,7 @@ async function runArms(
   data: Dataset,
   brokers: string[],
   python: string | undefined,
-): Promise<{ arms: ArmResult[]; freshness?: Freshness }> {
+): Promise<{ arms: ArmResult[]; freshness?: Freshness; profile?: BenchReport['profile'] }> {
   const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'kl-bench-'));
   const consumerPath = path.join(work, 'consumer.json');
   await fsp.writeFile(
@@ -114,6 +116,7 @@ async function runArms(
   const common = ['--records', String(data.records), '--brokers', brokers.join(','), '--topic', data.topic];
   const group = (id: string) => ['--group', `bench-${id}-${Date.now()}`];
   let freshness: Freshness | undefined;
+  let profile: BenchReport['profile'];
   for (const id of o.arms) {
     log(`arm ${id}`);
     const lance = path.join(work, `lance-${id}`);
@@ -208,6 +211,26 @@ async function runArms(
         freshness = await measureFreshness(brokers, PARTITIONS, o.freshRate, o.freshSeconds, log);
         log(`  freshness p50 ${freshness.p50Seconds} s, p99 ${freshness.p99Seconds} s`);
         continue;
+      case 'profile': {
+        const dir = path.join(work, 'cpu-profiles');
+        const profiled = await runReplicaArm(
+          {
+            id,
+            label: 'kafka-lance run, buffered, under --cpu-prof',
+            topic: data.topic,
+            records: data.records,
+            bytes: data.bytes,
+            brokers,
+            extra: {},
+            nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+          },
+          log,
+        );
+        profile = { mibPerSecond: profiled.mibPerSecond, threads: await summarizeProfiles(dir) };
+        for (const t of profile.threads)
+          log(`  ${t.thread}: ${t.busySeconds} s busy; top: ${t.topFunctions[0]?.name ?? '-'}`);
+        continue;
+      }
     }
     log(
       `  ${id}: ${result.mibPerSecond} MiB/s, ${result.recordsPerSecond} records/s, peak RSS ${result.peakRssMiB} MiB` +
@@ -217,7 +240,7 @@ async function runArms(
     await fsp.rm(lance, { recursive: true, force: true });
   }
   await fsp.rm(work, { recursive: true, force: true });
-  return { arms, freshness };
+  return { arms, freshness, profile };
 }
 
 function machine(): string {
@@ -238,7 +261,7 @@ async function main(): Promise<void> {
     const python = o.arms.includes('naive-python') ? ensureVenv() : undefined;
     let data = await produceDataset(broker.brokers, `bench-logs-${o.records}`, o.records, PARTITIONS, log);
     if (data.reused) data = { ...data, bytes: await exactBytes(o.records) };
-    const { arms, freshness } = await runArms(o, data, broker.brokers, python);
+    const { arms, freshness, profile } = await runArms(o, data, broker.brokers, python);
     const report: BenchReport = {
       date: new Date().toISOString(),
       machine: machine(),
@@ -250,6 +273,7 @@ async function main(): Promise<void> {
       totalSeconds: (Date.now() - t0) / 1000,
       arms,
       ...(freshness ? { freshness } : {}),
+      ...(profile ? { profile } : {}),
       ...ratiosAndTargets(arms),
     };
     await writeReport(o.out, report);

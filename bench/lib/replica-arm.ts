@@ -37,6 +37,7 @@ async function startReplica(
   topic: string,
   brokers: readonly string[],
   extra: Record<string, unknown>,
+  nodeArgs: readonly string[] = [],
 ): Promise<Replica> {
   const work = await fsp.mkdtemp(path.join(os.tmpdir(), `kl-bench-${name}-`));
   const tagDir = path.join(work, 'threads');
@@ -49,6 +50,7 @@ async function startReplica(
   const child = spawn(
     process.execPath,
     [
+      ...nodeArgs,
       path.join(REPO, 'bin/kafka-lance'),
       'run',
       '-c',
@@ -166,10 +168,12 @@ export interface ReplicaArmOptions {
   /** Settings on top of the defaults (e.g. materializer.pipelinePreparation). */
   readonly extra: Record<string, unknown>;
   readonly stallSeconds?: number;
+  /** More node flags for the replica (the profile arm's `--cpu-prof`, which NODE_OPTIONS refuses). */
+  readonly nodeArgs?: readonly string[];
 }
 
 export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) => void): Promise<ArmResult> {
-  const r = await startReplica(o.id, o.topic, o.brokers, o.extra);
+  const r = await startReplica(o.id, o.topic, o.brokers, o.extra, o.nodeArgs);
   const { sampler } = r;
   const phases: Record<string, number> = {};
   const mark = (name: string) => (phases[name] ??= round(sampler.elapsed(), 2));

@@ -1,4 +1,5 @@
 /** report.md and report.json from the arms' results. */
+import { renderProfiles, type ThreadProfile } from './cpu-profile';
 import type { Freshness } from './replica-arm';
 import { round, type ArmResult } from './result';
 
@@ -13,6 +14,8 @@ export interface BenchReport {
   readonly totalSeconds: number;
   readonly arms: ArmResult[];
   readonly freshness?: Freshness;
+  /** The buffered end-to-end arm run once more under `--cpu-prof` (not in the summary: profiling slows it). */
+  readonly profile?: { readonly mibPerSecond: number; readonly threads: readonly ThreadProfile[] };
   readonly ratios: Record<string, number>;
   readonly targets: { readonly name: string; readonly pass: boolean; readonly detail: string }[];
 }
@@ -197,6 +200,16 @@ export function renderMarkdown(r: BenchReport, svgName: string): string {
       `- p50 ${f.p50Seconds} s, p99 ${f.p99Seconds} s, max ${f.maxSeconds} s over ${f.visibleRows.toLocaleString('en')} of ${f.rows.toLocaleString('en')} rows; replica peak RSS ${f.peakRssMiB} MiB` +
         (f.problems.length ? ` — **${f.problems.join('; ')}**` : ''),
       '',
+    );
+  }
+  if (r.profile) {
+    out.push(
+      '## Profile of the end-to-end arm (buffered, defaults, `--cpu-prof` on every thread)',
+      '',
+      `The same replica run once more with V8's sampling profiler (${r.profile.mibPerSecond} MiB/s while profiled); ` +
+        'self time per function, busiest thread first. The stage that limits end to end is the busiest thread.',
+      '',
+      ...renderProfiles(r.profile.threads),
     );
   }
   return out.join('\n');
