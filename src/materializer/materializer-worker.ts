@@ -18,7 +18,12 @@ async function main(): Promise<void> {
   const init = workerData as MaterializerWorkerInit;
   const logger = createLogger({ level: init.logLevel as 'info', name: 'materializer' });
   const reply = (m: MaterializerReply) => port.postMessage(m);
-  const materializer = await Materializer.open({ ...init, logger });
+  // Stats after every publication too, not only after a run (a run can drain a backlog).
+  const materializer: Materializer = await Materializer.open({
+    ...init,
+    logger,
+    onPublished: () => reply({ type: 'stats', stats: materializer.stats() }),
+  });
   let ownership: Map<ReturnType<typeof tpKey>, PartitionOwnership> | undefined;
   let ownershipSequence = 0;
   let stopping = false;

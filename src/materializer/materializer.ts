@@ -65,6 +65,12 @@ export interface MaterializerOptions {
    * their offsets are committed, so every publication is an insert-if-absent (default 'staged').
    */
   readonly commitAfter?: CommitAfter;
+  /**
+   * Called after each publication, inside a run: one run drains a whole backlog (many
+   * publications), and counters reported only when it ends sat still for tens of
+   * seconds on a dashboard while rows landed (seen in the backlog bench).
+   */
+  readonly onPublished?: (result: PublicationResult) => void;
 }
 
 /** Where a publication met a full disk: the Lance table, or the staging directory (ledger, plans). */
@@ -411,6 +417,7 @@ export class Materializer {
         { event: 'publication', table: plan.table, parts: plan.parts.length, ...result },
         'published into Lance',
       );
+      this.#o.onPublished?.(result);
       return { result, pending: false };
     } catch (error) {
       if (error instanceof PartialPublicationError) throw error;

@@ -3,7 +3,10 @@ import type { OwnershipEpoch } from '../ownership/chain';
 import type { MaterializerOptions, MaterializerStats } from './materializer';
 
 /** What the worker needs to build its Materializer (everything but what cannot cross threads), plus its loop's timing. */
-export interface MaterializerWorkerInit extends Omit<MaterializerOptions, 'logger' | 'hooks'> {
+export interface MaterializerWorkerInit extends Omit<
+  MaterializerOptions,
+  'logger' | 'hooks' | 'onPublished'
+> {
   readonly pollMs: number;
   readonly optimizeEveryMs: number;
   readonly logLevel: string;

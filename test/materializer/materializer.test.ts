@@ -184,6 +184,20 @@ describe('permits and source reservation', () => {
     },
   );
 
+  test('each publication is reported as it lands, not only when the run ends', async () => {
+    await stageRows(tableDir, { partitions: 2, perPartition: 5_000, rowsPerPart: 1_000 });
+    const reported: number[] = [];
+    const m = await openMaterializer(tableDir, lanceDir, {
+      maxPublicationBytes: 300 * 1024,
+      onPublished: (result) => reported.push(result.rows),
+    });
+    m.setOwnership(ownershipOf(2, chainA, 5_000));
+    const results = await m.runOnce();
+    expect(results.length).toBeGreaterThan(1);
+    expect(reported).toEqual(results.map((r) => r.rows));
+    m.close();
+  });
+
   test('row counts in Lance only ever move by whole publications', async () => {
     await stageRows(tableDir, { partitions: 2, perPartition: 10_000, rowsPerPart: 1_000 });
     const m = await openMaterializer(tableDir, lanceDir, {
