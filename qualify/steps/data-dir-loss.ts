@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
 import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';
+import { createTopicReady, PATIENT_PRODUCER_RETRY } from '../support/topics';
 
 /**
  * Issue 13, item 3: the loss of one replica's whole data directory after a crash, in
@@ -115,7 +116,7 @@ async function runMode(
   const dir = path.join(context.workDir, mode);
   const lanceUri = path.join(dir, 'lance');
   await fsp.mkdir(dir, { recursive: true });
-  await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
+  await createTopicReady(admin, topic, PARTITIONS);
   const definition = (publicationDelayMs: number) => ({
     name,
     topics: [topic],
@@ -324,7 +325,10 @@ function repositoryRoot(): string {
 }
 
 async function produce(kafka: Kafka, topic: string, first: number, count: number): Promise<void> {
-  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({
+    createPartitioner: Partitioners.DefaultPartitioner,
+    retry: PATIENT_PRODUCER_RETRY,
+  });
   await producer.connect();
   try {
     for (let i = 0; i < count; i += 500) {

@@ -18,6 +18,7 @@ import type { DiskStage } from '../../src/common/errors';
 import { logValue, writeConsumer, type Produced } from '../../test/support/ingestion-fixture';
 import { ReplicaProcess } from '../../test/support/replica-process';
 import { smallFs, type SmallFs } from '../../test/support/small-fs';
+import { createTopicReady, PATIENT_PRODUCER_RETRY } from '../support/topics';
 
 const PARTITIONS = 2;
 const TABLE = 'logs';
@@ -44,7 +45,10 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 async function produce(kafka: Kafka, topic: string, from: number, count: number): Promise<Produced[]> {
-  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({
+    createPartitioner: Partitioners.DefaultPartitioner,
+    retry: PATIENT_PRODUCER_RETRY,
+  });
   await producer.connect();
   const out: Produced[] = [];
   try {
@@ -126,7 +130,7 @@ export async function runFullDisk(
     const suffix = `${stage}-${context.seed}-${Date.now().toString(36)}`;
     const topic = `qualify-full-disk-${suffix}`;
     const name = `qfd${suffix.replace(/[^A-Za-z0-9]/g, '')}`;
-    await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
+    await createTopicReady(admin, topic, PARTITIONS);
     const dataDir = stage === 'staging' ? path.join(fs.dir, 'data') : path.join(work, 'data');
     const lanceDir = stage === 'lance' ? path.join(fs.dir, 'lance') : path.join(work, 'lance');
     const file = await writeConsumer(work, {

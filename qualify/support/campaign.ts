@@ -5,7 +5,8 @@ import type { QualifyContext } from '../step';
 import { openPublications, type OpenPublications } from './ledger-state';
 import { interrupted, lastEvents, ReplicaRun, type ReplicaEvent } from './replica';
 import { startProduction, type Production, type ProductionOptions } from './producer';
-import { Random, sleep } from './random';
+import { Random } from './random';
+import { createTopicReady } from './topics';
 
 export const TABLE = 'records';
 
@@ -137,21 +138,7 @@ export class Campaign {
   async setUp(): Promise<void> {
     this.#admin = this.#kafka.admin();
     await this.#admin.connect();
-    // A broker just started answers "does not host this topic-partition" for a while: retry
-    // (createTopics is idempotent here: an existing topic returns false).
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.#admin.createTopics({
-          topics: [{ topic: this.topic, numPartitions: this.o.partitions }],
-          waitForLeaders: true,
-        });
-        const ends = await this.#admin.fetchTopicOffsets(this.topic);
-        if (ends.length === this.o.partitions) break;
-      } catch (error) {
-        if (attempt > 300) throw error;
-      }
-      await sleep(200);
-    }
+    await createTopicReady(this.#admin, this.topic, this.o.partitions);
     for (let i = 1; i <= this.o.replicas; i++) {
       const label = `replica-${i}`;
       const dataDir = path.join(this.o.context.workDir, label);
