@@ -494,12 +494,16 @@ export class Ingestion {
         this.#tracker.noteDurable(topic, partition, offset as DurableOffset, epoch);
       }
     }
-    let commits = this.#tracker.commitsDue();
+    let commits: PartitionCommit[];
     if (this.#gate) {
       // After the sync replies: a part they report unsealed may be renamed during the listing.
       const present = new Set(reports.flatMap((r) => r.unsealed));
       for (const id of await listPartIds(this.#o.tableDir)) present.add(id);
-      commits = this.#tracker.stillDue(this.#gate.tick(commits, present));
+      // Decided after the listing: a join during it closes and reopens the gate, and the
+      // old epoch's commits must not enter the new epoch's gate (the tracker dropped them).
+      commits = this.#tracker.stillDue(this.#gate.tick(this.#tracker.commitsDue(), present));
+    } else {
+      commits = this.#tracker.commitsDue();
     }
     await this.#commit(commits);
     try {

@@ -6,7 +6,8 @@ import type { Logger } from '../common/logger';
 import type { TopicPartitionKey } from '../common/offsets';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
 import { ClaimRegistry } from '../staging/claims';
-import { QUARANTINE_DIR } from '../staging/quarantine';
+import { pathExists } from '../common/fs-durable';
+import { QUARANTINE_DIR, quarantinePart } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart, type SealedPart } from '../staging/sealed-part';
 import type { CommitCheck } from './commit-check';
@@ -458,6 +459,7 @@ export class Materializer {
   async #setAside(plan: Plan, record: QuarantineRecord, now: number): Promise<boolean> {
     const deadLetterRows = SCHEMA_REASONS.has(record.reason);
     try {
+      if (await this.#setAsideDamagedPart(plan, record)) return true;
       const outcome = await quarantinePlan({
         tableDir: this.#o.tableDir,
         plan,
@@ -498,6 +500,42 @@ export class Materializer {
       );
       return false;
     }
+  }
+
+  /**
+   * A damaged part (its bytes differ from what its writer hashed) fails its whole plan,
+   * but only that part is unreadable: the plan is dropped (never written: no `writing`)
+   * and only the damaged part goes to quarantine; the plan's other parts are read again
+   * by the catalog (trailer checked) and planned anew. The plan goes first: a kill in
+   * between leaves the damaged part unplanned, and the catalog's read quarantines it.
+   * Before, the whole plan (good parts with it) was set aside, their rows in no table and
+   * no dead-letter file.
+   */
+  async #setAsideDamagedPart(plan: Plan, record: QuarantineRecord): Promise<boolean> {
+    const damaged = record.context.path;
+    if (record.reason !== 'part-corrupt' || typeof damaged !== 'string') return false;
+    if (plan.parts.length < 2 || !plan.parts.some((p) => p.path === damaged)) return false;
+    if (await ledger.isWriting(this.#o.tableDir, plan.id)) return false;
+    await ledger.forget(this.#o.tableDir, plan.id);
+    if (await pathExists(damaged))
+      await quarantinePart(this.#o.tableDir, damaged, record.message, this.#o.logger);
+    this.#failures.done(plan.id);
+    for (const p of plan.parts) this.#catalog.forget(p.path);
+    this.#bump(this.#quarantinedParts, 'part-corrupt', 1);
+    this.#o.logger.error(
+      {
+        event: 'publication.quarantined',
+        id: plan.id,
+        table: plan.table,
+        reason: record.reason,
+        attempts: record.attempts,
+        err: record.message,
+        quarantined: [damaged],
+        replanned: plan.parts.length - 1,
+      },
+      'a damaged part was set aside; the other parts of its publication are planned again',
+    );
+    return true;
   }
 
   #bump<K extends string>(counts: Partial<Record<K, number>>, key: K, n = 1): void {

@@ -130,6 +130,13 @@ export const ledger = {
     await fsp.rm(file(tableDir, id, 'published'), { force: true });
     await fsp.rm(file(tableDir, id, 'quarantined'), { force: true });
   },
+  /** Whether a publication reached `writing` (its add may have happened). */
+  async isWriting(tableDir: string, id: string): Promise<boolean> {
+    return fsp.access(file(tableDir, id, 'writing')).then(
+      () => true,
+      () => false,
+    );
+  },
   /** Every publication the ledger knows of, by id (ids are ULIDs: creation order). */
   async list(tableDir: string): Promise<LedgerEntry[]> {
     const names = new Set(await fsp.readdir(plansDir(tableDir)).catch(() => [] as string[]));

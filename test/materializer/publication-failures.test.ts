@@ -190,3 +190,40 @@ describe('a set-aside cut short by a SIGKILL is finished by the restart: nothing
     );
   });
 });
+
+test('a part damaged after it was planned is set aside alone: the other parts of its publication are planned again and published', async () => {
+  await stageRows(tableDir, { partitions: 1, perPartition: 100, rowsPerPart: 100 });
+  await stageRows(tableDir, { partitions: 1, perPartition: 100, rowsPerPart: 100, from: 100 });
+  const { logger, lines } = capturingLogger();
+  let damaged: string | undefined;
+  const m = await openMaterializer(tableDir, lanceDir, {
+    logger,
+    deadLetterFile,
+    maxPermanentFailures: 1,
+    fetchPermits: 1, // parts read one after the other: the first read damages the second part
+    hooks: {
+      fetched: async (part) => {
+        if (damaged !== undefined || part.ranges[0]!.firstOffset !== 0) return;
+        const [other] = (await fsp.readdir(tableDir)).filter(
+          (n) => n.endsWith('.arrows') && path.join(tableDir, n) !== part.path,
+        );
+        damaged = path.join(tableDir, other!);
+        const bytes = await fsp.readFile(damaged);
+        bytes[Math.floor(bytes.length / 2)]! ^= 0x01; // one bit in a value buffer
+        await fsp.writeFile(damaged, bytes);
+      },
+    },
+  });
+  m.setOwnership(ownershipOf(1, chainA, 200));
+  expect(await m.runOnce()).toEqual([]); // the plan of both parts fails on the damaged one
+  expect(lines.find((l) => l.event === 'publication.quarantined')).toMatchObject({
+    reason: 'part-corrupt',
+    quarantined: [damaged],
+    replanned: 1,
+  });
+  expect((await m.runOnce()).map((r) => r.rows)).toEqual([100]);
+  expect(await offsetsInLance()).toEqual(range(0, 100));
+  expect(await quarantine()).toEqual([path.basename(damaged!)]);
+  expect(await ledgerFiles(tableDir)).toEqual([]);
+  m.close();
+});
