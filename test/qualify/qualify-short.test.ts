@@ -1,35 +1,60 @@
+import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { runQualification, reportMarkdown } from '../../qualify/run';
+import type { QualifyReport } from '../../qualify/run';
 import { TEST_BROKER_PORT } from '../support/kafka-local';
 import { testBrokers } from '../support/kafka';
 import { TEST_S3_PORT } from '../support/s3-local';
 
+const RUNNER = path.resolve(__dirname, '../../dist/qualify/run.js');
+
 /**
  * The short variant of `npm run qualify` (issue 13) inside `npm test`: every step with
- * short=true (smaller volumes, 3 kills, one zombie, shorter outages), against the test
- * broker jest started. The broker-outage step gets a broker of its own (port + 2) and the
- * S3 outage an s3proxy of its own (S3 port + 2): stopping the shared ones would break the
- * suites running beside it. The independent reader's venv (pylance from PyPI) is made on
- * first use. Run after `npm run build` (replicas run from dist/).
+ * --short (smaller volumes, 3 kills, one zombie, shorter outages, fewer fuzz runs),
+ * against the test broker jest started, run as `npm run qualify` runs it: the compiled
+ * runner in a process of its own (a jest worker that had run other suites first ran out
+ * of memory once with the steps in it). The broker-outage step gets a broker of its own
+ * (port + 2) and the S3 outage an s3proxy of its own (S3 port + 2): stopping the shared
+ * ones would break the suites running beside it. The independent reader's venv (pylance
+ * from PyPI) is made on first use. Run after `npm run build`.
  */
 test('qualification, short variant: every step passes', async () => {
   const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'kl-qualify-'));
-  const lines: string[] = [];
-  const report = await runQualification({
-    short: true,
-    seed: Number(process.env.KAFKA_LANCE_QUALIFY_SEED ?? Date.now() % 1_000_000),
-    outDir: work,
-    workDir: work,
-    brokers: testBrokers(),
-    brokerPort: TEST_BROKER_PORT,
-    ownBrokerPort: TEST_BROKER_PORT + 2,
-    s3Port: TEST_S3_PORT + 2,
-    log: (line) => lines.push(line),
+  const seed = process.env.KAFKA_LANCE_QUALIFY_SEED ?? String(Date.now() % 1_000_000);
+  const output: string[] = [];
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        RUNNER,
+        '--short',
+        '--seed',
+        seed,
+        '--out',
+        work,
+        '--work',
+        work,
+        '--brokers',
+        testBrokers().join(','),
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          KAFKA_LOCAL_PORT: String(TEST_BROKER_PORT), // the outage step's own broker: this + 2
+          KAFKA_LANCE_QUALIFY_S3_PORT: String(TEST_S3_PORT + 2),
+        },
+      },
+    );
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
+    child.on('error', reject);
+    child.on('exit', (exitCode) => resolve(exitCode));
   });
-  const markdown = reportMarkdown(report);
-  if (!report.passed) console.log(`${lines.join('\n')}\n\n${markdown}`);
+  const report = JSON.parse(await fsp.readFile(path.join(work, 'report.json'), 'utf8')) as QualifyReport;
+  const markdown = await fsp.readFile(path.join(work, 'report.md'), 'utf8');
+  if (!report.passed || code !== 0) console.log(`${output.join('')}\n\n${markdown}`);
   else console.log(report.steps.map((s) => `${s.name}: ${s.summary}`).join('\n'));
   for (const s of report.steps)
     expect({ step: s.name, passed: s.passed, summary: s.summary }).toEqual({
@@ -37,6 +62,7 @@ test('qualification, short variant: every step passes', async () => {
       passed: true,
       summary: s.summary,
     });
+  expect(code).toBe(0);
   expect(report.steps.map((s) => s.name)).toEqual(
     expect.arrayContaining([
       'kill-campaign',
@@ -47,7 +73,7 @@ test('qualification, short variant: every step passes', async () => {
       'fuzz',
     ]),
   );
-  // The report reads both tables' readers.
+  // Every table was read by both readers.
   expect(markdown).toContain('pylance 12.0.0');
   if (report.passed) await fsp.rm(work, { recursive: true, force: true });
 }, 900_000);
