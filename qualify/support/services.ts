@@ -7,18 +7,18 @@ import { KAFKA_LOCAL, S3_LOCAL } from './paths';
 const run = promisify(execFile);
 
 /**
- * A local KRaft broker of deploy/kafka-local on its own port (its controller on port+1),
- * started and stopped asynchronously: the runner's event loop must keep reading the
- * replicas' output while the broker restarts, or their pipes fill and they block.
+ * A server of one of deploy/*'s scripts (`start | stop | status`) on its own port, run
+ * asynchronously: the runner's event loop must keep reading the replicas' output while a
+ * server restarts, or their pipes fill and they block.
  */
-export class LocalBroker {
+abstract class LocalServer {
   started = false;
 
-  constructor(readonly port: number) {}
-
-  get brokers(): string[] {
-    return [`127.0.0.1:${this.port}`];
-  }
+  constructor(
+    readonly port: number,
+    private readonly script: string,
+    private readonly portVariable: string,
+  ) {}
 
   async running(): Promise<boolean> {
     return this.#script('status').then(
@@ -37,11 +37,22 @@ export class LocalBroker {
   }
 
   async #script(command: string): Promise<string> {
-    const { stdout } = await run(KAFKA_LOCAL, [command], {
-      env: { ...process.env, KAFKA_LOCAL_PORT: String(this.port) },
+    const { stdout } = await run(this.script, [command], {
+      env: { ...process.env, [this.portVariable]: String(this.port) },
       timeout: 240_000,
     });
     return stdout;
+  }
+}
+
+/** A local KRaft broker of deploy/kafka-local on its own port (its controller on port+1). */
+export class LocalBroker extends LocalServer {
+  constructor(port: number) {
+    super(port, KAFKA_LOCAL, 'KAFKA_LOCAL_PORT');
+  }
+
+  get brokers(): string[] {
+    return [`127.0.0.1:${this.port}`];
   }
 }
 
@@ -51,11 +62,11 @@ const SECRET_KEY = process.env.S3_LOCAL_SECRET_ACCESS_KEY ?? 'kafka-lance-secret
 const BUCKET = process.env.S3_LOCAL_BUCKET ?? 'kafka-lance';
 
 /** s3proxy of deploy/s3-local on its own port, as the ObjectStoreControl a step gets. */
-export class LocalObjectStore implements ObjectStoreControl {
-  started = false;
+export class LocalObjectStore extends LocalServer implements ObjectStoreControl {
   readonly storageOptions: Readonly<Record<string, string>>;
 
-  constructor(readonly port: number) {
+  constructor(port: number) {
+    super(port, S3_LOCAL, 'S3_LOCAL_PORT');
     this.storageOptions = {
       endpoint: `http://127.0.0.1:${port}`,
       aws_access_key_id: ACCESS_KEY,
@@ -67,29 +78,5 @@ export class LocalObjectStore implements ObjectStoreControl {
 
   databaseUri(prefix: string): string {
     return `s3://${BUCKET}/${prefix}-${ulid().toLowerCase()}`;
-  }
-
-  async running(): Promise<boolean> {
-    return this.#script('status').then(
-      () => true,
-      () => false,
-    );
-  }
-
-  async start(): Promise<void> {
-    await this.#script('start');
-    this.started = true;
-  }
-
-  async stop(): Promise<void> {
-    await this.#script('stop');
-  }
-
-  async #script(command: string): Promise<string> {
-    const { stdout } = await run(S3_LOCAL, [command], {
-      env: { ...process.env, S3_LOCAL_PORT: String(this.port) },
-      timeout: 240_000,
-    });
-    return stdout;
   }
 }
