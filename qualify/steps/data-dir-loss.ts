@@ -1,10 +1,9 @@
 import * as lancedb from '@lancedb/lancedb';
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { existsSync, promises as fsp, readFileSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import type { Readable } from 'node:stream';
 import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
 import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';
+import { ReplicaProcess } from '../../test/support/replica-process';
 import { createTopicReady, PATIENT_PRODUCER_RETRY } from '../support/topics';
 
 /**
@@ -142,15 +141,15 @@ async function runMode(
 
   // 1. A first slice, published and committed.
   await produce(kafka, topic, 0, slice);
-  let replica = new Replica(quick, dataDir, context.brokers);
+  let replica = new ReplicaProcess(quick, dataDir, context.brokers);
   await untilAtLogEnd(admin, groupId, topic, 120_000);
   await untilTableRows(lanceUri, slice, 60_000);
-  await replica.stop();
+  await stopReplica(replica);
   log(`first slice of ${slice} published and committed`);
 
   // 2. A second slice, staged by a replica that publishes only after 10 minutes.
   const startedAt = Date.now();
-  replica = new Replica(slow, dataDir, context.brokers);
+  replica = new ReplicaProcess(slow, dataDir, context.brokers);
   await replica.waitForEvent('kafka.join', 90_000);
   await produce(kafka, topic, slice, slice);
   if (mode === 'staged') {
@@ -163,8 +162,7 @@ async function runMode(
   }
 
   // 3. Crash, and the data directory is gone.
-  replica.kill();
-  await replica.exited;
+  await replica.kill();
   const killedAfterSeconds = (Date.now() - startedAt) / 1000;
   await fsp.rm(dataDir, { recursive: true, force: true });
   log(`replica SIGKILLed after ${killedAfterSeconds.toFixed(1)} s, data directory deleted`);
@@ -183,7 +181,7 @@ async function runMode(
 
   // 5. A replica on a fresh data directory runs to the log end.
   const recoveryStarted = Date.now();
-  replica = new Replica(quick, path.join(dir, 'data-2'), context.brokers);
+  replica = new ReplicaProcess(quick, path.join(dir, 'data-2'), context.brokers);
   const problems: string[] = [];
   try {
     await untilAtLogEnd(admin, groupId, topic, 120_000);
@@ -192,7 +190,7 @@ async function runMode(
     problems.push(error instanceof Error ? error.message : String(error));
   }
   const recoverySeconds = (Date.now() - recoveryStarted) / 1000;
-  await replica.stop();
+  await stopReplica(replica);
 
   const atEnd = await tableOffsets(lanceUri);
   let duplicates = 0;
@@ -244,84 +242,11 @@ async function runMode(
   };
 }
 
-/** A replica as a real child process (`bin/kafka-lance run`), its JSON log lines kept. */
-class Replica {
-  readonly logs: { event?: string; [key: string]: unknown }[] = [];
-  readonly exited: Promise<void>;
-  readonly #child: ChildProcessByStdio<null, Readable, Readable>;
-  readonly #stderr: string[] = [];
-
-  constructor(definition: string, dataDir: string, brokers: readonly string[]) {
-    this.#child = spawn(
-      process.execPath,
-      [
-        path.join(repositoryRoot(), 'bin', 'kafka-lance'),
-        'run',
-        '-c',
-        definition,
-        '--data-dir',
-        dataDir,
-        '--brokers',
-        brokers.join(','),
-        '--log-level',
-        'info',
-        '--metrics-port',
-        '0',
-        '--metrics-host',
-        '127.0.0.1',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let buffered = '';
-    this.#child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      buffered += chunk;
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const text of lines) {
-        try {
-          this.logs.push(JSON.parse(text) as { event?: string });
-        } catch {
-          // not a log line
-        }
-      }
-    });
-    this.#child.stderr.setEncoding('utf8').on('data', (chunk: string) => this.#stderr.push(chunk));
-    this.exited = new Promise((resolve) => this.#child.on('exit', () => resolve()));
-  }
-
-  waitForEvent(event: string, timeoutMs: number): Promise<void> {
-    return until(
-      `${event} in the replica's log`,
-      () => (this.logs.some((l) => l.event === event) ? true : undefined),
-      timeoutMs,
-    ).then(() => undefined);
-  }
-
-  kill(): void {
-    this.#child.kill('SIGKILL');
-  }
-
-  /** SIGTERM (graceful: flush, commit, leave), SIGKILL after 60 s. */
-  async stop(): Promise<void> {
-    this.#child.kill('SIGTERM');
-    const timer = setTimeout(() => this.#child.kill('SIGKILL'), 60_000);
-    await this.exited;
-    clearTimeout(timer);
-  }
-}
-
-/** The directory of package.json (this file runs from qualify/steps or dist/qualify/steps). */
-function repositoryRoot(): string {
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    const file = path.join(dir, 'package.json');
-    if (
-      existsSync(file) &&
-      (JSON.parse(readFileSync(file, 'utf8')) as { name?: string }).name === 'kafka-lance'
-    )
-      return dir;
-    if (path.dirname(dir) === dir)
-      throw new Error('data-dir-loss: cannot find the kafka-lance repository root');
-  }
+/** SIGTERM (graceful: flush, commit, leave), SIGKILL after 60 s. */
+async function stopReplica(replica: ReplicaProcess): Promise<void> {
+  const timer = setTimeout(() => void replica.kill('SIGKILL'), 60_000);
+  await replica.kill('SIGTERM');
+  clearTimeout(timer);
 }
 
 async function produce(kafka: Kafka, topic: string, first: number, count: number): Promise<void> {
