@@ -1,4 +1,5 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
+import { fetchedBatch, type FetchedBatch } from './fetched-batch';
 
 /**
  * What kafka-lance needs to see of the group coordinator's traffic, which kafkajs
@@ -10,6 +11,40 @@ export interface CoordinatorHook {
   /** Throws to refuse the attempt before it is sent. */
   beforeCommit(attempt: CommitRequest): void;
   committed(attempt: CommitRequest): void;
+}
+
+/**
+ * What kafka-lance needs to see of the consumer's fetches, which kafkajs handles out of
+ * sight: batches with nothing deliverable (it moves past them without calling eachBatch)
+ * and OFFSET_OUT_OF_RANGE (it resets the position and commits a default offset without
+ * metadata, erasing the ownership chain).
+ */
+export interface FetchHook {
+  /** Every partition a fetch answered, as the kafkajs Batch its consumer group builds from it. */
+  fetched(batches: readonly FetchedBatch[]): void;
+  /**
+   * The broker refused a fetch offset as out of range. The fetch is answered empty
+   * instead of failing (kafkajs would reset and commit); the hook must move the
+   * partition's position (a seek) before it resolves.
+   */
+  offsetOutOfRange(topic: string, partition: number, fetchOffset: number): Promise<void>;
+}
+
+/** A Fetch request as kafkajs 2.2.4's Broker takes it. */
+interface FetchRequest {
+  readonly topics: readonly {
+    readonly topic: string;
+    readonly partitions: readonly { readonly partition: number; readonly fetchOffset: string }[];
+  }[];
+}
+interface FetchResponse {
+  readonly responses: readonly {
+    readonly topicName: string;
+    readonly partitions: readonly PartitionData[];
+  }[];
+}
+interface PartitionData {
+  readonly partition: number;
 }
 
 /** An OffsetCommit request as kafkajs 2.2.4's Broker takes it. */
@@ -24,6 +59,7 @@ export interface CommitRequest {
 interface InternalBroker {
   syncGroup: (request: { groupId: string; generationId: number; memberId: string }) => Promise<unknown>;
   offsetCommit: (request: CommitRequest) => Promise<unknown>;
+  fetch: (request: FetchRequest) => Promise<FetchResponse>;
 }
 interface InternalCluster {
   findGroupCoordinator: (request: unknown) => Promise<InternalBroker>;
@@ -51,7 +87,11 @@ export class CoordinatorHookError extends Error {
  * answers and OffsetCommit attempts. Nothing else is changed, and other clients
  * made from the same Kafka instance are not affected.
  */
-export function createHookedConsumer(kafka: Kafka, config: ConsumerConfig, hook: CoordinatorHook): Consumer {
+export function createHookedConsumer(
+  kafka: Kafka,
+  config: ConsumerConfig,
+  hook: CoordinatorHook & Partial<FetchHook>,
+): Consumer {
   const target = kafka as unknown as Record<symbol, CreateCluster | undefined>;
   const key = Object.getOwnPropertySymbols(kafka).find((s) => s.description === CREATE_CLUSTER);
   const original = key ? target[key] : undefined;
@@ -64,7 +104,7 @@ export function createHookedConsumer(kafka: Kafka, config: ConsumerConfig, hook:
   }
 }
 
-function hookCluster(cluster: InternalCluster, hook: CoordinatorHook): InternalCluster {
+function hookCluster(cluster: InternalCluster, hook: CoordinatorHook & Partial<FetchHook>): InternalCluster {
   for (const method of ['findGroupCoordinator', 'findBroker'] as const) {
     const find = cluster[method];
     if (typeof find !== 'function') throw new CoordinatorHookError(`no cluster.${method}`);
@@ -73,12 +113,12 @@ function hookCluster(cluster: InternalCluster, hook: CoordinatorHook): InternalC
   return cluster;
 }
 
-function hookBroker(broker: InternalBroker, hook: CoordinatorHook): InternalBroker {
+function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<FetchHook>): InternalBroker {
   const marked = broker as InternalBroker & { [HOOKED]?: true };
   if (marked[HOOKED]) return broker;
-  const { syncGroup, offsetCommit } = broker;
-  if (typeof syncGroup !== 'function' || typeof offsetCommit !== 'function')
-    throw new CoordinatorHookError('no broker.syncGroup/offsetCommit');
+  const { syncGroup, offsetCommit, fetch } = broker;
+  if (typeof syncGroup !== 'function' || typeof offsetCommit !== 'function' || typeof fetch !== 'function')
+    throw new CoordinatorHookError('no broker.syncGroup/offsetCommit/fetch');
   broker.syncGroup = async (request) => {
     const answer = await syncGroup.call(broker, request);
     hook.synced(request.memberId, request.generationId);
@@ -90,6 +130,43 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook): InternalBrok
     hook.committed(request);
     return answer;
   };
+  const { fetched, offsetOutOfRange } = hook;
+  if (fetched && offsetOutOfRange) {
+    broker.fetch = async (request) => {
+      let answer: FetchResponse;
+      try {
+        answer = await fetch.call(broker, request);
+      } catch (error) {
+        const refused = outOfRange(error);
+        if (!refused) throw error;
+        const fetchOffset = request.topics
+          .find((t) => t.topic === refused.topic)
+          ?.partitions.find((p) => p.partition === refused.partition)?.fetchOffset;
+        if (fetchOffset === undefined) throw error;
+        await offsetOutOfRange.call(hook, refused.topic, refused.partition, Number(fetchOffset));
+        // The other partitions of this fetch were not consumed: kafkajs fetches them again.
+        return { responses: [] };
+      }
+      const batches: FetchedBatch[] = [];
+      for (const { topicName, partitions } of answer.responses) {
+        const asked = request.topics.find((t) => t.topic === topicName)?.partitions ?? [];
+        for (const data of partitions) {
+          const fetchOffset = asked.find((p) => p.partition === data.partition)?.fetchOffset;
+          if (fetchOffset !== undefined) batches.push(fetchedBatch(topicName, fetchOffset, data));
+        }
+      }
+      fetched.call(hook, batches);
+      return answer;
+    };
+  }
   marked[HOOKED] = true;
   return broker;
+}
+
+/** kafkajs 2.2.4 fails a whole fetch with KafkaJSOffsetOutOfRange for the first such partition. */
+function outOfRange(error: unknown): { topic: string; partition: number } | undefined {
+  const e = error as { name?: unknown; topic?: unknown; partition?: unknown } | null;
+  if (e?.name !== 'KafkaJSOffsetOutOfRange' || typeof e.topic !== 'string' || typeof e.partition !== 'number')
+    return undefined;
+  return { topic: e.topic, partition: e.partition };
 }

@@ -13,6 +13,8 @@ import { GroupMembership, type Generation } from '../ownership/membership';
 import { OffsetTracker, type PartitionCommit } from '../ownership/offset-tracker';
 import { listPartIds, PublicationGate } from '../ownership/publication-gate';
 import { createHookedConsumer } from './coordinator-hook';
+import { coveredThrough, type FetchedBatch } from './fetched-batch';
+import { PartitionOffsets, type LogBounds } from './partition-offsets';
 import type { DeadLetterSink } from './dead-letter';
 import type { DiskPressure } from './disk-pressure';
 import { DeadLetterOutbox } from './dead-letter-outbox';
@@ -78,6 +80,7 @@ export class Ingestion {
   readonly #outbox: DeadLetterOutbox;
   readonly #membership = new GroupMembership();
   readonly #fence: CommitFence;
+  readonly #offsets: PartitionOffsets;
   #assignmentReady: Promise<void> = Promise.resolve();
   #epoch: number;
   #ready = false;
@@ -103,6 +106,7 @@ export class Ingestion {
     this.#epoch = options.initialEpoch;
     this.#gate = options.consumer.offsets.commitAfter === 'published' ? new PublicationGate() : undefined;
     this.#fence = new CommitFence(this.#membership, options.consumer.groupId);
+    this.#offsets = new PartitionOffsets(options.kafka, options.admin, options.consumer.groupId);
     this.#consumer = createHookedConsumer(
       options.kafka,
       {
@@ -117,6 +121,9 @@ export class Ingestion {
         synced: (memberId, generationId) => this.#membership.synced(memberId, generationId),
         beforeCommit: (attempt) => this.#fence.check(attempt),
         committed: (attempt) => this.#fence.answered(attempt),
+        fetched: (batches) => this.#onFetched(batches),
+        offsetOutOfRange: (topic, partition, fetchOffset) =>
+          this.#onOffsetOutOfRange(topic, partition, fetchOffset),
       },
     );
     this.#outbox = new DeadLetterOutbox({
@@ -341,21 +348,133 @@ export class Ingestion {
     }
   }
 
-  async #readCommitted(partitions: readonly (readonly [string, number])[]) {
-    const topics = [...new Set(partitions.map(([t]) => t))];
-    const committed = await this.#o.admin.fetchOffsets({ groupId: this.#o.consumer.groupId, topics });
-    return partitions.map(([topic, partition]) => {
-      const entry = committed
-        .find((t) => t.topic === topic)
-        ?.partitions.find((p) => p.partition === partition);
-      return entry ? { offset: Number(entry.offset), metadata: entry.metadata } : undefined;
-    });
+  #readCommitted(partitions: readonly (readonly [string, number])[]) {
+    return this.#offsets.committed(partitions);
   }
 
   async #initialOffset(topic: string, partition: number): Promise<number> {
-    const offsets = await this.#o.admin.fetchTopicOffsets(topic);
-    const p = offsets.find((o) => o.partition === partition);
-    return Number(this.#o.consumer.fromBeginning ? (p?.low ?? 0) : (p?.high ?? 0));
+    const [bounds] = await this.#offsets.bounds([[topic, partition]]);
+    return this.#o.consumer.fromBeginning ? bounds!.low : bounds!.high;
+  }
+
+  /**
+   * The position this epoch expects the next fetch of a partition from, if the
+   * partition is being consumed now (claimed in the current epoch, not paused).
+   */
+  #consuming(topic: string, partition: number): { epoch: number; next: number } | undefined {
+    const position = this.#positions.get(tpKey(topic, partition));
+    if (
+      !position ||
+      position.epoch !== this.#epoch ||
+      this.#stopping ||
+      !this.#tracker.owns(topic, partition) ||
+      this.#outbox.isStopped(topic, partition) ||
+      this.#o.diskPressure.full
+    )
+      return undefined;
+    return position;
+  }
+
+  /**
+   * Moves a partition past offsets that hold nothing to consume, through `through`:
+   * the position follows, kafkajs is sought there, and an empty batch through the
+   * partition's staging worker (after every batch admitted before it) lets the commit
+   * pass the gap even when no record follows it (a transaction marker at the log end).
+   */
+  #skipGap(
+    topic: string,
+    partition: number,
+    position: { epoch: number; next: number },
+    through: number,
+  ): void {
+    position.next = through + 1;
+    this.#consumer.seek({ topic, partition, offset: String(through + 1) });
+    const admitted = this.#o.pool
+      .admit(topic, partition, [], position.epoch, through)
+      .then(({ done }) => done);
+    this.#inFlight.add(admitted);
+    void admitted
+      .catch((error: unknown) => {
+        // A graceful stop closed the pool: the gap is found again by the next owner.
+        if (error instanceof StagingPoolClosedError) return;
+        this.#fatal?.(error instanceof Error ? error : new Error(String(error)));
+      })
+      .finally(() => this.#inFlight.delete(admitted));
+  }
+
+  /**
+   * Every fetch answer, before kafkajs hands its batches out. A batch with nothing
+   * deliverable (aborted records, transaction markers, the tail of a record batch whose
+   * records were compacted away) never reaches eachBatch: kafkajs moves its own position past it
+   * (one offset per fetch for a compacted tail), and ours would stay behind and seek
+   * back forever. Such a batch, fetched from where this epoch expects, moves the
+   * position past everything it covers.
+   */
+  #onFetched(batches: readonly FetchedBatch[]): void {
+    for (const batch of batches) {
+      if (!batch.isEmpty()) continue;
+      const through = coveredThrough(batch);
+      const position = this.#consuming(batch.topic, batch.partition);
+      if (through === undefined || !position || position.next !== Number(batch.fetchedOffset)) continue;
+      this.#skipGap(batch.topic, batch.partition, position, through);
+    }
+  }
+
+  /**
+   * The broker has no offset `fetchOffset` in the partition any more (retention or
+   * deleteRecords moved the log start past it) or not yet (the log was truncated below
+   * it). kafkajs would reset the position and commit a default offset without the
+   * ownership chain; instead the position moves to the log start, and the offsets that
+   * were gone before anyone read them are counted and named once.
+   */
+  async #onOffsetOutOfRange(topic: string, partition: number, fetchOffset: number): Promise<void> {
+    const pause = (): Promise<void> => new Promise((r) => setTimeout(r, 1_000));
+    let bounds: LogBounds | undefined;
+    try {
+      [bounds] = await this.#offsets.bounds([[topic, partition]]);
+    } catch (error) {
+      this.#o.logger.warn(
+        { event: 'kafka.offsets.bounds-failed', topic, partition, err: errorMessage(error) },
+        'could not read the log bounds of a partition whose position is out of range; retrying',
+      );
+      return pause();
+    }
+    const position = this.#consuming(topic, partition);
+    if (!position) return pause(); // not ours to move now: a claim seeks it
+    if (position.next !== fetchOffset) {
+      // A fetch from a stale position: the epoch's own position is where to go.
+      this.#consumer.seek({ topic, partition, offset: String(position.next) });
+      return;
+    }
+    const { low, high } = bounds!;
+    if (fetchOffset < low) {
+      const lost = low - fetchOffset;
+      this.#o.metrics.offsetsLost.inc({ topic, partition: String(partition) }, lost);
+      this.#o.logger.warn(
+        {
+          event: 'kafka.offsets.lost',
+          topic,
+          partition,
+          from: fetchOffset,
+          to: low - 1,
+          count: lost,
+          low,
+          high,
+        },
+        `offsets ${fetchOffset}-${low - 1} of ${topic}[${partition}] were removed from the log (retention or deleteRecords) before this group read them; consuming from ${low}`,
+      );
+      this.#skipGap(topic, partition, position, low - 1);
+      return;
+    }
+    // Beyond the log end: the log was truncated below what this group consumed (an
+    // unclean leader election). Records written at those offsets now are other records
+    // than the staged ones: never skipped silently, never resumed over. Held and shown.
+    this.#o.metrics.offsetsAheadOfLog.set({ topic, partition: String(partition) }, fetchOffset - high);
+    this.#o.logger.error(
+      { event: 'kafka.offsets.ahead-of-log', topic, partition, position: fetchOffset, low, high },
+      `the position ${fetchOffset} of ${topic}[${partition}] is beyond its log end ${high} (the log was truncated); the partition waits`,
+    );
+    return pause();
   }
 
   async #eachBatch(payload: EachBatchPayload): Promise<void> {
@@ -363,35 +482,33 @@ export class Ingestion {
     const heartbeat = () => payload.heartbeat();
     await this.#untilClaimed(heartbeat);
     const { topic, partition } = batch;
-    if (
-      this.#stopping ||
-      !payload.isRunning() ||
-      payload.isStale() ||
-      !this.#tracker.owns(topic, partition) ||
-      this.#outbox.isStopped(topic, partition) ||
-      // Fetched before the pause took effect: not admitted, refetched after the resume.
-      this.#o.diskPressure.full
-    )
-      return;
-    const messages = batch.messages;
-    const last = messages[messages.length - 1];
-    if (!last) return;
+    // Not consumed now (stopping, not owned, paused by the outbox or a full disk, or not
+    // claimed in this epoch): not admitted, refetched from the claim's position later.
     // Staging drops the batch if a join begins a new epoch before it gets there: its
     // fetch position belongs to the old claim (see StagingPool.admit).
-    const epoch = this.#epoch;
-    const key = tpKey(topic, partition);
-    const position = this.#positions.get(key);
-    const fetchedFrom = Number((batch as { fetchedOffset?: unknown }).fetchedOffset);
-    if (!position || position.epoch !== epoch) return;
+    const position = this.#consuming(topic, partition);
+    if (!payload.isRunning() || payload.isStale() || !position) return;
+    const epoch = position.epoch;
+    const messages = batch.messages;
+    const last = messages[messages.length - 1];
+    const fetched = batch as unknown as FetchedBatch;
+    const through = coveredThrough(fetched);
+    if (!last || through === undefined) return;
+    const fetchedFrom = Number(fetched.fetchedOffset);
     if (fetchedFrom !== position.next) {
-      // Fetched from another position than this epoch expects: refetch from ours.
+      // Fetched from another position than this epoch expects (queued before the
+      // claim's seek): refetch from ours.
+      this.#o.logger.info(
+        { event: 'kafka.position.refetch', topic, partition, fetchedFrom, expected: position.next },
+        'batch fetched from another position than the claim expects; refetching',
+      );
       this.#consumer.seek({ topic, partition, offset: String(position.next) });
       return;
     }
     let done: Promise<BatchDone>;
     try {
       ({ done } = await this.#whileHeartbeating(
-        this.#o.pool.admit(topic, partition, messages, epoch),
+        this.#o.pool.admit(topic, partition, messages, epoch, through),
         heartbeat,
       ));
     } catch (error) {
@@ -402,9 +519,11 @@ export class Ingestion {
     }
     // A join during admit: staging drops the batch, and kafkajs's new position is the claim's.
     if (this.#epoch !== epoch) return;
-    position.next = Number(last.offset) + 1;
+    // Past everything the fetch covered, not just its last delivered record: the offsets
+    // after it may hold nothing deliverable (compacted away, aborted, a marker).
+    position.next = through + 1;
     // Only the fetch position: with autoCommit off, kafkajs never commits what is resolved.
-    payload.resolveOffset(last.offset);
+    payload.resolveOffset(String(through));
     let bytes = 0;
     for (const m of messages) bytes += (m.value?.byteLength ?? 0) + (m.key?.byteLength ?? 0);
     this.#stats.consumedRecords += messages.length;

@@ -118,6 +118,18 @@ export class Metrics {
     labelNames: ['topic', 'partition'] as const,
     registers: [this.registry],
   });
+  readonly offsetsLost = new Counter({
+    name: 'kafka_lance_offsets_lost_total',
+    help: 'Offsets the log no longer held when this group reached them (retention or deleteRecords moved the log start past the committed position): records nobody read.',
+    labelNames: ['topic', 'partition'] as const,
+    registers: [this.registry],
+  });
+  readonly offsetsAheadOfLog = new Gauge({
+    name: 'kafka_lance_offsets_ahead_of_log',
+    help: "Offsets by which a partition's position is beyond its log end (the log was truncated below what this group consumed); the partition waits while it is not 0.",
+    labelNames: ['topic', 'partition'] as const,
+    registers: [this.registry],
+  });
   readonly queueDepth = new Gauge({
     name: 'kafka_lance_queue_depth',
     help: 'Items in a bounded queue (queue="staging": records; "staging_bytes": bytes).',

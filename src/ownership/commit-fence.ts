@@ -32,6 +32,22 @@ export class CommitFencedError extends Error {
   }
 }
 
+/**
+ * Thrown into kafkajs: an OffsetCommit kafkajs decided itself (a default offset after
+ * OFFSET_OUT_OF_RANGE) carries no ownership chain, so landing it would erase the chain
+ * and move the partition's commit where no staged record stands. Not retriable.
+ */
+export class ChainlessCommitRefusedError extends Error {
+  readonly retriable = false;
+  constructor(readonly attempt: CommitAttempt) {
+    super(
+      `an offset commit without the ownership chain (generation ${attempt.groupGenerationId}) was refused: ` +
+        'only commits decided by kafka-lance may land',
+    );
+    this.name = 'ChainlessCommitRefusedError';
+  }
+}
+
 interface InFlight {
   readonly decidedIn: Generation;
   answered: boolean;
@@ -91,15 +107,16 @@ export class CommitFence {
   check(attempt: CommitAttempt): void {
     if (attempt.groupId !== this.#groupId) return;
     const f = this.#inFlight;
-    // kafkajs's own commits (a default offset after OFFSET_OUT_OF_RANGE) pass only in our current generation.
-    const decidedIn = f?.decidedIn ?? this.#membership.current;
+    // kafkajs's own commits (a default offset after OFFSET_OUT_OF_RANGE, which the fetch
+    // hook now answers itself) never land: they carry no chain and no staged position.
+    if (f === undefined || !carriesMetadata(attempt)) throw new ChainlessCommitRefusedError(attempt);
+    const decidedIn = f.decidedIn;
     if (
-      decidedIn === undefined ||
       !this.#membership.isCurrent(decidedIn) ||
       attempt.memberId !== decidedIn.memberId ||
       attempt.groupGenerationId !== decidedIn.generationId
     ) {
-      throw new CommitFencedError(decidedIn ?? { sequence: 0, memberId: '', generationId: -1 }, attempt);
+      throw new CommitFencedError(decidedIn, attempt);
     }
   }
 

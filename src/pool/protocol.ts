@@ -31,6 +31,12 @@ export type WorkerRequest =
       readonly topic: string;
       readonly partition: number;
       readonly packed: PackedMessages;
+      /**
+       * The last offset the batch accounts for: its last record, or a later offset that
+       * holds nothing deliverable (compacted away, aborted, a transaction marker, gone
+       * to retention). Durable with the batch. A batch of no records covers a gap only.
+       */
+      readonly through: number;
       /** The staging epoch the batch was admitted in: a batch that reaches a newer epoch is dropped unstaged. */
       readonly epoch: number;
     }

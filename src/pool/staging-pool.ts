@@ -219,6 +219,8 @@ export class StagingPool {
 
   /**
    * Waits for room in the queue (backpressure), then hands the batch to its worker.
+   * `through` is the last offset the batch accounts for (at least its last record's;
+   * see WorkerRequest): a batch of no records moves the partition past a gap.
    * Resolves once admitted; `done` resolves once the batch is pushed into staging.
    * Rejects with StagingPoolClosedError, having staged nothing, once close() has begun.
    */
@@ -227,6 +229,7 @@ export class StagingPool {
     partition: number,
     messages: readonly PackableMessage[],
     epoch: number,
+    through: number,
   ): Promise<{ done: Promise<BatchDone> }> {
     if (this.#closing) throw new StagingPoolClosedError(topic, partition, messages.length);
     const packed = packMessages(messages);
@@ -241,7 +244,7 @@ export class StagingPool {
     const handle = this.#workers[this.workerOf(topic, partition)]!;
     const done = handle
       .request<Extract<WorkerReply, { type: 'batch' }>>(
-        (id) => ({ type: 'batch', id, topic, partition, packed, epoch }),
+        (id) => ({ type: 'batch', id, topic, partition, packed, through, epoch }),
         [packed.meta.buffer as ArrayBuffer, packed.data.buffer as ArrayBuffer],
         (reply) => this.#onBatchDone(topic, partition, reply.result),
       )

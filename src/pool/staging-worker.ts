@@ -59,17 +59,17 @@ async function main(): Promise<void> {
               break;
             }
             const messages = unpackMessages(request.packed);
-            const decoded = decoder.decode(request.topic, request.partition, messages);
-            const last = messages[messages.length - 1];
-            const pushed = last
-              ? staging.push({
-                  topic: request.topic,
-                  partition: request.partition,
-                  batch: decoded.batch,
-                  minute: decoded.minute,
-                  handledThrough: recordOffset(last.offset),
-                })
-              : { staged: 0, skipped: 0 };
+            const decoded =
+              messages.length > 0
+                ? decoder.decode(request.topic, request.partition, messages)
+                : { batch: undefined, minute: [], deadLetters: [] };
+            const pushed = staging.push({
+              topic: request.topic,
+              partition: request.partition,
+              batch: decoded.batch,
+              minute: decoded.minute,
+              handledThrough: recordOffset(request.through),
+            });
             reply({
               type: 'batch',
               id: request.id,

@@ -91,7 +91,8 @@ export async function fuzzThroughPool(
           value: v.value === null ? null : Buffer.from(v.value),
         };
       });
-      const admitted = await pool.admit('fuzz', partition, messages, 0);
+      const through = messages.length > 0 ? Number(messages[messages.length - 1]!.offset) : -1;
+      const admitted = await pool.admit('fuzz', partition, messages, 0, through);
       done.push(admitted.done.catch((error: Error) => problems.push(`batch failed: ${error.message}`)));
     }
     await Promise.all(done);

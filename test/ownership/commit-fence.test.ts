@@ -1,4 +1,8 @@
-import { CommitFence, CommitFencedError } from '../../src/ownership/commit-fence';
+import {
+  ChainlessCommitRefusedError,
+  CommitFence,
+  CommitFencedError,
+} from '../../src/ownership/commit-fence';
 import { GroupMembership } from '../../src/ownership/membership';
 
 /** A kafkajs-like commit: each attempt goes through the fence, as the coordinator hook makes it. */
@@ -41,12 +45,13 @@ describe('commit fence', () => {
     expect(outcome.kind === 'refused' && outcome.error).toBeInstanceOf(CommitFencedError);
   });
 
-  test('between SyncGroup and GROUP_JOIN an attempt in the new generation is refused', () => {
+  test('between SyncGroup and GROUP_JOIN an attempt in the new generation is refused', async () => {
     const m = new GroupMembership();
     m.synced('m1', 5);
     const g = m.joined();
     const fence = new CommitFence(m, 'g');
     void fence.commit(g, () => new Promise(() => undefined));
+    await new Promise((r) => setImmediate(r)); // the commit is in flight
     // kafkajs swapped its offset manager (generation 6); our GROUP_JOIN handler has not run yet.
     m.synced('m1', 6);
     expect(() => fence.check({ groupId: 'g', memberId: 'm1', groupGenerationId: 6 })).toThrow(
@@ -82,6 +87,21 @@ describe('commit fence', () => {
     await first;
     expect((await second).kind).toBe('refused');
     expect(sent).toBe(false);
+  });
+
+  test("kafkajs's own commit of a default offset (no chain) never lands, even in the current generation", () => {
+    const m = new GroupMembership();
+    m.synced('m1', 5);
+    m.joined();
+    const fence = new CommitFence(m, 'g');
+    // OffsetManager.setDefaultOffset after OFFSET_OUT_OF_RANGE: offset -2, metadata absent.
+    const reset = {
+      groupId: 'g',
+      memberId: 'm1',
+      groupGenerationId: 5,
+      topics: [{ partitions: [{ metadata: null }] }],
+    };
+    expect(() => fence.check(reset)).toThrow(ChainlessCommitRefusedError);
   });
 
   test('another group is not fenced', () => {

@@ -61,10 +61,10 @@ async function startPool(maxQueueRecords: number, consumer = { file: 'consumer.j
 describe('item 14c: a batch admitted during a graceful stop', () => {
   test('a batch admitted after pool.close() is refused cleanly: nothing staged, nothing fatal', async () => {
     const { pool, fatal, tableDir } = await startPool(1_000);
-    const { done } = await pool.admit('t', 0, messages(0, 10), 0);
+    const { done } = await pool.admit('t', 0, messages(0, 10), 0, 9);
     await done;
     await pool.close();
-    await expect(pool.admit('t', 0, messages(10, 10), 0)).rejects.toBeInstanceOf(StagingPoolClosedError);
+    await expect(pool.admit('t', 0, messages(10, 10), 0, 19)).rejects.toBeInstanceOf(StagingPoolClosedError);
     await new Promise((r) => setTimeout(r, 50));
     expect(fatal).toEqual([]);
     expect((await readSealedRows(tableDir)).map((r) => r.offset)).toEqual(
@@ -74,10 +74,10 @@ describe('item 14c: a batch admitted during a graceful stop', () => {
 
   test('a batch waiting for queue room when close() starts is refused once room frees up, never sent to the closing worker', async () => {
     const { pool, fatal, tableDir } = await startPool(10);
-    const first = await pool.admit('t', 0, messages(0, 10), 0);
+    const first = await pool.admit('t', 0, messages(0, 10), 0, 9);
     // The queue is full: this one waits for the first batch's room.
     const late = pool
-      .admit('t', 0, messages(10, 10), 0)
+      .admit('t', 0, messages(10, 10), 0, 19)
       .then(async ({ done }) => ({ admitted: await done.catch((error: unknown) => error) }))
       .catch((error: unknown) => ({ refused: error }));
     const closing = pool.close();
@@ -107,7 +107,7 @@ test('item 6: a multi-row transform stages through a staging worker without an o
   const { pool, fatal, tableDir } = await startPool(1_000, consumer);
   const results = [];
   for (let from = 0; from < 30; from += 10) {
-    const { done } = await pool.admit('t', 0, messages(from, 10), 0);
+    const { done } = await pool.admit('t', 0, messages(from, 10), 0, from + 9);
     results.push(await done);
   }
   await pool.close();

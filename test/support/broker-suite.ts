@@ -52,16 +52,22 @@ export interface TestConsumer {
 /**
  * A new topic and a consumer definition for it: the log schema the fixtures produce
  * (`n`, `level`, `service`, `message`), dead letters to a file, and group timings
- * short enough for tests that kill replicas. `extra` overrides any of it.
+ * short enough for tests that kill replicas. `extra` overrides any of it; `topicConfig`
+ * sets topic configs at creation (`cleanup.policy`, `segment.ms`, ...).
  */
 export async function topicAndConsumer(
   suite: BrokerSuite,
   partitions: number,
   extra: Record<string, unknown> = {},
+  topicConfig: Readonly<Record<string, string>> = {},
 ): Promise<TestConsumer> {
   const topic = uniqueName('topic');
   const name = uniqueName('c').replace(/[^A-Za-z0-9_-]/g, '');
-  await suite.admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  const configEntries = Object.entries(topicConfig).map(([name, value]) => ({ name, value }));
+  await suite.admin.createTopics({
+    topics: [{ topic, numPartitions: partitions, configEntries }],
+    waitForLeaders: true,
+  });
   await untilHosted(suite.admin, topic, partitions);
   const file = await writeConsumer(suite.work, {
     name,

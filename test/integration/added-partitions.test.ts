@@ -1,0 +1,71 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { brokerSuite, topicAndConsumer, untilHosted } from '../support/broker-suite';
+import { checkFaultRun, settle, waitForJoin, assignedOf, type Named } from '../support/faults';
+import { produceRecords } from '../support/ingestion-fixture';
+import { testBrokers, uniqueName } from '../support/kafka';
+import { ReplicaProcess } from '../support/replica-process';
+
+/**
+ * Partitions added to a live topic: a replica started when the topic had one partition
+ * claims the added one, later, from the commit another member made. A claim reads the
+ * group's commits through kafkajs's admin client, and a partition missing from that
+ * answer must never read as "no commit" (the claim would start it over, overwrite the
+ * other member's commit and chain, and stage its records twice). kafkajs 2.2.4's admin
+ * refreshes topic metadata on every call (its clients are built without a metadata max
+ * age, so it is 0), so a cached partition list does not go stale for minutes as feared;
+ * what can still omit a partition is a broker whose metadata lags the controller, and
+ * claims now ask for exact partitions and treat an omission as an error
+ * (test/kafka/partition-offsets.test.ts). Real broker, real replica processes (run after
+ * `npm run build`).
+ */
+const suite = brokerSuite('kl-added-partitions');
+
+test('a partition added to a live topic is claimed from its committed offset by a replica whose metadata predates it', async () => {
+  const lanceDir = path.join(suite.work, `${uniqueName('added')}-lance`);
+  const { topic, groupId, file } = await topicAndConsumer(suite, 1, {
+    lance: { uri: lanceDir },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const dataDir = (label: string) => fsp.mkdtemp(path.join(suite.work, `data-${label}-`));
+  const a: Named = { label: 'A', process: new ReplicaProcess(file, await dataDir('A'), testBrokers()) };
+  await waitForJoin(a.process, 0, (j) => assignedOf(j).length === 1);
+  const produced = await produceRecords(suite.kafka, topic, 1, 300);
+  expect(
+    (await settle(suite.admin, groupId, topic, lanceDir, produced.length, { quietMs: 3_000 })).problems,
+  ).toEqual([]);
+
+  // A's metadata knows one partition. A second one appears and gets records.
+  await suite.admin.createPartitions({ topicPartitions: [{ topic, count: 2 }] });
+  await untilHosted(suite.admin, topic, 2);
+  produced.push(...(await produceRecords(suite.kafka, topic, 2, 600, undefined, 300)));
+
+  // B joins: the leader refreshes its metadata and both partitions are assigned; whoever
+  // gets partition 1 claims and commits it.
+  const b: Named = { label: 'B', process: new ReplicaProcess(file, await dataDir('B'), testBrokers()) };
+  await waitForJoin(b.process, 0, () => true);
+  expect(
+    (await settle(suite.admin, groupId, topic, lanceDir, produced.length, { quietMs: 3_000 })).problems,
+  ).toEqual([]);
+
+  // B leaves: A is assigned both partitions and claims partition 1 from its commit.
+  const from = a.process.logs.length;
+  const exitB = await b.process.kill('SIGTERM');
+  await waitForJoin(a.process, from, (j) => assignedOf(j).length === 2);
+  produced.push(...(await produceRecords(suite.kafka, topic, 2, 200, undefined, 900)));
+  const settled = await settle(suite.admin, groupId, topic, lanceDir, produced.length, { quietMs: 8_000 });
+  const exitA = await a.process.kill('SIGTERM');
+  const report = await checkFaultRun({
+    admin: suite.admin,
+    groupId,
+    topic,
+    lanceDir,
+    produced,
+    replicas: [a, b],
+    problems: [
+      ...settled.problems,
+      ...[exitA, exitB].filter((e) => e.code !== 0).map((e) => `a replica exited ${JSON.stringify(e)}`),
+    ],
+  });
+  expect(report.problems).toEqual([]);
+});

@@ -1,0 +1,86 @@
+import { coveredThrough, fetchedBatch } from '../../src/kafka/fetched-batch';
+
+/** A record as kafkajs 2.2.4 decodes it from a record batch (v2) of `first`..`first + delta`. */
+function record(
+  offset: number,
+  batch: { first: number; delta: number; producerId?: string; inTransaction?: boolean; control?: boolean },
+  key: Buffer | null = null,
+) {
+  return {
+    offset: String(offset),
+    key,
+    value: Buffer.from('{}'),
+    headers: {},
+    isControlRecord: batch.control ?? false,
+    batchContext: {
+      firstOffset: String(batch.first),
+      lastOffsetDelta: batch.delta,
+      producerId: batch.producerId ?? '-1',
+      inTransaction: batch.inTransaction ?? false,
+    },
+  };
+}
+
+const data = (messages: unknown[], abortedTransactions: unknown[] = [], highWatermark = '1000') => ({
+  partition: 0,
+  highWatermark,
+  abortedTransactions,
+  messages,
+});
+
+describe('how far a fetch moves the position', () => {
+  test('a record batch whose last records were compacted away: past its last offset, not its last record', () => {
+    // Batch 0..9 kept 0..4; its last offset stays 9.
+    const batch = fetchedBatch('t', '0', data([0, 1, 2, 3, 4].map((o) => record(o, { first: 0, delta: 9 }))));
+    expect(batch.isEmpty()).toBe(false);
+    expect(coveredThrough(batch)).toBe(9);
+  });
+
+  test('fetched from inside a compacted tail: every record below the fetch offset, the gap ends with the record batch', () => {
+    const batch = fetchedBatch('t', '7', data([0, 1, 2, 3, 4].map((o) => record(o, { first: 0, delta: 9 }))));
+    // kafkajs does not call eachBatch for it, and would itself step to offset 8 only.
+    expect(batch.isEmpty()).toBe(true);
+    expect(coveredThrough(batch)).toBe(9);
+  });
+
+  test('an aborted transaction and its marker: nothing deliverable, covered through the marker', () => {
+    const aborted = Array.from({ length: 5 }, (_, i) =>
+      record(10 + i, { first: 10, delta: 4, producerId: '7', inTransaction: true }),
+    );
+    const marker = record(
+      15,
+      { first: 15, delta: 0, producerId: '7', inTransaction: true, control: true },
+      Buffer.from([0, 0, 0, 0]),
+    );
+    const batch = fetchedBatch(
+      't',
+      '10',
+      data([...aborted, marker], [{ producerId: '7', firstOffset: '10' }]),
+    );
+    expect(batch.isEmpty()).toBe(true);
+    expect(coveredThrough(batch)).toBe(15);
+  });
+
+  test('committed records followed by their commit marker: delivered records, covered through the marker', () => {
+    const committed = [20, 21, 22].map((o) =>
+      record(o, { first: 20, delta: 2, producerId: '8', inTransaction: true }),
+    );
+    const marker = record(
+      23,
+      { first: 23, delta: 0, producerId: '8', inTransaction: true, control: true },
+      Buffer.from([0, 0, 0, 1]),
+    );
+    const batch = fetchedBatch('t', '20', data([...committed, marker]));
+    expect(batch.isEmpty()).toBe(false);
+    expect(coveredThrough(batch)).toBe(23);
+  });
+
+  test('a fetch with no record at all moves nothing', () => {
+    expect(coveredThrough(fetchedBatch('t', '42', data([])))).toBeUndefined();
+  });
+
+  test('the legacy message format (no record batch header): the last record', () => {
+    const legacy = { offset: '5', key: null, value: Buffer.from('{}'), headers: {}, isControlRecord: false };
+    expect(coveredThrough(fetchedBatch('t', '5', data([legacy])))).toBe(5);
+  });
+});
