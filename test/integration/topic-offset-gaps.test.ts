@@ -113,21 +113,23 @@ test('a compacted topic whose batches lost their last records to the cleaner is 
     { lance: { uri: lanceDir }, materializer: { maxPublicationDelayMs: 200, pollMs: 200 } },
     {
       'cleanup.policy': 'compact',
+      'segment.bytes': '65536',
       'segment.ms': '100',
       'min.cleanable.dirty.ratio': '0.01',
       'min.compaction.lag.ms': '0',
       'delete.retention.ms': '100',
     },
   );
-  // Thirty batches of 200: the first 170 records of each have keys of their own and
-  // carry 1 KiB (kept), the last 30 share hot keys that every later batch writes again
-  // (compacted away), so every batch but the last ends in offsets that hold no record.
-  // Over 4 MiB survive: a fetch (4 MiB per partition) ends at such a batch.
-  const pad = 'x'.repeat(1_000);
-  const batches = Array.from({ length: 30 }, (_, b) =>
-    Array.from({ length: 200 }, (_, i) => {
-      const n = b * 200 + i;
-      return i < 170
+  // Twenty batches of 100: the first 70 records of each have keys of their own (kept),
+  // the last 30 share hot keys that every later batch writes again (compacted away), so
+  // every batch but the last ends in offsets that hold no record. Segments of 64 KiB hold a few
+  // batches each, and a fetch never reads past its segment's end: a fetch from inside a
+  // compacted tail returns that batch alone, with nothing at or above the fetch offset.
+  const pad = 'x'.repeat(200);
+  const batches = Array.from({ length: 20 }, (_, b) =>
+    Array.from({ length: 100 }, (_, i) => {
+      const n = b * 100 + i;
+      return i < 70
         ? {
             key: `own-${n}`,
             value: JSON.stringify({ n, level: 'info', service: 'svc', message: `${n} ${pad}` }),
