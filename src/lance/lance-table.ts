@@ -317,6 +317,37 @@ export class LanceTable {
     }
   }
 
+  /**
+   * How many rows carry each row key (see `rowKey`) in the intervals: on the open handle,
+   * or (`fresh`) on a new connection as countFresh reads the table. It reads the key
+   * columns of every row in the intervals, so it runs only when a count of a
+   * publication's rows does not match its plan.
+   */
+  async rowKeyCounts(
+    intervals: readonly OffsetIntervalFilter[],
+    fresh: boolean,
+  ): Promise<Map<string, number>> {
+    if (intervals.length === 0) return new Map();
+    if (!fresh) {
+      const table = await this.#current();
+      return table ? keyCounts(table, intervals) : new Map();
+    }
+    const db = await lancedb.connect(this.target.uri, {
+      ...(this.target.storageOptions ? { storageOptions: { ...this.target.storageOptions } } : {}),
+    });
+    try {
+      if (!(await db.tableNames()).includes(this.target.table)) return new Map();
+      const table = await db.openTable(this.target.table);
+      try {
+        return await keyCounts(table, intervals);
+      } finally {
+        table.close();
+      }
+    } finally {
+      db.close();
+    }
+  }
+
   /** Rows whose (topic, partition, offset) fall in the intervals. */
   async countRows(intervals: readonly OffsetIntervalFilter[]): Promise<number> {
     const table = intervals.length === 0 ? undefined : await this.#current();
@@ -483,22 +514,66 @@ export async function commitCleanupFence(table: lancedb.Table, name: string): Pr
   return before + 1;
 }
 
+/** Filters for the intervals, 64 a piece (one query each). */
+function intervalFilters(intervals: readonly OffsetIntervalFilter[]): string[] {
+  const filters: string[] = [];
+  for (let i = 0; i < intervals.length; i += 64) {
+    filters.push(
+      intervals
+        .slice(i, i + 64)
+        .map(
+          (v) =>
+            `(${TOPIC_COLUMN} = '${v.topic.replace(/'/g, "''")}' AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last})`,
+        )
+        .join(' OR '),
+    );
+  }
+  return filters;
+}
+
 async function countIntervals(
   table: lancedb.Table,
   intervals: readonly OffsetIntervalFilter[],
 ): Promise<number> {
   let total = 0;
-  for (let i = 0; i < intervals.length; i += 64) {
-    const filter = intervals
-      .slice(i, i + 64)
-      .map(
-        (v) =>
-          `(${TOPIC_COLUMN} = '${v.topic.replace(/'/g, "''")}' AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last})`,
-      )
-      .join(' OR ');
-    total += await table.countRows(filter);
-  }
+  for (const filter of intervalFilters(intervals)) total += await table.countRows(filter);
   return total;
+}
+
+/**
+ * One row's identity, the table's row key as one string: (_topic, _partition, _offset,
+ * _row), `_row` 0 for a table (or staged data) without it, one row per record.
+ */
+export function rowKey(topic: string, partition: number, offset: number, row: number): string {
+  return `${topic}\u0000${partition}\u0000${offset}\u0000${row}`;
+}
+
+/** A row key as people write it: topic[partition]@offset#row. */
+export function describeRowKey(key: string): string {
+  const [topic, partition, offset, row] = key.split('\u0000');
+  return `${topic}[${partition}]@${offset}#${row}`;
+}
+
+async function keyCounts(
+  table: lancedb.Table,
+  intervals: readonly OffsetIntervalFilter[],
+): Promise<Map<string, number>> {
+  const hasRow = (await table.schema()).fields.some((f) => f.name === ROW_COLUMN);
+  const columns = [TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN, ...(hasRow ? [ROW_COLUMN] : [])];
+  const counts = new Map<string, number>();
+  for (const filter of intervalFilters(intervals)) {
+    const rows = (await table.query().where(filter).select(columns).toArray()) as {
+      readonly _topic: string;
+      readonly _partition: number;
+      readonly _offset: bigint | number;
+      readonly _row?: number | null;
+    }[];
+    for (const r of rows) {
+      const key = rowKey(r._topic, r._partition, Number(r._offset), r._row ?? 0);
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+  }
+  return counts;
 }
 
 /** Int32 staged into an Int64 column is cast by Lance; other differences are conflicts. */
