@@ -17,6 +17,7 @@ import { readSealedPart } from '../../src/staging';
 import {
   TABLE,
   TOPIC,
+  capturingLogger,
   openFixtureStaging,
   openMaterializer,
   ownershipOf,
@@ -254,11 +255,15 @@ describe('insert-if-absent over records an earlier transform published', () => {
     await publishedByOldOwner();
     const dirB = path.join(dir, 'b', TABLE);
     await stageWith(dirB, newTransform, 'B', 2);
-    const b = await openMaterializer(dirB, lanceDir, { commitAfter: 'published', owner: 'B' });
+    const { logger, lines } = capturingLogger();
+    const b = await openMaterializer(dirB, lanceDir, { commitAfter: 'published', owner: 'B', logger });
     b.setOwnership(ownershipOf(1, chainB, 0));
     const results = await b.runOnce();
     b.close();
     expect(results.reduce((n, r) => n + r.rows, 0)).toBe(RECORDS);
+    expect(lines.filter((l) => l.event === 'publication.explained')).toEqual([
+      expect.objectContaining({ rows: RECORDS, found: 3 * RECORDS, extraRows: 2 * RECORDS }),
+    ]);
     expect(await sealedPartCount(dirB)).toBe(0);
     expect(await fsp.readdir(path.join(dirB, 'plans'))).toEqual([]);
     expectOldRowsOnce(await readQuads(lanceDir));
