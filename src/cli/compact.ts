@@ -1,4 +1,5 @@
 import type { ResolvedConsumer } from '../config';
+import { commitCleanupFence, keepFromCutoff } from '../lance/lance-table';
 import { CliError } from './errors';
 import { datasetPathOf, openExistingTable, tableShape, type TableShape } from './lance-read';
 
@@ -43,13 +44,17 @@ export interface CompactResult {
  * Compacts the table's small fragments, folds new rows into its indexes and removes
  * versions older than the retention (LanceDB optimize). Safe while replicas append:
  * a compaction commits like any writer and Lance rebases it; a reader on a removed
- * version must reopen the table.
+ * version must reopen the table. Versions are removed only below a cleanup fence
+ * committed first, so that an insert-if-absent merge still in flight from before
+ * meets it at its commit (lance-table.ts, commitCleanupFence).
  */
 export async function compact(consumer: ResolvedConsumer, retentionMs: number): Promise<CompactResult> {
   const opened = await openExistingTable(consumer);
   try {
     const before = await tableShape(opened.table);
-    const stats = await opened.table.optimize({ cleanupOlderThan: new Date(Date.now() - retentionMs) });
+    const keepFrom = await commitCleanupFence(opened.table, consumer.table);
+    const cutoff = keepFromCutoff(await opened.table.listVersions(), Date.now() - retentionMs, keepFrom);
+    const stats = await opened.table.optimize({ cleanupOlderThan: new Date(cutoff) });
     await opened.table.checkoutLatest();
     const after = await tableShape(opened.table);
     return {

@@ -317,6 +317,37 @@ export class LanceTable {
     }
   }
 
+  /**
+   * How many rows carry each row key (see `rowKey`) in the intervals: on the open handle,
+   * or (`fresh`) on a new connection as countFresh reads the table. It reads the key
+   * columns of every row in the intervals, so it runs only when a count of a
+   * publication's rows does not match its plan.
+   */
+  async rowKeyCounts(
+    intervals: readonly OffsetIntervalFilter[],
+    fresh: boolean,
+  ): Promise<Map<string, number>> {
+    if (intervals.length === 0) return new Map();
+    if (!fresh) {
+      const table = await this.#current();
+      return table ? keyCounts(table, intervals) : new Map();
+    }
+    const db = await lancedb.connect(this.target.uri, {
+      ...(this.target.storageOptions ? { storageOptions: { ...this.target.storageOptions } } : {}),
+    });
+    try {
+      if (!(await db.tableNames()).includes(this.target.table)) return new Map();
+      const table = await db.openTable(this.target.table);
+      try {
+        return await keyCounts(table, intervals);
+      } finally {
+        table.close();
+      }
+    } finally {
+      db.close();
+    }
+  }
+
   /** Rows whose (topic, partition, offset) fall in the intervals. */
   async countRows(intervals: readonly OffsetIntervalFilter[]): Promise<number> {
     const table = intervals.length === 0 ? undefined : await this.#current();
@@ -334,15 +365,21 @@ export class LanceTable {
    * is removed only once it has not been the latest for that long (see
    * `safeCleanupCutoff`), never by LanceDB's own rule (created that long ago), which
    * on a store without atomic commits can delete the files of the version a publisher
-   * still in flight builds on. Resolves with undefined when the table does not exist yet.
+   * still in flight builds on; and only below a cleanup fence committed first
+   * (`commitCleanupFence`), which every insert-if-absent merge that read an older
+   * version meets at its commit, however long it ran. Resolves with undefined when the
+   * table does not exist yet.
    */
   async optimize(cleanupOlderThanMs = 0, now = Date.now()): Promise<OptimizeOutcome | undefined> {
     const table = await this.#current();
     if (!table) return undefined;
     // The handle reads the latest version (readConsistencyInterval 0), as listVersions lists all.
     return retryConflicts(async () => {
-      const cutoff =
-        cleanupOlderThanMs > 0 ? safeCleanupCutoff(await table.listVersions(), now - cleanupOlderThanMs) : 0;
+      let cutoff = 0;
+      if (cleanupOlderThanMs > 0) {
+        const keepFrom = await commitCleanupFence(table, this.target.table);
+        cutoff = safeCleanupCutoff(await table.listVersions(), now - cleanupOlderThanMs, keepFrom);
+      }
       // new Date(0): LanceDB's default (7 days) would otherwise apply; nothing is older than 1970.
       const stats = await table.optimize({ cleanupOlderThan: new Date(cutoff) });
       return {
@@ -399,6 +436,7 @@ export interface OptimizeOutcome {
 export function safeCleanupCutoff(
   versions: readonly { readonly version: number; readonly timestamp: Date }[],
   retainSince: number,
+  keepFrom = Number.POSITIVE_INFINITY,
 ): number {
   const sorted = [...versions].sort((a, b) => a.version - b.version);
   let latestThen = -1;
@@ -407,7 +445,90 @@ export function safeCleanupCutoff(
   if (latestThen < 0) return 0;
   let cutoff = retainSince;
   for (const v of sorted.slice(latestThen)) cutoff = Math.min(cutoff, Math.floor(v.timestamp.getTime()));
-  return cutoff;
+  return keepFromCutoff(sorted, cutoff, keepFrom);
+}
+
+/**
+ * `cutoff` lowered so that every version from `keepFrom` on (a cleanup fence and what
+ * followed it) is kept, whatever clock stamped it: LanceDB removes by timestamp.
+ */
+export function keepFromCutoff(
+  versions: readonly { readonly version: number; readonly timestamp: Date }[],
+  cutoff: number,
+  keepFrom: number,
+): number {
+  let kept = cutoff;
+  for (const v of versions)
+    if (v.version >= keepFrom) kept = Math.min(kept, Math.floor(v.timestamp.getTime()));
+  return kept;
+}
+
+/** A cleanup fence that did not commit as one: nothing is cleaned up without it. */
+export class CleanupFenceError extends KafkaLanceError {
+  constructor(table: string, detail: string, cause?: unknown) {
+    super('LANCE_WRITE_FAILED', `Lance table ${table}: cleanup fence ${detail}; no version removed`, {
+      cause,
+      retriable: true,
+      context: { table },
+    });
+  }
+}
+
+/**
+ * Commits a cleanup fence and returns the lowest version a cleanup after it must keep.
+ *
+ * Lance checks a commit against the manifests written after its read version that
+ * still exist: a version removed by cleanup is skipped. An insert-if-absent merge that
+ * read the table before a cleanup and commits after it (a replica frozen inside its
+ * merge, a whole-table join on a large table: no bound on how long) would then miss a
+ * concurrent merge of the same keys whose version was removed, and insert its rows
+ * twice. A replica knows only its own merges, so the rule rests on Lance's own check
+ * instead of a bound on merge time: the fence is an update that matches no row, i.e.
+ * an Update transaction without a key filter, which every key-checked merge-insert
+ * committed after it conflicts with (Lance 12; measured, and test/lance/
+ * cleanup-long-merge.test.ts holds it); such a merge runs again against the latest
+ * version, inserting only absent keys, or fails and is retried as a publication. The
+ * cleanup removes only versions below the fence (all that it keeps from `keepFrom` on
+ * stays): whichever versions a merge that read before the fence misses, it cannot miss
+ * the fence, and a later cleanup removes the fence only after committing its own.
+ */
+export async function commitCleanupFence(table: lancedb.Table, name: string): Promise<number> {
+  const before = await table.version();
+  let result: { rowsUpdated: number; version: number };
+  try {
+    // _offset is never negative (a Kafka offset): the update changes nothing and still commits.
+    result = await table.update({
+      where: `${OFFSET_COLUMN} < 0`,
+      valuesSql: { [OFFSET_COLUMN]: OFFSET_COLUMN },
+    });
+  } catch (error) {
+    if (isCommitConflict(error)) throw error;
+    throw new CleanupFenceError(name, 'failed', error);
+  }
+  if (result.rowsUpdated !== 0 || result.version <= before) {
+    throw new CleanupFenceError(
+      name,
+      `committed no new version (version ${result.version} after ${before}, ${result.rowsUpdated} rows updated)`,
+    );
+  }
+  return before + 1;
+}
+
+/** Filters for the intervals, 64 a piece (one query each). */
+function intervalFilters(intervals: readonly OffsetIntervalFilter[]): string[] {
+  const filters: string[] = [];
+  for (let i = 0; i < intervals.length; i += 64) {
+    filters.push(
+      intervals
+        .slice(i, i + 64)
+        .map(
+          (v) =>
+            `(${TOPIC_COLUMN} = '${v.topic.replace(/'/g, "''")}' AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last})`,
+        )
+        .join(' OR '),
+    );
+  }
+  return filters;
 }
 
 async function countIntervals(
@@ -415,17 +536,44 @@ async function countIntervals(
   intervals: readonly OffsetIntervalFilter[],
 ): Promise<number> {
   let total = 0;
-  for (let i = 0; i < intervals.length; i += 64) {
-    const filter = intervals
-      .slice(i, i + 64)
-      .map(
-        (v) =>
-          `(${TOPIC_COLUMN} = '${v.topic.replace(/'/g, "''")}' AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last})`,
-      )
-      .join(' OR ');
-    total += await table.countRows(filter);
-  }
+  for (const filter of intervalFilters(intervals)) total += await table.countRows(filter);
   return total;
+}
+
+/**
+ * One row's identity, the table's row key as one string: (_topic, _partition, _offset,
+ * _row), `_row` 0 for a table (or staged data) without it, one row per record.
+ */
+export function rowKey(topic: string, partition: number, offset: number, row: number): string {
+  return `${topic}\u0000${partition}\u0000${offset}\u0000${row}`;
+}
+
+/** A row key as people write it: topic[partition]@offset#row. */
+export function describeRowKey(key: string): string {
+  const [topic, partition, offset, row] = key.split('\u0000');
+  return `${topic}[${partition}]@${offset}#${row}`;
+}
+
+async function keyCounts(
+  table: lancedb.Table,
+  intervals: readonly OffsetIntervalFilter[],
+): Promise<Map<string, number>> {
+  const hasRow = (await table.schema()).fields.some((f) => f.name === ROW_COLUMN);
+  const columns = [TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN, ...(hasRow ? [ROW_COLUMN] : [])];
+  const counts = new Map<string, number>();
+  for (const filter of intervalFilters(intervals)) {
+    const rows = (await table.query().where(filter).select(columns).toArray()) as {
+      readonly _topic: string;
+      readonly _partition: number;
+      readonly _offset: bigint | number;
+      readonly _row?: number | null;
+    }[];
+    for (const r of rows) {
+      const key = rowKey(r._topic, r._partition, Number(r._offset), r._row ?? 0);
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+  }
+  return counts;
 }
 
 /** Int32 staged into an Int64 column is cast by Lance; other differences are conflicts. */

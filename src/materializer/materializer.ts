@@ -256,9 +256,10 @@ export class Materializer {
    * Compaction by one replica at a time: the owner of the first partition of the
    * first topic (by the chains it was given). A commit conflict with a concurrent
    * append is retried inside; any other failure is logged, never fatal. Versions that
-   * stopped being the latest `cleanupOlderThanMs` ago are removed with it: two
-   * compactors for a moment (ownership moving) are harmless, each keeps what the
-   * other's in-flight commits may still need (LanceTable.optimize).
+   * stopped being the latest `cleanupOlderThanMs` ago are removed with it, only below a
+   * cleanup fence committed first (an insert-if-absent merge in flight from before meets
+   * it at its commit): two compactors for a moment (ownership moving) are harmless, each
+   * keeps what the other's in-flight commits may still need (LanceTable.optimize).
    */
   async optimizeIfLeader(): Promise<boolean> {
     const first = [...this.#ownership.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))[0];

@@ -4,7 +4,8 @@ import type { BoundedBudget } from '../common/bounded-budget';
 import { KafkaLanceError, asError } from '../common/errors';
 import { fsyncDirectory, pathExists } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
-import type { LanceTable, WriteMode } from '../lance/lance-table';
+import { describeRowKey, rowKey, type LanceTable, type WriteMode } from '../lance/lance-table';
+import { ROW_COLUMN, stagedColumns } from '../staging/system-columns';
 import * as path from 'node:path';
 import { ATOMIC_STORE, CommitLostError, sleep, type CommitCheck } from './commit-check';
 import { crashPoint } from './crash-points';
@@ -37,11 +38,33 @@ export class PublicationMismatchError extends KafkaLanceError {
 
 /** A publication found half in the table after a crash: it cannot be resolved without a human. */
 export class PartialPublicationError extends KafkaLanceError {
-  constructor(planId: string, table: string, found: number, expected: number) {
+  constructor(
+    planId: string,
+    table: string,
+    found: number,
+    expected: number,
+    message = `table ${table} holds ${found} of the ${expected} rows of publication ${planId}; a Lance add is atomic, so this is not ours to repair: stopping the table`,
+    context: Readonly<Record<string, unknown>> = {},
+  ) {
+    super('PUBLICATION_PARTIAL', message, { context: { planId, table, found, expected, ...context } });
+  }
+}
+
+/**
+ * A row key (_topic, _partition, _offset[, _row]) the table holds more than once in a
+ * publication's offset runs: a real duplicate, which no earlier owner or transform
+ * explains. It stops the table like a partial publication.
+ */
+export class DuplicatedRowsError extends PartialPublicationError {
+  constructor(planId: string, table: string, found: number, expected: number, duplicated: readonly string[]) {
+    const examples = duplicated.slice(0, 5).map(describeRowKey);
     super(
-      'PUBLICATION_PARTIAL',
-      `table ${table} holds ${found} of the ${expected} rows of publication ${planId}; a Lance add is atomic, so this is not ours to repair: stopping the table`,
-      { context: { planId, table, found, expected } },
+      planId,
+      table,
+      found,
+      expected,
+      `table ${table} holds ${duplicated.length} row key(s) of publication ${planId} twice or more (${examples.join(', ')}${duplicated.length > examples.length ? ', ...' : ''}): rows were inserted twice; stopping the table`,
+      { duplicatedKeys: duplicated.length, examples },
     );
   }
 }
@@ -117,7 +140,7 @@ export class Publisher {
           adds += 1;
           const t0 = performance.now();
           try {
-            return await this.#afterAdd(plan.id, record!, addError, adds);
+            return await this.#afterAdd(plan.id, record!, addError, adds, () => publicationKeys(prepared));
           } finally {
             checkSeconds += (performance.now() - t0) / 1000;
           }
@@ -168,6 +191,7 @@ export class Publisher {
     record: WritingRecord,
     addError: Error | undefined,
     adds: number,
+    keys: () => ReadonlySet<string>,
   ): Promise<'done' | 'again'> {
     const check = this.#check;
     crashPoint('before-confirm');
@@ -176,6 +200,12 @@ export class Publisher {
     const found = await this.#settledCount(record);
     if (found === record.rows) return 'done';
     const table = this.o.lance.target.table;
+    if (
+      this.o.write === 'insert-if-absent' &&
+      found > record.rows &&
+      (await this.#explained(planId, record, found, keys))
+    )
+      return 'done';
     if (!this.#mayHoldPart(found, record.rows))
       throw new PartialPublicationError(planId, table, found, record.rows);
     // A rejected add that left nothing: an ordinary failure (the store is down, ...), retried from `writing`.
@@ -193,7 +223,9 @@ export class Publisher {
    * the caller finishes those). No plan left → a cleanup was cut short after its
    * sources went: forget the rest; `published` → delete leftover sources; `writing`
    * → the table decides: all its rows there → published, none → write again, some →
-   * stop (PartialPublicationError); a plan alone → publish it, unless every source is
+   * stop (PartialPublicationError), except for an insert-if-absent publication, which is
+   * written again (only absent keys go in; the check after that write tells a surplus the
+   * table explains from a duplicate); a plan alone → publish it, unless every source is
    * gone (only a cleanup deletes sources: an older cleanup order removed `published`
    * before the plan).
    */
@@ -256,14 +288,53 @@ export class Publisher {
   }
 
   /**
-   * Whether the table may hold `found` of a publication's `rows` without a fault. An
-   * append is one commit: all or none. An insert-if-absent may find part of its rows
-   * inserted by another owner's publication of the same records (a revoked replica's,
-   * late): inserting again adds only the absent ones. More than all is a duplicate.
+   * Whether the table may hold `found` (not `rows`) of a publication's rows without a
+   * fault, so that writing it (again) is right. An append is one commit: all or none.
+   * An insert-if-absent may find part of its rows inserted by another owner's
+   * publication of the same records (a revoked replica's, late), or more rows than it
+   * holds (those records published under an earlier transform that emitted more rows
+   * per record): inserting adds only the absent keys, and the check after the write
+   * (`#explained`) tells a surplus the table explains from a duplicate.
    */
   #mayHoldPart(found: number, rows: number): boolean {
     if (found === 0) return true;
-    return this.o.write === 'insert-if-absent' && found < rows;
+    return this.o.write === 'insert-if-absent' && found !== rows;
+  }
+
+  /**
+   * An insert-if-absent publication whose offset runs hold more rows than it does, after
+   * its write: done when the table explains the surplus, i.e. every row key of the
+   * publication is present and no row key in its runs is held twice. The surplus rows are
+   * then other rows of the same records (other `_row`s), published by an earlier owner
+   * under a transform that emitted more rows per record: each record is in the table,
+   * each row key once. A key held twice is a real duplicate (DuplicatedRowsError: the
+   * table stops). A key of the publication absent means its write did not land: false,
+   * and the caller treats it as any write that did not land.
+   */
+  async #explained(
+    planId: string,
+    record: WritingRecord,
+    found: number,
+    keys: () => ReadonlySet<string>,
+  ): Promise<boolean> {
+    // The same view as the settled count that found the surplus (the settle wait is behind us).
+    const counts = await this.o.lance.rowKeyCounts(record.intervals, !this.#check.atomic);
+    const table = this.o.lance.target.table;
+    const duplicated = [...counts].filter(([, n]) => n > 1).map(([key]) => key);
+    if (duplicated.length > 0) throw new DuplicatedRowsError(planId, table, found, record.rows, duplicated);
+    for (const key of keys()) if (!counts.has(key)) return false;
+    this.o.logger.warn(
+      {
+        event: 'publication.explained',
+        id: planId,
+        table,
+        rows: record.rows,
+        found,
+        extraRows: found - record.rows,
+      },
+      'the table holds more rows of these records than this publication (an earlier transform emitted more rows per record): each of its row keys is there once; done',
+    );
+    return true;
   }
 
   #verify(plan: Plan, prepared: readonly PreparedPart[]): WritingRecord {
@@ -314,6 +385,29 @@ export class Publisher {
     crashPoint('after-sources-deleted');
     await ledger.forget(this.o.tableDir, plan.id);
   }
+}
+
+/** The row keys of a publication's prepared rows (`_row` 0 where the staged data has none). */
+function publicationKeys(prepared: readonly PreparedPart[]): Set<string> {
+  const keys = new Set<string>();
+  for (const part of prepared) {
+    for (const batch of part.batches) {
+      const reader = stagedColumns(batch);
+      const row = batch.getChild(ROW_COLUMN);
+      for (let i = 0; i < batch.numRows; i++) {
+        const index: unknown = row?.get(i);
+        keys.add(
+          rowKey(
+            reader.topic(i),
+            reader.partition(i),
+            reader.offset(i),
+            typeof index === 'number' ? index : 0,
+          ),
+        );
+      }
+    }
+  }
+  return keys;
 }
 
 /** Source bytes a publication holds while it is prepared and written: fetched + decoded. */

@@ -1,4 +1,4 @@
-import { safeCleanupCutoff } from '../../src/lance/lance-table';
+import { keepFromCutoff, safeCleanupCutoff } from '../../src/lance/lance-table';
 
 const v = (version: number, ms: number) => ({ version, timestamp: new Date(ms) });
 
@@ -28,5 +28,14 @@ describe('safeCleanupCutoff: a version is removable only once it stopped being t
     expect(
       safeCleanupCutoff([v(1, 1000), { version: 2, timestamp: new Date(2000.7) }, v(3, 9000)], 5000),
     ).toBe(2000);
+  });
+
+  test('every version from the cleanup fence on is kept, whatever clock stamped it', () => {
+    // v3 is the fence (a compactor whose clock runs ahead stamped v4 earlier than v3).
+    const versions = [v(1, 1000), v(2, 2000), v(3, 9000), v(4, 1500), v(5, 9500)];
+    expect(safeCleanupCutoff(versions, 9800, 3)).toBe(1500);
+    expect(keepFromCutoff(versions, 9800, 3)).toBe(1500);
+    // Without a version at or after the fence stamped earlier, the fence changes nothing.
+    expect(safeCleanupCutoff([v(1, 1000), v(2, 2000), v(3, 9000)], 5000, 3)).toBe(2000);
   });
 });

@@ -11,11 +11,13 @@ import * as lancedb from '@lancedb/lancedb';
 import { recordOffset } from '../../src/common/offsets';
 import { RecordDecoder, type DecoderOptions, type RawMessage } from '../../src/decode/record-decoder';
 import { ledger } from '../../src/materializer/plan';
+import { DuplicatedRowsError } from '../../src/materializer/publisher';
 import { intervalsOf } from '../../src/materializer/preparation';
 import { readSealedPart } from '../../src/staging';
 import {
   TABLE,
   TOPIC,
+  capturingLogger,
   openFixtureStaging,
   openMaterializer,
   ownershipOf,
@@ -190,4 +192,125 @@ test('a writing publication of multi-row records found whole in Lance is resolve
   expect(await fsp.readdir(path.join(tableDir, 'plans'))).toEqual([]);
   expectEveryRowOnce(await readQuads(lanceDir), 1, () => 300);
   again.close();
+});
+
+/**
+ * 'published' commit mode: an owner publishes records and dies before committing them;
+ * the next owner consumes them again from Kafka, after a deploy whose transform emits
+ * fewer rows per record. Its insert-if-absent publication finds the earlier rows of the
+ * same records (more than it holds): the table explains that (every record present, each
+ * (_topic, _partition, _offset, _row) once), so the publication is done, not a stop.
+ */
+describe('insert-if-absent over records an earlier transform published', () => {
+  const emitting = (rows: (offset: number) => number): DecoderOptions => ({
+    ...multiRow,
+    transform: (r) => {
+      const v = r.value as { n: number };
+      return Array.from({ length: rows(v.n) }, (_, i) => ({ item: `${r.partition}/${v.n}/${i}` }));
+    },
+  });
+  const oldTransform = emitting(() => 3);
+  const newTransform = emitting(() => 1);
+  const RECORDS = 300;
+  const chainB = [...chainA, { owner: 'B', epoch: 2, start: 0 }];
+
+  async function stageWith(dir: string, decoderOptions: DecoderOptions, owner: string, epoch: number) {
+    const staging = await openFixtureStaging(dir, { owner, epoch });
+    const decoder = new RecordDecoder(decoderOptions, () => NOW);
+    const decoded = decoder.decode(
+      TOPIC,
+      0,
+      Array.from({ length: RECORDS }, (_, o) => message(o)),
+    );
+    staging.push({
+      topic: TOPIC,
+      partition: 0,
+      batch: decoded.batch,
+      minute: decoded.minute,
+      handledThrough: recordOffset(RECORDS - 1),
+    });
+    await staging.flush({ force: true });
+    await staging.close();
+  }
+
+  /** Owner A published records [0, RECORDS) with three rows each (and committed none). */
+  async function publishedByOldOwner(): Promise<void> {
+    const dirA = path.join(dir, 'a', TABLE);
+    await stageWith(dirA, oldTransform, 'A', 1);
+    const a = await openMaterializer(dirA, lanceDir, { commitAfter: 'published', owner: 'A' });
+    a.setOwnership(ownershipOf(1, chainA, 0));
+    await a.runOnce();
+    a.close();
+    expect((await readQuads(lanceDir)).length).toBe(3 * RECORDS);
+  }
+
+  function expectOldRowsOnce(quads: readonly LanceQuad[]): void {
+    const keys = new Set(quads.map((q) => `${q.offset}/${q.row}`));
+    expect(keys.size).toBe(quads.length);
+    expect(quads.length).toBe(3 * RECORDS);
+    for (let o = 0; o < RECORDS; o++) for (let r = 0; r < 3; r++) expect(keys.has(`${o}/${r}`)).toBe(true);
+  }
+
+  test('the next owner re-publishing them with one row per record finds three and is done', async () => {
+    await publishedByOldOwner();
+    const dirB = path.join(dir, 'b', TABLE);
+    await stageWith(dirB, newTransform, 'B', 2);
+    const { logger, lines } = capturingLogger();
+    const b = await openMaterializer(dirB, lanceDir, { commitAfter: 'published', owner: 'B', logger });
+    b.setOwnership(ownershipOf(1, chainB, 0));
+    const results = await b.runOnce();
+    b.close();
+    expect(results.reduce((n, r) => n + r.rows, 0)).toBe(RECORDS);
+    expect(lines.filter((l) => l.event === 'publication.explained')).toEqual([
+      expect.objectContaining({ rows: RECORDS, found: 3 * RECORDS, extraRows: 2 * RECORDS }),
+    ]);
+    expect(await sealedPartCount(dirB)).toBe(0);
+    expect(await fsp.readdir(path.join(dirB, 'plans'))).toEqual([]);
+    expectOldRowsOnce(await readQuads(lanceDir));
+  });
+
+  test('recovering its writing publication after a restart finds three rows per record and is done', async () => {
+    await publishedByOldOwner();
+    const dirB = path.join(dir, 'b', TABLE);
+    await stageWith(dirB, newTransform, 'B', 2);
+    // The merge fails once (a full disk, injected) after `writing` is durable: the
+    // publication is left `writing`, as a crash before the merge leaves it.
+    const flag = path.join(dir, 'disk-full');
+    await fsp.writeFile(flag, '');
+    process.env.KAFKA_LANCE_TEST_DISK_FULL_LANCE = flag;
+    try {
+      const first = await openMaterializer(dirB, lanceDir, { commitAfter: 'published', owner: 'B' });
+      first.setOwnership(ownershipOf(1, chainB, 0));
+      expect(await first.runOnce()).toEqual([]);
+      first.close();
+    } finally {
+      delete process.env.KAFKA_LANCE_TEST_DISK_FULL_LANCE;
+    }
+    expect((await ledger.list(dirB)).some((e) => e.writing !== undefined)).toBe(true);
+
+    const restarted = await openMaterializer(dirB, lanceDir, { commitAfter: 'published', owner: 'B' });
+    restarted.setOwnership(ownershipOf(1, chainB, 0));
+    await restarted.resume();
+    while ((await sealedPartCount(dirB)) > 0) await restarted.runOnce();
+    restarted.close();
+    expect(await fsp.readdir(path.join(dirB, 'plans'))).toEqual([]);
+    expectOldRowsOnce(await readQuads(lanceDir));
+  });
+
+  test('a row key the table really holds twice still stops the table', async () => {
+    await publishedByOldOwner();
+    // The same rows appended once more (as a plain add racing a merge leaves them).
+    const db = await lancedb.connect(lanceDir);
+    const t = await db.openTable(TABLE);
+    await t.add(await t.query().where('_offset < 10').toArrow());
+    t.close();
+    db.close();
+    const dirB = path.join(dir, 'b', TABLE);
+    await stageWith(dirB, newTransform, 'B', 2);
+    const b = await openMaterializer(dirB, lanceDir, { commitAfter: 'published', owner: 'B' });
+    b.setOwnership(ownershipOf(1, chainB, 0));
+    await expect(b.runOnce()).rejects.toThrow(DuplicatedRowsError);
+    b.close();
+    expect(await sealedPartCount(dirB)).toBe(1);
+  });
 });
