@@ -242,7 +242,10 @@ test('transactional producers: aborted records (one transaction larger than a fe
   expect(seeksOf([replica])).toBeLessThan(5);
 });
 
-describe.each([true, false])('retention passing the group position (fromBeginning %s)', (fromBeginning) => {
+// fromBeginning false: a claim that found no commit (kafkajs's reset used to erase it) would
+// start at the log end and skip every record still in Kafka.
+describe('retention passing the group position', () => {
+  const fromBeginning = false;
   test('resumes at the earliest offset, counts the records it never saw, keeps the chain and commits to the log end', async () => {
     const lanceDir = path.join(suite.work, `${uniqueName('retention')}-lance`);
     const PARTITIONS = 2;
