@@ -266,6 +266,8 @@ export class Ingestion {
         this.#tracker.assign(c.topic, c.partition, c.start, c.chain, epoch.epoch);
         this.#positions.set(tpKey(c.topic, c.partition), { epoch: epoch.epoch, next: c.start });
         this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.start);
+        // A claim starts from the commit anew: a position beyond the log end is the new claim's to find.
+        this.#o.metrics.offsetsAheadOfLog.remove({ topic: c.topic, partition: String(c.partition) });
       }
       const assignedOffsets = claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const);
       // A full disk fails the seal of the old epoch's parts: wait for space (the epoch
