@@ -3,7 +3,8 @@ import * as path from 'node:path';
 import { BoundedBudget } from '../common/bounded-budget';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import type { TopicPartitionKey } from '../common/offsets';
+import { tpKey, type TopicPartitionKey } from '../common/offsets';
+import { nearChainEnd } from '../ownership/publishable-range';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
 import { ClaimRegistry } from '../staging/claims';
 import { pathExists } from '../common/fs-durable';
@@ -353,6 +354,7 @@ export class Materializer {
       parts,
       rows: parts.reduce((n, p) => n + p.keptRows, 0),
       bytes: parts.reduce((n, p) => n + p.bytes, 0),
+      ...(group[0]!.write === 'insert-if-absent' ? { write: 'insert-if-absent' as const } : {}),
     };
     await ledger.writePlan(this.#o.tableDir, plan);
     crashPoint('after-plan');
@@ -372,13 +374,35 @@ export class Materializer {
       if (!this.#failures.waiting(plan.id, now)) {
         const outcome = entry.quarantined
           ? { pending: !(await this.#setAside(plan, entry.quarantined, now)) }
-          : await this.#attempt(plan, () => this.#resume(entry), now);
+          : await this.#attempt(plan, () => this.#resume(this.#withAgedEpochs(entry)), now);
         pending = outcome.pending;
         if ('result' in outcome && outcome.result) results.push(outcome.result);
       }
       if (pending) for (const p of plan.parts) held.add(p.path);
     }
     return held;
+  }
+
+  /**
+   * A plan written as an append whose epochs have since dropped out of a full chain, or
+   * come close (a replica back after many rebalances with plans in its ledger): published
+   * insert-if-absent, since a dropped epoch's plan of another replica may hold a redundant
+   * copy of its rows (DESIGN.md, "Scale-down and old epochs"). Decided anew at every
+   * attempt from the current snapshot; the plan file is not rewritten.
+   */
+  #withAgedEpochs(entry: LedgerEntry): LedgerEntry {
+    const { plan } = entry;
+    if (!plan || plan.write === 'insert-if-absent') return entry;
+    const aged = plan.parts.some((part) =>
+      part.ranges.some((r) => {
+        const ownership = this.#ownership.get(tpKey(r.topic, r.partition));
+        return (
+          ownership !== undefined &&
+          nearChainEnd(ownership.chain, part.epoch.owner, part.epoch.epoch, this.#o.owner)
+        );
+      }),
+    );
+    return aged ? { ...entry, plan: { ...plan, write: 'insert-if-absent' } } : entry;
   }
 
   async #resume(entry: LedgerEntry): Promise<PublicationResult | 'finished'> {

@@ -117,12 +117,12 @@ export class Publisher {
           adds += 1;
           const t0 = performance.now();
           try {
-            return await this.#afterAdd(plan.id, record!, addError, adds);
+            return await this.#afterAdd(plan, record!, addError, adds);
           } finally {
             checkSeconds += (performance.now() - t0) / 1000;
           }
         },
-        this.o.write ?? 'append',
+        this.#writeOf(plan),
       );
       crashPoint('after-add');
     } finally {
@@ -164,7 +164,7 @@ export class Publisher {
 
   /** After each add: 'done' when the rows are in for good, 'again' when a concurrent commit overwrote them. */
   async #afterAdd(
-    planId: string,
+    plan: Plan,
     record: WritingRecord,
     addError: Error | undefined,
     adds: number,
@@ -176,7 +176,8 @@ export class Publisher {
     const found = await this.#settledCount(record);
     if (found === record.rows) return 'done';
     const table = this.o.lance.target.table;
-    if (!this.#mayHoldPart(found, record.rows))
+    const planId = plan.id;
+    if (!this.#mayHoldPart(plan, found, record.rows))
       throw new PartialPublicationError(planId, table, found, record.rows);
     // A rejected add that left nothing: an ordinary failure (the store is down, ...), retried from `writing`.
     if (addError) throw addError;
@@ -225,7 +226,7 @@ export class Publisher {
           checkSeconds,
           adds: 0,
         };
-      } else if (!this.#mayHoldPart(found, writing.rows)) {
+      } else if (!this.#mayHoldPart(plan, found, writing.rows)) {
         throw new PartialPublicationError(plan.id, this.o.lance.target.table, found, writing.rows);
       }
     } else if (!done && plan.parts.length > 0 && (await allMissing(plan.parts.map((p) => p.path)))) {
@@ -261,9 +262,14 @@ export class Publisher {
    * inserted by another owner's publication of the same records (a revoked replica's,
    * late): inserting again adds only the absent ones. More than all is a duplicate.
    */
-  #mayHoldPart(found: number, rows: number): boolean {
+  #mayHoldPart(plan: Plan, found: number, rows: number): boolean {
     if (found === 0) return true;
-    return this.o.write === 'insert-if-absent' && found < rows;
+    return this.#writeOf(plan) === 'insert-if-absent' && found < rows;
+  }
+
+  /** A plan of an epoch the chain dropped is insert-if-absent whatever the replica's mode. */
+  #writeOf(plan: Plan): WriteMode {
+    return plan.write === 'insert-if-absent' ? plan.write : (this.o.write ?? 'append');
   }
 
   #verify(plan: Plan, prepared: readonly PreparedPart[]): WritingRecord {
