@@ -324,15 +324,23 @@ export class Replica {
       // A snapshot read after the final commit (the one in flight may predate it): with it
       // the planner sees every committed row as ready. Unreadable (broker gone): the drain
       // publishes what the last snapshot allows, the rest waits on disk.
-      for (let i = 0; i < 2; i++)
-        await this.#snapshots
-          .refresh()
-          .catch((error: unknown) =>
-            this.#logger.warn(
-              { event: 'materializer.ownership.failed', err: errorMessage(error) },
-              'could not read offsets',
+      // Bounded by the deadline: kafkajs retries a read for tens of seconds when the
+      // broker is gone, and the drain is worth nothing after the deadline.
+      for (let i = 0; i < 2 && Date.now() < drainUntil; i++) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          this.#snapshots
+            .refresh()
+            .catch((error: unknown) =>
+              this.#logger.warn(
+                { event: 'materializer.ownership.failed', err: errorMessage(error) },
+                'could not read offsets',
+              ),
             ),
-          );
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, drainUntil - Date.now())))),
+        ]);
+        clearTimeout(timer);
+      }
     }
     // Finish the running publication (never interrupt a Lance add), then drain.
     await this.#materializer?.stop(drainUntil);
