@@ -78,5 +78,14 @@ export function appendEpoch(chain: readonly OwnershipEpoch[], entry: OwnershipEp
  * and old epochs").
  */
 export function mayHaveDroppedEntries(chain: readonly OwnershipEpoch[]): boolean {
-  return chain.length > 0 && Buffer.byteLength(encodeChain(chain)) + WIDEST_ENTRY_BYTES > MAX_CHAIN_BYTES;
+  // The planner asks for every range of every part at every run, of the same few chain
+  // objects (one per partition per snapshot): encode each once.
+  let full = fullness.get(chain);
+  if (full === undefined) {
+    full = chain.length > 0 && Buffer.byteLength(encodeChain(chain)) + WIDEST_ENTRY_BYTES > MAX_CHAIN_BYTES;
+    fullness.set(chain, full);
+  }
+  return full;
 }
+
+const fullness = new WeakMap<readonly OwnershipEpoch[], boolean>();
