@@ -51,6 +51,7 @@ export class Replica {
   readonly #failed: Promise<Error>;
   readonly #materializer: MaterializerHost | undefined;
   readonly #ownershipTimer: NodeJS.Timeout | undefined;
+  readonly #snapshots: SequencedSnapshots<OwnershipRow[]> | undefined;
   readonly #gaugeTimer: NodeJS.Timeout;
   readonly #dataDirLock: DataDirLock;
 
@@ -93,6 +94,7 @@ export class Replica {
           );
       refresh();
       this.#ownershipTimer = setInterval(refresh, consumer.materializer.pollMs);
+      this.#snapshots = snapshots;
     }
     // Gauges read off the running stages; lag needs the log end from the broker.
     let lagInFlight = false;
@@ -306,19 +308,51 @@ export class Replica {
     return this.#ingestion.ready;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Graceful stop: stop fetching, flush, commit, seal, leave the group; then publish what
+   * was committed (the drain), starting no publication after `drainUntil` (epoch ms; the
+   * caller's own deadline minus the time one publication may take). What a drain cannot
+   * publish stays on the data directory, resolvable by any later start on it (DESIGN.md,
+   * "Scale-down and old epochs").
+   */
+  async stop(drainUntil = Date.now() + DEFAULT_DRAIN_MS): Promise<void> {
     this.#logger.info({ event: 'replica.stop' }, 'stopping: stop fetching, flush, commit');
     clearInterval(this.#gaugeTimer);
     await this.#ingestion.stop();
     if (this.#ownershipTimer) clearInterval(this.#ownershipTimer);
-    // Finish the running publication (never interrupt a Lance add).
-    await this.#materializer?.stop();
+    if (this.#snapshots) {
+      // A snapshot read after the final commit (the one in flight may predate it): with it
+      // the planner sees every committed row as ready. Unreadable (broker gone): the drain
+      // publishes what the last snapshot allows, the rest waits on disk.
+      // Bounded by the deadline: kafkajs retries a read for tens of seconds when the
+      // broker is gone, and the drain is worth nothing after the deadline.
+      for (let i = 0; i < 2 && Date.now() < drainUntil; i++) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          this.#snapshots
+            .refresh()
+            .catch((error: unknown) =>
+              this.#logger.warn(
+                { event: 'materializer.ownership.failed', err: errorMessage(error) },
+                'could not read offsets',
+              ),
+            ),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, drainUntil - Date.now())))),
+        ]);
+        clearTimeout(timer);
+      }
+    }
+    // Finish the running publication (never interrupt a Lance add), then drain.
+    await this.#materializer?.stop(drainUntil);
     await this.#deadLetters.close();
     await this.#admin.disconnect();
     await this.#dataDirLock.release();
     this.#logger.info({ event: 'replica.stopped', ...this.#ingestion.stats }, 'replica stopped');
   }
 }
+
+/** How long a stop without a deadline of its own keeps starting publications. */
+const DEFAULT_DRAIN_MS = 15_000;
 
 /**
  * `schema: 'infer'`: the Lance table's column types, so that every staging worker of

@@ -19,6 +19,10 @@ import type { Logger } from './common/logger';
  *   reads the chains) throw; `commit` makes the consumer's first `commitOffsets` (the
  *   claim commit: no data commit can precede a claim) be refused. Logs
  *   `test.fail-claim`.
+ * - KAFKA_LANCE_TEST_MAX_CHAIN_BYTES=<n> — the ownership chain's bound in bytes (default
+ *   3,800, about 85 entries): a test lowers it so that a few rebalances drop an epoch
+ *   from the chain. Read by src/ownership/chain.ts itself, in every thread (the planner
+ *   runs in the materializer's worker), not wired here.
  */
 export interface TestHooks {
   /** Called for every staged batch the pool reports (main thread). */

@@ -12,6 +12,8 @@ import { packageVersion, requireConsumerFile } from './paths';
 import type { ScaleDemoOptions } from './scale-demo';
 
 const SHUTDOWN_TIMEOUT_MS = Number(process.env.KAFKA_LANCE_SHUTDOWN_TIMEOUT_MS ?? 25_000);
+/** The last part of a graceful stop in which no publication starts: 1/3 of it, at most 10 s. */
+const DRAIN_MARGIN_MS = Math.min(10_000, SHUTDOWN_TIMEOUT_MS / 3);
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -139,8 +141,11 @@ Example:
           process.exit(1);
         }, SHUTDOWN_TIMEOUT_MS);
         timer.unref();
+        // Publications start until a margin before the timeout (one may take seconds on a
+        // slow store; a Lance add is never interrupted), so the exit still comes in time.
+        const drainUntil = Date.now() + SHUTDOWN_TIMEOUT_MS - DRAIN_MARGIN_MS;
         starting
-          .then((replica) => replica.stop())
+          .then((replica) => replica.stop(drainUntil))
           .then(
             () => process.exit(0),
             (error: unknown) => {

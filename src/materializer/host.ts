@@ -122,9 +122,12 @@ export class MaterializerHost {
     this.worker.postMessage({ type: 'sealed', parts });
   }
 
-  /** Lets the running publication finish, then the thread ends by itself. */
-  async stop(): Promise<void> {
-    this.worker.postMessage({ type: 'stop' });
+  /**
+   * Lets the running publication finish, publishes what is ready (starting nothing after
+   * `drainUntil`, epoch ms), then the thread ends by itself.
+   */
+  async stop(drainUntil: number): Promise<void> {
+    this.worker.postMessage({ type: 'stop', drainUntil });
     await this.#stopped;
   }
 }

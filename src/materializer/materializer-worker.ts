@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { errorMessage } from '../common/errors';
-import { createLogger } from '../common/logger';
+import { createLogger, type Logger } from '../common/logger';
 import { tpKey } from '../common/offsets';
 import { Materializer } from './materializer';
 import type { PartitionOwnership } from './planner';
@@ -27,6 +27,7 @@ async function main(): Promise<void> {
   let ownership: Map<ReturnType<typeof tpKey>, PartitionOwnership> | undefined;
   let ownershipSequence = 0;
   let stopping = false;
+  let drainUntil = 0;
   let wake: (() => void) | undefined;
   port.on('message', (m: MaterializerRequest) => {
     if (m.type === 'ownership') {
@@ -42,6 +43,7 @@ async function main(): Promise<void> {
       return; // the next ownership snapshot (every pollMs) wakes the loop; no extra round
     } else {
       stopping = true;
+      drainUntil = m.drainUntil;
     }
     wake?.();
   });
@@ -80,9 +82,59 @@ async function main(): Promise<void> {
     });
     wake = undefined;
   }
+  if (ownership) await drain(materializer, drainUntil, logger);
+  reply({ type: 'stats', stats: materializer.stats() });
   materializer.close();
   reply({ type: 'stopped' });
   port.close();
+}
+
+/**
+ * A graceful stop's last publications (DESIGN.md, "Scale-down and old epochs"): the
+ * replica has committed, sealed and left the group, and the last snapshot (read after the
+ * final commit) makes its staged rows ready. Publish them now, small groups included, so
+ * that a replica scaled away leaves nothing committed on its volume; start nothing after
+ * the deadline (a Lance add is never interrupted: the process would crash). What is left
+ * stays resolvable by the next start on this data directory, however many rebalances later.
+ */
+async function drain(materializer: Materializer, until: number, logger: Logger): Promise<void> {
+  let publications = 0;
+  let rows = 0;
+  let failed: string | undefined;
+  while (Date.now() < until) {
+    let results;
+    try {
+      results = await materializer.runOnce(Date.now(), { until });
+    } catch (error) {
+      if (error instanceof PartialPublicationError) throw error;
+      failed = errorMessage(error); // the store is down or slow: what is left waits for the next start
+      break;
+    }
+    publications += results.length;
+    rows += results.reduce((n, r) => n + r.rows, 0);
+    if (results.length > 0) continue;
+    // Nothing published: done, unless a failed plan waits for its retry (a slow store).
+    if (materializer.left.retryingPlans === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, Math.max(0, until - Date.now()))));
+  }
+  const { waitingParts, unresolvableParts, retryingPlans } = materializer.left;
+  const left = await materializer.partsOnDisk();
+  const facts = {
+    event: 'materializer.drained',
+    publications,
+    rows,
+    left,
+    waitingParts,
+    unresolvableParts,
+    retryingPlans,
+    timedOut: Date.now() >= until,
+  };
+  if (left === 0 && failed === undefined) logger.info(facts, 'stop: every staged part published');
+  else
+    logger.warn(
+      { ...facts, ...(failed !== undefined ? { err: failed } : {}) },
+      'stop: staged parts left on this data directory; a replica started on it publishes them',
+    );
 }
 
 main().catch((error: unknown) => {

@@ -1,9 +1,11 @@
 import { ulid } from 'ulid';
+import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { BoundedBudget } from '../common/bounded-budget';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import type { TopicPartitionKey } from '../common/offsets';
+import { tpKey, type TopicPartitionKey } from '../common/offsets';
+import { nearChainEnd } from '../ownership/publishable-range';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
 import { ClaimRegistry } from '../staging/claims';
 import { pathExists } from '../common/fs-durable';
@@ -203,17 +205,17 @@ export class Materializer {
   }
 
   /** Finishes what a crash or a failure left in the ledger. Runs before any new plan. */
-  async resume(now = Date.now()): Promise<PublicationResult[]> {
+  async resume(now = Date.now(), drain?: Drain): Promise<PublicationResult[]> {
     const results: PublicationResult[] = [];
-    this.#inPlan = await this.#runLedger(now, results);
+    this.#inPlan = await this.#runLedger(now, results, drain);
     return results;
   }
 
   /** Plans what is ready and publishes it; returns the publications made. */
-  async runOnce(now = Date.now()): Promise<PublicationResult[]> {
+  async runOnce(now = Date.now(), drain?: Drain): Promise<PublicationResult[]> {
     // Plans left by a failure (or a crash) go first, the same way recovery does it; the
     // parts of those still waiting for a retry stay out of new plans.
-    const results = await this.resume(now);
+    const results = await this.resume(now, drain);
     const { parts, quarantined } = await this.#catalog.refresh();
     if (quarantined.length > 0) this.#bump(this.#quarantinedParts, 'part-corrupt', quarantined.length);
     const out = planPublications({
@@ -223,7 +225,8 @@ export class Materializer {
       commitAfter: this.#o.commitAfter ?? 'staged',
       planned: this.#inPlan,
       maxPublicationBytes: this.#o.maxPublicationBytes,
-      maxPublicationDelayMs: this.#o.maxPublicationDelayMs,
+      // A drain publishes a small group now: nothing more will join it in this process.
+      maxPublicationDelayMs: drain ? 0 : this.#o.maxPublicationDelayMs,
       now,
     });
     this.#stats.waitingParts = out.waiting;
@@ -243,6 +246,9 @@ export class Materializer {
     const settling = this.#o.commitCheck !== undefined && !this.#o.commitCheck.atomic;
     const inFlight = Math.max(this.#o.mode === 'streamed' ? 2 : 1, settling ? SETTLING_IN_FLIGHT : 1);
     for (let i = 0; i < plans.length; i += inFlight) {
+      // A drain starts nothing after its deadline; a plan not started stays in the ledger
+      // and is published by the next start on this data directory.
+      if (drain && Date.now() >= drain.until) break;
       const batch = plans.slice(i, i + inFlight);
       const settled = await Promise.all(
         batch.map((p) => this.#attempt(p, () => this.#publisher.publish(p, this.#o.mode), now)),
@@ -304,6 +310,25 @@ export class Materializer {
     }
   }
 
+  /** What the last run left: parts not ready, parts held, plans waiting for a retry (nothing drained). */
+  get left(): {
+    readonly waitingParts: number;
+    readonly unresolvableParts: number;
+    readonly retryingPlans: number;
+  } {
+    return {
+      waitingParts: this.#stats.waitingParts,
+      unresolvableParts: this.#stats.unresolvableParts,
+      retryingPlans: this.#failures.retrying,
+    };
+  }
+
+  /** Sealed parts still in the staging directory (a graceful stop reports what it leaves). */
+  async partsOnDisk(): Promise<number> {
+    const names = await fsp.readdir(this.#o.tableDir).catch(() => [] as string[]);
+    return names.filter((n) => n.endsWith('.arrows')).length;
+  }
+
   /** A snapshot; it drains the recent publications and permit waits it reports. */
   stats(): MaterializerStats {
     const recent = this.#recent;
@@ -354,6 +379,7 @@ export class Materializer {
       parts,
       rows: parts.reduce((n, p) => n + p.keptRows, 0),
       bytes: parts.reduce((n, p) => n + p.bytes, 0),
+      ...(group[0]!.write === 'insert-if-absent' ? { write: 'insert-if-absent' as const } : {}),
     };
     await ledger.writePlan(this.#o.tableDir, plan);
     crashPoint('after-plan');
@@ -361,7 +387,7 @@ export class Materializer {
   }
 
   /** Every ledger entry once, in creation order; returns the parts of plans still pending. */
-  async #runLedger(now: number, results: PublicationResult[]): Promise<Set<string>> {
+  async #runLedger(now: number, results: PublicationResult[], drain?: Drain): Promise<Set<string>> {
     const held = new Set<string>();
     for (const entry of await ledger.list(this.#o.tableDir)) {
       const { plan } = entry;
@@ -370,16 +396,39 @@ export class Materializer {
         continue;
       }
       let pending = true;
-      if (!this.#failures.waiting(plan.id, now)) {
+      const late = drain !== undefined && Date.now() >= drain.until;
+      if (!late && !this.#failures.waiting(plan.id, now)) {
         const outcome = entry.quarantined
           ? { pending: !(await this.#setAside(plan, entry.quarantined, now)) }
-          : await this.#attempt(plan, () => this.#resume(entry), now);
+          : await this.#attempt(plan, () => this.#resume(this.#withAgedEpochs(entry)), now);
         pending = outcome.pending;
         if ('result' in outcome && outcome.result) results.push(outcome.result);
       }
       if (pending) for (const p of plan.parts) held.add(p.path);
     }
     return held;
+  }
+
+  /**
+   * A plan written as an append whose epochs have since dropped out of a full chain, or
+   * come close (a replica back after many rebalances with plans in its ledger): published
+   * insert-if-absent, since a dropped epoch's plan of another replica may hold a redundant
+   * copy of its rows (DESIGN.md, "Scale-down and old epochs"). Decided anew at every
+   * attempt from the current snapshot; the plan file is not rewritten.
+   */
+  #withAgedEpochs(entry: LedgerEntry): LedgerEntry {
+    const { plan } = entry;
+    if (!plan || plan.write === 'insert-if-absent') return entry;
+    const aged = plan.parts.some((part) =>
+      part.ranges.some((r) => {
+        const ownership = this.#ownership.get(tpKey(r.topic, r.partition));
+        return (
+          ownership !== undefined &&
+          nearChainEnd(ownership.chain, part.epoch.owner, part.epoch.epoch, this.#o.owner)
+        );
+      }),
+    );
+    return aged ? { ...entry, plan: { ...plan, write: 'insert-if-absent' } } : entry;
   }
 
   async #resume(entry: LedgerEntry): Promise<PublicationResult | 'finished'> {
@@ -542,6 +591,11 @@ export class Materializer {
   #bump<K extends string>(counts: Partial<Record<K, number>>, key: K, n = 1): void {
     counts[key] = (counts[key] ?? 0) + n;
   }
+}
+
+/** A graceful stop's last runs: publish what is ready at once, start nothing after `until` (epoch ms). */
+export interface Drain {
+  readonly until: number;
 }
 
 /** Publications of one replica in flight at once while their commits settle. */

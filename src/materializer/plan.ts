@@ -1,9 +1,13 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { fsyncDirectory, mkdirDurably, writeFileAtomically } from '../common/fs-durable';
+import type { WriteMode } from '../lance/lance-table';
 import type { StagingEpoch } from '../staging/epoch';
 import type { PartOffsetRange } from '../staging/sealed-part';
 import { crashPoint } from './crash-points';
+
+/** How a plan's rows go into Lance: a plain append, or insert-if-absent on the row key. */
+export type PlanWrite = WriteMode;
 
 /** The rows of one partition of a part that a publication keeps: offsets in [from, below). */
 export interface KeepRange {
@@ -38,6 +42,13 @@ export interface Plan {
   readonly parts: readonly PlanPart[];
   readonly rows: number;
   readonly bytes: number;
+  /**
+   * 'insert-if-absent': the plan holds rows of an epoch the ownership chain had dropped
+   * (some may be a redundant copy of rows another epoch published), or it is published
+   * in 'published' commit mode. Absent (plans written before this field, and ordinary
+   * plans in 'staged' mode): the replica's mode decides.
+   */
+  readonly write?: PlanWrite;
 }
 
 /** Offsets of one partition present in a publication, as runs of consecutive offsets: exact, never covering another publication's rows. */

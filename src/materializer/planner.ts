@@ -1,11 +1,11 @@
 import { decodeTime } from 'ulid';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { OwnershipEpoch } from '../ownership/chain';
-import { publishableRange } from '../ownership/publishable-range';
+import { nearChainEnd, publishableRange } from '../ownership/publishable-range';
 import { parsePartName } from '../staging/part-name';
 import type { SealedPart } from '../staging/sealed-part';
 import { keptRowsOfRanges } from './keep-range';
-import type { KeepRange, PlanPart } from './plan';
+import type { KeepRange, PlanPart, PlanWrite } from './plan';
 import * as path from 'node:path';
 
 /** What the broker says of a partition: its ownership chain and its last landed commit. */
@@ -40,6 +40,12 @@ export interface PartDecision {
   readonly keep: readonly KeepRange[];
   /** Rows of the part outside the keep ranges exist: the kept count needs a read. */
   readonly straddles: boolean;
+  /**
+   * 'insert-if-absent' when a partition of the part belongs to an epoch the chain dropped
+   * (its kept rows may be a redundant copy of another epoch's rows); such parts are
+   * planned apart, so that ordinary publications stay plain appends.
+   */
+  readonly write: PlanWrite;
 }
 
 export interface PlannerOutput {
@@ -47,7 +53,11 @@ export interface PlannerOutput {
   readonly groups: readonly (readonly PartDecision[])[];
   /** Parts whose rows are not all below a landed commit yet. */
   readonly waiting: number;
-  /** Parts whose epoch the ownership chain no longer reaches: held, never guessed at. */
+  /**
+   * Parts whose epoch the ownership chain lacks although it dropped nothing (its metadata
+   * was replaced: an offset reset, expired group offsets): held, never guessed at. An
+   * epoch a full chain dropped is not here: it is resolved (`superseded`).
+   */
   readonly unresolvable: readonly {
     part: string;
     topic: string;
@@ -74,6 +84,7 @@ export function planPublications(input: PlannerInput): PlannerOutput {
     let straddles = false;
     let isReady = true;
     let held = false;
+    let write: PlanWrite = 'append';
     for (const r of part.ranges) {
       const ownership = input.ownership.get(tpKey(r.topic, r.partition));
       if (!ownership) {
@@ -86,11 +97,24 @@ export function planPublications(input: PlannerInput): PlannerOutput {
         part.epoch.epoch,
         ownership.committed,
       );
-      if (lookup.kind === 'unknown') {
+      if (lookup.kind !== 'found') {
+        // First, for either kind: an epoch of this process newer than the snapshot is not
+        // old; resolving it as superseded would cut all of its rows.
         if (snapshotPredatesClaim(ownership.chain, part.epoch.owner, part.epoch.epoch, input.liveOwner)) {
           isReady = false; // this process claimed the epoch after the snapshot was read: wait for a newer one
           break;
         }
+      }
+      if (lookup.kind === 'superseded') {
+        // An epoch the chain dropped: rows below the oldest retained start, once, by key.
+        write = 'insert-if-absent';
+        keep.push({ topic: r.topic, partition: r.partition, from: 0, below: lookup.below });
+        const inside = (r.lastOffset as number) < lookup.below;
+        const outside = (r.firstOffset as number) >= lookup.below;
+        if (!inside && !outside) straddles = true;
+        continue;
+      }
+      if (lookup.kind === 'unknown') {
         unresolvable.push({ part: part.path, topic: r.topic, partition: r.partition, ...part.epoch });
         held = true;
         break;
@@ -104,24 +128,27 @@ export function planPublications(input: PlannerInput): PlannerOutput {
         isReady = false; // not all rows committed yet
         break;
       }
+      if (nearChainEnd(ownership.chain, part.epoch.owner, part.epoch.epoch, input.liveOwner))
+        write = 'insert-if-absent'; // its epoch is close to being dropped: see nearChainEnd
       keep.push({ topic: r.topic, partition: r.partition, from: lookup.start, below: ceiling });
       const inside = (r.firstOffset as number) >= lookup.start && (r.lastOffset as number) < ceiling;
       const outside = (r.lastOffset as number) < lookup.start || (r.firstOffset as number) >= ceiling;
       if (!inside && !outside) straddles = true;
     }
     if (held) continue; // reported once, as unresolvable, not also as waiting
-    if (isReady) ready.push({ part, keep, straddles });
+    if (isReady) ready.push({ part, keep, straddles, write });
     else waiting += 1;
   }
 
-  // One schema per publication; parts in name order (schema, minute, ULID).
+  // One schema and one write mode per publication; parts in name order (schema, minute, ULID).
   const bySchema = new Map<string, PartDecision[]>();
   for (const d of ready.sort((a, b) =>
     path.basename(a.part.path).localeCompare(path.basename(b.part.path)),
   )) {
-    const list = bySchema.get(d.part.schemaKey) ?? [];
+    const key = `${d.part.schemaKey}/${d.write}`;
+    const list = bySchema.get(key) ?? [];
     list.push(d);
-    bySchema.set(d.part.schemaKey, list);
+    bySchema.set(key, list);
   }
   const groups: PartDecision[][] = [];
   for (const decisions of bySchema.values()) {

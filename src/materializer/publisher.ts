@@ -140,12 +140,12 @@ export class Publisher {
           adds += 1;
           const t0 = performance.now();
           try {
-            return await this.#afterAdd(plan.id, record!, addError, adds, () => publicationKeys(prepared));
+            return await this.#afterAdd(plan, record!, addError, adds, () => publicationKeys(prepared));
           } finally {
             checkSeconds += (performance.now() - t0) / 1000;
           }
         },
-        this.o.write ?? 'append',
+        this.#writeOf(plan),
       );
       crashPoint('after-add');
     } finally {
@@ -187,7 +187,7 @@ export class Publisher {
 
   /** After each add: 'done' when the rows are in for good, 'again' when a concurrent commit overwrote them. */
   async #afterAdd(
-    planId: string,
+    plan: Plan,
     record: WritingRecord,
     addError: Error | undefined,
     adds: number,
@@ -200,13 +200,14 @@ export class Publisher {
     const found = await this.#settledCount(record);
     if (found === record.rows) return 'done';
     const table = this.o.lance.target.table;
+    const planId = plan.id;
     if (
-      this.o.write === 'insert-if-absent' &&
+      this.#writeOf(plan) === 'insert-if-absent' &&
       found > record.rows &&
       (await this.#explained(planId, record, found, keys))
     )
       return 'done';
-    if (!this.#mayHoldPart(found, record.rows))
+    if (!this.#mayHoldPart(plan, found, record.rows))
       throw new PartialPublicationError(planId, table, found, record.rows);
     // A rejected add that left nothing: an ordinary failure (the store is down, ...), retried from `writing`.
     if (addError) throw addError;
@@ -257,7 +258,7 @@ export class Publisher {
           checkSeconds,
           adds: 0,
         };
-      } else if (!this.#mayHoldPart(found, writing.rows)) {
+      } else if (!this.#mayHoldPart(plan, found, writing.rows)) {
         throw new PartialPublicationError(plan.id, this.o.lance.target.table, found, writing.rows);
       }
     } else if (!done && plan.parts.length > 0 && (await allMissing(plan.parts.map((p) => p.path)))) {
@@ -296,9 +297,9 @@ export class Publisher {
    * per record): inserting adds only the absent keys, and the check after the write
    * (`#explained`) tells a surplus the table explains from a duplicate.
    */
-  #mayHoldPart(found: number, rows: number): boolean {
+  #mayHoldPart(plan: Plan, found: number, rows: number): boolean {
     if (found === 0) return true;
-    return this.o.write === 'insert-if-absent' && found !== rows;
+    return this.#writeOf(plan) === 'insert-if-absent' && found !== rows;
   }
 
   /**
@@ -335,6 +336,11 @@ export class Publisher {
       'the table holds more rows of these records than this publication (an earlier transform emitted more rows per record): each of its row keys is there once; done',
     );
     return true;
+  }
+
+  /** A plan of an epoch the chain dropped is insert-if-absent whatever the replica's mode. */
+  #writeOf(plan: Plan): WriteMode {
+    return plan.write === 'insert-if-absent' ? plan.write : (this.o.write ?? 'append');
   }
 
   #verify(plan: Plan, prepared: readonly PreparedPart[]): WritingRecord {

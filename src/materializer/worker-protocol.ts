@@ -24,7 +24,12 @@ export type MaterializerRequest =
     }
   /** Parts this replica's staging sealed, as their writers describe them (no read back needed). */
   | { readonly type: 'sealed'; readonly parts: readonly SealedPart[] }
-  | { readonly type: 'stop' };
+  /**
+   * Finish the running publication, then publish what the last snapshot makes ready
+   * (everything this replica committed, in 'staged' mode), starting nothing after
+   * `drainUntil` (epoch ms), then end.
+   */
+  | { readonly type: 'stop'; readonly drainUntil: number };
 
 export type MaterializerReply =
   | { readonly type: 'ready' }

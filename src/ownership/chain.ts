@@ -15,9 +15,30 @@ export interface OwnershipEpoch {
   readonly start: number;
 }
 
-/** The broker's default offset.metadata.max.bytes is 4096; keep well inside it. */
-export const MAX_CHAIN_BYTES = 3_800;
+/** The widest an entry can encode to, with its separating comma (a ULID owner, safe integers). */
+const WIDEST_ENTRY_BYTES = Buffer.byteLength(
+  `,["${'0'.repeat(26)}",${Number.MAX_SAFE_INTEGER},${Number.MAX_SAFE_INTEGER}]`,
+);
+
+/**
+ * The broker's default offset.metadata.max.bytes is 4096; keep well inside it. A test
+ * may lower it (KAFKA_LANCE_TEST_MAX_CHAIN_BYTES, src/testing-hooks.ts) so that a chain
+ * drops its oldest entries after a few rebalances instead of ~85; read once per thread
+ * (worker threads inherit the environment), so every thread of a process agrees.
+ */
+export const MAX_CHAIN_BYTES = maxChainBytes(process.env);
 const TAG = 'kl1';
+
+function maxChainBytes(env: NodeJS.ProcessEnv): number {
+  const raw = env.KAFKA_LANCE_TEST_MAX_CHAIN_BYTES;
+  if (raw === undefined || raw === '') return 3_800;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 2 * WIDEST_ENTRY_BYTES || n > 3_800)
+    throw new Error(
+      `KAFKA_LANCE_TEST_MAX_CHAIN_BYTES must be an integer in [${2 * WIDEST_ENTRY_BYTES}, 3800], not ${raw}`,
+    );
+  return n;
+}
 
 export function encodeChain(chain: readonly OwnershipEpoch[]): string {
   return JSON.stringify({ [TAG]: chain.map((e) => [e.owner, e.epoch, e.start]) });
@@ -46,3 +67,25 @@ export function appendEpoch(chain: readonly OwnershipEpoch[], entry: OwnershipEp
   while (next.length > 1 && Buffer.byteLength(encodeChain(next)) > MAX_CHAIN_BYTES) next.shift();
   return next;
 }
+
+/**
+ * Whether the chain may have dropped older entries: it has no room left for one more
+ * entry of the widest kind. A chain that dropped its oldest entry is always this full
+ * (it was over the bound before the drop, and one entry is at most that wide), and
+ * every later append keeps it so. A chain with room to spare that lacks an epoch did
+ * not lose it to the bound: its metadata was replaced (an operator's offset reset, the
+ * group's offsets expired), and nothing can be concluded from it (DESIGN.md, "Scale-down
+ * and old epochs").
+ */
+export function mayHaveDroppedEntries(chain: readonly OwnershipEpoch[]): boolean {
+  // The planner asks for every range of every part at every run, of the same few chain
+  // objects (one per partition per snapshot): encode each once.
+  let full = fullness.get(chain);
+  if (full === undefined) {
+    full = chain.length > 0 && Buffer.byteLength(encodeChain(chain)) + WIDEST_ENTRY_BYTES > MAX_CHAIN_BYTES;
+    fullness.set(chain, full);
+  }
+  return full;
+}
+
+const fullness = new WeakMap<readonly OwnershipEpoch[], boolean>();

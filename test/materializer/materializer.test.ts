@@ -5,6 +5,7 @@ import * as lancedb from '@lancedb/lancedb';
 import type { CrashPointName } from '../../src/materializer/crash-points';
 import { PartialPublicationError } from '../../src/materializer/publisher';
 import { ledger } from '../../src/materializer/plan';
+import { appendEpoch, mayHaveDroppedEntries, type OwnershipEpoch } from '../../src/ownership/chain';
 import {
   TABLE,
   TOPIC,
@@ -80,7 +81,7 @@ test("the ceiling rule: an ended epoch's rows at or above the next owner's start
   m.close();
 });
 
-test('parts of an epoch the chain no longer reaches are held, not guessed at', async () => {
+test('parts of an epoch a replaced (not full) chain lacks are held, not guessed at', async () => {
   await stageRows(tableDir, { partitions: 1, perPartition: 100, rowsPerPart: 100, owner: 'Z' });
   const m = await openMaterializer(tableDir, lanceDir);
   m.setOwnership(ownershipOf(1, chainA, 100));
@@ -88,6 +89,33 @@ test('parts of an epoch the chain no longer reaches are held, not guessed at', a
   expect(m.stats().unresolvableParts).toBe(1);
   expect(await sealedPartCount(tableDir)).toBe(1);
   expect(await readLance(lanceDir)).toEqual([]);
+  m.close();
+});
+
+test('an epoch the full chain dropped is published, and its redundant copy of rows another epoch published is not inserted twice', async () => {
+  // Z owned p0 from 0 in epoch 1 and staged 0..999, but its last landed commit was 600: B
+  // claimed at 600 and published 600..999 while the chain still held both.
+  await stageRows(tableDir, { partitions: 1, perPartition: 400, rowsPerPart: 400, owner: 'B', from: 600 });
+  const m = await openMaterializer(tableDir, lanceDir, { owner: 'live' });
+  const zThenB: OwnershipEpoch[] = [
+    { owner: 'Z', epoch: 1, start: 0 },
+    { owner: 'B', epoch: 1, start: 600 },
+  ];
+  m.setOwnership(ownershipOf(1, zThenB, 1_000));
+  expect((await m.runOnce()).map((r) => r.rows)).toEqual([400]);
+  // Z's parts were on a volume that came back 200 claims later: neither Z nor B is in the chain.
+  await stageRows(tableDir, { partitions: 1, perPartition: 1_000, rowsPerPart: 500, owner: 'Z' });
+  let chain = zThenB;
+  for (let i = 0; i < 200; i++)
+    chain = appendEpoch(chain, { owner: `01JE${String(i).padStart(22, '0')}`, epoch: 2, start: 1_000 + i });
+  expect(mayHaveDroppedEntries(chain) && chain.every((e) => e.owner !== 'Z' && e.owner !== 'B')).toBe(true);
+  m.setOwnership(ownershipOf(1, chain, 1_200));
+  const results = await m.runOnce();
+  // Before: Z's parts were held as unresolvable for good (0..599 never published).
+  expect(m.stats().unresolvableParts).toBe(0);
+  expect(results.reduce((n, r) => n + r.rows, 0)).toBe(1_000); // planned: every row below the oldest start
+  expectExactly(await readLance(lanceDir), 1, () => 1_000); // inserted: only the absent 0..599
+  expect(await sealedPartCount(tableDir)).toBe(0);
   m.close();
 });
 

@@ -1,5 +1,7 @@
 import { tpKey, type RecordOffset } from '../../src/common/offsets';
+import fc from 'fast-check';
 import { planPublications, type PartitionOwnership } from '../../src/materializer/planner';
+import { appendEpoch, mayHaveDroppedEntries, type OwnershipEpoch } from '../../src/ownership/chain';
 import type { SealedPart } from '../../src/staging/sealed-part';
 import type { MinuteKey } from '../../src/staging/part-name';
 
@@ -62,7 +64,7 @@ describe('planner and ownership snapshots', () => {
     ]);
   });
 
-  test('a part whose epoch the chain no longer reaches is held once, not also counted as waiting', () => {
+  test('a part whose epoch a replaced (not full) chain lacks is held once, not also counted as waiting', () => {
     const out = plan([part('Z', 2, 0, 9)], { chain: [{ owner: 'A', epoch: 1, start: 10 }], committed: 20 });
     expect(out.unresolvable).toHaveLength(1);
     expect(out.waiting).toBe(0);
@@ -106,5 +108,108 @@ describe("planner in 'published' commit mode", () => {
         .groups.flat()
         .map((d) => d.keep),
     ).toEqual([[{ topic: 't', partition: 0, from: 100, below: 150 }]]);
+  });
+});
+
+/** Owners as long as real ones (ULIDs), so that the chain fills as it does in production. */
+const owner = (n: number) => `01JE${String(n).padStart(22, '0')}`;
+
+/** Claims appended as replicas append them (starts nondecreasing), until the bound drops old ones. */
+function chainOf(claims: readonly OwnershipEpoch[]): OwnershipEpoch[] {
+  return claims.reduce<OwnershipEpoch[]>((chain, c) => appendEpoch(chain, c), []);
+}
+
+describe('epochs a full chain dropped (scale-down, returning replicas)', () => {
+  // Z (a replica since scaled away) owned p from 0 in epoch 2 and staged 0..149; its last
+  // landed commit was 120, so the next owner claimed at 120. Then 200 more claims.
+  const z = { owner: owner(999), epoch: 2, start: 0 };
+  const later = Array.from({ length: 200 }, (_, i) => ({
+    owner: owner(i % 3),
+    epoch: 10 + i,
+    start: 120 + i,
+  }));
+  const chain = chainOf([z, ...later]);
+
+  test('a dropped epoch is planned, not held: rows below the oldest retained start, insert-if-absent; rows above cut', () => {
+    expect(mayHaveDroppedEntries(chain)).toBe(true);
+    expect(chain.some((e) => e.owner === z.owner)).toBe(false);
+    const oldest = chain[0]!.start;
+    const out = plan([part(z.owner, z.epoch, 0, oldest + 30)], { chain, committed: 400 }, owner(0));
+    expect(out.unresolvable).toEqual([]);
+    const decisions = out.groups.flat();
+    expect(decisions).toHaveLength(1);
+    expect(decisions[0]!.keep).toEqual([{ topic: 't', partition: 0, from: 0, below: oldest }]);
+    expect(decisions[0]!.straddles).toBe(true);
+    expect(decisions[0]!.write).toBe('insert-if-absent');
+  });
+
+  test('a part of a dropped epoch is never published in the same plan as an ordinary append', () => {
+    const newest = chain.at(-1)!;
+    const ordinary = part(newest.owner, newest.epoch, newest.start, newest.start + 5);
+    const out = plan(
+      [part(z.owner, z.epoch, 0, 100), ordinary],
+      { chain, committed: newest.start + 10 },
+      newest.owner,
+    );
+    expect(out.groups.map((g) => g.map((d) => d.write)).sort()).toEqual([['append'], ['insert-if-absent']]);
+  });
+
+  test("this process's epoch newer than the snapshot is never taken for a dropped one (that would cut all its rows)", () => {
+    const live = owner(0);
+    const out = plan([part(live, 9_999, 500, 520)], { chain, committed: 520 }, live);
+    expect(out.groups).toEqual([]);
+    expect(out.waiting).toBe(1);
+  });
+
+  test('an epoch in the older half of a full chain is published insert-if-absent, the newer half appends', () => {
+    const old = chain[1]!;
+    const young = chain.at(-2)!;
+    const outOld = plan(
+      [part(old.owner, old.epoch, old.start, old.start)],
+      { chain, committed: 999 },
+      owner(7),
+    );
+    const outYoung = plan(
+      [part(young.owner, young.epoch, young.start, young.start)],
+      { chain, committed: 999 },
+      owner(7),
+    );
+    expect(outOld.groups.flat().map((d) => d.write)).toEqual(['insert-if-absent']);
+    expect(outYoung.groups.flat().map((d) => d.write)).toEqual(['append']);
+  });
+
+  test('no number of claims makes a committed row of an ended epoch unpublishable, nor keeps a row another epoch owns in an append', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 300 }),
+        fc.array(fc.integer({ min: 0, max: 50 }), { minLength: 1, maxLength: 300 }),
+        (claims, gaps) => {
+          // Epoch 1 of X starts at 0; each later claim starts at or after the previous one.
+          const entries: OwnershipEpoch[] = [{ owner: 'X'.repeat(26), epoch: 1, start: 0 }];
+          for (let i = 0; i < claims; i++)
+            entries.push({
+              owner: owner(i % 5),
+              epoch: 2 + i,
+              start: entries.at(-1)!.start + gaps[i % gaps.length]!,
+            });
+          const ceiling = entries[1]!.start; // X's official rows: [0, ceiling)
+          const c = chainOf(entries);
+          const staged = ceiling + 20; // X staged 20 rows past its last commit before it went
+          const out = plan(
+            [part('X'.repeat(26), 1, 0, staged)],
+            { chain: c, committed: entries.at(-1)!.start },
+            owner(0),
+          );
+          const d = out.groups.flat();
+          if (d.length !== 1) return false; // never held, never waiting: an ended epoch
+          const k = d[0]!.keep[0]!;
+          // Every official row is kept; a kept row beyond the official range only insert-if-absent.
+          return (
+            k.from <= 0 && k.below >= ceiling && (k.below === ceiling || d[0]!.write === 'insert-if-absent')
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

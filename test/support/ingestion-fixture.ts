@@ -135,7 +135,9 @@ export async function publishable(
       ? publishableRange(c.chain, r.owner, r.epoch, c.committed)
       : { kind: 'unknown' as const };
     if (lookup.kind === 'unknown') unknown.push(r);
-    else if (r.offset >= lookup.start && r.offset < lookup.ceiling) kept.push(r);
+    else if (lookup.kind === 'superseded') {
+      if (r.offset < lookup.below) kept.push(r);
+    } else if (r.offset >= lookup.start && r.offset < lookup.ceiling) kept.push(r);
   }
   return { kept, unknown, chains };
 }
