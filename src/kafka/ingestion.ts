@@ -16,6 +16,7 @@ import { createHookedConsumer } from './coordinator-hook';
 import type { DeadLetterSink } from './dead-letter';
 import type { DiskPressure } from './disk-pressure';
 import { DeadLetterOutbox } from './dead-letter-outbox';
+import { TopicIds, topicIdsOf } from './topic-ids';
 
 export interface IngestionOptions {
   readonly consumer: ResolvedConsumer;
@@ -78,6 +79,8 @@ export class Ingestion {
   readonly #outbox: DeadLetterOutbox;
   readonly #membership = new GroupMembership();
   readonly #fence: CommitFence;
+  /** Topic incarnations (Kafka topic ids): claimed with each partition, stamped on its rows. */
+  readonly #topicIds: TopicIds;
   #assignmentReady: Promise<void> = Promise.resolve();
   #epoch: number;
   #ready = false;
@@ -103,6 +106,7 @@ export class Ingestion {
     this.#epoch = options.initialEpoch;
     this.#gate = options.consumer.offsets.commitAfter === 'published' ? new PublicationGate() : undefined;
     this.#fence = new CommitFence(this.#membership, options.consumer.groupId);
+    this.#topicIds = new TopicIds(options.kafka, options.logger);
     this.#consumer = createHookedConsumer(
       options.kafka,
       {
@@ -219,6 +223,7 @@ export class Ingestion {
     const sealed = await this.#o.pool.close();
     log(`sealed ${sealed.parts} parts`);
     await this.#consumer.disconnect();
+    await this.#topicIds.close();
     log('left the group');
   }
 
@@ -265,7 +270,7 @@ export class Ingestion {
       // request is idempotent), never fail the replica over it.
       for (let attempt = 0; ; attempt++) {
         try {
-          await this.#o.pool.beginEpoch(epoch, revoked, assignedOffsets);
+          await this.#o.pool.beginEpoch({ ...epoch, topicIds: topicIdsOf(claims) }, revoked, assignedOffsets);
           break;
         } catch (error) {
           if (!(error instanceof DiskFullError)) throw error;
@@ -299,7 +304,12 @@ export class Ingestion {
           epoch: epoch.epoch,
           generation: generation.generationId,
           assigned: assigned,
-          claimed: claims.map((c) => ({ topic: c.topic, partition: c.partition, start: c.start })),
+          claimed: claims.map((c) => ({
+            topic: c.topic,
+            partition: c.partition,
+            start: c.start,
+            topicId: c.topicId,
+          })),
           revoked: revoked.map(([t, p, o]) => ({ topic: t, partition: p, landed: o + 1 })),
         },
         'joined the consumer group',
@@ -326,6 +336,7 @@ export class Ingestion {
         const claims = await claimPartitions(partitions, this.#o.owner, epoch, {
           committed: (tps) => this.#readCommitted(tps),
           initialOffset: (topic, partition) => this.#initialOffset(topic, partition),
+          ...this.#topicIds.claimIo(this.#o.admin),
           commitTurn: (claim) =>
             this.#fence.commit(generation, () => claim((commits) => this.#send(commits))),
         });

@@ -59,7 +59,12 @@ async function main(): Promise<void> {
               break;
             }
             const messages = unpackMessages(request.packed);
-            const decoded = decoder.decode(request.topic, request.partition, messages);
+            const decoded = decoder.decode(
+              request.topic,
+              request.partition,
+              messages,
+              staging.epoch.topicIds?.[request.topic] ?? '',
+            );
             const last = messages[messages.length - 1];
             const pushed = last
               ? staging.push({
