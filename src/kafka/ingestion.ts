@@ -373,6 +373,8 @@ export class Ingestion {
     const { batch } = payload;
     const heartbeat = () => payload.heartbeat();
     await this.#untilClaimed(heartbeat);
+    // A topic recreated since its claim: rejoin (the error's type), so that the next claim takes the new incarnation.
+    this.#topicIds.assertCurrent(batch.topic);
     const { topic, partition } = batch;
     if (
       this.#stopping ||

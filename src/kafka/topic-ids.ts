@@ -37,6 +37,27 @@ interface ProtocolRequest {
 type CreateCluster = (options: unknown) => InternalCluster;
 const CREATE_CLUSTER = 'private:Kafka:createCluster';
 
+/**
+ * Thrown from eachBatch when a topic this member consumes was recreated under its
+ * name since it was claimed. Its type is one kafkajs's runner answers by rejoining the
+ * group (errors.js isRebalancing), and every join claims anew: the claim then sees
+ * the new topic id, drops the old incarnation's position and stamps the new id.
+ */
+export class TopicRecreatedError extends Error {
+  readonly type = 'REBALANCE_IN_PROGRESS';
+  readonly retriable = true;
+  constructor(
+    readonly topic: string,
+    readonly claimedTopicId: string,
+    readonly topicId: string,
+  ) {
+    super(
+      `topic ${topic} was deleted and recreated (id ${claimedTopicId} when claimed, ${topicId} now); rejoining to claim the new incarnation`,
+    );
+    this.name = 'TopicRecreatedError';
+  }
+}
+
 /** kafkajs's internals are not those of 2.2.4 (it is pinned for this reason). */
 export class TopicIdClientError extends Error {
   constructor(what: string) {
@@ -62,10 +83,33 @@ export class TopicIds {
   readonly #logger: Logger;
   #connected: Promise<void> | undefined;
   #warnedUnsupported = false;
+  /** Topic → the id the latest claim read (the incarnation the current epoch stamps). */
+  readonly #claimed = new Map<string, string>();
+  /** Claimed topics whose id changed since: the member must rejoin before it stages more of them. */
+  readonly #recreated = new Map<string, TopicRecreatedError>();
+  readonly #watchMs: number;
+  #watch: NodeJS.Timeout | undefined;
+  #closed = false;
 
-  constructor(kafka: Kafka, logger: Logger) {
+  /**
+   * `watchMs`: how often the claimed topics' ids are asked again while consuming. A
+   * topic deleted and recreated quickly may never make kafkajs rejoin (same partition
+   * count, and kafkajs only resets a fetch position the new log does not have), so
+   * without the watch the member would go on with the old incarnation's claim.
+   */
+  constructor(kafka: Kafka, logger: Logger, watchMs = 2_000) {
     this.#logger = logger;
     this.#cluster = captureCluster(kafka);
+    this.#watchMs = watchMs;
+  }
+
+  /**
+   * Throws TopicRecreatedError (kafkajs rejoins on it) when `topic` was recreated since
+   * the current claim read its id. Synchronous: the watch asks the broker, not the batch.
+   */
+  assertCurrent(topic: string): void {
+    const recreated = this.#recreated.get(topic);
+    if (recreated) throw recreated;
   }
 
   /** The id of each named topic the broker knows; a topic it does not know, or cannot tell, is absent. */
@@ -110,7 +154,43 @@ export class TopicIds {
     return ids;
   }
 
+  #startWatch(): void {
+    if (this.#watch || this.#closed) return;
+    const check = async () => {
+      const topics = [...this.#claimed.keys()];
+      const ids = await this.lookup(topics);
+      for (const t of topics) {
+        const claimed = this.#claimed.get(t);
+        const now = ids.get(t);
+        // Absent (deleted, not yet recreated): kafkajs's own fetch errors restart it.
+        if (claimed === undefined || now === undefined || now === claimed || this.#recreated.has(t)) continue;
+        this.#recreated.set(t, new TopicRecreatedError(t, claimed, now));
+        this.#logger.warn(
+          { event: 'kafka.topic.recreated-while-consumed', topic: t, claimedTopicId: claimed, topicId: now },
+          'a consumed topic was deleted and recreated under its name: rejoining the group to claim the new incarnation',
+        );
+      }
+    };
+    const schedule = () => {
+      if (this.#closed) return;
+      this.#watch = setTimeout(() => {
+        void check()
+          .catch((error: unknown) =>
+            this.#logger.debug(
+              { event: 'kafka.topic-ids.watch', err: errorMessage(error) },
+              'topic id check failed',
+            ),
+          )
+          .finally(schedule);
+      }, this.#watchMs);
+      this.#watch.unref();
+    };
+    schedule();
+  }
+
   async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#watch) clearTimeout(this.#watch);
     if (!this.#connected) return;
     await this.#cluster
       .disconnect()
@@ -129,7 +209,17 @@ export class TopicIds {
    */
   claimIo(admin: Admin): Pick<ClaimIo, 'topicIds' | 'logStart' | 'recreated'> {
     return {
-      topicIds: (topics) => this.lookup(topics),
+      topicIds: async (topics) => {
+        const ids = await this.lookup(topics);
+        for (const t of topics) {
+          this.#recreated.delete(t);
+          const id = ids.get(t);
+          if (id === undefined) this.#claimed.delete(t);
+          else this.#claimed.set(t, id);
+        }
+        this.#startWatch();
+        return ids;
+      },
       logStart: async (topic, partition) => {
         const offsets = await admin.fetchTopicOffsets(topic);
         return Number(offsets.find((o) => o.partition === partition)?.low ?? 0);

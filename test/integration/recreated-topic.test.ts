@@ -90,93 +90,120 @@ async function recreate(topic: string): Promise<void> {
   await untilHosted(suite.admin, topic, PARTITIONS);
 }
 
-/** Runs a replica until the table holds `rows` rows (or the time is up), then SIGTERMs it. */
-async function runUntil(
-  file: string,
-  dataDir: string,
+/** Waits until the table holds `rows` rows (or the time is up), then a short quiet period. */
+async function untilRows(
   lanceDir: string,
   rows: number,
-): Promise<{ replica: ReplicaProcess; reached: boolean; exitedEarly: boolean; code: number | null }> {
-  const replica = new ReplicaProcess(file, dataDir, testBrokers());
-  let exitedEarly = false;
-  void replica.exited.then(() => (exitedEarly = true));
+  replicas: readonly ReplicaProcess[],
+): Promise<boolean> {
   let reached = false;
+  let exited = false;
+  for (const r of replicas) void r.exited.then(() => (exited = true));
   try {
     await until(
       `${rows} rows in the table`,
-      async () => (exitedEarly ? true : (await rowCount(lanceDir)) >= rows ? (reached = true) : undefined),
+      async () => (exited ? true : (await rowCount(lanceDir)) >= rows ? (reached = true) : undefined),
       90_000,
       500,
     );
   } catch {
-    // Reported below with what the table holds.
+    // Reported with what the table holds.
   }
-  const early = exitedEarly;
-  // A short quiet period: a late duplicate would show in the final check.
+  // A late duplicate would show in the final check.
   if (reached) await sleep(2_000);
-  const exit = early ? await replica.exited : await replica.kill('SIGTERM');
-  return { replica, reached, exitedEarly: early, code: exit.code };
+  return reached;
+}
+
+/** Stops the replicas (SIGTERM) and tells how each ended: an exit before it was asked is a failure. */
+async function stopAll(replicas: readonly ReplicaProcess[]): Promise<string[]> {
+  const ended: string[] = [];
+  for (const r of replicas) {
+    const before = await Promise.race([r.exited, sleep(0).then(() => undefined)]);
+    const exit = before ?? (await r.kill('SIGTERM'));
+    ended.push(before ? `exited by itself (${JSON.stringify(before)})` : `stopped with code ${exit.code}`);
+  }
+  return ended;
+}
+
+type Scenario = 'stopped' | 'consuming';
+
+async function deletedAndRecreated(mode: 'staged' | 'published', scenario: Scenario): Promise<void> {
+  const lanceDir = path.join(suite.work, `${uniqueName(mode)}-lance`);
+  const { topic, file } = await topicAndConsumer(suite, PARTITIONS, {
+    offsets: { commitAfter: mode },
+    staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: 500 },
+    lance: { uri: lanceDir },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const dataDir = () => fsp.mkdtemp(path.join(suite.work, `data-${mode}-`));
+  const first = await dataDir();
+
+  await produceRecords(suite.kafka, topic, PARTITIONS, N);
+  const a = new ReplicaProcess(file, first, testBrokers());
+  expect(await untilRows(lanceDir, N, [a])).toBe(true);
+  const replicas = [a];
+  if (scenario === 'stopped') {
+    expect(await stopAll([a])).toEqual(['stopped with code 0']);
+    replicas.length = 0;
+  }
+
+  await recreate(topic);
+  // Records N..N+M-1 at offsets 0..M/PARTITIONS-1: every one has an old row's (topic, partition, offset).
+  await produceRecords(suite.kafka, topic, PARTITIONS, M, undefined, N);
+  if (scenario === 'stopped') {
+    // The same replica restarted on its data directory, and a second one joining it.
+    replicas.push(new ReplicaProcess(file, first, testBrokers()));
+    replicas.push(new ReplicaProcess(file, await dataDir(), testBrokers()));
+  }
+  await untilRows(lanceDir, N + M, replicas);
+  const ended = await stopAll(replicas);
+
+  const rows = await tableRows(lanceDir);
+  const fatal = replicas.flatMap((r) =>
+    r.logs
+      .filter((l) => l.event === 'materializer.fatal' || l.event === 'replica.failed' || l.level >= 60)
+      .map((l) => `${l.event ?? ''} ${l.msg ?? ''}`),
+  );
+  const perN = new Map<number, Row[]>();
+  for (const r of rows) perN.set(r.n, [...(perN.get(r.n) ?? []), r]);
+  const newRows = rows.filter((r) => r.n >= N);
+  const oldIds = new Set(rows.filter((r) => r.n < N).map((r) => r.topicId));
+  const newIds = new Set(newRows.map((r) => r.topicId));
+  const summary = {
+    rows: rows.length,
+    missingNew: Array.from({ length: M }, (_, i) => N + i).filter((n) => !perN.has(n)).length,
+    missingOld: Array.from({ length: N }, (_, i) => i).filter((n) => !perN.has(n)).length,
+    doubled: [...perN.values()].filter((rs) => rs.length > 1).length,
+    ended,
+    fatal,
+    oldIds: oldIds.size,
+    newIds: newIds.size,
+    newIdsNull: newIds.has(null),
+    sameIdOldAndNew: [...newIds].some((id) => oldIds.has(id)),
+  };
+  console.log(JSON.stringify({ mode, scenario, ...summary }));
+  expect(summary).toEqual({
+    rows: N + M,
+    missingNew: 0,
+    missingOld: 0,
+    doubled: 0,
+    ended: replicas.map(() => 'stopped with code 0'),
+    fatal: [],
+    oldIds: 1,
+    newIds: 1,
+    newIdsNull: false,
+    sameIdOldAndNew: false,
+  });
+  // The new rows really are at the old rows' offsets: only the incarnation tells them apart.
+  expect(newRows.every((r) => r.offset < M / PARTITIONS)).toBe(true);
 }
 
 for (const mode of ['staged', 'published'] as const) {
-  test(`commitAfter '${mode}': records of a topic deleted and recreated under the same name reuse old offsets; each new one lands once, beside the old ones, and the replica runs on`, async () => {
-    const lanceDir = path.join(suite.work, `${uniqueName(mode)}-lance`);
-    const { topic, file } = await topicAndConsumer(suite, PARTITIONS, {
-      offsets: { commitAfter: mode },
-      staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: 500 },
-      lance: { uri: lanceDir },
-      materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
-    });
-    const dataDir = await fsp.mkdtemp(path.join(suite.work, `data-${mode}-`));
+  test(`commitAfter '${mode}': a topic deleted and recreated while the group is stopped reuses old offsets; restarted replicas land each new record once, beside the old ones, and run on`, async () => {
+    await deletedAndRecreated(mode, 'stopped');
+  }, 300_000);
 
-    await produceRecords(suite.kafka, topic, PARTITIONS, N);
-    const first = await runUntil(file, dataDir, lanceDir, N);
-    expect({ reached: first.reached, code: first.code }).toEqual({ reached: true, code: 0 });
-
-    await recreate(topic);
-    // Records N..N+M-1 at offsets 0..M/PARTITIONS-1: every one has an old row's (topic, partition, offset).
-    await produceRecords(suite.kafka, topic, PARTITIONS, M, undefined, N);
-    const second = await runUntil(file, dataDir, lanceDir, N + M);
-
-    const rows = await tableRows(lanceDir);
-    const fatal = second.replica.logs.filter(
-      (l) => l.event === 'materializer.fatal' || l.event === 'replica.fatal' || (l.level >= 60 && !!l.msg),
-    );
-    const perN = new Map<number, Row[]>();
-    for (const r of rows) perN.set(r.n, [...(perN.get(r.n) ?? []), r]);
-    const newRows = rows.filter((r) => r.n >= N);
-    const oldIds = new Set(rows.filter((r) => r.n < N).map((r) => r.topicId));
-    const newIds = new Set(newRows.map((r) => r.topicId));
-    const summary = {
-      mode,
-      rows: rows.length,
-      missingNew: Array.from({ length: M }, (_, i) => N + i).filter((n) => !perN.has(n)).length,
-      missingOld: Array.from({ length: N }, (_, i) => i).filter((n) => !perN.has(n)).length,
-      doubled: [...perN.values()].filter((rs) => rs.length > 1).length,
-      exitedEarly: second.exitedEarly,
-      exitCode: second.code,
-      fatal: fatal.map((l) => `${l.event ?? ''} ${l.msg ?? ''}`),
-      oldIds: oldIds.size,
-      newIds: newIds.size,
-      newIdsNull: newIds.has(null),
-      sameIdOldAndNew: [...newIds].some((id) => oldIds.has(id)),
-    };
-    console.log(JSON.stringify(summary));
-    expect(summary).toEqual({
-      mode,
-      rows: N + M,
-      missingNew: 0,
-      missingOld: 0,
-      doubled: 0,
-      exitedEarly: false,
-      exitCode: 0,
-      fatal: [],
-      oldIds: 1,
-      newIds: 1,
-      newIdsNull: false,
-      sameIdOldAndNew: false,
-    });
-    // The new rows really are at the old rows' offsets: only the incarnation tells them apart.
-    expect(newRows.every((r) => r.offset < M / PARTITIONS)).toBe(true);
+  test(`commitAfter '${mode}': a topic deleted and recreated under a consuming replica (no rebalance, old fetch position) is noticed; its new records land once and the replica runs on`, async () => {
+    await deletedAndRecreated(mode, 'consuming');
   }, 300_000);
 }
