@@ -107,7 +107,7 @@ export class LanceSchemaError extends KafkaLanceError {
 
 /**
  * One Lance table as kafka-lance uses it: created on first publication with the
- * system columns indexed (BTree on _offset, bitmap on _partition), evolved by adding
+ * system columns indexed (BTree on _offset, bitmaps on _partition and _topic_id), evolved by adding
  * nullable columns, appended to with exactly one `add` per publication (one Lance
  * commit), and counted by offset intervals to resolve an interrupted publication.
  * It stays an ordinary LanceDB table that Python or Rust readers open as is.
@@ -447,6 +447,10 @@ export class LanceTable {
       await table.createIndex(OFFSET_COLUMN, { config: lancedb.Index.btree() });
     if (!existing.has(PARTITION_COLUMN))
       await table.createIndex(PARTITION_COLUMN, { config: lancedb.Index.bitmap() });
+    // Few distinct values (one per incarnation of each topic): every settling count filters on it.
+    const hasTopicId = (await table.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
+    if (hasTopicId && !existing.has(TOPIC_ID_COLUMN))
+      await table.createIndex(TOPIC_ID_COLUMN, { config: lancedb.Index.bitmap() });
   }
 
   #required(): lancedb.Table {
