@@ -229,7 +229,8 @@ export class PartWriter {
         path: this.sealedPath,
         schemaKey: this.schemaKey,
         minute: this.minute,
-        epoch: this.epoch,
+        // As the part's metadata records it (epochFromMetadata): the epoch's topic ids are on the rows.
+        epoch: { owner: this.epoch.owner, epoch: this.epoch.epoch },
         bytes: this.#position,
         rows: this.#rows,
         batches: this.#batches,
