@@ -3,7 +3,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { brokerSuite, topicAndConsumer, untilHosted } from '../support/broker-suite';
 import { sleep, until } from '../support/faults';
-import { produceRecords } from '../support/ingestion-fixture';
+import { produceRecords, writeConsumer } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
 
@@ -207,3 +207,65 @@ for (const mode of ['staged', 'published'] as const) {
     await deletedAndRecreated(mode, 'consuming');
   }, 300_000);
 }
+
+test("commitAfter 'staged': rows of the deleted incarnation still staged (committed, not yet published) are held, never published as the recreated topic's; the new records land once", async () => {
+  const lanceDir = path.join(suite.work, `${uniqueName('held')}-lance`);
+  const { topic, file, groupId } = await topicAndConsumer(suite, PARTITIONS, {
+    staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: 500 },
+    lance: { uri: lanceDir },
+    // Nothing is published in the first run: its parts stay staged.
+    materializer: { maxPublicationDelayMs: 600_000, pollMs: 200 },
+  });
+  const data = await fsp.mkdtemp(path.join(suite.work, 'data-held-'));
+  await produceRecords(suite.kafka, topic, PARTITIONS, N);
+  const a = new ReplicaProcess(file, data, testBrokers());
+  await until(
+    'the old incarnation committed (staged, not published)',
+    async () => {
+      const [c] = await suite.admin.fetchOffsets({ groupId, topics: [topic] });
+      return c!.partitions.every((p) => Number(p.offset) === N / PARTITIONS) ? true : undefined;
+    },
+    60_000,
+    500,
+  );
+  expect(await stopAll([a])).toEqual(['stopped with code 0']);
+  expect(await rowCount(lanceDir)).toBe(0);
+
+  await recreate(topic);
+  await produceRecords(suite.kafka, topic, PARTITIONS, M, undefined, N);
+  const definition = JSON.parse(await fsp.readFile(file, 'utf8')) as Record<string, unknown>;
+  await writeConsumer(suite.work, {
+    ...definition,
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const b = new ReplicaProcess(file, data, testBrokers());
+  await untilRows(lanceDir, M, [b]);
+  await sleep(3_000); // a held part published late would show
+  const ended = await stopAll([b]);
+
+  const rows = await tableRows(lanceDir);
+  const join = b.logs.find((l) => l.event === 'kafka.join');
+  const newId = (join?.claimed as { topicId?: string }[] | undefined)?.[0]?.topicId;
+  const held = b.logs
+    .filter((l) => l.event === 'publication.unresolvable')
+    .flatMap((l) => l.parts as { topicId?: string }[]);
+  const summary = {
+    rows: rows.length,
+    distinctNew: new Set(rows.filter((r) => r.n >= N).map((r) => r.n)).size,
+    old: rows.filter((r) => r.n < N).length,
+    ids: [...new Set(rows.map((r) => r.topicId))],
+    heldParts: held.length > 0,
+    heldIds: [...new Set(held.map((p) => p.topicId))].filter((id) => id === newId).length,
+    ended,
+  };
+  console.log(JSON.stringify({ scenario: 'held', newId, ...summary }));
+  expect(summary).toEqual({
+    rows: M,
+    distinctNew: M,
+    old: 0,
+    ids: [newId],
+    heldParts: true,
+    heldIds: 0,
+    ended: ['stopped with code 0'],
+  });
+}, 300_000);
