@@ -269,3 +269,42 @@ test("commitAfter 'staged': rows of the deleted incarnation still staged (commit
     ended: ['stopped with code 0'],
   });
 }, 300_000);
+
+test("commitAfter 'published': a second group writing the same topic into the same table (a blue/green rebuild) inserts nothing twice and runs on", async () => {
+  const lanceDir = path.join(suite.work, `${uniqueName('bluegreen')}-lance`);
+  const blue = await topicAndConsumer(suite, PARTITIONS, {
+    offsets: { commitAfter: 'published' },
+    staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: 500 },
+    lance: { uri: lanceDir },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const definition = JSON.parse(await fsp.readFile(blue.file, 'utf8')) as Record<string, unknown>;
+  const green = await writeConsumer(suite.work, { ...definition, name: `${blue.name}green` });
+  await produceRecords(suite.kafka, blue.topic, PARTITIONS, N);
+  const replicas = [
+    new ReplicaProcess(blue.file, await fsp.mkdtemp(path.join(suite.work, 'data-blue-')), testBrokers()),
+    new ReplicaProcess(green, await fsp.mkdtemp(path.join(suite.work, 'data-green-')), testBrokers()),
+  ];
+  await untilRows(lanceDir, N, replicas);
+  // Both groups at the log end: the second one's publications were all made.
+  await until(
+    'both groups committed to the log end',
+    async () => {
+      for (const groupId of [blue.groupId, `kafka-lance-${blue.name}green`]) {
+        const [c] = await suite.admin.fetchOffsets({ groupId, topics: [blue.topic] });
+        if (!c!.partitions.every((p) => Number(p.offset) === N / PARTITIONS)) return undefined;
+      }
+      return true;
+    },
+    90_000,
+    500,
+  );
+  await sleep(2_000);
+  const ended = await stopAll(replicas);
+  const rows = await tableRows(lanceDir);
+  expect({ rows: rows.length, distinct: new Set(rows.map((r) => r.n)).size, ended }).toEqual({
+    rows: N,
+    distinct: N,
+    ended: ['stopped with code 0', 'stopped with code 0'],
+  });
+}, 300_000);
