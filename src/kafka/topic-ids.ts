@@ -1,4 +1,4 @@
-import type { Admin, Kafka } from 'kafkajs';
+import { KafkaJSError, type Admin, type Kafka } from 'kafkajs';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { Claim, ClaimIo, RecreatedTopic } from '../ownership/claim';
@@ -41,11 +41,13 @@ const CREATE_CLUSTER = 'private:Kafka:createCluster';
  * Thrown from eachBatch when a topic this member consumes was recreated under its
  * name since it was claimed. Its type is one kafkajs's runner answers by rejoining the
  * group (errors.js isRebalancing), and every join claims anew: the claim then sees
- * the new topic id, drops the old incarnation's position and stamps the new id.
+ * the new topic id, drops the old incarnation's position and stamps the new id. A
+ * KafkaJSError, so that kafkajs's runner does not log it as a failure of eachBatch
+ * (the watch has logged why already).
  */
-export class TopicRecreatedError extends Error {
+export class TopicRecreatedError extends KafkaJSError {
   readonly type = 'REBALANCE_IN_PROGRESS';
-  readonly retriable = true;
+  override readonly name = 'TopicRecreatedError';
   constructor(
     readonly topic: string,
     readonly claimedTopicId: string,
@@ -53,8 +55,8 @@ export class TopicRecreatedError extends Error {
   ) {
     super(
       `topic ${topic} was deleted and recreated (id ${claimedTopicId} when claimed, ${topicId} now); rejoining to claim the new incarnation`,
+      { retriable: true },
     );
-    this.name = 'TopicRecreatedError';
   }
 }
 
