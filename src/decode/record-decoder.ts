@@ -123,7 +123,8 @@ export class RecordDecoder {
     this.#clock = clock;
   }
 
-  decode(topic: string, partition: number, messages: readonly RawMessage[]): DecodedBatch {
+  /** `topicId`: the incarnation of the topic the messages were fetched from ('' when unknown). */
+  decode(topic: string, partition: number, messages: readonly RawMessage[], topicId = ''): DecodedBatch {
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
     const builders = new Columns(
@@ -131,6 +132,7 @@ export class RecordDecoder {
       raw,
       this.#options.includeKey,
       this.#options.transform !== undefined,
+      topicId,
     );
     const eventMinutes: MinuteKey[] = [];
     const ingestMinute = minuteKeyOf(this.#clock());
@@ -351,6 +353,7 @@ class Columns {
   readonly #timestamp = newTimestampMs();
   readonly #key = newBinary();
   readonly #row = newInt32();
+  readonly #topicId = newUtf8();
   readonly #data: { field: FieldState | { name: string; raw: true }; builder: ColumnBuilder }[] = [];
   #rows = 0;
 
@@ -359,6 +362,7 @@ class Columns {
     private readonly raw: boolean,
     private readonly includeKey: boolean,
     private readonly rowIndex: boolean,
+    private readonly topicId: string,
   ) {
     if (raw) {
       this.#data.push({ field: { name: 'key', raw: true }, builder: newBinary() });
@@ -379,6 +383,7 @@ class Columns {
     this.#partition.append(partition);
     this.#offset.append(BigInt(m.offset));
     this.#timestamp.append(BigInt(m.timestamp));
+    this.#topicId.appendString(this.topicId);
     if (this.includeKey) {
       if (m.key) this.#key.appendBytes(m.key);
       else this.#key.appendNull();
@@ -410,6 +415,7 @@ class Columns {
       this.#partition.finish(),
       this.#offset.finish(),
       this.#timestamp.finish(),
+      this.#topicId.finish(),
     ];
     if (this.includeKey) {
       fields.push(new Field(KEY_COLUMN, new Binary(), true));

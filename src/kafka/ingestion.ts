@@ -18,6 +18,7 @@ import { PartitionOffsets, type LogBounds } from './partition-offsets';
 import type { DeadLetterSink } from './dead-letter';
 import type { DiskPressure } from './disk-pressure';
 import { DeadLetterOutbox } from './dead-letter-outbox';
+import { TopicIds, topicIdsOf } from './topic-ids';
 
 export interface IngestionOptions {
   readonly consumer: ResolvedConsumer;
@@ -81,6 +82,8 @@ export class Ingestion {
   readonly #membership = new GroupMembership();
   readonly #fence: CommitFence;
   readonly #offsets: PartitionOffsets;
+  /** Topic incarnations (Kafka topic ids): claimed with each partition, stamped on its rows. */
+  readonly #topicIds: TopicIds;
   #assignmentReady: Promise<void> = Promise.resolve();
   #epoch: number;
   #ready = false;
@@ -107,6 +110,7 @@ export class Ingestion {
     this.#gate = options.consumer.offsets.commitAfter === 'published' ? new PublicationGate() : undefined;
     this.#fence = new CommitFence(this.#membership, options.consumer.groupId);
     this.#offsets = new PartitionOffsets(options.kafka, options.admin, options.consumer.groupId);
+    this.#topicIds = new TopicIds(options.kafka, options.logger);
     this.#consumer = createHookedConsumer(
       options.kafka,
       {
@@ -226,6 +230,7 @@ export class Ingestion {
     const sealed = await this.#o.pool.close();
     log(`sealed ${sealed.parts} parts`);
     await this.#consumer.disconnect();
+    await this.#topicIds.close();
     log('left the group');
   }
 
@@ -274,7 +279,7 @@ export class Ingestion {
       // request is idempotent), never fail the replica over it.
       for (let attempt = 0; ; attempt++) {
         try {
-          await this.#o.pool.beginEpoch(epoch, revoked, assignedOffsets);
+          await this.#o.pool.beginEpoch({ ...epoch, topicIds: topicIdsOf(claims) }, revoked, assignedOffsets);
           break;
         } catch (error) {
           if (!(error instanceof DiskFullError)) throw error;
@@ -308,7 +313,12 @@ export class Ingestion {
           epoch: epoch.epoch,
           generation: generation.generationId,
           assigned: assigned,
-          claimed: claims.map((c) => ({ topic: c.topic, partition: c.partition, start: c.start })),
+          claimed: claims.map((c) => ({
+            topic: c.topic,
+            partition: c.partition,
+            start: c.start,
+            topicId: c.topicId,
+          })),
           revoked: revoked.map(([t, p, o]) => ({ topic: t, partition: p, landed: o + 1 })),
         },
         'joined the consumer group',
@@ -335,6 +345,7 @@ export class Ingestion {
         const claims = await claimPartitions(partitions, this.#o.owner, epoch, {
           committed: (tps) => this.#readCommitted(tps),
           initialOffset: (topic, partition) => this.#initialOffset(topic, partition),
+          ...this.#topicIds.claimIo(this.#o.admin),
           commitTurn: (claim) =>
             this.#fence.commit(generation, () => claim((commits) => this.#send(commits))),
         });
@@ -430,6 +441,10 @@ export class Ingestion {
    * were gone before anyone read them are counted and named once.
    */
   async #onOffsetOutOfRange(topic: string, partition: number, fetchOffset: number): Promise<void> {
+    // A topic deleted and recreated under its name is out of range at the old position:
+    // once the topic-id watch has seen it, rejoin (thrown out of the fetch, kafkajs
+    // rejoins on the error's type) so that the next claim takes the new incarnation.
+    this.#topicIds.assertCurrent(topic);
     const pause = (): Promise<void> => new Promise((r) => setTimeout(r, 1_000));
     let bounds: LogBounds | undefined;
     try {
@@ -483,6 +498,8 @@ export class Ingestion {
     const { batch } = payload;
     const heartbeat = () => payload.heartbeat();
     await this.#untilClaimed(heartbeat);
+    // A topic recreated since its claim: rejoin (the error's type), so that the next claim takes the new incarnation.
+    this.#topicIds.assertCurrent(batch.topic);
     const { topic, partition } = batch;
     // Not consumed now (stopping, not owned, paused by the outbox or a full disk, or not
     // claimed in this epoch): not admitted, refetched from the claim's position later.

@@ -3,7 +3,14 @@ import { Field, Schema, Table as ArrowTable, type RecordBatch } from 'apache-arr
 import { injectedDiskFull } from '../common/disk-space';
 import { DiskFullError, KafkaLanceError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import { OFFSET_COLUMN, PARTITION_COLUMN, ROW_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import {
+  OFFSET_COLUMN,
+  PARTITION_COLUMN,
+  ROW_COLUMN,
+  TOPIC_COLUMN,
+  TOPIC_ID_COLUMN,
+  systemColumnReader,
+} from '../staging/system-columns';
 
 export interface LanceTarget {
   /** A local directory or an object store URI (s3://, gs://, az://). */
@@ -17,6 +24,12 @@ export interface OffsetIntervalFilter {
   readonly partition: number;
   readonly first: number;
   readonly last: number;
+  /**
+   * The incarnation of the topic (`_topic_id`): only its rows count. Undefined for rows
+   * staged before the column existed (a ledger record or part of an older version):
+   * then every row in the interval counts, as before.
+   */
+  readonly topicId?: string;
 }
 
 /** A Lance error classified once, here at the boundary: callers branch on `retriable`. */
@@ -35,8 +48,19 @@ export class LanceWriteError extends KafkaLanceError {
  */
 export type WriteMode = 'append' | 'insert-if-absent';
 
-/** The columns that identify a row, in key order: Lance's unenforced primary key. */
-export const ROW_KEY_COLUMNS: readonly string[] = [TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN, ROW_COLUMN];
+/**
+ * The columns that identify a row, in key order: Lance's unenforced primary key. The
+ * topic id is last so that the key of a table created before it (which Lance never
+ * changes once set, and which could not take it anyway: a key column must be
+ * non-nullable, and the column added to an existing table is nullable) is a prefix.
+ */
+export const ROW_KEY_COLUMNS: readonly string[] = [
+  TOPIC_COLUMN,
+  PARTITION_COLUMN,
+  OFFSET_COLUMN,
+  ROW_COLUMN,
+  TOPIC_ID_COLUMN,
+];
 const PK_FLAG = 'lance-schema:unenforced-primary-key';
 const PK_POSITION = 'lance-schema:unenforced-primary-key:position';
 
@@ -83,7 +107,7 @@ export class LanceSchemaError extends KafkaLanceError {
 
 /**
  * One Lance table as kafka-lance uses it: created on first publication with the
- * system columns indexed (BTree on _offset, bitmap on _partition), evolved by adding
+ * system columns indexed (BTree on _offset, bitmaps on _partition and _topic_id), evolved by adding
  * nullable columns, appended to with exactly one `add` per publication (one Lance
  * commit), and counted by offset intervals to resolve an interrupted publication.
  * It stays an ordinary LanceDB table that Python or Rust readers open as is.
@@ -98,7 +122,9 @@ export class LanceTable {
    */
   #adds: Promise<unknown> = Promise.resolve();
   /** The merge-insert key, once the table is known to carry it (insert-if-absent). */
-  #insertKey: string[] | undefined;
+  #insertKey: InsertKey | undefined;
+  /** Set once the table is seen with `_topic_id` (a column is never dropped). */
+  #hasTopicId = false;
 
   private constructor(
     readonly target: LanceTarget,
@@ -219,12 +245,25 @@ export class LanceTable {
     const table = this.#required();
     const arrowTable = new ArrowTable(collected);
     const key = mode === 'insert-if-absent' ? await this.#ensureInsertKey(table) : undefined;
+    let on = key?.columns;
+    if (key?.legacy && (await this.#collides(table, collected))) {
+      // A table keyed without the topic id holds rows of another incarnation at these
+      // rows' (topic, partition, offset): on its key the merge would insert nothing and
+      // the rows would be lost. On the key plus the topic id they go in; Lance's check
+      // of concurrent inserts does not apply to a merge off the primary key, which
+      // DESIGN.md ("A topic recreated under the same name") states as this table's window.
+      on = [...key.columns, TOPIC_ID_COLUMN];
+      this.logger.warn(
+        { event: 'lance.key.legacy-collision', table: this.target.table, on },
+        'rows of a recreated topic share (topic, partition, offset) with rows of its deleted incarnation, and the table’s key predates _topic_id: inserting on the key plus _topic_id',
+      );
+    }
     const write = async () => {
-      if (!key) return table.add(arrowTable, { mode: 'append' });
+      if (!on) return table.add(arrowTable, { mode: 'append' });
       // useIndex(false): the scan join is the path whose inserted keys Lance checks
       // against concurrent merge-inserts (measured; with a single indexed key column
       // four concurrent merges of the same rows all inserted them).
-      return table.mergeInsert(key).whenNotMatchedInsertAll().useIndex(false).execute(arrowTable);
+      return table.mergeInsert(on).whenNotMatchedInsertAll().useIndex(false).execute(arrowTable);
     };
     let version: number | undefined;
     for (let adds = 1; ; adds++) {
@@ -263,10 +302,12 @@ export class LanceTable {
    * columns if the table has none yet (a table created before it was set at creation).
    * A key that differs from the row key is refused: inserts would not be checked.
    */
-  async #ensureInsertKey(table: lancedb.Table): Promise<string[]> {
+  async #ensureInsertKey(table: lancedb.Table): Promise<InsertKey> {
     if (this.#insertKey) return this.#insertKey;
     const schema = await table.schema();
-    const wanted = ROW_KEY_COLUMNS.filter((c) => schema.fields.some((f) => f.name === c));
+    // A nullable column cannot be in a Lance key: `_topic_id` added to a table created
+    // before it is nullable, so such a table keeps (and gets) the key without it.
+    const wanted = ROW_KEY_COLUMNS.filter((c) => schema.fields.some((f) => f.name === c && !f.nullable));
     let key = primaryKeyOf(schema);
     if (key.length === 0) {
       try {
@@ -290,8 +331,44 @@ export class LanceTable {
         this.target.table,
       );
     }
-    this.#insertKey = key;
-    return key;
+    const legacy = !key.includes(TOPIC_ID_COLUMN) && schema.fields.some((f) => f.name === TOPIC_ID_COLUMN);
+    this.#insertKey = { columns: key, legacy };
+    return this.#insertKey;
+  }
+
+  /**
+   * Whether the table holds rows at the batches' (topic, partition, offset) spans whose
+   * topic id is not theirs (another incarnation, or null: rows written before topic
+   * ids). Spans, not exact offsets: a false positive only costs the unchecked merge.
+   */
+  async #collides(table: lancedb.Table, batches: readonly RecordBatch[]): Promise<boolean> {
+    const spans = new Map<
+      string,
+      { topic: string; partition: number; topicId: string; first: number; last: number }
+    >();
+    for (const b of batches) {
+      const reader = systemColumnReader(b);
+      if (!reader) continue;
+      for (let i = 0; i < b.numRows; i++) {
+        const topicId = reader.topicId(i);
+        if (topicId === undefined) continue;
+        const topic = reader.topic(i);
+        const partition = reader.partition(i);
+        const offset = reader.offset(i);
+        const k = `${topic}\u0000${partition}\u0000${topicId}`;
+        const s = spans.get(k);
+        if (!s) spans.set(k, { topic, partition, topicId, first: offset, last: offset });
+        else {
+          s.first = Math.min(s.first, offset);
+          s.last = Math.max(s.last, offset);
+        }
+      }
+    }
+    for (const s of spans.values()) {
+      const filter = `${intervalFilter(s)} AND (${TOPIC_ID_COLUMN} IS NULL OR ${TOPIC_ID_COLUMN} <> ${quote(s.topicId)})`;
+      if ((await table.countRows(filter)) > 0) return true;
+    }
+    return false;
   }
 
   /**
@@ -308,7 +385,8 @@ export class LanceTable {
       if (!(await db.tableNames()).includes(this.target.table)) return { rows: 0, version: 0 };
       const table = await db.openTable(this.target.table);
       try {
-        return { rows: await countIntervals(table, intervals), version: await table.version() };
+        const hasTopicId = (await table.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
+        return { rows: await countIntervals(table, intervals, hasTopicId), version: await table.version() };
       } finally {
         table.close();
       }
@@ -351,7 +429,9 @@ export class LanceTable {
   /** Rows whose (topic, partition, offset) fall in the intervals. */
   async countRows(intervals: readonly OffsetIntervalFilter[]): Promise<number> {
     const table = intervals.length === 0 ? undefined : await this.#current();
-    return table ? countIntervals(table, intervals) : 0;
+    if (!table) return 0;
+    this.#hasTopicId ||= (await table.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
+    return countIntervals(table, intervals, this.#hasTopicId);
   }
 
   async totalRows(): Promise<number> {
@@ -404,6 +484,10 @@ export class LanceTable {
       await table.createIndex(OFFSET_COLUMN, { config: lancedb.Index.btree() });
     if (!existing.has(PARTITION_COLUMN))
       await table.createIndex(PARTITION_COLUMN, { config: lancedb.Index.bitmap() });
+    // Few distinct values (one per incarnation of each topic): every settling count filters on it.
+    const hasTopicId = (await table.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
+    if (hasTopicId && !existing.has(TOPIC_ID_COLUMN))
+      await table.createIndex(TOPIC_ID_COLUMN, { config: lancedb.Index.bitmap() });
   }
 
   #required(): lancedb.Table {
@@ -515,15 +599,23 @@ export async function commitCleanupFence(table: lancedb.Table, name: string): Pr
 }
 
 /** Filters for the intervals, 64 a piece (one query each). */
-function intervalFilters(intervals: readonly OffsetIntervalFilter[]): string[] {
+/**
+ * OR-filters (64 intervals each) selecting the rows of the intervals, of each interval's
+ * incarnation only: the rows of a deleted incarnation of the topic share its (topic,
+ * partition, offset) and must not count (they would make a publication look published,
+ * or more than published). A table without `_topic_id` holds no row of any incarnation
+ * that has an id: such intervals select nothing.
+ */
+function intervalFilters(intervals: readonly OffsetIntervalFilter[], hasTopicId: boolean): string[] {
+  const countable = intervals.filter((v) => v.topicId === undefined || hasTopicId);
   const filters: string[] = [];
-  for (let i = 0; i < intervals.length; i += 64) {
+  for (let i = 0; i < countable.length; i += 64) {
     filters.push(
-      intervals
+      countable
         .slice(i, i + 64)
         .map(
           (v) =>
-            `(${TOPIC_COLUMN} = '${v.topic.replace(/'/g, "''")}' AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last})`,
+            `(${intervalFilter(v)}${v.topicId === undefined ? '' : ` AND ${TOPIC_ID_COLUMN} = ${quote(v.topicId)}`})`,
         )
         .join(' OR '),
     );
@@ -531,12 +623,31 @@ function intervalFilters(intervals: readonly OffsetIntervalFilter[]): string[] {
   return filters;
 }
 
+/** The merge-insert key, and whether it is a table's key from before `_topic_id` (see #collides). */
+interface InsertKey {
+  readonly columns: string[];
+  readonly legacy: boolean;
+}
+
+const quote = (text: string) => `'${text.replace(/'/g, "''")}'`;
+
+function intervalFilter(v: { topic: string; partition: number; first: number; last: number }): string {
+  return `${TOPIC_COLUMN} = ${quote(v.topic)} AND ${PARTITION_COLUMN} = ${v.partition} AND ${OFFSET_COLUMN} >= ${v.first} AND ${OFFSET_COLUMN} <= ${v.last}`;
+}
+
+/**
+ * Rows in the intervals, of each interval's incarnation only: the rows of a deleted
+ * incarnation of the topic share its (topic, partition, offset) and must not count
+ * (they would make a publication look published, or more than published). A table
+ * without `_topic_id` holds no row of any incarnation that has an id.
+ */
 async function countIntervals(
   table: lancedb.Table,
   intervals: readonly OffsetIntervalFilter[],
+  hasTopicId: boolean,
 ): Promise<number> {
   let total = 0;
-  for (const filter of intervalFilters(intervals)) total += await table.countRows(filter);
+  for (const filter of intervalFilters(intervals, hasTopicId)) total += await table.countRows(filter);
   return total;
 }
 
@@ -558,10 +669,12 @@ async function keyCounts(
   table: lancedb.Table,
   intervals: readonly OffsetIntervalFilter[],
 ): Promise<Map<string, number>> {
-  const hasRow = (await table.schema()).fields.some((f) => f.name === ROW_COLUMN);
+  const fields = (await table.schema()).fields;
+  const hasRow = fields.some((f) => f.name === ROW_COLUMN);
+  const hasTopicId = fields.some((f) => f.name === TOPIC_ID_COLUMN);
   const columns = [TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN, ...(hasRow ? [ROW_COLUMN] : [])];
   const counts = new Map<string, number>();
-  for (const filter of intervalFilters(intervals)) {
+  for (const filter of intervalFilters(intervals, hasTopicId)) {
     const rows = (await table.query().where(filter).select(columns).toArray()) as {
       readonly _topic: string;
       readonly _partition: number;

@@ -57,6 +57,8 @@ export interface OffsetInterval {
   readonly partition: number;
   readonly first: number;
   readonly last: number;
+  /** The rows' `_topic_id` (their topic's incarnation); absent for rows staged before it existed. */
+  readonly topicId?: string;
 }
 
 /** Written (durably) right before the Lance add; what recovery checks the table against. */

@@ -64,6 +64,8 @@ export interface PlannerOutput {
     partition: number;
     owner: string;
     epoch: number;
+    /** The rows' topic incarnation: a deleted topic's parts are held here once Kafka dropped its chain. */
+    topicId?: string;
   }[];
 }
 
@@ -115,7 +117,14 @@ export function planPublications(input: PlannerInput): PlannerOutput {
         continue;
       }
       if (lookup.kind === 'unknown') {
-        unresolvable.push({ part: part.path, topic: r.topic, partition: r.partition, ...part.epoch });
+        unresolvable.push({
+          part: part.path,
+          topic: r.topic,
+          partition: r.partition,
+          owner: part.epoch.owner,
+          epoch: part.epoch.epoch,
+          ...(r.topicId === undefined ? {} : { topicId: r.topicId }),
+        });
         held = true;
         break;
       }

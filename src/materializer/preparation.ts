@@ -91,12 +91,21 @@ function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[] | 
   return out;
 }
 
-/** Runs of consecutive offsets per partition (equal offsets: rows of one record). */
+/**
+ * Runs of consecutive offsets per partition and topic incarnation (equal offsets: rows
+ * of one record). The incarnation is part of the run's identity: rows of a recreated
+ * topic reuse the offsets of the deleted one's, and only their own may count.
+ */
 export function intervalsOf(batches: readonly RecordBatch[]): OffsetInterval[] {
   // Runs are built as rows come (offsets mostly ascend within a partition), then sorted
   // and merged: each run holds every offset from its first to its last, so merging the
   // overlapping or adjacent ones gives the maximal runs of the set of offsets.
-  type Entry = { topic: string; partition: number; runs: { first: number; last: number }[] };
+  type Entry = {
+    topic: string;
+    partition: number;
+    topicId: string | undefined;
+    runs: { first: number; last: number }[];
+  };
   const byPartition = new Map<string, Entry>();
   for (const b of batches) {
     const reader = stagedColumns(b);
@@ -106,10 +115,16 @@ export function intervalsOf(batches: readonly RecordBatch[]): OffsetInterval[] {
     for (let i = 0; i < b.numRows; i++) {
       const topic = reader.topic(i);
       const partition = reader.partition(i);
-      if (entry === undefined || entry.partition !== partition || entry.topic !== topic) {
-        const key = `${topic}\u0000${partition}`;
+      const topicId = reader.topicId(i);
+      if (
+        entry === undefined ||
+        entry.partition !== partition ||
+        entry.topic !== topic ||
+        entry.topicId !== topicId
+      ) {
+        const key = `${topic}\u0000${partition}\u0000${topicId ?? ''}`;
         entry = byPartition.get(key);
-        if (!entry) byPartition.set(key, (entry = { topic, partition, runs: [] }));
+        if (!entry) byPartition.set(key, (entry = { topic, partition, topicId, runs: [] }));
         run = entry.runs.at(-1);
       }
       const offset = reader.offset(i);
@@ -118,7 +133,8 @@ export function intervalsOf(batches: readonly RecordBatch[]): OffsetInterval[] {
     }
   }
   const out: OffsetInterval[] = [];
-  for (const { topic, partition, runs } of byPartition.values()) {
+  for (const { topic, partition, topicId, runs } of byPartition.values()) {
+    const id = topicId === undefined ? {} : { topicId };
     runs.sort((a, b) => a.first - b.first);
     let current: { first: number; last: number } | undefined;
     for (const r of runs) {
@@ -126,10 +142,10 @@ export function intervalsOf(batches: readonly RecordBatch[]): OffsetInterval[] {
         current.last = Math.max(current.last, r.last);
         continue;
       }
-      if (current) out.push({ topic, partition, ...current });
+      if (current) out.push({ topic, partition, ...current, ...id });
       current = { ...r };
     }
-    if (current) out.push({ topic, partition, ...current });
+    if (current) out.push({ topic, partition, ...current, ...id });
   }
   return out;
 }

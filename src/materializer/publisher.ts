@@ -432,7 +432,13 @@ function spanOf(plan: Plan): OffsetInterval[] {
   for (const part of plan.parts) {
     for (const r of part.ranges) {
       const kept = keptBounds(part.keep, r.topic, r.partition, r.firstOffset, r.lastOffset);
-      if (kept) out.push({ topic: r.topic, partition: r.partition, ...kept });
+      if (kept)
+        out.push({
+          topic: r.topic,
+          partition: r.partition,
+          ...kept,
+          ...(r.topicId === undefined ? {} : { topicId: r.topicId }),
+        });
     }
   }
   return out;

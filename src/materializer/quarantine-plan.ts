@@ -4,7 +4,13 @@ import { mkdirDurably, pathExists, renameDurably, writeFileAtomically } from '..
 import { FileDeadLetterSink, type DeadLetter } from '../kafka/dead-letter';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { readSealedPart } from '../staging/sealed-part';
-import { OFFSET_COLUMN, PARTITION_COLUMN, TIMESTAMP_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
+import {
+  OFFSET_COLUMN,
+  PARTITION_COLUMN,
+  TIMESTAMP_COLUMN,
+  TOPIC_COLUMN,
+  TOPIC_ID_COLUMN,
+} from '../staging/system-columns';
 import { crashPoint } from './crash-points';
 import { keptRuns } from './keep-range';
 import { ledger, type Plan, type PlanPart, type QuarantineRecord } from './plan';
@@ -93,7 +99,7 @@ export async function quarantinePlan(o: QuarantineOptions): Promise<QuarantineOu
 /** The plan's rows of one staged batch as dead letters: the row's own columns as the JSON value. */
 function deadLettersOf(batch: RecordBatch, part: PlanPart, detail: string): DeadLetter[] {
   const out: DeadLetter[] = [];
-  const system = new Set([TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN]);
+  const system = new Set([TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN, TOPIC_ID_COLUMN]);
   const columns = batch.schema.fields.map((f) => f.name).filter((n) => !system.has(n));
   const topics = batch.getChild(TOPIC_COLUMN)!;
   const partitions = batch.getChild(PARTITION_COLUMN)!;

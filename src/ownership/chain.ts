@@ -13,6 +13,13 @@ export interface OwnershipEpoch {
   readonly epoch: number;
   /** The first offset this epoch consumed (the committed offset when it began). */
   readonly start: number;
+  /**
+   * The incarnation of the topic the epoch consumed (Kafka's topic id); undefined in
+   * entries written before topic ids were recorded, or when the broker has none. A
+   * chain whose newest entry names another id than the topic has now belongs to a
+   * deleted incarnation (ownership/claim.ts).
+   */
+  readonly topicId?: string;
 }
 
 /** The widest an entry can encode to, with its separating comma (a ULID owner, safe integers). */
@@ -40,8 +47,20 @@ function maxChainBytes(env: NodeJS.ProcessEnv): number {
   return n;
 }
 
+/**
+ * An entry's topic id is written only where it differs from the entry before it (and
+ * on the first entry), and read back as inherited: the id costs ~25 bytes once, not
+ * once per entry, so the chain keeps its length in epochs. Entries dropped from the
+ * front (appendEpoch) take nothing with them, since the first kept entry writes it.
+ */
 export function encodeChain(chain: readonly OwnershipEpoch[]): string {
-  return JSON.stringify({ [TAG]: chain.map((e) => [e.owner, e.epoch, e.start]) });
+  return JSON.stringify({
+    [TAG]: chain.map((e, i) =>
+      e.topicId !== undefined && (i === 0 || chain[i - 1]!.topicId !== e.topicId)
+        ? [e.owner, e.epoch, e.start, e.topicId]
+        : [e.owner, e.epoch, e.start],
+    ),
+  });
 }
 
 /** Parses offset metadata; anything that is not a kafka-lance chain (or is empty) is an empty chain. */
@@ -51,11 +70,19 @@ export function decodeChain(metadata: string | null | undefined): OwnershipEpoch
     const parsed = JSON.parse(metadata) as Record<string, unknown>;
     const raw = parsed[TAG];
     if (!Array.isArray(raw)) return [];
-    return raw.flatMap((e: unknown) =>
-      Array.isArray(e) && typeof e[0] === 'string' && Number.isSafeInteger(e[1]) && Number.isSafeInteger(e[2])
-        ? [{ owner: e[0], epoch: e[1] as number, start: e[2] as number }]
-        : [],
-    );
+    let topicId: string | undefined;
+    return raw.flatMap((e: unknown) => {
+      if (
+        !Array.isArray(e) ||
+        typeof e[0] !== 'string' ||
+        !Number.isSafeInteger(e[1]) ||
+        !Number.isSafeInteger(e[2])
+      )
+        return [];
+      if (typeof e[3] === 'string') topicId = e[3];
+      const entry: OwnershipEpoch = { owner: e[0], epoch: e[1] as number, start: e[2] as number };
+      return [topicId === undefined ? entry : { ...entry, topicId }];
+    });
   } catch {
     return [];
   }

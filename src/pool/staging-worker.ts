@@ -61,7 +61,12 @@ async function main(): Promise<void> {
             const messages = unpackMessages(request.packed);
             const decoded =
               messages.length > 0
-                ? decoder.decode(request.topic, request.partition, messages)
+                ? decoder.decode(
+                    request.topic,
+                    request.partition,
+                    messages,
+                    staging.epoch.topicIds?.[request.topic] ?? '',
+                  )
                 : { batch: undefined, minute: [], deadLetters: [] };
             const pushed = staging.push({
               topic: request.topic,

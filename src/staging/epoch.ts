@@ -13,6 +13,13 @@ export interface StagingEpoch {
   readonly owner: string;
   /** Increases on every change of this instance's assignment. */
   readonly epoch: number;
+  /**
+   * Topic → Kafka topic id as claimed for this epoch (ownership/claim.ts): every row
+   * staged in the epoch carries its topic's (`_topic_id`), so that a topic deleted and
+   * recreated under the same name, whose offsets start again at 0, never shares a row
+   * key with its old incarnation. A topic absent here has no known id ('' on its rows).
+   */
+  readonly topicIds?: Readonly<Record<string, string>>;
 }
 
 export const OWNER_METADATA_KEY = 'kafka-lance.owner';

@@ -15,6 +15,7 @@ import { digestTrailer } from './part-digest';
 import { formatPartName, type MinuteKey } from './part-name';
 import type { SchemaKey } from './schema-key';
 import type { PartOffsetRange, SealedPart } from './sealed-part';
+import { TOPIC_ID_COLUMN } from './system-columns';
 
 export type WriterState = 'open' | 'detached' | 'sealed' | 'failed';
 
@@ -156,7 +157,16 @@ export class PartWriter {
       range.lastOffset = last;
       range.rows += batch.numRows;
     } else {
-      this.#ranges.set(key, { topic, partition, firstOffset: first, lastOffset: last, rows: batch.numRows });
+      // As the read-back (sealed-part.ts offsetRangesOf) records it: the first row's incarnation.
+      const topicId = batch.getChild(TOPIC_ID_COLUMN)?.get(0) as string | null | undefined;
+      this.#ranges.set(key, {
+        topic,
+        partition,
+        firstOffset: first,
+        lastOffset: last,
+        rows: batch.numRows,
+        ...(typeof topicId === 'string' ? { topicId } : {}),
+      });
     }
   }
 
@@ -219,7 +229,8 @@ export class PartWriter {
         path: this.sealedPath,
         schemaKey: this.schemaKey,
         minute: this.minute,
-        epoch: this.epoch,
+        // As the part's metadata records it (epochFromMetadata): the epoch's topic ids are on the rows.
+        epoch: { owner: this.epoch.owner, epoch: this.epoch.epoch },
         bytes: this.#position,
         rows: this.#rows,
         batches: this.#batches,

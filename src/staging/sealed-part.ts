@@ -20,6 +20,8 @@ export interface PartOffsetRange {
   readonly firstOffset: RecordOffset;
   readonly lastOffset: RecordOffset;
   readonly rows: number;
+  /** The rows' topic incarnation (`_topic_id`); absent in parts staged before the column. */
+  readonly topicId?: string;
 }
 
 /** What the planner needs to know of a sealed part. */
@@ -90,7 +92,7 @@ export async function readSealedPart(
 export function offsetRangesOf(file: string, batches: readonly RecordBatch[]): PartOffsetRange[] {
   const ranges = new Map<
     TopicPartitionKey,
-    { topic: string; partition: number; first: number; last: number; rows: number }
+    { topic: string; partition: number; first: number; last: number; rows: number; topicId?: string }
   >();
   for (const batch of batches) {
     const topics = batch.getChild(TOPIC_COLUMN);
@@ -101,7 +103,9 @@ export function offsetRangesOf(file: string, batches: readonly RecordBatch[]): P
     const reader = systemColumnReader(batch);
     if (!reader) throw new PartCorruptError(file, 'system columns have unexpected types');
     // A staged batch holds one partition's rows: the previous row's entry is the usual hit.
-    let r: { topic: string; partition: number; first: number; last: number; rows: number } | undefined;
+    let r:
+      | { topic: string; partition: number; first: number; last: number; rows: number; topicId?: string }
+      | undefined;
     for (let i = 0; i < batch.numRows; i++) {
       const topic = reader.topic(i);
       const partition = reader.partition(i);
@@ -109,7 +113,16 @@ export function offsetRangesOf(file: string, batches: readonly RecordBatch[]): P
       if (r === undefined || r.partition !== partition || r.topic !== topic)
         r = ranges.get(tpKey(topic, partition));
       if (!r) {
-        r = { topic, partition, first: offset, last: offset, rows: 1 };
+        // One epoch stages a partition under one claim, so one incarnation: its first row's id.
+        const topicId = reader.topicId(i);
+        r = {
+          topic,
+          partition,
+          first: offset,
+          last: offset,
+          rows: 1,
+          ...(topicId === undefined ? {} : { topicId }),
+        };
         ranges.set(tpKey(topic, partition), r);
       } else {
         if (offset < r.last) {
@@ -129,5 +142,6 @@ export function offsetRangesOf(file: string, batches: readonly RecordBatch[]): P
     firstOffset: recordOffset(r.first),
     lastOffset: recordOffset(r.last),
     rows: r.rows,
+    ...(r.topicId === undefined ? {} : { topicId: r.topicId }),
   }));
 }

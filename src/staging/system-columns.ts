@@ -10,12 +10,20 @@ export const OFFSET_COLUMN = '_offset';
 export const TIMESTAMP_COLUMN = '_timestamp';
 /** Multi-row transforms only: the index of a row among its record's rows. */
 export const ROW_COLUMN = '_row';
+/**
+ * The incarnation of the row's topic: Kafka's topic id (URL-safe base64, as Kafka
+ * prints it), '' when the broker could not tell. A topic deleted and recreated under
+ * the same name starts its offsets at 0 again, so only this column tells its rows from
+ * the old incarnation's. Null in rows of tables written before it existed.
+ */
+export const TOPIC_ID_COLUMN = '_topic_id';
 
 export const SYSTEM_FIELDS: readonly Field[] = [
   new Field(TOPIC_COLUMN, new Utf8(), false),
   new Field(PARTITION_COLUMN, new Int32(), false),
   new Field(OFFSET_COLUMN, new Int64(), false),
   new Field(TIMESTAMP_COLUMN, new Timestamp(TimeUnit.MILLISECOND), false),
+  new Field(TOPIC_ID_COLUMN, new Utf8(), false),
 ];
 
 /** Row-wise access to a staged batch's system columns, straight from its buffers. */
@@ -23,6 +31,8 @@ export interface SystemColumnReader {
   readonly topic: (row: number) => string;
   readonly partition: (row: number) => number;
   readonly offset: (row: number) => number;
+  /** The row's topic id; undefined for a part staged before the column existed (or a null). */
+  readonly topicId: (row: number) => string | undefined;
 }
 
 /**
@@ -62,6 +72,7 @@ export function systemColumnReader(batch: RecordBatch): SystemColumnReader | und
   const offsetValues = o.values as BigInt64Array;
   const halves = new Uint32Array(offsetValues.buffer, offsetValues.byteOffset, offsetValues.length * 2);
   const decoder = new TextDecoder();
+  const ids = batch.getChild(TOPIC_ID_COLUMN);
   let lastStart = -1;
   let lastEnd = -1;
   let lastTopic = '';
@@ -85,6 +96,8 @@ export function systemColumnReader(batch: RecordBatch): SystemColumnReader | und
       return lastTopic;
     },
     partition: (row) => partitionValues[row]!,
+    // Rare per row (intervals, ranges): apache-arrow's get is fine; ids repeat, no decode cache needed.
+    topicId: (row) => (ids ? ((ids.get(row) as string | null) ?? undefined) : undefined),
     offset(row) {
       const i = 2 * row;
       return halves[i]! + halves[i + 1]! * 0x1_0000_0000;

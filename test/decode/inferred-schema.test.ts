@@ -1,3 +1,4 @@
+import { SYSTEM_FIELDS } from '../../src/staging/system-columns';
 import { schemaKeyOf } from '../../src/staging/schema-key';
 import { column, decodeAll, decoder } from './fixture';
 
@@ -26,7 +27,13 @@ describe('inferred schema rules (issue 9, item 7)', () => {
       expect.stringMatching(/key "_offset".*reserved/),
     ]);
     // Names Lance does take (measured with LanceDB 0.39): spaces, non-ASCII, case-distinct.
-    expect(out.batch!.schema.fields.slice(4).map((f) => f.name)).toEqual(['ok', 'a b', 'ä', 'A', 'a']);
+    expect(out.batch!.schema.fields.slice(SYSTEM_FIELDS.length).map((f) => f.name)).toEqual([
+      'ok',
+      'a b',
+      'ä',
+      'A',
+      'a',
+    ]);
     expect(column(out.batch!, 'ok')).toEqual([2]);
   });
 
@@ -34,7 +41,11 @@ describe('inferred schema rules (issue 9, item 7)', () => {
     const keys = ['{"v":1}', '{"v":1.5}', '{"v":1152921504606846976}'].map(
       (value) => decodeAll(decoder(), [value]).batch!.schema,
     );
-    expect(keys.map((s) => String(s.fields[4]!.type))).toEqual(['Float64', 'Float64', 'Float64']);
+    expect(keys.map((s) => String(s.fields[SYSTEM_FIELDS.length]!.type))).toEqual([
+      'Float64',
+      'Float64',
+      'Float64',
+    ]);
     expect(new Set(keys.map(schemaKeyOf)).size).toBe(1);
   });
 
@@ -59,7 +70,7 @@ describe('inferred schema rules (issue 9, item 7)', () => {
       }),
     ]);
     const fields = (batch: typeof a.batch) =>
-      batch!.schema.fields.slice(4).map((f) => `${f.name}:${String(f.type)}`);
+      batch!.schema.fields.slice(SYSTEM_FIELDS.length).map((f) => `${f.name}:${String(f.type)}`);
     expect(fields(a.batch)).toEqual(['v:Float64', 's:Utf8']);
     expect(fields(b.batch)).toEqual(['v:Float64', 's:Utf8', 'w:Bool']);
   });

@@ -1,3 +1,4 @@
+import { SYSTEM_FIELDS } from '../../src/staging/system-columns';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import type { DecoderOptions } from '../../src/decode/record-decoder';
 
@@ -52,6 +53,7 @@ describe('RecordDecoder', () => {
       '_partition',
       '_offset',
       '_timestamp',
+      '_topic_id',
       'n',
       'name',
       'score',
@@ -108,7 +110,11 @@ describe('RecordDecoder', () => {
     expect(column(first.batch!, 'b')).toEqual([null, 2]);
     // The inferred fields persist: the next batch has them even when absent.
     const second = d.decode('t', 0, [msg(3, '{"c":true}')]);
-    expect(second.batch!.schema.fields.map((f) => f.name).slice(4)).toEqual(['a', 'b', 'c']);
+    expect(second.batch!.schema.fields.map((f) => f.name).slice(SYSTEM_FIELDS.length)).toEqual([
+      'a',
+      'b',
+      'c',
+    ]);
     expect(column(second.batch!, 'a')).toEqual([null]);
   });
 
@@ -156,6 +162,7 @@ describe('RecordDecoder', () => {
       '_partition',
       '_offset',
       '_timestamp',
+      '_topic_id',
       '_key',
       'key',
       'value',
