@@ -34,13 +34,15 @@ const FETCH_BYTES = 4 * MiB;
  * until a read_committed kafkajs reader reads exactly the surviving records (the cleaner
  * has run), then two replicas consume the topic; the final check holds the reader's
  * offsets, not every offset of the log, to be rows or dead letters, and no row elsewhere.
+ * The full run (4 partitions, ~18 MiB surviving each) also SIGKILLs one replica after the
+ * first publications and restarts it from its data dir.
  */
 export const step: QualifyStep = {
   name: 'compacted',
   title: 'Compacted topic: record batches whose tails the cleaner removed',
   async run(ctx: QualifyContext): Promise<QualifyStepReport> {
     const partitions = ctx.short ? 2 : 4;
-    const batches = ctx.short ? 28 : 56;
+    const batches = ctx.short ? 28 : 100;
     const c = new Campaign({
       context: ctx,
       name: 'compacted',
@@ -97,8 +99,20 @@ export const step: QualifyStep = {
       );
 
       const reference = readableOf('a read_committed kafkajs consumer, after the cleaner ran', readable);
+      const replicasAt = Date.now();
       await c.startReplicas();
+      if (!ctx.short) {
+        // The full run kills one replica once it has published: its restart claims its
+        // partitions again at a commit that follows a compacted tail.
+        await Promise.race(c.slots.map((s) => s.run.next((e) => e.event === 'publication', 60_000)));
+        await sleep(c.random.int(0, 2_000));
+        const slot = c.random.pick(c.slots);
+        await c.kill(slot, 'after its first publications (random moment)');
+        await sleep(c.random.int(300, 2_000));
+        c.restart(slot);
+      }
       const settled = await settle(c, ctx.short ? 120_000 : 300_000, reference);
+      const drained = (Date.now() - replicasAt) / 1000;
       const exitedAlone = c.slots.filter((s) => !s.run.alive).map((s) => s.label);
       await c.stopAll();
       const check = await finalCheck(c, settled.stalled, { readable: reference });
@@ -114,7 +128,7 @@ export const step: QualifyStep = {
         passed,
         summary:
           `${produced.records.length} keyed records (${(produced.bytes / MiB).toFixed(1)} MiB) on ${partitions} partitions of a compacted topic, in ${produced.batches} producer batches of ${BATCH} whose last ${BATCH - UNIQUE} records were superseded later; the cleaner removed ${removed} (reader: ${readable.length} readable after ${cleanerSeconds.toFixed(0)} s), leaving ${surviving.map((s) => `${(s.bytes / MiB).toFixed(1)} MiB`).join(' / ')} per partition (a fetch is ${FETCH_BYTES / MiB} MiB) and ${tails} record batches ending in emptied offsets. ` +
-          `2 replicas: quiescent after ${settled.seconds.toFixed(0)} s; ${check.rows} rows = ${readable.length} readable − ${check.deadLetters} dead letters, none at an offset the reader did not read` +
+          `2 replicas${c.kills.length > 0 ? ` (${c.kills.map((k) => `${k.replica} SIGKILLed at ${k.at} s during ${k.interrupted.split(' (')[0]}, restarted`).join('; ')})` : ''}: quiescent ${drained.toFixed(0)} s after they started; ${check.rows} rows = ${readable.length} readable − ${check.deadLetters} dead letters, none at an offset the reader did not read` +
           ` (pylance: ${check.independent?.rows ?? '?'} rows, ${check.independent?.missing ?? '?'} absent, ${check.independent?.unexpected ?? '?'} unexpected, ${check.independent?.duplicates ?? '?'} duplicates); committed = log end; ${refetches} refetches. ` +
           (passed ? 'Passed.' : `FAILED: ${problems.join('; ')}`),
         details: campaignDetails(c, check, [

@@ -138,6 +138,7 @@ export const step: QualifyStep = {
       const restartedAt = Date.now();
       await c.restartStopped();
       const settled = await settle(c, ctx.short ? 120_000 : 300_000, reference);
+      const quiescentAfter = (Date.now() - restartedAt) / 1000;
       const secondRuns = c.slots.map((s) => s.run);
       // Every partition named once by the replica that met the deletion.
       const lostEvents = await until(() => {
@@ -210,7 +211,7 @@ export const step: QualifyStep = {
               .map(([p, v]) => `p${p} ${v}`)
               .join(', ') || 'none'
           }. ` +
-          `Quiescent ${settled.seconds.toFixed(0)} s after both rejoined; ${check.rows} rows = ${first.length + second.length - deletedCount} kept − ${check.deadLetters} dead letters, none at a deleted offset (pylance: ${check.independent?.rows ?? '?'} rows, ${check.independent?.missing ?? '?'} absent, ${check.independent?.unexpected ?? '?'} unexpected, ${check.independent?.duplicates ?? '?'} duplicates); committed = log end; chains ${chains.map((x) => `p${x.partition} ${x.chain.length} entries`).join(', ')}. ` +
+          `Quiescent ${quiescentAfter.toFixed(0)} s after the restart; ${check.rows} rows = ${first.length + second.length - deletedCount} kept − ${check.deadLetters} dead letters, none at a deleted offset (pylance: ${check.independent?.rows ?? '?'} rows, ${check.independent?.missing ?? '?'} absent, ${check.independent?.unexpected ?? '?'} unexpected, ${check.independent?.duplicates ?? '?'} duplicates); committed = log end; chains ${chains.map((x) => `p${x.partition} ${x.chain.length} entries`).join(', ')}. ` +
           (passed ? 'Passed.' : `FAILED: ${problems.join('; ')}`),
         details: campaignDetails(c, check, [
           `- First slice: ${first.length} records (${((first.length * PAYLOAD_CHARS) / MiB).toFixed(1)} MiB), published and committed by 2 replicas, which then stopped (SIGTERM); second slice: ${second.length} records; deleteRecords; the replicas restarted ${((restartedAt - c.started) / 1000).toFixed(1)} s into the step`,

@@ -38,8 +38,8 @@ interface Txn {
  * committed and aborted transactions over every partition while two replicas consume:
  * one aborted transaction larger than a fetch (4 MiB) on every partition, small aborted
  * ones between the committed ones, and last an aborted one on every partition, so that
- * each partition's log ends with an abort marker. Midway one replica is SIGKILLed and
- * restarted from its data dir. Checks: what a read_committed reader reads is exactly the
+ * each partition's log ends with an abort marker. Midway one replica is SIGKILLed (at three
+ * moments in the full run) and restarted from its data dir. Checks: what a read_committed reader reads is exactly the
  * committed records; those offsets are rows or dead letters and no row is elsewhere (the
  * final check), no aborted record's `n` is in the table and every committed one is there
  * once; committed = log end (markers included) and every partition's
@@ -65,9 +65,11 @@ export const step: QualifyStep = {
         txns.push(await transaction(producer, c, outcome, partitions, perPartition, () => n++, chars));
       };
       let big: Txn | undefined;
-      let kill: KillRecord | undefined;
-      let restartJoined: number | undefined;
-      const killAt = Math.floor(rounds / 2);
+      const kills = ctx.short ? 1 : 3;
+      const killRounds = new Set(
+        Array.from({ length: kills }, (_, k) => Math.floor((rounds * (k + 1)) / (kills + 1))),
+      );
+      const rejoined: (number | undefined)[] = [];
       try {
         for (let round = 0; round < rounds; round++) {
           await run('commit', Math.ceil(perCommit / partitions));
@@ -79,13 +81,13 @@ export const step: QualifyStep = {
               `aborted a transaction of ${big.records.length} records (${mibs(big.bytes)} MiB per partition)`,
             );
           }
-          if (round === killAt) {
+          if (killRounds.has(round)) {
             const slot = c.random.pick(c.slots);
-            kill = await c.kill(slot, 'mid-run (random moment)');
+            const k = await c.kill(slot, `round ${round + 1} of ${rounds} (random moment)`);
             await sleep(c.random.int(300, 2_000));
             const restarted = c.restart(slot);
             void restarted.seen('kafka.join', 120_000).then((e) => {
-              if (e) restartJoined = c.at(e.time);
+              if (e) rejoined[k.n - 1] = c.at(e.time);
             });
           }
           await sleep(c.random.int(200, ctx.short ? 800 : 1_500));
@@ -95,6 +97,7 @@ export const step: QualifyStep = {
       } finally {
         await producer.disconnect().catch(() => undefined);
       }
+      const producedAt = Date.now();
       const committedRecords = txns.filter((t) => t.outcome === 'commit').flatMap((t) => t.records);
       const abortedNs = new Set(txns.filter((t) => t.outcome === 'abort').flatMap((t) => t.ns));
       const committedNs = txns.filter((t) => t.outcome === 'commit').flatMap((t) => t.ns);
@@ -119,6 +122,7 @@ export const step: QualifyStep = {
       const readerDiff = compareKeys(keysOf(readable), want);
       const reference = readableOf('a read_committed kafkajs consumer, after the last transaction', readable);
       const settled = await settle(c, ctx.short ? 120_000 : 300_000, reference);
+      const quiescentAfter = (Date.now() - producedAt) / 1000;
 
       // The owners' lag gauges (updated every second) reach 0 once commits pass the last marker.
       const lag = await ownersLag(c, partitions, 20_000);
@@ -144,7 +148,7 @@ export const step: QualifyStep = {
       if (committedMissing > 0) problems.push(`${committedMissing} committed records are not rows`);
       if (committedTwice > 0) problems.push(`${committedTwice} committed records are rows more than once`);
       if (lag.problems.length > 0) problems.push(...lag.problems);
-      if (!kill) problems.push('no replica was killed');
+      if (c.kills.length < kills) problems.push(`${c.kills.length} of ${kills} kills done`);
       if (!big || big.bytes.some((b) => b <= FETCH_BYTES))
         problems.push(
           `the large aborted transaction (${mibs(big?.bytes ?? [])} MiB) is not larger than a fetch`,
@@ -156,13 +160,13 @@ export const step: QualifyStep = {
       return {
         passed,
         summary:
-          `${txns.length} transactions on ${partitions} partitions (${commits} committed: ${committedRecords.length} records; ${aborts} aborted: ${abortedNs.size} records, one of ${mibs(big?.bytes ?? [])} MiB per partition, larger than a ${FETCH_BYTES / MiB} MiB fetch; every log ends with an abort marker; ${markers} marker offsets) while 2 replicas consumed, one SIGKILLed ${kill ? `at ${kill.at} s during ${kill.interrupted}` : '(none)'} and restarted. ` +
-          `The reader read exactly the ${readable.length} committed records. Quiescent ${settled.seconds.toFixed(0)} s after the last transaction; ${check.rows} rows = ${readable.length} − ${check.deadLetters} dead letters; aborted records in the table: ${abortedRows}; committed missing: ${committedMissing}, more than once: ${committedTwice}` +
+          `${txns.length} transactions on ${partitions} partitions (${commits} committed: ${committedRecords.length} records; ${aborts} aborted: ${abortedNs.size} records, one of ${mibs(big?.bytes ?? [])} MiB per partition, larger than a ${FETCH_BYTES / MiB} MiB fetch; every log ends with an abort marker; ${markers} marker offsets) while 2 replicas consumed, ${killSummary(c.kills)}, each restarted from its data dir. ` +
+          `The reader read exactly the ${readable.length} committed records. Quiescent ${quiescentAfter.toFixed(0)} s after the last transaction; ${check.rows} rows = ${readable.length} − ${check.deadLetters} dead letters; aborted records in the table: ${abortedRows}; committed missing: ${committedMissing}, more than once: ${committedTwice}` +
           ` (pylance: ${check.independent?.rows ?? '?'} rows, ${check.independent?.missing ?? '?'} absent, ${check.independent?.unexpected ?? '?'} unexpected, ${check.independent?.duplicates ?? '?'} duplicates); committed = log end; consumer lag ${lag.summary}. ` +
           (passed ? 'Passed.' : `FAILED: ${problems.join('; ')}`),
         details: campaignDetails(c, check, [
           `- Producer: kafkajs transactionalId, idempotent, maxInFlightRequests 1; ${rounds} rounds of one committed transaction (${perCommit} records over the partitions) and one small aborted one (5–30 per partition), the large aborted one (${bigPerPartition} records of ${PAYLOAD_CHARS} characters per partition) after round 2, a last aborted one; one committed record in ${BAD_EVERY} not JSON`,
-          `- Kill: ${kill ? `${kill.replica} (pid ${kill.pid}) at ${kill.at} s, during ${kill.interrupted}; restarted${restartJoined !== undefined ? `, in the group again at ${restartJoined} s` : ''}` : 'none'}`,
+          `- Kills: ${c.kills.map((k) => `${k.replica} (pid ${k.pid}) at ${k.at} s, during ${k.interrupted}; restarted${rejoined[k.n - 1] !== undefined ? `, in the group again at ${rejoined[k.n - 1]} s` : ''}`).join('; ') || 'none'}`,
           '',
           '| partition | log end | committed records | aborted records | marker offsets | committed offset |',
           '| --- | --- | --- | --- | --- | --- |',
@@ -186,6 +190,11 @@ export const step: QualifyStep = {
     }
   },
 };
+
+function killSummary(kills: readonly KillRecord[]): string {
+  if (kills.length === 0) return 'no replica SIGKILLed';
+  return `${kills.length} SIGKILL${kills.length > 1 ? 's' : ''} (${kills.map((k) => `${k.replica} at ${k.at} s during ${k.interrupted.split(' (')[0]}`).join(', ')})`;
+}
 
 /** Bytes per partition as "a / b" MiB. */
 function mibs(bytes: readonly number[]): string {

@@ -80,4 +80,4 @@ test('qualification, short variant: every step passes', async () => {
   // Every table was read by both readers.
   expect(markdown).toContain('pylance 12.0.0');
   if (report.passed) await fsp.rm(work, { recursive: true, force: true });
-}, 900_000);
+}, 1_020_000);
