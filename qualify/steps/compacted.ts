@@ -1,12 +1,11 @@
 import { Campaign } from '../support/campaign';
 import { finalCheck, settle } from '../support/final-check';
 import {
-  compareKeys,
   connectedProducer,
   keysOf,
   MiB,
   readableOf,
-  readTopic,
+  readUntil,
   recordValue,
   sendToPartition,
   type LogRecord,
@@ -70,22 +69,16 @@ export const step: QualifyStep = {
       );
 
       // The cleaner has run when a plain reader reads exactly the survivors.
-      const cleanerStarted = Date.now();
-      let passes = 0;
-      let readable: LogRecord[] = [];
-      for (;;) {
-        passes += 1;
-        readable = await readTopic(ctx.brokers, c.topic);
-        const diff = compareKeys(keysOf(readable), want);
-        if (diff.equal) break;
-        if (Date.now() - cleanerStarted > (ctx.short ? 150_000 : 300_000))
-          throw new Error(
-            `the cleaner had not compacted ${c.topic} after ${passes} reads: the reader read ${readable.length} records (${diff.extra} superseded still there, ${diff.absent} survivors absent), ${survivors.length} expected`,
-          );
-        c.log(`reader pass ${passes}: ${readable.length} records readable (${diff.extra} not compacted yet)`);
-        await sleep(2_000);
-      }
-      const cleanerSeconds = (Date.now() - cleanerStarted) / 1000;
+      const read = await readUntil(ctx.brokers, c.topic, want, ctx.short ? 150_000 : 300_000, (l) =>
+        c.log(l),
+      );
+      if (read.extra > 0 || read.absent > 0)
+        throw new Error(
+          `the cleaner had not compacted ${c.topic} after ${read.passes} reads (${read.seconds.toFixed(0)} s): the reader read ${read.records.length} records (${read.extra} superseded still there, ${read.absent} survivors absent), ${survivors.length} expected`,
+        );
+      const readable = read.records;
+      const passes = read.passes;
+      const cleanerSeconds = read.seconds;
       const valueOf = new Map(survivors.map((r) => [`${r.partition}:${r.offset}`, r.value]));
       const changed = readable.filter((r) => valueOf.get(`${r.partition}:${r.offset}`) !== r.value).length;
       const ends = new Map(

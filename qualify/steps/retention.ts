@@ -2,12 +2,11 @@ import { decodeChain } from '../../src/ownership/chain';
 import { Campaign } from '../support/campaign';
 import { finalCheck, ranges, settle, type ReadableOffsets } from '../support/final-check';
 import {
-  compareKeys,
   connectedProducer,
   keysOf,
   metricValues,
   MiB,
-  readTopic,
+  readUntil,
   recordValue,
   sendToPartition,
   type LogRecord,
@@ -115,11 +114,19 @@ export const step: QualifyStep = {
       // The reference: the first slice (rows already) and what the log still holds.
       const kept = [...first, ...second.filter((r) => r.offset >= plan[r.partition]!.newLogStart)];
       const deleted = second.filter((r) => r.offset < plan[r.partition]!.newLogStart);
-      const stillInLog = await readTopic(ctx.brokers, c.topic);
-      const readerDiff = compareKeys(
-        keysOf(stillInLog),
+      const read = await readUntil(
+        ctx.brokers,
+        c.topic,
         keysOf(second.filter((r) => r.offset >= plan[r.partition]!.newLogStart)),
+        60_000,
+        (l) => c.log(l),
       );
+      const stillInLog = read.records;
+      const readerDiff = {
+        equal: read.extra === 0 && read.absent === 0,
+        extra: read.extra,
+        absent: read.absent,
+      };
       if (!readerDiff.equal)
         problems.push(
           `a reader read ${readerDiff.extra} records outside [log start, log end) and missed ${readerDiff.absent} in it`,

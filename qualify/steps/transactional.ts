@@ -2,13 +2,12 @@ import type { Producer, Transaction } from 'kafkajs';
 import { Campaign, type KillRecord } from '../support/campaign';
 import { finalCheck, settle } from '../support/final-check';
 import {
-  compareKeys,
   connectedProducer,
   keysOf,
   metricValues,
   MiB,
   readableOf,
-  readTopic,
+  readUntil,
   recordValue,
   rowNumbers,
   sendToPartition,
@@ -107,19 +106,13 @@ export const step: QualifyStep = {
       );
 
       // What a read_committed reader reads: exactly the committed records.
-      let readable: LogRecord[] = [];
-      let passes = 0;
-      const want = keysOf(committedRecords);
-      for (;;) {
-        passes += 1;
-        readable = await readTopic(ctx.brokers, c.topic);
-        const diff = compareKeys(keysOf(readable), want);
-        if (diff.equal || passes >= 3) break;
-        c.log(
-          `reader pass ${passes}: ${diff.extra} records beyond the committed ones, ${diff.absent} committed absent`,
-        );
-      }
-      const readerDiff = compareKeys(keysOf(readable), want);
+      const read = await readUntil(ctx.brokers, c.topic, keysOf(committedRecords), 60_000, (l) => c.log(l));
+      const readable = read.records;
+      const readerDiff = {
+        equal: read.extra === 0 && read.absent === 0,
+        extra: read.extra,
+        absent: read.absent,
+      };
       const reference = readableOf('a read_committed kafkajs consumer, after the last transaction', readable);
       const settled = await settle(c, ctx.short ? 120_000 : 300_000, reference);
       const quiescentAfter = (Date.now() - producedAt) / 1000;

@@ -81,6 +81,31 @@ export async function readTopic(
   return [...seen.values()].sort((a, b) => a.partition - b.partition || a.offset - b.offset);
 }
 
+/**
+ * Reads the topic (readTopic) again and again until the reader reads exactly the `want`
+ * records ("p:o" keys) or `timeoutMs` has passed: a loaded broker can make one read end
+ * early, and a compacted topic's cleaner runs when it runs. Returns the last read.
+ */
+export async function readUntil(
+  brokers: readonly string[],
+  topic: string,
+  want: ReadonlySet<string>,
+  timeoutMs: number,
+  log: (line: string) => void,
+): Promise<{ records: LogRecord[]; passes: number; seconds: number; extra: number; absent: number }> {
+  const started = Date.now();
+  for (let passes = 1; ; passes++) {
+    const records = await readTopic(brokers, topic);
+    const diff = compareKeys(keysOf(records), want);
+    const seconds = (Date.now() - started) / 1000;
+    if (diff.equal || Date.now() - started > timeoutMs) return { records, passes, seconds, ...diff };
+    log(
+      `reader pass ${passes}: ${records.length} records, ${diff.extra} not expected, ${diff.absent} expected absent`,
+    );
+    await sleep(2_000);
+  }
+}
+
 /** The (partition → offsets) of records, as the final check's reference. */
 export function readableOf(reader: string, records: readonly LogRecord[]): ReadableOffsets {
   const offsets = new Map<number, Set<number>>();
