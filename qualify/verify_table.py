@@ -6,7 +6,12 @@ Opens a Lance dataset written by kafka-lance (LanceDB for Node) with the Python
   (_topic, _partition, _offset) triples, and rows whose `sha` is not the SHA-256 of
   their `payload` (rows without those columns are not checksummed).
 
+With --expected FILE (JSON {"<partition>": [offsets]}: the rows a log with gaps must
+give, exactly), it also reports the expected rows absent from the table ("missing") and
+the rows at offsets the file does not list ("unexpected").
+
   verify_table.py --dataset <path or s3://.../table.lance> [--storage-options JSON] [--topic T]
+                  [--expected FILE]
 """
 
 import argparse
@@ -22,7 +27,15 @@ def main() -> int:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--storage-options", default="{}")
     parser.add_argument("--topic", default=None)
+    parser.add_argument("--expected", default=None)
     args = parser.parse_args()
+    expected = None
+    if args.expected is not None:
+        with open(args.expected, encoding="utf-8") as f:
+            expected = {int(p): set(offsets) for p, offsets in json.load(f).items()}
+    found = {}
+    unexpected = []
+    unexpected_count = 0
     options = json.loads(args.storage_options)
     ds = lance.dataset(args.dataset, storage_options=options or None)
     names = set(ds.schema.names)
@@ -50,6 +63,12 @@ def main() -> int:
                     duplicates.append(list(key))
             else:
                 seen.add(key)
+            if expected is not None:
+                found.setdefault(key[1], set()).add(key[2])
+                if key[2] not in expected.get(key[1], ()):
+                    unexpected_count += 1
+                    if len(unexpected) < 20:
+                        unexpected.append([key[1], key[2]])
             p = partitions.setdefault(str(key[1]), {"rows": 0, "minOffset": key[2], "maxOffset": key[2]})
             p["rows"] += 1
             p["minOffset"] = min(p["minOffset"], key[2])
@@ -60,6 +79,23 @@ def main() -> int:
                     mismatch_count += 1
                     if len(mismatches) < 20:
                         mismatches.append(list(key))
+
+    extra = {}
+    if expected is not None:
+        missing = []
+        missing_count = 0
+        for p in sorted(expected):
+            have = found.get(p, set())
+            for o in sorted(expected[p] - have):
+                missing_count += 1
+                if len(missing) < 20:
+                    missing.append([p, o])
+        extra = {
+            "missing": missing_count,
+            "missingExamples": missing,
+            "unexpected": unexpected_count,
+            "unexpectedExamples": unexpected,
+        }
 
     json.dump(
         {
@@ -74,6 +110,7 @@ def main() -> int:
             "checksumMismatches": mismatch_count,
             "mismatchExamples": mismatches,
             "partitions": partitions,
+            **extra,
         },
         sys.stdout,
     )

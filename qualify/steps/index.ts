@@ -1,10 +1,13 @@
 import type { QualifyStep } from '../step';
 import { step as brokerOutage } from './broker-outage';
+import { step as compacted } from './compacted';
 import { step as dataDirLoss } from './data-dir-loss';
 import { step as fullDisk } from './full-disk';
 import { step as fuzz } from './fuzz';
 import { step as killCampaign } from './kill-campaign';
+import { step as retention } from './retention';
 import { step as s3Outage } from './s3-outage';
+import { step as transactional } from './transactional';
 
 /** The qualification steps in the order `npm run qualify` runs them. */
 export const STEPS: readonly QualifyStep[] = [
@@ -14,4 +17,7 @@ export const STEPS: readonly QualifyStep[] = [
   dataDirLoss,
   fullDisk,
   fuzz,
+  compacted,
+  transactional,
+  retention,
 ];

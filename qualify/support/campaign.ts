@@ -18,10 +18,13 @@ export interface CampaignOptions {
   readonly replicas: number;
   /** The shared Lance table's database: a directory (default <workDir>/lance) or s3:// with storage options. */
   readonly lance?: { readonly uri: string; readonly storageOptions?: Readonly<Record<string, string>> };
-  readonly production: Omit<ProductionOptions, 'brokers' | 'topic' | 'partitions' | 'seed'>;
+  /** The rate-bounded round-robin producer of startProduction() (steps that produce otherwise leave it out). */
+  readonly production?: Omit<ProductionOptions, 'brokers' | 'topic' | 'partitions' | 'seed'>;
   readonly sessionTimeoutMs: number;
   /** More of the consumer definition (overrides). */
   readonly definition?: Record<string, unknown>;
+  /** Topic-level settings of the campaign's topic (cleanup.policy, segment.ms, ...). */
+  readonly topicConfig?: Readonly<Record<string, string>>;
 }
 
 /** One replica's place in the campaign: its data dir outlives its processes. */
@@ -126,6 +129,11 @@ export class Campaign {
     return this.#admin!;
   }
 
+  /** The campaign's client (steps that produce or read the topic themselves). */
+  get kafka(): Kafka {
+    return this.#kafka;
+  }
+
   /** Seconds since the campaign started, for the logs and the report. */
   at(t = Date.now()): number {
     return Math.round((t - this.started) / 100) / 10;
@@ -135,10 +143,21 @@ export class Campaign {
     this.o.context.log(`${this.at().toFixed(1).padStart(6)} s  ${line}`);
   }
 
+  /** The topic, then the replicas (each in the group before this returns). */
   async setUp(): Promise<void> {
+    await this.createTopic();
+    await this.startReplicas();
+  }
+
+  /** Connects the admin client and creates the campaign's topic (with `topicConfig`). */
+  async createTopic(): Promise<void> {
     this.#admin = this.#kafka.admin();
     await this.#admin.connect();
-    await createTopicReady(this.#admin, this.topic, this.o.partitions);
+    await createTopicReady(this.#admin, this.topic, this.o.partitions, this.o.topicConfig);
+  }
+
+  /** Starts the replicas on their data dirs and waits until each has joined the group. */
+  async startReplicas(): Promise<void> {
     for (let i = 1; i <= this.o.replicas; i++) {
       const label = `replica-${i}`;
       const dataDir = path.join(this.o.context.workDir, label);
@@ -158,6 +177,7 @@ export class Campaign {
   }
 
   startProduction(): Production {
+    if (!this.o.production) throw new Error('this campaign has no production options');
     this.production = startProduction({
       ...this.o.production,
       brokers: this.o.context.brokers,
@@ -201,6 +221,23 @@ export class Campaign {
   /** Waits for the next event of a run that passes `test`. */
   next(run: ReplicaRun, test: (e: ReplicaEvent) => boolean, timeoutMs: number) {
     return run.next(test, timeoutMs);
+  }
+
+  /** Restarts every slot whose process has stopped, and waits until each has joined the group. */
+  async restartStopped(): Promise<void> {
+    const started = this.slots.filter((s) => !s.run.alive).map((s) => ({ s, run: this.restart(s) }));
+    for (const { s, run } of started) {
+      if (!(await run.seen('kafka.join', 120_000)))
+        throw new Error(`${s.label} did not join the group within 120 s; see ${s.logFile}`);
+    }
+  }
+
+  /** The Prometheus text of a live run's metrics endpoint (its port from its `metrics.listening` event). */
+  async metrics(run: ReplicaRun): Promise<string> {
+    const listening = await run.seen('metrics.listening', 30_000);
+    const port = Number(listening?.line.port);
+    if (!listening || !Number.isInteger(port)) throw new Error(`${run.label} logged no metrics port`);
+    return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   }
 
   /** Gracefully stops every live replica (flush, commit, finish publications). */

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { loadConsumer } from '../../src/config';
@@ -10,6 +10,26 @@ import { leftOver } from './ledger-state';
 import { readIndependently, type IndependentReading } from './independent-reader';
 import { sha256 } from './producer';
 import { sleep } from './random';
+
+/**
+ * The records of a log with gaps, as a reader read them: a compacted topic (the cleaner
+ * removed superseded records), transactions (aborted records and markers are never
+ * delivered), a log start moved by retention or deleteRecords. The final check then holds
+ * these offsets, not every offset from the log start to its end, to be rows or dead
+ * letters, and no row to be at an offset outside them.
+ */
+export interface ReadableOffsets {
+  /** Who read them and when, for the report ("a read_committed kafkajs consumer after the cleaner ran"). */
+  readonly reader: string;
+  /** partition → every offset the reader read. */
+  readonly offsets: ReadonlyMap<number, ReadonlySet<number>>;
+}
+
+export function readableCount(r: ReadableOffsets): number {
+  let n = 0;
+  for (const set of r.offsets.values()) n += set.size;
+  return n;
+}
 
 /** The campaign's verdict on the final state: `problems` empty when every guarantee held. */
 export interface FinalCheck {
@@ -179,15 +199,21 @@ async function logRecords(
 
 /**
  * Waits for quiescence: committed offsets at the log end and rows + dead letters =
- * records in the log, both unchanged for a few seconds; gives up after `timeoutMs`
- * (a stall: reported, then checked as it stands).
+ * records in the log (or the `readable` records of a log with gaps), and every data dir
+ * drained; gives up after `timeoutMs` (a stall: reported, then checked as it stands).
  */
-export async function settle(c: Campaign, timeoutMs: number): Promise<{ seconds: number; stalled?: string }> {
+export async function settle(
+  c: Campaign,
+  timeoutMs: number,
+  readable?: ReadableOffsets,
+): Promise<{ seconds: number; stalled?: string }> {
   const started = Date.now();
   let lastLine = 0;
   for (;;) {
     const lag = await commitLag(c).catch((e: unknown) => [`offsets unreadable: ${String(e)}`]);
-    const log = await logRecords(c).catch(() => ({ total: -1 }));
+    const log = readable
+      ? { total: readableCount(readable) }
+      : await logRecords(c).catch(() => ({ total: -1 }));
     const dead = [...readDeadLetters(c, (n) => `${n}.jsonl`).values()].reduce((n, s) => n + s.size, 0);
     const rows = await countRows(c).catch(() => -1);
     // Rows can all be in Lance while a publication that landed is not marked yet (its
@@ -221,7 +247,11 @@ export async function settle(c: Campaign, timeoutMs: number): Promise<{ seconds:
  * - no open or sealed staging parts, no planned or `writing` ledger entries, nothing
  *   quarantined, in any replica's data dir.
  */
-export async function finalCheck(c: Campaign, stalled?: string): Promise<FinalCheck> {
+export async function finalCheck(
+  c: Campaign,
+  stalled?: string,
+  options: { readonly readable?: ReadableOffsets } = {},
+): Promise<FinalCheck> {
   const problems: string[] = stalled ? [`stall: ${stalled}`] : [];
   const lines: string[] = [];
   const log = await logRecords(c);
@@ -230,36 +260,100 @@ export async function finalCheck(c: Campaign, stalled?: string): Promise<FinalCh
   const deadCount = [...dead.values()].reduce((n, s) => n + s.size, 0);
   const setAsideCount = [...setAside.values()].reduce((n, s) => n + s.size, 0);
   const node = await readWithLanceDb(c);
-  const expected = log.total - deadCount;
   const produced = c.production;
+  const readable = options.readable;
+  // The reference: every offset from the log start to its end, or the offsets a reader
+  // read from a log with gaps.
+  const reference = new Map<number, number[]>();
+  for (const [p, e] of [...log.ends].sort((a, b) => a[0] - b[0])) {
+    const set = readable?.offsets.get(p);
+    reference.set(
+      p,
+      set
+        ? [...set].sort((a, b) => a - b)
+        : readable
+          ? []
+          : Array.from({ length: e.high - e.low }, (_, i) => e.low + i),
+    );
+  }
+  for (const p of readable?.offsets.keys() ?? [])
+    if (!reference.has(p)) problems.push(`the reader read partition ${p}, which the topic does not have`);
+  const referenceCount = [...reference.values()].reduce((n, l) => n + l.length, 0);
 
   lines.push(
-    `- Records in the log: **${log.total}** (${log.ends.size} partitions; the producer had ${produced?.acked() ?? 0} acknowledged, ${produced?.bad() ?? 0} of them not JSON, ${((produced?.bytes() ?? 0) / 1048576).toFixed(1)} MiB, ${produced?.retries() ?? 0} send retries)`,
+    produced
+      ? `- Records in the log: **${log.total}** (${log.ends.size} partitions; the producer had ${produced.acked()} acknowledged, ${produced.bad()} of them not JSON, ${(produced.bytes() / 1048576).toFixed(1)} MiB, ${produced.retries()} send retries)`
+      : `- Offsets between the log start and end: **${log.total}** (${log.ends.size} partitions; ${[
+          ...log.ends,
+        ]
+          .sort((a, b) => a[0] - b[0])
+          .map(([p, e]) => `p${p} ${e.low}–${e.high}`)
+          .join(', ')})`,
+  );
+  if (readable) {
+    let inLog = 0;
+    for (const [p, offsets] of reference) {
+      const e = log.ends.get(p)!;
+      inLog += offsets.filter((o) => o >= e.low && o < e.high).length;
+    }
+    lines.push(
+      `- Readable records (${readable.reader}): **${referenceCount}**; offsets between the log start and end that hold no readable record: ${log.total - inLog}${referenceCount > inLog ? `; read below the log start before it moved: ${referenceCount - inLog}` : ''}`,
+    );
+  }
+  lines.push(
     `- Dead letters (distinct source offsets in the replicas' dead-letter files): **${deadCount}**; publications set aside: ${setAsideCount} records`,
-    `- Expected rows = log − dead letters = **${expected}**`,
   );
 
   let missing = 0;
   let both = 0;
   let outside = 0;
+  let deadOutside = 0;
+  let expected = 0;
   const missingLines: string[] = [];
-  for (const [p, e] of [...log.ends].sort((a, b) => a[0] - b[0])) {
+  const outsideLines: string[] = [];
+  const expectedRows = new Map<number, number[]>();
+  for (const [p, offsets] of reference) {
     const rows = node.offsets.get(p) ?? new Set<number>();
     const deadHere = dead.get(p) ?? new Set<number>();
+    const inReference = new Set(offsets);
     const gone: number[] = [];
-    for (let o = e.low; o < e.high; o++) {
+    const rowOffsets: number[] = [];
+    for (const o of offsets) {
       const inRows = rows.has(o);
       if (inRows && deadHere.has(o)) both += 1;
       if (!inRows && !deadHere.has(o)) gone.push(o);
+      if (!deadHere.has(o)) rowOffsets.push(o);
     }
-    for (const o of rows) if (o < e.low || o >= e.high) outside += 1;
+    expectedRows.set(p, rowOffsets);
+    expected += rowOffsets.length;
+    const stray = [...rows].filter((o) => !inReference.has(o)).sort((a, b) => a - b);
+    outside += stray.length;
+    deadOutside += [...deadHere].filter((o) => !inReference.has(o)).length;
     missing += gone.length;
     if (gone.length > 0)
       missingLines.push(`  - p${p}: ${gone.length} offsets: ${ranges(gone).slice(0, 600)}`);
+    if (stray.length > 0)
+      outsideLines.push(`  - p${p}: ${stray.length} rows: ${ranges(stray).slice(0, 600)}`);
   }
-  if (missing > 0) problems.push(`loss: ${missing} log records are neither rows nor dead letters`);
+  for (const [p, rows] of node.offsets)
+    if (!reference.has(p)) {
+      outside += rows.size;
+      outsideLines.push(`  - p${p}: ${rows.size} rows of a partition the topic does not have`);
+    }
+  lines.push(`- Expected rows = ${readable ? 'readable records' : 'log'} − dead letters = **${expected}**`);
+  const what = readable ? 'readable records' : 'log records';
+  if (missing > 0) problems.push(`loss: ${missing} ${what} are neither rows nor dead letters`);
   if (both > 0) problems.push(`${both} records are both rows and dead letters`);
-  if (outside > 0) problems.push(`${outside} rows at offsets the log does not have`);
+  if (outside > 0)
+    problems.push(
+      readable
+        ? `${outside} rows at offsets the reader did not read (${outsideLines.join(' ').trim().slice(0, 300)})`
+        : `${outside} rows at offsets the log does not have`,
+    );
+  if (deadOutside > 0)
+    problems.push(
+      `${deadOutside} dead letters at offsets ${readable ? 'the reader did not read' : 'outside the log'}`,
+    );
   if (node.foreign > 0) problems.push(`${node.foreign} rows of another topic in the table`);
   if (setAsideCount > 0) problems.push(`${setAsideCount} records set aside in quarantined publications`);
 
@@ -277,9 +371,28 @@ export async function finalCheck(c: Campaign, stalled?: string): Promise<FinalCh
 
   let independent: IndependentReading | undefined;
   try {
-    independent = await readIndependently(datasetPathOf(c.lanceUri, TABLE), { ...c.storageOptions }, c.topic);
+    // With gaps, pylance checks the exact set too: every expected row there, none elsewhere.
+    let expectedFile: string | undefined;
+    if (readable) {
+      expectedFile = path.join(c.o.context.workDir, 'expected-rows.json');
+      writeFileSync(expectedFile, JSON.stringify(Object.fromEntries(expectedRows)));
+    }
+    independent = await readIndependently(
+      datasetPathOf(c.lanceUri, TABLE),
+      { ...c.storageOptions },
+      c.topic,
+      expectedFile,
+    );
     if (independent.rows !== expected)
       problems.push(`pylance: ${independent.rows} rows, expected ${expected}`);
+    if ((independent.missing ?? 0) > 0)
+      problems.push(
+        `pylance: ${independent.missing} expected rows absent (${JSON.stringify(independent.missingExamples)})`,
+      );
+    if ((independent.unexpected ?? 0) > 0)
+      problems.push(
+        `pylance: ${independent.unexpected} rows at offsets the reader did not read (${JSON.stringify(independent.unexpectedExamples)})`,
+      );
     if (independent.duplicates > 0)
       problems.push(
         `pylance: ${independent.duplicates} duplicate triples (${JSON.stringify(independent.duplicateExamples)})`,
@@ -301,12 +414,25 @@ export async function finalCheck(c: Campaign, stalled?: string): Promise<FinalCh
       : '| pylance | — | — | — | could not read |',
     '',
   );
+  if (readable && independent?.missing !== undefined)
+    lines.push(
+      `- pylance against the expected (partition, offset) set: ${independent.missing} absent, ${independent.unexpected ?? 0} at offsets the reader did not read`,
+    );
   lines.push(
     missing === 0
-      ? '- Every log offset is a row or a dead letter: nothing lost.'
+      ? readable
+        ? '- Every readable offset is a row or a dead letter: nothing lost.'
+        : '- Every log offset is a row or a dead letter: nothing lost.'
       : `- **Lost: ${missing} records** (neither a row nor a dead letter):`,
     ...missingLines,
   );
+  if (readable)
+    lines.push(
+      outside === 0
+        ? '- No row is at an offset the reader did not read.'
+        : `- **${outside} rows at offsets the reader did not read:**`,
+      ...outsideLines,
+    );
 
   const lag = await commitLag(c);
   if (lag.length > 0) problems.push(`committed offsets behind the log end: ${lag.join('; ')}`);

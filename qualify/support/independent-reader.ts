@@ -30,6 +30,12 @@ export interface IndependentReading {
   readonly checksumMismatches: number;
   readonly mismatchExamples: readonly [string, number, number][];
   readonly partitions: Record<string, { rows: number; minOffset: number; maxOffset: number }>;
+  /** With an expected-rows file: expected (partition, offset) pairs without a row. */
+  readonly missing?: number;
+  readonly missingExamples?: readonly [number, number][];
+  /** With an expected-rows file: rows at an offset the file does not list. */
+  readonly unexpected?: number;
+  readonly unexpectedExamples?: readonly [number, number][];
 }
 
 /**
@@ -57,14 +63,20 @@ export async function ensureIndependentReader(
   });
 }
 
-/** Reads a dataset (`<uri>/<table>.lance`) with pylance; `storageOptions` for s3://. */
+/**
+ * Reads a dataset (`<uri>/<table>.lance`) with pylance; `storageOptions` for s3://.
+ * `expectedFile`: JSON `{ "<partition>": [offsets] }` of the rows the table must hold,
+ * exactly (a log with gaps): the reading then counts the missing and unexpected ones.
+ */
 export async function readIndependently(
   dataset: string,
   storageOptions: Record<string, string> = {},
   topic?: string,
+  expectedFile?: string,
 ): Promise<IndependentReading> {
   const args = [SCRIPT, '--dataset', dataset, '--storage-options', JSON.stringify(storageOptions)];
   if (topic) args.push('--topic', topic);
+  if (expectedFile) args.push('--expected', expectedFile);
   // s3proxy's listing race (see test/support/faults.ts) can fail one read: try a few times.
   for (let attempt = 1; ; attempt++) {
     try {

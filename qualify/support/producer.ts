@@ -87,12 +87,9 @@ export function startProduction(o: ProductionOptions): Production {
       for (let i = 0; i < BATCH && bytes + batchBytes < o.totalBytes; i++, n++) {
         let value: string;
         if (n % o.badEvery === o.badEvery - 1) {
-          value = `{"n":${n},"payload":"not json`;
+          value = notJson(n);
           bad += 1;
-        } else {
-          const payload = randomText(random, o.payloadChars);
-          value = JSON.stringify({ n, payload, sha: sha256(payload) } satisfies ChecksummedRecord);
-        }
+        } else value = checksummedValue(random, n, o.payloadChars);
         messages.push({ partition: n % o.partitions, value });
         batchBytes += value.length;
       }
@@ -114,6 +111,17 @@ export function startProduction(o: ProductionOptions): Production {
       stopped = true;
     },
   };
+}
+
+/** A record value `{n, payload, sha}` with a seeded payload of `chars` characters. */
+export function checksummedValue(random: Random, n: number, chars: number): string {
+  const payload = randomText(random, chars);
+  return JSON.stringify({ n, payload, sha: sha256(payload) } satisfies ChecksummedRecord);
+}
+
+/** A record value that is not JSON: it must end as a dead letter, not as a row. */
+export function notJson(n: number): string {
+  return `{"n":${n},"payload":"not json`;
 }
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';

@@ -6,11 +6,23 @@ import { sleep } from './random';
  * that just started, or one loaded by other suites, answers "does not host this
  * topic-partition" for a while after `createTopics` even with `waitForLeaders` (seen in
  * CI): retry for up to a minute (createTopics of an existing topic just returns false).
+ * `configs`: topic-level settings (cleanup.policy, segment.ms, ...).
  */
-export async function createTopicReady(admin: Admin, topic: string, partitions: number): Promise<void> {
+export async function createTopicReady(
+  admin: Admin,
+  topic: string,
+  partitions: number,
+  configs: Readonly<Record<string, string>> = {},
+): Promise<void> {
+  const configEntries = Object.entries(configs).map(([name, value]) => ({ name, value }));
   for (let attempt = 0; ; attempt++) {
     try {
-      await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+      await admin.createTopics({
+        topics: [
+          { topic, numPartitions: partitions, ...(configEntries.length > 0 ? { configEntries } : {}) },
+        ],
+        waitForLeaders: true,
+      });
       const ends = await admin.fetchTopicOffsets(topic);
       if (ends.length === partitions) return;
     } catch (error) {

@@ -11,7 +11,8 @@ const RUNNER = path.resolve(__dirname, '../../dist/qualify/run.js');
 
 /**
  * The short variant of `npm run qualify` (issue 13) inside `npm test`: every step with
- * --short (smaller volumes, 3 kills, one zombie, shorter outages, fewer fuzz runs),
+ * --short (smaller volumes, 3 kills, one zombie, shorter outages, fewer fuzz runs; the
+ * compacted, transactional and retention topics on 2 partitions, ~2 minutes together),
  * against the test broker jest started, run as `npm run qualify` runs it: the compiled
  * runner in a process of its own (a jest worker that had run other suites first ran out
  * of memory once with the steps in it). The broker-outage step gets a broker of its own
@@ -71,9 +72,12 @@ test('qualification, short variant: every step passes', async () => {
       'data-dir-loss',
       'full-disk',
       'fuzz',
+      'compacted',
+      'transactional',
+      'retention',
     ]),
   );
   // Every table was read by both readers.
   expect(markdown).toContain('pylance 12.0.0');
   if (report.passed) await fsp.rm(work, { recursive: true, force: true });
-}, 900_000);
+}, 1_020_000);
