@@ -21,7 +21,9 @@ export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId
       ({ level, log }: LogEntry) => {
         const { message, ...extra } = log;
         // kafkajs logs a rebalance as an error while the group recovers on its own: keep it a warning.
-        const method = LEVELS[level] ?? 'info';
+        // It also logs each OFFSET_OUT_OF_RANGE fetch answer as an error; the fetch hook handles
+        // those (and logs kafka.offsets.lost or kafka.offsets.ahead-of-log): an info line here.
+        const method = isHandledOutOfRange(message, extra) ? 'info' : (LEVELS[level] ?? 'info');
         kafkaLogger[method](extra, message);
       },
   };
@@ -31,4 +33,13 @@ export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId
     config.connectionTimeout = consumer.client.connectionTimeout;
   if (consumer.client.requestTimeout !== undefined) config.requestTimeout = consumer.client.requestTimeout;
   return new Kafka(config);
+}
+
+/** kafkajs's "Response Fetch" error line for an offset out of range (kafkajs 2.2.4 wording). */
+function isHandledOutOfRange(message: string, extra: Record<string, unknown>): boolean {
+  return (
+    message.startsWith('Response Fetch') &&
+    typeof extra.error === 'string' &&
+    extra.error.includes('not within the range of offsets')
+  );
 }
