@@ -365,7 +365,9 @@ export class LanceTable {
       }
     }
     for (const s of spans.values()) {
-      const filter = `${intervalFilter(s)} AND (${TOPIC_ID_COLUMN} IS NULL OR ${TOPIC_ID_COLUMN} <> ${quote(s.topicId)})`;
+      // A null id is a row written before topic ids: taken as this incarnation's (an
+      // upgrade re-publishing a predecessor's tail must find it), never as another's.
+      const filter = `${intervalFilter(s)} AND ${TOPIC_ID_COLUMN} IS NOT NULL AND ${TOPIC_ID_COLUMN} <> ${quote(s.topicId)}`;
       if ((await table.countRows(filter)) > 0) return true;
     }
     return false;
@@ -603,19 +605,21 @@ export async function commitCleanupFence(table: lancedb.Table, name: string): Pr
  * OR-filters (64 intervals each) selecting the rows of the intervals, of each interval's
  * incarnation only: the rows of a deleted incarnation of the topic share its (topic,
  * partition, offset) and must not count (they would make a publication look published,
- * or more than published). A table without `_topic_id` holds no row of any incarnation
- * that has an id: such intervals select nothing.
+ * or more than published). Rows with a null `_topic_id` were written before topic ids
+ * (by an earlier version, or added with the column to an older table): they count as
+ * the interval's incarnation, so that a replica upgraded mid-stream finds its
+ * predecessor's rows (a topic recreated across the upgrade is then not told apart, as
+ * on a broker without topic ids). A table without `_topic_id` holds only such rows.
  */
 function intervalFilters(intervals: readonly OffsetIntervalFilter[], hasTopicId: boolean): string[] {
-  const countable = intervals.filter((v) => v.topicId === undefined || hasTopicId);
   const filters: string[] = [];
-  for (let i = 0; i < countable.length; i += 64) {
+  for (let i = 0; i < intervals.length; i += 64) {
     filters.push(
-      countable
+      intervals
         .slice(i, i + 64)
         .map(
           (v) =>
-            `(${intervalFilter(v)}${v.topicId === undefined ? '' : ` AND ${TOPIC_ID_COLUMN} = ${quote(v.topicId)}`})`,
+            `(${intervalFilter(v)}${v.topicId === undefined || !hasTopicId ? '' : ` AND (${TOPIC_ID_COLUMN} = ${quote(v.topicId)} OR ${TOPIC_ID_COLUMN} IS NULL)`})`,
         )
         .join(' OR '),
     );

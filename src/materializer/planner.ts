@@ -93,12 +93,15 @@ export function planPublications(input: PlannerInput): PlannerOutput {
         isReady = false;
         break;
       }
-      const lookup = publishableRange(
-        ownership.chain,
-        part.epoch.owner,
-        part.epoch.epoch,
-        ownership.committed,
-      );
+      // Rows of another incarnation of the topic than the chain's (a deleted topic's, the
+      // chain now the recreated one's): no entry of this chain bounds them, and its starts
+      // (offsets of another log) must never cut them. Held, never guessed at.
+      const chainTopicId = ownership.chain[ownership.chain.length - 1]?.topicId;
+      const otherIncarnation =
+        r.topicId !== undefined && chainTopicId !== undefined && r.topicId !== chainTopicId;
+      const lookup = otherIncarnation
+        ? ({ kind: 'unknown' } as const)
+        : publishableRange(ownership.chain, part.epoch.owner, part.epoch.epoch, ownership.committed);
       if (lookup.kind !== 'found') {
         // First, for either kind: an epoch of this process newer than the snapshot is not
         // old; resolving it as superseded would cut all of its rows.

@@ -213,3 +213,19 @@ describe('epochs a full chain dropped (scale-down, returning replicas)', () => {
     );
   });
 });
+
+describe('planner across topic incarnations', () => {
+  test("a deleted incarnation's part is held against the recreated topic's chain, full or not: its starts never cut it", () => {
+    const old = part('Z', 2, 1000, 1999);
+    const oldPart: SealedPart = { ...old, ranges: old.ranges.map((r) => ({ ...r, topicId: 'X' })) };
+    // The recreated topic's chain (id Y), filled by many claims: it dropped entries.
+    let chain: OwnershipEpoch[] = [];
+    for (let e = 1; !mayHaveDroppedEntries(chain); e++)
+      chain = appendEpoch(chain, { owner: e % 2 ? 'A' : 'B', epoch: e, start: 30 + e, topicId: 'Y' });
+    const out = plan([oldPart], { chain, committed: 500 });
+    expect(out.groups).toEqual([]);
+    expect(out.unresolvable).toEqual([
+      { part: oldPart.path, topic: 't', partition: 0, owner: 'Z', epoch: 2, topicId: 'X' },
+    ]);
+  });
+});
