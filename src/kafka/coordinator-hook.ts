@@ -1,5 +1,5 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
-import { fetchedBatch, type FetchedBatch } from './fetched-batch';
+import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
 
 /**
  * What kafka-lance needs to see of the group coordinator's traffic, which kafkajs
@@ -43,9 +43,7 @@ interface FetchResponse {
     readonly partitions: readonly PartitionData[];
   }[];
 }
-interface PartitionData {
-  readonly partition: number;
-}
+type PartitionData = AnsweredPartition;
 
 /** An OffsetCommit request as kafkajs 2.2.4's Broker takes it. */
 export interface CommitRequest {
@@ -151,6 +149,7 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
       for (const { topicName, partitions } of answer.responses) {
         const asked = request.topics.find((t) => t.topic === topicName)?.partitions ?? [];
         for (const data of partitions) {
+          hideAbortedRecords(data);
           const fetchOffset = asked.find((p) => p.partition === data.partition)?.fetchOffset;
           if (fetchOffset !== undefined) batches.push(fetchedBatch(topicName, fetchOffset, data));
         }

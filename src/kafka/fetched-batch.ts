@@ -27,6 +27,8 @@ export interface FetchedBatch {
   readonly rawMessages: readonly FetchedRecord[];
   /** The records at or above the fetch offset, aborted ones and control markers included. */
   readonly messagesWithinOffset: readonly FetchedRecord[];
+  /** The deliverable records (what eachBatch gets). */
+  readonly messages: readonly FetchedRecord[];
   /** No deliverable record: kafkajs will not call eachBatch for it. */
   isEmpty(): boolean;
 }
@@ -70,4 +72,70 @@ export function coveredThrough(batch: FetchedBatch): number | undefined {
   let end = fetchedFrom;
   for (const r of batch.rawMessages) end = Math.max(end, recordBatchEnd(r));
   return end;
+}
+
+/** A record of a fetch answer as kafkajs 2.2.4 decodes it, with what the abort filter reads. */
+interface AnsweredRecord {
+  readonly offset: string;
+  readonly key: Buffer | null;
+  isControlRecord: boolean;
+  readonly batchContext?: {
+    readonly firstOffset: string;
+    readonly lastOffsetDelta: number;
+    readonly producerId: string;
+    readonly inTransaction: boolean;
+    readonly isControlBatch?: boolean;
+  };
+}
+
+/** One partition of a fetch answer, before kafkajs builds its Batch from it. */
+export interface AnsweredPartition {
+  readonly partition: number;
+  abortedTransactions?: readonly { readonly producerId: string; readonly firstOffset: string }[];
+  readonly messages?: readonly AnsweredRecord[];
+}
+
+/**
+ * Hides the records of aborted transactions the way the Java consumer does, before
+ * kafkajs sees the answer: kafkajs 2.2.4's filter (consumer/filterAbortedMessages.js)
+ * takes the broker's aborted-transaction list in the order given and starts at most one
+ * transaction per record, so with several transactional producers on a partition (Flink,
+ * Kafka Streams after a failover) it lets aborted records through, or drops committed
+ * ones. Positions now move past what kafkajs filters, so either is final.
+ *
+ * Java's rule (Fetcher's CompletedFetch): for each record batch of a producer, every
+ * aborted transaction whose first offset is at or below the batch's last offset is open
+ * for its producer; a transactional batch of a producer with an open aborted transaction
+ * is aborted; that producer's abort marker closes it. Aborted records are marked as
+ * control records: kafkajs then drops them from the delivered messages but keeps them in
+ * the batch's bounds, so the position still moves past them (coveredThrough). The list
+ * is emptied so that kafkajs's own filter does nothing.
+ */
+export function hideAbortedRecords(data: AnsweredPartition): void {
+  const aborted = data.abortedTransactions;
+  if (!aborted || aborted.length === 0) return;
+  const pending = [...aborted].sort((a, b) => Number(a.firstOffset) - Number(b.firstOffset));
+  const open = new Set<string>();
+  let next = 0;
+  let batch: AnsweredRecord['batchContext'];
+  for (const record of data.messages ?? []) {
+    const context = record.batchContext;
+    if (!context) continue;
+    if (context !== batch) {
+      batch = context;
+      const last = Number(context.firstOffset) + context.lastOffsetDelta;
+      while (next < pending.length && Number(pending[next]!.firstOffset) <= last) {
+        open.add(pending[next]!.producerId);
+        next += 1;
+      }
+    }
+    if (context.isControlBatch) {
+      // A control record's key: version (int16) then type (int16): 0 abort, 1 commit.
+      if (record.key && record.key.length >= 4 && record.key.readInt16BE(2) === 0)
+        open.delete(context.producerId);
+    } else if (context.inTransaction && open.has(context.producerId)) {
+      record.isControlRecord = true;
+    }
+  }
+  data.abortedTransactions = [];
 }

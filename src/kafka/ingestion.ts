@@ -82,6 +82,8 @@ export class Ingestion {
   readonly #membership = new GroupMembership();
   readonly #fence: CommitFence;
   readonly #offsets: PartitionOffsets;
+  /** Positions beyond the log end already reported (once each). */
+  readonly #aheadOfLogLogged = new Set<string>();
   /** Topic incarnations (Kafka topic ids): claimed with each partition, stamped on its rows. */
   readonly #topicIds: TopicIds;
   #assignmentReady: Promise<void> = Promise.resolve();
@@ -299,7 +301,9 @@ export class Ingestion {
       // Consume from exactly the claimed start: a batch fetched before the claim is stale.
       try {
         for (const c of claims) {
-          this.#consumer.seek({ topic: c.topic, partition: c.partition, offset: String(c.start) });
+          // The position, not the start: a gap found since the claim was set moved it.
+          const next = this.#positions.get(tpKey(c.topic, c.partition))?.next ?? c.start;
+          this.#consumer.seek({ topic: c.topic, partition: c.partition, offset: String(next) });
         }
       } catch (error) {
         // kafkajs is restarting (its consumer group is gone): the rejoin that follows claims again.
@@ -445,19 +449,19 @@ export class Ingestion {
     // once the topic-id watch has seen it, rejoin (thrown out of the fetch, kafkajs
     // rejoins on the error's type) so that the next claim takes the new incarnation.
     this.#topicIds.assertCurrent(topic);
-    const pause = (): Promise<void> => new Promise((r) => setTimeout(r, 1_000));
     let bounds: LogBounds | undefined;
     try {
-      [bounds] = await this.#offsets.bounds([[topic, partition]]);
+      // Bounded: this runs inside the fetch of every partition the broker leads.
+      [bounds] = await withTimeout(this.#offsets.bounds([[topic, partition]]), 5_000);
     } catch (error) {
       this.#o.logger.warn(
         { event: 'kafka.offsets.bounds-failed', topic, partition, err: errorMessage(error) },
         'could not read the log bounds of a partition whose position is out of range; retrying',
       );
-      return pause();
+      return this.#hold(topic, partition, 1_000);
     }
     const position = this.#consuming(topic, partition);
-    if (!position) return pause(); // not ours to move now: a claim seeks it
+    if (!position) return this.#hold(topic, partition, 1_000); // not ours to move now: a claim seeks it
     if (position.next !== fetchOffset) {
       // A fetch from a stale position: the epoch's own position is where to go.
       this.#consumer.seek({ topic, partition, offset: String(position.next) });
@@ -485,13 +489,32 @@ export class Ingestion {
     }
     // Beyond the log end: the log was truncated below what this group consumed (an
     // unclean leader election). Records written at those offsets now are other records
-    // than the staged ones: never skipped silently, never resumed over. Held and shown.
+    // than the staged ones, under offsets already published: the partition waits (the
+    // others go on) and is tried again every few seconds, shown meanwhile.
     this.#o.metrics.offsetsAheadOfLog.set({ topic, partition: String(partition) }, fetchOffset - high);
-    this.#o.logger.error(
-      { event: 'kafka.offsets.ahead-of-log', topic, partition, position: fetchOffset, low, high },
-      `the position ${fetchOffset} of ${topic}[${partition}] is beyond its log end ${high} (the log was truncated); the partition waits`,
-    );
-    return pause();
+    const key = `${tpKey(topic, partition)}@${fetchOffset}`;
+    if (!this.#aheadOfLogLogged.has(key)) {
+      this.#aheadOfLogLogged.add(key);
+      this.#o.logger.error(
+        { event: 'kafka.offsets.ahead-of-log', topic, partition, position: fetchOffset, low, high },
+        `the position ${fetchOffset} of ${topic}[${partition}] is beyond its log end ${high} (the log was truncated); the partition waits`,
+      );
+    }
+    this.#hold(topic, partition, 5_000);
+  }
+
+  /**
+   * Pauses one partition for a while: its fetch keeps failing (kafkajs fails the whole
+   * fetch of a broker for one partition out of range), so it must leave the fetch for the
+   * other partitions of that broker to go on. Resumed after `ms` unless something else
+   * holds it (the dead-letter outbox, a full disk, a stop); a join resumes it anyway.
+   */
+  #hold(topic: string, partition: number, ms: number): void {
+    this.#consumer.pause([{ topic, partitions: [partition] }]);
+    setTimeout(() => {
+      if (this.#stopping || this.#o.diskPressure.full || this.#outbox.isStopped(topic, partition)) return;
+      this.#consumer.resume([{ topic, partitions: [partition] }]);
+    }, ms).unref();
   }
 
   async #eachBatch(payload: EachBatchPayload): Promise<void> {
@@ -725,4 +748,13 @@ function isGroupChange(error: unknown): boolean {
     type === 'NOT_COORDINATOR_FOR_GROUP' ||
     type === 'NOT_COORDINATOR'
   );
+}
+
+/** Rejects when `work` takes longer than `ms` (the work itself goes on, its result unused). */
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

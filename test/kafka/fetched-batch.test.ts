@@ -1,4 +1,9 @@
-import { coveredThrough, fetchedBatch } from '../../src/kafka/fetched-batch';
+import {
+  coveredThrough,
+  fetchedBatch,
+  hideAbortedRecords,
+  type AnsweredPartition,
+} from '../../src/kafka/fetched-batch';
 
 /** A record as kafkajs 2.2.4 decodes it from a record batch (v2) of `first`..`first + delta`. */
 function record(
@@ -17,11 +22,17 @@ function record(
       lastOffsetDelta: batch.delta,
       producerId: batch.producerId ?? '-1',
       inTransaction: batch.inTransaction ?? false,
+      isControlBatch: batch.control ?? false,
     },
   };
 }
 
-const data = (messages: unknown[], abortedTransactions: unknown[] = [], highWatermark = '1000') => ({
+type Answered = ReturnType<typeof record> | Omit<ReturnType<typeof record>, 'batchContext'>;
+const data = (
+  messages: Answered[],
+  abortedTransactions: { producerId: string; firstOffset: string }[] = [],
+  highWatermark = '1000',
+) => ({
   partition: 0,
   highWatermark,
   abortedTransactions,
@@ -82,5 +93,65 @@ describe('how far a fetch moves the position', () => {
   test('the legacy message format (no record batch header): the last record', () => {
     const legacy = { offset: '5', key: null, value: Buffer.from('{}'), headers: {}, isControlRecord: false };
     expect(coveredThrough(fetchedBatch('t', '5', data([legacy])))).toBe(5);
+  });
+});
+
+describe('aborted transactions of several producers on one partition', () => {
+  const txn = (offset: number, producerId: string) =>
+    record(offset, { first: offset, delta: 0, producerId, inTransaction: true });
+  const marker = (offset: number, producerId: string, type: 0 | 1) =>
+    record(
+      offset,
+      { first: offset, delta: 0, producerId, inTransaction: true, control: true },
+      Buffer.from([0, 0, 0, type]),
+    );
+  const delivered = (fetchOffset: number, answer: AnsweredPartition) => {
+    hideAbortedRecords(answer);
+    const batch = fetchedBatch('t', String(fetchOffset), answer);
+    return {
+      offsets: batch.messages.map((m) => Number(m.offset)),
+      through: coveredThrough(batch),
+    };
+  };
+
+  test('an aborted-transaction list not in offset order: both aborted transactions are hidden, the committed one kept', () => {
+    const answer = data(
+      [
+        txn(10, '1'),
+        txn(11, '1'),
+        txn(12, '2'),
+        txn(13, '2'),
+        txn(14, '3'),
+        marker(15, '1', 0),
+        marker(16, '2', 0),
+        marker(17, '3', 1),
+      ],
+      [
+        { producerId: '2', firstOffset: '12' },
+        { producerId: '1', firstOffset: '10' },
+      ],
+    );
+    // kafkajs's own filter lets 10 and 11 through (it waits for offset 12 to start anything).
+    expect(delivered(10, answer)).toEqual({ offsets: [14], through: 17 });
+  });
+
+  test('two aborted transactions begun before the fetch offset: a record of the second producer first is hidden too', () => {
+    const answer = data(
+      [txn(8, '2'), txn(9, '1'), txn(10, '4'), marker(11, '1', 0), marker(12, '2', 0), marker(13, '4', 1)],
+      [
+        { producerId: '1', firstOffset: '5' },
+        { producerId: '2', firstOffset: '6' },
+      ],
+    );
+    // kafkajs's own filter starts only producer 1's transaction at offset 8 and delivers 8.
+    expect(delivered(8, answer)).toEqual({ offsets: [10], through: 13 });
+  });
+
+  test("a producer's records after its abort marker are delivered again", () => {
+    const answer = data(
+      [txn(0, '1'), marker(1, '1', 0), txn(2, '1'), marker(3, '1', 1)],
+      [{ producerId: '1', firstOffset: '0' }],
+    );
+    expect(delivered(0, answer)).toEqual({ offsets: [2], through: 3 });
   });
 });
