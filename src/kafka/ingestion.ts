@@ -252,6 +252,7 @@ export class Ingestion {
       const landed = this.#tracker.revoke(topic, partition);
       this.#o.metrics.committedOffset.remove({ topic, partition: String(partition) });
       this.#o.metrics.consumerLag.remove({ topic, partition: String(partition) });
+      this.#o.metrics.offsetsAheadOfLog.remove({ topic, partition: String(partition) });
       if (landed !== undefined) revoked.push([topic, partition, (landed as number) - 1]);
     }
     // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop,
@@ -273,8 +274,10 @@ export class Ingestion {
         this.#tracker.assign(c.topic, c.partition, c.start, c.chain, epoch.epoch);
         this.#positions.set(tpKey(c.topic, c.partition), { epoch: epoch.epoch, next: c.start });
         this.#o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.start);
-        // A claim starts from the commit anew: a position beyond the log end is the new claim's to find.
-        this.#o.metrics.offsetsAheadOfLog.remove({ topic: c.topic, partition: String(c.partition) });
+        // A claim starts from the commit anew: a position beyond the log end is the new claim's
+        // to find. Both series exist from the claim on (alerts and dashboards see 0, not nothing).
+        this.#o.metrics.offsetsAheadOfLog.set({ topic: c.topic, partition: String(c.partition) }, 0);
+        this.#o.metrics.offsetsLost.inc({ topic: c.topic, partition: String(c.partition) }, 0);
       }
       const assignedOffsets = claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const);
       // A full disk fails the seal of the old epoch's parts: wait for space (the epoch
