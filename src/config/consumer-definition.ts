@@ -193,7 +193,8 @@ const structSpec = z.strictObject({
   },
   nullable,
 });
-const fieldSpec: z.ZodType<FieldSpecOutput, FieldSpecInput> = z.union([
+/** One field's declaration (exported for the README's types table, which parses its examples with it). */
+export const fieldSpec: z.ZodType<FieldSpecOutput, FieldSpecInput> = z.union([
   fieldType,
   z.discriminatedUnion('type', [scalarSpec, vectorSpec, decimalSpec, listSpec, structSpec]),
 ]);
