@@ -119,9 +119,9 @@ export function typeRows(): TypeRow[] {
 
 /** apache-arrow's name of a type, but a decimal as `Decimal128(precision, scale)` (it writes `Decimal[10e+2]`). */
 function arrowName(type: DataType): string {
-  return DataType.isDecimal(type)
-    ? `Decimal${type.bitWidth}(${type.precision}, ${type.scale})`
-    : String(type);
+  // Every concrete DataType names itself in toString(); the base class does not declare it.
+  if (!DataType.isDecimal(type)) return (type as DataType & { toString(): string }).toString();
+  return `Decimal${type.bitWidth}(${type.precision}, ${type.scale})`;
 }
 
 /** A declaration as the README writes it (TypeScript object syntax) → the field it declares. */
