@@ -156,7 +156,11 @@ const scalarSpec = z
 const vectorSpec = z.strictObject({
   type: z.literal('vector'),
   dim: z.number().int().min(1).max(MAX_VECTOR_DIM),
-  element: z.enum(VECTOR_ELEMENTS).default('float32'),
+  element: z
+    .enum(VECTOR_ELEMENTS, {
+      error: `one of ${VECTOR_ELEMENTS.join(', ')} (LanceDB 0.39 stores int8 vectors but no query can search them)`,
+    })
+    .default('float32'),
   nullable,
 });
 const decimalSpec = z
