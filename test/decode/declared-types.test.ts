@@ -1,6 +1,7 @@
 import { DataType, type Vector } from 'apache-arrow';
 import { resolveConsumer, type ResolvedConsumer } from '../../src/config';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
+import { schemaKeyOf } from '../../src/staging/schema-key';
 
 /** Declared types at decode time: what each accepts, and the dead letter (with its reason) for what it does not. */
 
@@ -289,4 +290,25 @@ test('inference never invents the declared-only types: arrays and objects stay j
     's:Utf8',
     'n:Float64',
   ]);
+});
+
+test("a type's parameters and nested nullability each make a different schema key (parts never mix them)", () => {
+  const keyOf = (x: unknown) =>
+    schemaKeyOf(new RecordDecoder(consumer({ x })).decode('t', 0, messages(['{}'])).batch!.schema);
+  const keys = [
+    { type: 'vector', dim: 3 },
+    { type: 'vector', dim: 4 },
+    { type: 'vector', dim: 4, element: 'float16' },
+    'timestamp',
+    { type: 'timestamp', unit: 'us' },
+    { type: 'timestamp', unit: 'us', timezone: 'UTC' },
+    { type: 'decimal', precision: 10, scale: 2 },
+    { type: 'decimal', precision: 10, scale: 3 },
+    { type: 'list', items: 'int32' },
+    { type: 'list', items: { type: 'int32', nullable: false } },
+    { type: 'struct', fields: { a: 'int32' } },
+    { type: 'struct', fields: { b: 'int32' } },
+  ].map(keyOf);
+  expect(new Set(keys).size).toBe(keys.length);
+  expect(keyOf({ type: 'vector', dim: 3 })).toBe(keys[0]);
 });
