@@ -1,5 +1,9 @@
 import { DataType, type Vector } from 'apache-arrow';
-import { resolveConsumer, type ResolvedConsumer } from '../../src/config';
+import fc from 'fast-check';
+import { declaredField, resolveConsumer, type ResolvedConsumer } from '../../src/config';
+import { fieldSpec } from '../../src/config/consumer-definition';
+import { Invalid } from '../../src/decode/field-codec';
+import { codecOf } from '../../src/decode/typed-codecs';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { schemaKeyOf } from '../../src/staging/schema-key';
 
@@ -311,4 +315,45 @@ test("a type's parameters and nested nullability each make a different schema ke
   ].map(keyOf);
   expect(new Set(keys).size).toBe(keys.length);
   expect(keyOf({ type: 'vector', dim: 3 })).toBe(keys[0]);
+});
+
+test('every declared codec converts any value or refuses it with a reason, never throws', () => {
+  const declared = [
+    ...[
+      'float32',
+      'int8',
+      'int16',
+      'uint8',
+      'uint16',
+      'uint32',
+      'uint64',
+      'date',
+      'binary',
+      'large_string',
+      'large_binary',
+    ].map((type) => ({ type })),
+    { type: 'timestamp', unit: 'us', timezone: 'UTC' },
+    { type: 'timestamp', unit: 'ns' },
+    { type: 'vector', dim: 2 },
+    { type: 'vector', dim: 2, element: 'float16' },
+    { type: 'vector', dim: 2, element: 'uint8' },
+    { type: 'decimal', precision: 5, scale: 2 },
+    { type: 'list', items: { type: 'list', items: 'int8' } },
+    { type: 'struct', fields: { a: 'uint8', b: { type: 'list', items: 'date' } } },
+  ];
+  const codecs = declared.map((d) => codecOf(declaredField(fieldSpec.parse(d)), 'ms'));
+  fc.assert(
+    fc.property(
+      fc.anything({ withBigInt: true, withNullPrototype: true, withTypedArray: true }),
+      fc.nat(codecs.length - 1),
+      (value, i) => {
+        const out = codecs[i]!.convert(value, 'ms');
+        if (out instanceof Invalid) return;
+        const builder = codecs[i]!.builder();
+        codecs[i]!.append(builder, out);
+        expect(builder.finish().length).toBe(1);
+      },
+    ),
+    { numRuns: 3_000, seed: 19 },
+  );
 });
