@@ -1,9 +1,12 @@
+import { execFile } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import { promisify } from 'node:util';
 import * as lancedb from '@lancedb/lancedb';
 import { DataType, type Table as ArrowTable, type Vector } from 'apache-arrow';
 import { recordOffset } from '../../src/common/offsets';
 import { resolveConsumer, type ConsumerDefinitionInput, type ResolvedConsumer } from '../../src/config';
+import { parseJsonExact } from '../../src/decode/exact-json';
 import { RecordDecoder } from '../../src/decode/record-decoder';
 import { declaredTypeChanges } from '../../src/lance/declared-schema';
 import { readTableSchema } from '../../src/lance/known-fields';
@@ -14,6 +17,8 @@ import {
   openMaterializer,
   ownershipOf,
 } from '../support/materializer-fixture';
+import { ensureIndependentReader, VENV } from '../../qualify/support/independent-reader';
+import { QUALIFY_DIR } from '../../qualify/support/paths';
 import { tempDir } from '../support/rows';
 
 /**
@@ -345,3 +350,72 @@ test('a declared field whose type changed is named with both types against the e
   const same = consumer({ id: 'int32', emb: { type: 'vector', dim: 4 }, ts: 'timestamp' });
   expect(declaredTypeChanges(same.fields!, schema!, TABLE, same.epochUnit)).toEqual([]);
 });
+
+/**
+ * pylance 12 (the Lance format LanceDB for Node 0.39 writes, read without LanceDB) in
+ * qualify/.venv, made as the qualification makes it (from PyPI on first use).
+ */
+test('pylance reads every declared type back with the same exact values', async () => {
+  await ensureIndependentReader(() => undefined);
+  await roundTrip(consumer(FIELDS), TEXTS);
+  const { stdout } = await promisify(execFile)(
+    path.join(VENV, 'bin/python'),
+    [path.join(QUALIFY_DIR, 'dump_columns.py'), '--dataset', path.join(lanceDir, `${TABLE}.lance`)],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  // Parsed exactly: ns timestamps are beyond 2^53.
+  const read = parseJsonExact(stdout) as { types: Record<string, string>; rows: Record<string, unknown>[] };
+  expect(read.types).toMatchObject({
+    emb: 'fixed_size_list<item: float>[4]',
+    emb16: 'fixed_size_list<item: halffloat>[2]',
+    bits: 'fixed_size_list<item: uint8>[3]',
+    u64: 'uint64',
+    day: 'date32[day]',
+    ts_us: 'timestamp[us, tz=UTC]',
+    ts_ns: 'timestamp[ns]',
+    price: 'decimal128(12, 3)',
+    matrix: 'list<item: list<item: int32>>',
+    doc: 'struct<title: string, meta: struct<n: int16, at: timestamp[us]>, scores: list<item: float>>',
+    ls: 'large_string',
+    lb: 'large_binary',
+  });
+  const data = (row: Record<string, unknown>) =>
+    Object.fromEntries(Object.entries(row).filter(([k]) => !k.startsWith('_')));
+  const nulls = Object.fromEntries(Object.keys(FIELDS).map((k) => [k, null]));
+  expect(read.rows.map(data)).toEqual([
+    {
+      id: 0,
+      emb: [1, 0, 0, 0],
+      emb16: [0.5, -2],
+      bits: [1, 2, 3],
+      f32: 1.25,
+      i8: -128,
+      i16: 32767,
+      u8: 255,
+      u16: 65535,
+      u32: 4294967295,
+      u64: '18446744073709551615',
+      day: 19782,
+      ts_us: 1704067200123456,
+      ts_ns: 1704067200123456789n,
+      bin: 'AAEC/w==',
+      price: '-123456789.125',
+      tags: ['a', 'é', ''],
+      matrix: [[1, 2], [3]],
+      doc: { title: 't', meta: { n: -5, at: 1704067200123456 }, scores: [0.5, 1.5] },
+      ls: 'large',
+      lb: 'AAAA',
+    },
+    { ...nulls, id: 1 },
+    {
+      ...nulls,
+      id: 2,
+      emb: [0, 1, 0, 0],
+      tags: [],
+      matrix: [[], null, [7]],
+      doc: { title: null, meta: null, scores: [] },
+      price: '0.500',
+      u64: '0',
+    },
+  ]);
+}, 600_000);
