@@ -469,11 +469,14 @@ export const consumerDefinitionSchema = z
         message: 'set exactly one of "topics" and "topicsRegex"',
       });
     }
-    if (def.format === 'raw' && def.schema !== 'infer') {
+    // Without a transform, raw records are the fixed binary key/value columns. With one, the
+    // transform turns the bytes into rows, which a declared schema may type (binary fields
+    // take its Uint8Array values as they are, vectors its Float32Arrays).
+    if (def.format === 'raw' && def.schema !== 'infer' && !def.transform) {
       ctx.addIssue({
         code: 'custom',
         path: ['schema'],
-        message: 'format "raw" has a fixed schema: use "infer"',
+        message: 'format "raw" without a transform has a fixed schema (binary key and value): use "infer"',
       });
     }
     const retention = def.materializer.cleanupOlderThanMs;

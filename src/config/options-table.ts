@@ -52,7 +52,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   format: {
     meaning:
-      '`json`: each value is a UTF-8 JSON object, one row. `raw`: the bytes become binary `key` and `value` columns, or go to `transform` as they are; needs `schema: "infer"`.',
+      '`json`: each value is a UTF-8 JSON object, one row. `raw`: the bytes become binary `key` and `value` columns (`schema: "infer"`), or go to `transform` as they are, whose rows a declared schema may type (a `binary` field takes bytes as they are).',
   },
   table: {
     meaning: 'Lance table name (same characters as `name`).',

@@ -1,6 +1,6 @@
 import { DataType, type Vector } from 'apache-arrow';
 import fc from 'fast-check';
-import { declaredField, resolveConsumer, type ResolvedConsumer } from '../../src/config';
+import { declaredField, resolveConsumer, type ResolvedConsumer, type SourceRecord } from '../../src/config';
 import { fieldSpec } from '../../src/config/consumer-definition';
 import { Invalid } from '../../src/decode/field-codec';
 import { codecOf } from '../../src/decode/typed-codecs';
@@ -356,4 +356,33 @@ test('every declared codec converts any value or refuses it with a reason, never
     ),
     { numRuns: 3_000, seed: 19 },
   );
+});
+
+test('format raw with a transform: a declared binary field takes the bytes as they are, a vector a Float32Array', () => {
+  const c = resolveConsumer(
+    {
+      name: 'raw',
+      brokers: ['127.0.0.1:1'],
+      topics: ['t'],
+      format: 'raw',
+      transform: (r: SourceRecord) => {
+        const bytes = r.value as Buffer;
+        return { payload: bytes, emb: new Float32Array([bytes.length, 0.5]) };
+      },
+      schema: { fields: { payload: 'binary', emb: { type: 'vector', dim: 2 } } },
+    },
+    'test',
+  );
+  const out = new RecordDecoder(c).decode('t', 0, [
+    { offset: 0, timestamp: 1_764_504_000_000, key: null, value: new Uint8Array([0, 255, 7]) },
+  ]);
+  expect(out.deadLetters).toEqual([]);
+  expect(out.batch!.getChild('payload')!.get(0)).toEqual(new Uint8Array([0, 255, 7]));
+  expect([...(out.batch!.getChild('emb')!.get(0) as Vector)]).toEqual([3, 0.5]);
+  expect(() =>
+    resolveConsumer(
+      { name: 'raw', brokers: ['b:1'], topics: ['t'], format: 'raw', schema: { fields: { a: 'binary' } } },
+      'test',
+    ),
+  ).toThrow('format "raw" without a transform has a fixed schema');
 });
