@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -419,3 +419,41 @@ test('pylance reads every declared type back with the same exact values', async 
     },
   ]);
 }, 600_000);
+
+/** The environment without what would override the definition's brokers and data directory. */
+function withoutOverrides(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { KAFKA_BOOTSTRAP_SERVERS: _s, KAFKA_BROKERS: _b, KAFKA_LANCE_DATA_DIR: _d, ...rest } = env;
+  return rest;
+}
+
+test('kafka-lance run refuses a changed declared type at start, before Kafka, naming the field and both types', async () => {
+  await roundTrip(consumer({ id: 'int32', emb: { type: 'vector', dim: 4 } }), [
+    JSON.stringify({ id: 0, emb: [1, 2, 3, 4] }),
+  ]);
+  const definition = path.join(dir, 'changed.json');
+  await fsp.writeFile(
+    definition,
+    JSON.stringify({
+      name: 'types',
+      brokers: ['127.0.0.1:1'], // never reached: the check comes first
+      topics: [TOPIC],
+      table: TABLE,
+      dataDir: dir,
+      schema: { fields: { id: 'int32', emb: { type: 'vector', dim: 8, element: 'float16' } } },
+    }),
+  );
+  const out = spawnSync(
+    process.execPath,
+    [path.resolve(__dirname, '../../bin/kafka-lance'), 'run', '-c', definition],
+    {
+      encoding: 'utf8',
+      env: withoutOverrides(process.env),
+      timeout: 60_000,
+    },
+  );
+  expect(out.status).toBe(2);
+  expect(out.stderr).toContain(
+    `schema.fields.emb: declared vector<float16>[8] (Arrow FixedSizeList[8]<Float16>), but column "emb" of Lance table ${TABLE} is FixedSizeList[4]<Float32>`,
+  );
+  expect(out.stderr).not.toContain('127.0.0.1:1');
+}, 90_000);
