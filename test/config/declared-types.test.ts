@@ -1,4 +1,4 @@
-import { ConfigError, resolveConsumer } from '../../src/config';
+import { ConfigError, defineConsumer, resolveConsumer } from '../../src/config';
 
 /** Declared column types in a definition: what is accepted, normalized, and what is refused with the field named. */
 
@@ -73,4 +73,25 @@ test.each([
 test('timezones: IANA names and fixed offsets', () => {
   for (const timezone of ['UTC', 'Europe/Paris', '+02:00', '-11:30'])
     expect(problems({ t: { type: 'timestamp', timezone } })).toEqual([]);
+});
+
+test('defineConsumer types declared fields, nested ones included (a definition file type-checks)', () => {
+  const definition = defineConsumer({
+    name: 'docs',
+    topics: ['docs'],
+    schema: {
+      fields: {
+        embedding: { type: 'vector', dim: 384, element: 'float16' },
+        doc: { type: 'struct', fields: { title: 'string', pages: { type: 'list', items: 'uint16' } } },
+        price: { type: 'decimal', precision: 10, scale: 2, nullable: false },
+        at: { type: 'timestamp', unit: 'us', timezone: 'UTC' },
+      },
+    },
+  });
+  expect(resolveConsumer({ ...definition, brokers: ['b:1'] }, 'x', {}).fields?.map((f) => f.type)).toEqual([
+    'vector',
+    'struct',
+    'decimal',
+    'timestamp',
+  ]);
 });
