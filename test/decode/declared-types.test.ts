@@ -209,8 +209,14 @@ test('decimal is exact from strings and numbers; overflow and extra digits are d
     'field "x": expected decimal(6, 2): 10000 overflows decimal(6, 2) (more than 6 digits)',
     'field "x": expected decimal(6, 2): 1.234 has more than 2 fractional digits (decimal(6, 2) would round it)',
     'field "x": expected decimal(6, 2): "abc" is not a decimal number',
-    'field "x": expected decimal(6, 2): 1e40 overflows decimal(6, 2)',
-    'field "x": expected decimal(6, 2): "" is not a decimal number',
+    'field "x": expected decimal(6, 2): 1e40 overflows decimal(6, 2) (more than 6 digits)',
+    'field "x": expected decimal(6, 2): " 1" is not a decimal number',
+  ]);
+  // Exponents far out of range are refused without building their power of ten.
+  expect(verdicts(d, ['1e-999999', '1e999999', '0e999999'])).toEqual([
+    'field "x": expected decimal(6, 2): 1e-999999 has more than 2 fractional digits (decimal(6, 2) would round it)',
+    'field "x": expected decimal(6, 2): 1e999999 overflows decimal(6, 2) (more than 6 digits)',
+    undefined,
   ]);
   // 38 digits, Decimal128's whole range, exactly.
   const big = '9'.repeat(36) + '.99';
