@@ -4,7 +4,13 @@ import { ulid } from 'ulid';
 import { lockDataDir, type DataDirLock } from './common/data-dir-lock';
 import { errorMessage } from './common/errors';
 import { createLogger, type Logger } from './common/logger';
-import { ConfigError, loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from './config';
+import {
+  ConfigError,
+  loadConsumer,
+  type ConsumerOverrides,
+  type ResolvedConsumer,
+  type ResolvedField,
+} from './config';
 import { createKafka } from './kafka/client';
 import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './kafka/dead-letter';
 import { Ingestion } from './kafka/ingestion';
@@ -14,7 +20,9 @@ import { startLanceStore } from './lance/store-start';
 import { redactStorageOptions } from './lance/store-config';
 import { ATOMIC_STORE, nonAtomicStore } from './materializer/commit-check';
 import { MaterializerHost } from './materializer/host';
-import { readKnownFields } from './lance/known-fields';
+import { declaredTypeChanges } from './lance/declared-schema';
+import { readKnownFields, readTableSchema } from './lance/known-fields';
+import type { LanceTarget } from './lance/lance-table';
 import type { KnownField } from './decode/record-decoder';
 import { Metrics } from './metrics/metrics';
 import { DiskPressure } from './kafka/disk-pressure';
@@ -173,6 +181,8 @@ export class Replica {
         )
       : undefined;
     if (store) metrics.storeAtomicCommits.set({ table: consumer.table }, store.atomic ? 1 : 0);
+    // Also before Kafka: a declared field whose type changed stops the start, naming it.
+    if (consumer.fields !== undefined) await checkDeclaredTypes(consumer, consumer.fields, log);
     let reportFailure!: (error: Error) => void;
     const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
 
@@ -360,12 +370,12 @@ const DEFAULT_DRAIN_MS = 15_000;
  * store unreachable) seeds nothing: the publication-side checks still hold.
  */
 async function tableColumns(consumer: ResolvedConsumer, logger: Logger): Promise<KnownField[]> {
-  if (consumer.fields !== undefined || consumer.format !== 'json') return [];
   const target = {
     uri: consumer.lance.uri ?? path.join(consumer.dataDir, 'lance'),
     table: consumer.table,
     ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
   };
+  if (consumer.fields !== undefined || consumer.format !== 'json') return [];
   try {
     const fields = await readKnownFields(target);
     if (fields.length > 0)
@@ -377,6 +387,42 @@ async function tableColumns(consumer: ResolvedConsumer, logger: Logger): Promise
       'could not read the table schema to seed inferred columns',
     );
     return [];
+  }
+}
+
+/**
+ * A declared schema against the existing table: a field whose type changed is refused
+ * here, naming it and both types (declared-schema.ts). A table that cannot be read
+ * (first start, store unreachable) is not checked: publications still refuse a
+ * conflicting column and set the parts aside.
+ */
+async function checkDeclaredTypes(
+  consumer: ResolvedConsumer,
+  fields: readonly ResolvedField[],
+  logger: Logger,
+): Promise<void> {
+  const target: LanceTarget = {
+    uri: consumer.lance.uri ?? path.join(consumer.dataDir, 'lance'),
+    table: consumer.table,
+    ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
+  };
+  let schema;
+  try {
+    schema = await readTableSchema(target);
+  } catch (error) {
+    logger.warn(
+      { event: 'schema.check.failed', err: errorMessage(error) },
+      'could not read the table schema to check the declared types',
+    );
+    return;
+  }
+  if (!schema) return;
+  const changes = declaredTypeChanges(fields, schema, consumer.table, consumer.epochUnit);
+  if (changes.length > 0) {
+    throw new ConfigError(
+      consumer.source,
+      changes.map((c) => ({ field: `schema.fields.${c.field}`, message: c.message })),
+    );
   }
 }
 

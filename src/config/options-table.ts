@@ -52,7 +52,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   format: {
     meaning:
-      '`json`: each value is a UTF-8 JSON object, one row. `raw`: the bytes become binary `key` and `value` columns, or go to `transform` as they are; needs `schema: "infer"`.',
+      '`json`: each value is a UTF-8 JSON object, one row. `raw`: the bytes become binary `key` and `value` columns (`schema: "infer"`), or go to `transform` as they are, whose rows a declared schema may type (a `binary` field takes bytes as they are).',
   },
   table: {
     meaning: 'Lance table name (same characters as `name`).',
@@ -73,15 +73,48 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'schema.fields.<name>': {
     meaning:
-      'A type name (nullable), or an object. `timestamp` is an Arrow timestamp in ms from RFC 3339 strings or epoch numbers; `json` is any JSON value kept as its JSON text.',
+      'A type name (nullable), or an object with `type` and its parameters. The types, what JSON each accepts and the Arrow type it is stored as are in the table of column types below.',
   },
-  'schema.fields.<name>.type': { meaning: 'The column type, as above.' },
+  'schema.fields.<name>.type': {
+    meaning:
+      'The column type: a type name, or `vector`, `decimal`, `list`, `struct` (which take the parameters below).',
+  },
   'schema.fields.<name>.nullable': {
-    meaning: '`false`: a record without a value for this field is a dead letter (`schema-mismatch`).',
+    meaning:
+      '`false`: a record without a value for this field is a dead letter (`schema-mismatch`). Inside a struct or a list, the same for a struct field or a list item.',
   },
   'schema.fields.<name>.epochUnit': {
     meaning: "The unit of this timestamp field's numbers.",
-    computedDefault: '`epochUnit`',
+    computedDefault: 'its `unit`, else `epochUnit`',
+  },
+  'schema.fields.<name>.unit': {
+    meaning:
+      "A timestamp's stored unit (Arrow `Timestamp(unit)`): `us` keeps the microseconds of Kafka Connect and Debezium times. Strings keep their digits down to it.",
+    computedDefault: '`"ms"`',
+  },
+  'schema.fields.<name>.timezone': {
+    meaning:
+      "A timestamp's stored zone (an IANA name or `±hh:mm`), Arrow metadata for readers: values are UTC instants either way.",
+  },
+  'schema.fields.<name>.dim': {
+    meaning: '`vector`: its dimension. A value of another length is a dead letter naming both.',
+  },
+  'schema.fields.<name>.element': {
+    meaning:
+      '`vector`: its element type. Int8 is not offered: LanceDB 0.39 stores it but no query can search it.',
+  },
+  'schema.fields.<name>.precision': {
+    meaning: '`decimal`: total digits (Decimal128). A value with more is a dead letter.',
+  },
+  'schema.fields.<name>.scale': {
+    meaning:
+      '`decimal`: digits after the point, at most `precision`. A value with more (other than trailing zeros) is a dead letter, never rounded.',
+  },
+  'schema.fields.<name>.items': {
+    meaning: '`list`: the type of its items, written like a field (nested to any depth).',
+  },
+  'schema.fields.<name>.fields': {
+    meaning: '`struct`: its fields by name, each written like a field (nested to any depth).',
   },
   eventTimeField: {
     meaning:
@@ -237,6 +270,9 @@ interface Json {
   readonly additionalProperties?: Json | boolean;
   readonly items?: Json;
   readonly anyOf?: readonly Json[];
+  readonly oneOf?: readonly Json[];
+  readonly $ref?: string;
+  readonly $defs?: Readonly<Record<string, Json>>;
   readonly minimum?: number;
   readonly maximum?: number;
   readonly exclusiveMinimum?: number;
@@ -263,48 +299,81 @@ function jsonSchema(): Json {
 
 /** Every option of a consumer definition, in schema order, with what the schema says of it. */
 export function optionRows(): OptionRow[] {
-  const rows: { path: string; node: Json; required: boolean }[] = [];
+  const root = jsonSchema();
+  const rows = new Map<string, { path: string; nodes: Json[]; required: boolean }>();
+  // A field type nests field types (list items, struct fields): its definition is walked
+  // once, where it first appears (schema.fields.<name>); deeper uses are one row each.
+  const walked = new Set<string>();
+  const resolve = (node: Json): Json | undefined => {
+    if (node.$ref === undefined || walked.has(node.$ref)) return undefined;
+    walked.add(node.$ref);
+    return root.$defs?.[node.$ref.replace('#/$defs/', '')];
+  };
   const objectChildren = (node: Json, prefix: string) => {
     for (const [key, child] of Object.entries(node.properties ?? {}))
       visit(child, prefix ? `${prefix}.${key}` : key, node.required?.includes(key) ?? false);
   };
-  const visit = (node: Json, path: string, required: boolean): void => {
+  const visit = (given: Json, path: string, required: boolean): void => {
+    const node = resolve(given) ?? given;
     const record = isRecord(node);
     const open = node.properties !== undefined && node.additionalProperties !== false;
     // Plain nested objects (errors, queue, ...) are groups: their fields carry the rows.
-    if (node.properties === undefined || open || record) rows.push({ path, node, required });
+    if (node.properties === undefined || open || record) {
+      // A key of several branches (a field type's `type`, `nullable`) is one row.
+      const row = rows.get(path);
+      if (row) row.nodes.push(node);
+      else rows.set(path, { path, nodes: [node], required });
+    }
     if (node.properties) objectChildren(node, path);
-    if (record && typeof node.additionalProperties === 'object' && isStructured(node.additionalProperties))
-      visit(node.additionalProperties, `${path}.<name>`, false);
-    for (const branch of node.anyOf ?? []) if (branch.properties) objectChildren(branch, path);
+    if (record && typeof node.additionalProperties === 'object') {
+      const value = resolve(node.additionalProperties) ?? node.additionalProperties;
+      if (isStructured(value)) visit(value, `${path}.<name>`, false);
+    }
+    for (const branch of branches(node)) if (branch.properties) objectChildren(branch, path);
   };
-  objectChildren(jsonSchema(), '');
-  return rows.map(({ path, node, required }) => {
+  objectChildren(root, '');
+  return [...rows.values()].map(({ path, nodes, required }) => {
     const text = OPTION_TEXTS[path];
+    const node = nodes[0]!;
+    const fallback = nodes.find((n) => n.default !== undefined)?.default;
     return {
       path,
-      type: typeText(node),
-      default: node.default !== undefined ? defaultText(path, node.default) : text?.computedDefault,
+      type: [...new Set(nodes.map(typeText))].join(' | '),
+      default: fallback !== undefined ? defaultText(path, fallback) : text?.computedDefault,
       required,
       meaning: node.description ?? text?.meaning ?? '',
     };
   });
 }
 
+/** The alternatives of a union, flattened (zod writes a discriminated union as oneOf). */
+function branches(node: Json): Json[] {
+  return [...(node.anyOf ?? []), ...(node.oneOf ?? [])].flatMap((b) =>
+    b.anyOf || b.oneOf ? [b, ...branches(b)] : [b],
+  );
+}
+
 const isRecord = (node: Json): boolean =>
   node.type === 'object' && node.properties === undefined && node.additionalProperties !== undefined;
 
 const isStructured = (node: Json): boolean =>
-  node.properties !== undefined || (node.anyOf ?? []).some((b) => b.properties !== undefined);
+  node.properties !== undefined || branches(node).some((b) => b.properties !== undefined);
+
+/** Enums longer than this are named by the README's table of column types, not listed. */
+const MAX_LISTED_ENUM = 8;
 
 function typeText(node: Json): string {
   if (node['x-kafka-lance-type']) return node['x-kafka-lance-type'];
+  if (node.$ref !== undefined) return 'field type';
   if (node.const !== undefined) return JSON.stringify(node.const);
+  if (node.enum && node.enum.length > MAX_LISTED_ENUM) return 'type name';
   if (node.enum) return node.enum.map((v) => JSON.stringify(v)).join(' | ');
-  if (node.anyOf) return [...new Set(node.anyOf.map(typeText))].join(' | ');
+  if (node.anyOf || node.oneOf)
+    return [...new Set([...(node.anyOf ?? []), ...(node.oneOf ?? [])].map(typeText))].join(' | ');
   if (node.type === 'array') return `${node.items ? typeText(node.items) : 'unknown'}[]`;
   if (isRecord(node)) {
     const value = node.additionalProperties;
+    if (typeof value === 'object' && value.$ref !== undefined) return 'record<string, field type>';
     return typeof value === 'object' && value.type === 'string' && !value.enum
       ? 'record<string, string>'
       : 'object';

@@ -3,8 +3,9 @@ import { KafkaLanceError } from '../common/errors';
 import {
   consumerDefinitionSchema,
   type ConsumerDefinition,
-  type EpochUnit,
-  type FieldTypeName,
+  type DeclaredField,
+  type FieldSpecOutput,
+  type NamedField,
 } from './consumer-definition';
 
 /** A configuration that fails validation; the message names every offending field. */
@@ -21,13 +22,8 @@ export class ConfigError extends KafkaLanceError {
   }
 }
 
-export interface ResolvedField {
-  readonly name: string;
-  readonly type: FieldTypeName;
-  readonly nullable: boolean;
-  /** Declared timestamp fields only: the unit of its numbers, when it differs from the consumer's. */
-  readonly epochUnit?: EpochUnit;
-}
+/** A declared column: name, nullability and its normalized type (nested ones included). */
+export type ResolvedField = NamedField;
 
 /** A validated definition with every default and environment fallback applied. */
 export interface ResolvedConsumer extends Omit<
@@ -81,9 +77,7 @@ export function resolveConsumer(
   const fields =
     def.schema === 'infer'
       ? undefined
-      : Object.entries(def.schema.fields).map(([name, spec]) =>
-          typeof spec === 'string' ? { name, type: spec, nullable: true } : { name, ...spec },
-        );
+      : Object.entries(def.schema.fields).map(([name, spec]) => ({ name, ...declaredField(spec) }));
   if (def.eventTimeField && fields && !fields.some((f) => f.name === def.eventTimeField)) {
     throw new ConfigError(source, [
       { field: 'eventTimeField', message: `"${def.eventTimeField}" is not a field of the schema` },
@@ -98,6 +92,26 @@ export function resolveConsumer(
     fields,
     source,
   };
+}
+
+/** A field as written (a bare name or an object) → its normalized type, nested fields included. */
+export function declaredField(spec: FieldSpecOutput): DeclaredField {
+  if (typeof spec === 'string') return { type: spec, nullable: true };
+  switch (spec.type) {
+    case 'list':
+      return { type: 'list', items: declaredField(spec.items), nullable: spec.nullable };
+    case 'struct':
+      return {
+        type: 'struct',
+        fields: Object.entries(spec.fields).map(([name, child]) => ({ name, ...declaredField(child) })),
+        nullable: spec.nullable,
+      };
+    default: {
+      // Optional keys that zod left undefined are dropped: a field equals its bare-name form.
+      const entries = Object.entries(spec).filter(([, v]) => v !== undefined);
+      return Object.fromEntries(entries) as DeclaredField;
+    }
+  }
 }
 
 interface Issue {

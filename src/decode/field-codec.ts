@@ -1,6 +1,6 @@
 import { Bool, Float64, Int32, Int64, TimeUnit, Timestamp, Utf8, type DataType } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
-import type { EpochUnit, FieldTypeName } from '../config';
+import type { EpochUnit } from '../config';
 import {
   BoolBuilder,
   newFloat64,
@@ -25,7 +25,16 @@ export class Invalid {
 }
 /** A value of the wrong kind for the column. */
 export const INVALID = new Invalid();
-export type Converted = string | number | bigint | boolean | null;
+/**
+ * A value ready for its column. The seven inferred types use the scalars; declared types
+ * add bytes (binary), typed arrays (vectors) and arrays (a list's items, a struct's
+ * fields in declaration order; the codec knows which).
+ */
+export type Converted =
+  string | number | bigint | boolean | null | Uint8Array | Float32Array | Uint16Array | readonly Converted[];
+
+/** The types inference produces (and seeds from a table); every other type is declared only. */
+export type InferredTypeName = 'string' | 'int32' | 'int64' | 'float64' | 'boolean' | 'timestamp' | 'json';
 
 export interface FieldCodec {
   readonly arrowType: () => DataType;
@@ -50,7 +59,7 @@ const utf8: FieldCodec = {
   append: (b, v) => (b as VariableWidthBuilder).appendString(v as string),
 };
 
-export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
+export const FIELD_CODECS: Readonly<Record<InferredTypeName, FieldCodec>> = {
   string: utf8,
   int32: {
     arrowType: () => new Int32(),
@@ -127,7 +136,7 @@ export const FIELD_CODECS: Readonly<Record<FieldTypeName, FieldCodec>> = {
 };
 
 /** The column type inferred from a JSON value's kind; undefined for null (decide later). */
-export function inferFieldType(v: unknown): FieldTypeName | undefined {
+export function inferFieldType(v: unknown): InferredTypeName | undefined {
   switch (typeof v) {
     case 'string':
       return 'string';

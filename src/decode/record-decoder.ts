@@ -1,13 +1,22 @@
 import { Binary, Field, Int32, RecordBatch, Schema, Struct, makeData, type Data } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
-import type { EpochUnit, FieldTypeName, ResolvedConsumer, Row, SourceRecord } from '../config';
+import type { EpochUnit, ResolvedConsumer, Row, SourceRecord } from '../config';
 import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
 import { ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
 import type { DeadLetterVerdict } from './dead-letter-reason';
 import { parseJsonExact } from './exact-json';
 import { columnNameProblem } from './column-name';
-import { FIELD_CODECS, INVALID, Invalid, inferFieldType, type Converted } from './field-codec';
+import {
+  FIELD_CODECS,
+  INVALID,
+  Invalid,
+  inferFieldType,
+  type Converted,
+  type FieldCodec,
+  type InferredTypeName,
+} from './field-codec';
+import { codecOf, numbersUnit, typeLabel } from './typed-codecs';
 import { parseTimestamp } from './timestamp';
 
 /** One Kafka message as it crosses into a worker. */
@@ -51,15 +60,22 @@ export type DecoderOptions = Pick<
 /** A data column of the table, as a seed for inference. */
 export interface KnownField {
   readonly name: string;
-  readonly type: FieldTypeName;
+  readonly type: InferredTypeName;
 }
 
 interface FieldState {
   readonly name: string;
-  readonly type: FieldTypeName;
+  /** The type as messages name it (`int32`, `vector<float32>[768]`). */
+  readonly label: string;
+  /** Resolved once per field: the hot path calls it without a lookup by type name. */
+  readonly codec: FieldCodec;
   readonly nullable: boolean;
-  /** Of numeric timestamps: the field's own unit, else the consumer's. */
+  /** Of numeric timestamps: the field's own unit, else its stored unit, else the consumer's. */
   readonly epochUnit: EpochUnit;
+}
+
+function inferredField(name: string, type: InferredTypeName, epochUnit: EpochUnit): FieldState {
+  return { name, label: type, codec: FIELD_CODECS[type], nullable: true, epochUnit };
 }
 
 export const KEY_COLUMN = '_key';
@@ -112,11 +128,17 @@ export class RecordDecoder {
     this.#fields =
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
-        : (options.fields ?? []).map((f) => ({ ...f, epochUnit: f.epochUnit ?? options.epochUnit }));
+        : (options.fields ?? []).map((f) => ({
+            name: f.name,
+            label: typeLabel(f),
+            codec: codecOf(f, options.epochUnit),
+            nullable: f.nullable,
+            epochUnit: numbersUnit(f, options.epochUnit),
+          }));
     if (this.#infer && this.#fields.length === 0) {
       for (const { name, type } of options.knownFields ?? []) {
         if (columnNameProblem(name) !== undefined || this.#fields.some((f) => f.name === name)) continue;
-        this.#fields.push({ name, type, nullable: true, epochUnit: options.epochUnit });
+        this.#fields.push(inferredField(name, type, options.epochUnit));
       }
     }
     for (const f of this.#fields) this.#byName.set(f.name, f);
@@ -277,7 +299,7 @@ export class RecordDecoder {
                   'or declare a json field',
               };
             }
-            field = { name, type, nullable: true, epochUnit: this.#options.epochUnit };
+            field = inferredField(name, type, this.#options.epochUnit);
             newFields.push(field);
           }
           const result = convertValue(field, v);
@@ -307,7 +329,7 @@ function quoted(name: string): string {
 
 function convertValue(field: FieldState, value: unknown): Converted | Invalid {
   if (value === null || value === undefined) return field.nullable ? null : INVALID;
-  return FIELD_CODECS[field.type].convert(value, field.epochUnit);
+  return field.codec.convert(value, field.epochUnit);
 }
 
 function mismatch(field: FieldState, value: unknown, invalid: Invalid): string {
@@ -319,7 +341,7 @@ function mismatch(field: FieldState, value: unknown, invalid: Invalid): string {
         : typeof value === 'bigint'
           ? 'number'
           : typeof value;
-  const head = `field "${field.name}": expected ${field.type}${field.nullable ? '' : ' (required)'}`;
+  const head = `field "${field.name}": expected ${field.label}${field.nullable ? '' : ' (required)'}`;
   return invalid.why === undefined ? `${head}, got ${kind}` : `${head}: ${invalid.why}`;
 }
 
@@ -373,7 +395,7 @@ class Columns {
   }
 
   addField(field: FieldState): void {
-    const builder = FIELD_CODECS[field.type].builder();
+    const builder = field.codec.builder();
     for (let i = 0; i < this.#rows; i++) builder.appendNull();
     this.#data.push({ field, builder });
   }
@@ -403,7 +425,7 @@ class Columns {
     values.forEach((v, i) => {
       const { field, builder } = this.#data[i]!;
       if (v === null) builder.appendNull();
-      else FIELD_CODECS[(field as FieldState).type].append(builder, v);
+      else (field as FieldState).codec.append(builder, v);
     });
   }
 
@@ -426,7 +448,7 @@ class Columns {
       children.push(this.#row.finish());
     }
     for (const { field, builder } of this.#data) {
-      const type = 'raw' in field ? new Binary() : FIELD_CODECS[field.type].arrowType();
+      const type = 'raw' in field ? new Binary() : field.codec.arrowType();
       fields.push(new Field(field.name, type, 'raw' in field ? true : field.nullable));
       children.push(builder.finish());
     }

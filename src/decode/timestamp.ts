@@ -94,6 +94,93 @@ function epochToMs(value: number | bigint, unit: EpochUnit): TimestampResult {
   return { ms: Number(mantissa) };
 }
 
+/** Decimal digits below the second of each unit. */
+const DIGITS: Readonly<Record<EpochUnit, number>> = { s: 0, ms: 3, us: 6, ns: 9 };
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+export type TimeResult = { readonly value: bigint } | { readonly invalid: string };
+
+/**
+ * A time in a stored unit other than ms (declared `timestamp` fields with `unit`): the
+ * same inputs as parseTimestamp, but string fractions and numbers keep their digits down
+ * to `target` (floored below it). The range is years 0000–9999 as above, and for `ns`
+ * also int64 (1677-09-21 to 2262-04-11), Arrow's storage.
+ */
+export function parseTimestampIn(value: unknown, unit: EpochUnit, target: EpochUnit): TimeResult {
+  let result: TimeResult;
+  if (typeof value === 'string') {
+    const time = parseIsoTimestamp(value);
+    if ('invalid' in time) return time;
+    const fraction = ISO.exec(value)![7] ?? '';
+    const below = DIGITS[target] - 3;
+    result =
+      below < 0
+        ? { value: floorDiv(BigInt(time.ms), 1000n) }
+        : {
+            value:
+              BigInt(time.ms) * 10n ** BigInt(below) +
+              BigInt(fraction.slice(3, 3 + below).padEnd(below, '0') || '0'),
+          };
+  } else if (typeof value === 'number' || typeof value === 'bigint') {
+    result = epochTo(value, unit, target);
+  } else if (value instanceof Date) {
+    const time = inRange(value.getTime(), 'an invalid Date');
+    if ('invalid' in time) return time;
+    const shift = DIGITS[target] - 3;
+    result = {
+      value: shift >= 0 ? BigInt(time.ms) * 10n ** BigInt(shift) : floorDiv(BigInt(time.ms), 1000n),
+    };
+  } else return { invalid: 'not a time' };
+  if ('invalid' in result) return result;
+  return result.value >= INT64_MIN && result.value <= INT64_MAX
+    ? result
+    : { invalid: `${String(value)} is outside int64 ${target} (years 1677–2262 for ns)` };
+}
+
+/** Like epochToMs, into any unit: exact through the digits, floored below `target`. */
+function epochTo(value: number | bigint, unit: EpochUnit, target: EpochUnit): TimeResult {
+  if (typeof value === 'number' && !Number.isFinite(value))
+    return { invalid: Number.isNaN(value) ? 'NaN is not a time' : `${value} is ${RANGE}` };
+  const d = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(String(value));
+  if (!d) return { invalid: `${String(value)} is not a time` };
+  const fraction = d[3] ?? '';
+  let mantissa = BigInt(`${d[1]}${d[2]}${fraction}`);
+  const exponent = Number(d[4] ?? 0) - fraction.length + DIGITS[target] - DIGITS[unit];
+  if (exponent > 40)
+    return mantissa === 0n ? { value: 0n } : { invalid: `${String(value)} ${unit} is ${RANGE}` };
+  if (exponent < -400) mantissa = mantissa < 0n ? -1n : 0n;
+  else if (exponent >= 0) mantissa *= 10n ** BigInt(exponent);
+  else mantissa = floorDiv(mantissa, 10n ** BigInt(-exponent));
+  const shift = DIGITS[target] - 3;
+  const ms = shift >= 0 ? floorDiv(mantissa, 10n ** BigInt(shift)) : mantissa * 1000n;
+  if (ms < BigInt(MIN_TIMESTAMP_MS) || ms > BigInt(MAX_TIMESTAMP_MS))
+    return { invalid: `${String(value)} ${unit} is ${RANGE}` };
+  return { value: mantissa };
+}
+
+/** 0000-01-01 and 9999-12-31 as days since 1970-01-01. */
+const MIN_DAY = -719_528;
+const MAX_DAY = 2_932_896;
+
+/**
+ * A `date` column's value (days since 1970-01-01): a `YYYY-MM-DD` string (nothing
+ * after it: a time would be cut without a word), or an integer number of days.
+ */
+export function parseDate(value: unknown): { readonly days: number } | { readonly invalid: string } {
+  if (typeof value === 'string') {
+    const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+    if (!m) return { invalid: `"${value.slice(0, 40)}" is not a date (YYYY-MM-DD)` };
+    const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+    if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month))
+      return { invalid: `"${value}" is not a date` };
+    return { days: daysFromCivil(year, month, day) };
+  }
+  if (typeof value === 'number' && Number.isInteger(value))
+    return value >= MIN_DAY && value <= MAX_DAY ? { days: value } : { invalid: `${value} days is ${RANGE}` };
+  return { invalid: 'not a date (YYYY-MM-DD or days since 1970-01-01)' };
+}
+
 function inRange(ms: number, what: string): TimestampResult {
   if (Number.isNaN(ms)) return { invalid: `${what} not a time` };
   return ms >= MIN_TIMESTAMP_MS && ms <= MAX_TIMESTAMP_MS ? { ms } : { invalid: `${what} ${RANGE}` };

@@ -1,6 +1,6 @@
 import * as lancedb from '@lancedb/lancedb';
-import { Type, type DataType } from 'apache-arrow';
-import type { FieldTypeName } from '../config';
+import { DataType, Precision, TimeUnit, type Schema } from 'apache-arrow';
+import type { InferredTypeName } from '../decode/field-codec';
 import type { KnownField } from '../decode/record-decoder';
 import type { LanceTarget } from './lance-table';
 
@@ -17,19 +17,24 @@ import type { LanceTarget } from './lance-table';
  * Names starting with "_" are kafka-lance's own columns.
  */
 export async function readKnownFields(target: LanceTarget): Promise<KnownField[]> {
+  const schema = await readTableSchema(target);
+  return (schema?.fields ?? []).flatMap((f) => {
+    const type = fieldTypeOf(f.type as DataType);
+    return type && !f.name.startsWith('_') ? [{ name: f.name, type }] : [];
+  });
+}
+
+/** The table's Arrow schema, or undefined when the table does not exist yet. */
+export async function readTableSchema(target: LanceTarget): Promise<Schema | undefined> {
   const db = await lancedb.connect(
     target.uri,
     target.storageOptions ? { storageOptions: { ...target.storageOptions } } : {},
   );
   try {
-    if (!(await db.tableNames()).includes(target.table)) return [];
+    if (!(await db.tableNames()).includes(target.table)) return undefined;
     const table = await db.openTable(target.table);
     try {
-      const schema = await table.schema();
-      return schema.fields.flatMap((f) => {
-        const type = fieldTypeOf(f.type as DataType);
-        return type && !f.name.startsWith('_') ? [{ name: f.name, type }] : [];
-      });
+      return await table.schema();
     } finally {
       table.close();
     }
@@ -38,17 +43,20 @@ export async function readKnownFields(target: LanceTarget): Promise<KnownField[]
   }
 }
 
-function fieldTypeOf(type: DataType): FieldTypeName | undefined {
-  switch (type.typeId) {
-    case Type.Float:
-      return 'float64';
-    case Type.Int:
-      return (type as DataType & { bitWidth: number }).bitWidth === 32 ? 'int32' : 'int64';
-    case Type.Bool:
-      return 'boolean';
-    case Type.Timestamp:
-      return 'timestamp';
-    default:
-      return undefined;
+/**
+ * Only the Arrow types inference itself makes are seeded, each exactly: a column a
+ * definition declared as float32, int8, timestamp(us) and so on would otherwise be
+ * seeded as float64, int64, timestamp(ms) and every inferred value for it refused by
+ * the table at publication instead of at decode.
+ */
+function fieldTypeOf(type: DataType): InferredTypeName | undefined {
+  if (DataType.isFloat(type)) return type.precision === Precision.DOUBLE ? 'float64' : undefined;
+  if (DataType.isInt(type) && type.isSigned) {
+    if (type.bitWidth === 32) return 'int32';
+    return type.bitWidth === 64 ? 'int64' : undefined;
   }
+  if (DataType.isBool(type)) return 'boolean';
+  if (DataType.isTimestamp(type))
+    return type.unit === TimeUnit.MILLISECOND && !type.timezone ? 'timestamp' : undefined;
+  return undefined;
 }

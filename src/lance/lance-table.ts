@@ -199,7 +199,7 @@ export class LanceTable {
     for (const f of plain.fields) {
       const existing = have.get(f.name);
       if (!existing) missing.push(new Field(f.name, f.type, true));
-      else if (String(existing.type) !== String(f.type) && !compatible(existing, f)) {
+      else if (!sameColumnType(existing, f)) {
         throw new LanceSchemaError(
           'type-conflict',
           this.target.table,
@@ -694,8 +694,16 @@ async function keyCounts(
 }
 
 /** Int32 staged into an Int64 column is cast by Lance; other differences are conflicts. */
-function compatible(existing: Field, staged: Field): boolean {
-  return String(existing.type) === 'Int64' && String(staged.type) === 'Int32';
+/**
+ * Whether staged values of `staged`'s type go into the table's column as they are:
+ * the same Arrow type (named with its parameters: a vector's dimension and element, a
+ * timestamp's unit and zone, a decimal's precision and scale, nested children), or
+ * Int32 into Int64, which LanceDB casts.
+ */
+export function sameColumnType(existing: Field, staged: Field): boolean {
+  const was = String(existing.type);
+  const now = String(staged.type);
+  return was === now || (was === 'Int64' && now === 'Int32');
 }
 
 /**

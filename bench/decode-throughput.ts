@@ -1,0 +1,66 @@
+/**
+ * Decode throughput: the staging workers' decoder (src/decode) on the bench's ~800-byte
+ * JSON log records in the bench's declared schema (bench/lib/records.ts), in this one
+ * thread, nothing staged. Rates are per CPU second of this process, so that other load
+ * on a shared machine moves them less than wall time would; the median of the rounds
+ * is the figure, the rounds show the spread.
+ *
+ *   npm run build && node dist/bench/decode-throughput.js [--rounds 7] [--batches 50]
+ */
+import { resolveConsumer } from '../src/config';
+import { RecordDecoder, type RawMessage } from '../src/decode/record-decoder';
+import { benchArgs } from './args';
+import { BENCH_FIELDS, benchRecord } from './lib/records';
+
+const args = benchArgs();
+const ROUNDS = Number(args.get('rounds') ?? 7);
+const BATCHES = Number(args.get('batches') ?? 50);
+const BATCH_ROWS = 2_000;
+
+const decoder = new RecordDecoder(
+  resolveConsumer(
+    { name: 'bench', brokers: ['127.0.0.1:1'], topics: ['bench'], schema: { fields: BENCH_FIELDS } },
+    'bench',
+  ),
+);
+const now = Date.now();
+const pool: RawMessage[][] = Array.from({ length: 10 }, (_, b) =>
+  Array.from({ length: BATCH_ROWS }, (_, i) => ({
+    offset: b * BATCH_ROWS + i,
+    timestamp: now,
+    key: null,
+    value: Buffer.from(benchRecord(b * BATCH_ROWS + i, now)),
+  })),
+);
+const batchBytes = pool.flat().reduce((n, m) => n + m.value!.byteLength, 0) / pool.length;
+for (let w = 0; w < 20; w++) decoder.decode('bench', 0, pool[w % pool.length]!); // warm-up (JIT)
+
+const rounds: { recordsPerCpuSecond: number; mibPerCpuSecond: number }[] = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const start = process.cpuUsage();
+  let rows = 0;
+  for (let b = 0; b < BATCHES; b++) {
+    const out = decoder.decode('bench', 0, pool[b % pool.length]!);
+    if (out.deadLetters.length > 0) throw new Error(`${out.deadLetters.length} dead letters`);
+    rows += out.rows;
+  }
+  const used = process.cpuUsage(start);
+  const seconds = (used.user + used.system) / 1e6;
+  rounds.push({
+    recordsPerCpuSecond: Math.round(rows / seconds),
+    mibPerCpuSecond: Number(((batchBytes * BATCHES) / seconds / 1024 / 1024).toFixed(1)),
+  });
+}
+const sorted = [...rounds].sort((a, b) => a.recordsPerCpuSecond - b.recordsPerCpuSecond);
+console.log(
+  JSON.stringify(
+    {
+      recordBytes: Math.round(batchBytes / BATCH_ROWS),
+      records: BATCHES * BATCH_ROWS,
+      median: sorted[Math.floor(sorted.length / 2)],
+      rounds: rounds.map((r) => r.recordsPerCpuSecond),
+    },
+    null,
+    2,
+  ),
+);
