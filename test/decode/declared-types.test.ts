@@ -295,11 +295,9 @@ test('inference never invents the declared-only types: arrays and objects stay j
   const out = new RecordDecoder(
     resolveConsumer({ name: 'i', brokers: ['127.0.0.1:1'], topics: ['t'], schema: 'infer' }, 'test'),
   ).decode('t', 0, messages(['{"v":[1,2,3],"s":{"a":1},"n":1}']));
-  expect(out.batch!.schema.fields.slice(4).map((f) => `${f.name}:${String(f.type)}`)).toEqual([
-    'v:Utf8',
-    's:Utf8',
-    'n:Float64',
-  ]);
+  expect(
+    out.batch!.schema.fields.filter((f) => !f.name.startsWith('_')).map((f) => `${f.name}:${String(f.type)}`),
+  ).toEqual(['v:Utf8', 's:Utf8', 'n:Float64']);
 });
 
 test("a type's parameters and nested nullability each make a different schema key (parts never mix them)", () => {
