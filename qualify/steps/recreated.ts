@@ -89,6 +89,8 @@ async function runMode(parent: QualifyContext, mode: Mode): Promise<RunResult> {
   const phaseLines: string[] = [];
   let check: FinalCheck | undefined;
   let counter = 0;
+  const idNow = async (): Promise<string | undefined> =>
+    (await ids.lookup([c.topic]).catch(() => new Map<string, string>())).get(c.topic);
   const topicId = async (): Promise<string> => {
     for (let attempt = 0; ; attempt++) {
       const id = (await ids.lookup([c.topic]).catch(() => new Map<string, string>())).get(c.topic);
@@ -142,7 +144,7 @@ async function runMode(parent: QualifyContext, mode: Mode): Promise<RunResult> {
     c.log(`phase A: ${n} records published under ${idA}; replicas stopped`);
 
     // Phase B: deleted and created again while the group is stopped.
-    const recreateB = await recreate(c, partitions);
+    const recreateB = await recreate(c, partitions, idA, idNow);
     const idB = await topicId();
     if (idB === idA) problems.push(`phase B: the recreated topic has the old id ${idA}`);
     phases.push({ name: 'B', topicId: idB, records: await produce(c, partitions, m, () => counter++) });
@@ -163,9 +165,12 @@ async function runMode(parent: QualifyContext, mode: Mode): Promise<RunResult> {
 
     let idC: string | undefined;
     if (k > 0) {
-      // Phase C: deleted and created again under consuming replicas.
+      // Phase C: deleted and created again under consuming replicas, once both are in
+      // one generation that assigns every partition (a late join of phase B is over).
+      const stable = await untilOneGeneration(c, partitions, 60_000);
+      if (!stable) problems.push('phase C: the replicas were not in one generation within 60 s');
       const marks = new Map(c.slots.map((s) => [s.label, s.run.events.length]));
-      const recreateC = await recreate(c, partitions);
+      const recreateC = await recreate(c, partitions, phases[1]!.topicId, idNow);
       const recreatedAt = Date.now();
       idC = await topicId();
       if (idC === idB || idC === idA) problems.push(`phase C: the recreated topic has an old id ${idC}`);
@@ -176,18 +181,25 @@ async function runMode(parent: QualifyContext, mode: Mode): Promise<RunResult> {
       const sC = await settle(c, settleTimeout, expected());
       if (sC.stalled) problems.push(`phase C: ${sC.stalled}`);
       const noticed: string[] = [];
+      let noticing = 0;
       for (const s of c.slots) {
         const events = s.run.events.slice(marks.get(s.label) ?? 0);
         const at = events.findIndex(
           (e) => e.event === 'kafka.topic.recreated-while-consumed' && e.line.topicId === idC,
         );
-        const rejoined = at >= 0 && events.slice(at).some((e) => e.event === 'kafka.join');
-        if (at < 0) problems.push(`phase C: ${s.label} did not log kafka.topic.recreated-while-consumed`);
-        else if (!rejoined) problems.push(`phase C: ${s.label} did not rejoin after noticing`);
+        // A replica rejoins when it notices, or when another one's rejoin rebalances the
+        // group first (its own watch, every 2 s, may not have asked yet): either way its
+        // next claims are for the new id.
+        const rejoin = events.find(
+          (e) => e.event === 'kafka.join' && e.time >= recreatedAt && claimedIds(e).every((id) => id === idC),
+        );
+        if (!rejoin) problems.push(`phase C: ${s.label} did not rejoin with claims for ${idC}`);
+        if (at >= 0) noticing += 1;
         noticed.push(
-          `${s.label} ${at >= 0 ? `noticed ${((events[at]!.time - recreatedAt) / 1000).toFixed(1)} s after the recreation` : 'did not notice'}${rejoined ? ', rejoined' : ''}`,
+          `${s.label} ${at >= 0 ? `logged it ${((events[at]!.time - recreatedAt) / 1000).toFixed(1)} s after the recreation` : 'did not log it (rejoined in the rebalance the other one started)'}${rejoin ? `, claimed the new id ${((rejoin.time - recreatedAt) / 1000).toFixed(1)} s after the recreation` : ', NO rejoin'}`,
         );
       }
+      if (noticing === 0) problems.push('phase C: no replica logged kafka.topic.recreated-while-consumed');
       const joinsC = c.slots.reduce(
         (sum, s) =>
           sum + s.run.events.slice(marks.get(s.label) ?? 0).filter((e) => e.event === 'kafka.join').length,
@@ -200,7 +212,7 @@ async function runMode(parent: QualifyContext, mode: Mode): Promise<RunResult> {
       if (wrongC.length > 0)
         problems.push(`phase C: ${wrongC.length} replicas' last claims are not for ${idC}`);
       phaseLines.push(
-        `- Phase C: topic deleted and created again while both replicas consumed (${recreateC.toFixed(1)} s, new id \`${idC}\`), ${k} records produced at once at offsets ${offsetsLine(phases[2]!.records)}; \`kafka.topic.recreated-while-consumed\` logged by ${noticed.filter((x) => x.includes('noticed')).length} of ${c.slots.length} replicas, each rejoined: ${noticed.every((x) => x.includes('rejoined')) ? 'yes' : 'NO'}; ${joinsC} joins in the phase; ${noticed.join('; ')}, last claims all for \`${idC}\`: ${wrongC.length === 0 ? 'yes' : 'NO'}; kafkajs runner crash-restarts ${c.count('kafka.crash')}`,
+        `- Phase C: topic deleted and created again while both replicas consumed (${recreateC.toFixed(1)} s, new id \`${idC}\`), ${k} records produced at once at offsets ${offsetsLine(phases[2]!.records)}; \`kafka.topic.recreated-while-consumed\` logged by ${noticing} of ${c.slots.length} replicas, each rejoined with claims for the new id: ${noticed.every((x) => x.includes('claimed the new id')) ? 'yes' : 'NO'}; ${joinsC} joins in the phase; ${noticed.join('; ')}, last claims all for \`${idC}\`: ${wrongC.length === 0 ? 'yes' : 'NO'}; kafkajs runner crash-restarts ${c.count('kafka.crash')}`,
       );
       c.log(`phase C: ${k} records under ${idC}`);
     }
@@ -238,24 +250,54 @@ async function runMode(parent: QualifyContext, mode: Mode): Promise<RunResult> {
   }
 }
 
-/** Deletes the campaign's topic and creates it again (same name and partitions); seconds taken. */
-async function recreate(c: Campaign, partitions: number): Promise<number> {
+/** Waits until every live replica's last join is of one generation that assigned every partition. */
+async function untilOneGeneration(c: Campaign, partitions: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const last = c.slots.map((s) => [...s.run.events].reverse().find((e) => e.event === 'kafka.join'));
+    const generations = new Set(last.map((e) => (e ? Number(e.line.generation) : -1)));
+    const assigned = last.reduce(
+      (n, e) => n + (Array.isArray(e?.line.assigned) ? e.line.assigned.length : 0),
+      0,
+    );
+    if (generations.size === 1 && !generations.has(-1) && assigned === partitions) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(250);
+  }
+}
+
+/**
+ * Deletes the campaign's topic and creates it again (same name and partitions); seconds
+ * taken. A createTopics that fails (the deletion not finished, a timeout waiting for
+ * leaders) may still have created the topic: it is done once the broker names another id
+ * than the old one for it.
+ */
+async function recreate(
+  c: Campaign,
+  partitions: number,
+  oldId: string,
+  idOf: () => Promise<string | undefined>,
+): Promise<number> {
   const started = Date.now();
   await c.admin.deleteTopics({ topics: [c.topic], timeout: 30_000 });
   for (let i = 0; (await c.admin.listTopics()).includes(c.topic); i++) {
     if (i > 150) throw new Error(`${c.topic} still listed 30 s after its deletion`);
     await sleep(200);
   }
-  // createTopics answers TOPIC_ALREADY_EXISTS (false, or an error) while the deletion finishes.
   for (let i = 0; ; i++) {
     const created = await c.admin
       .createTopics({ topics: [{ topic: c.topic, numPartitions: partitions }], waitForLeaders: true })
       .catch(() => false);
     if (created) break;
+    const id = await idOf().catch(() => undefined);
+    if (id !== undefined && id !== oldId) break;
     if (i > 60) throw new Error(`${c.topic} could not be created again`);
     await sleep(500);
   }
   await createTopicReady(c.admin, c.topic, partitions);
+  const ends = await c.admin.fetchTopicOffsets(c.topic);
+  if (ends.length !== partitions)
+    throw new Error(`${c.topic} came back with ${ends.length} partitions, not ${partitions}`);
   return (Date.now() - started) / 1000;
 }
 
