@@ -33,7 +33,7 @@ export const step: QualifyStep = {
   title: 'Scale-down: a replica stopped for good, rebalances, a volume back after its epochs left the chain',
   async run(ctx: QualifyContext): Promise<QualifyStepReport> {
     const partitions = ctx.short ? 3 : 6;
-    const rebalancesAfterStop = ctx.short ? 10 : 100;
+    const rebalancesAfterStop = ctx.short ? 8 : 100;
     const c = new Campaign({
       context: ctx,
       name: 'scale-down',
@@ -56,7 +56,7 @@ export const step: QualifyStep = {
     try {
       await c.setUp();
       const production = c.startProduction();
-      await sleep(ctx.short ? 6_000 : 20_000);
+      await sleep(ctx.short ? 4_000 : 20_000);
 
       // 1. One replica stopped for good (SIGTERM): it drains.
       const gone = c.slots[2]!;
