@@ -10,8 +10,13 @@ With --expected FILE (JSON {"<partition>": [offsets]}: the rows a log with gaps 
 give, exactly), it also reports the expected rows absent from the table ("missing") and
 the rows at offsets the file does not list ("unexpected").
 
+With --by-topic-id (a topic deleted and recreated under its name: offsets repeat, one
+incarnation per `_topic_id`), rows are keyed (_topic, _partition, _offset, _topic_id),
+duplicates counted per incarnation, and the --expected file's keys are
+"<topic id>/<partition>".
+
   verify_table.py --dataset <path or s3://.../table.lance> [--storage-options JSON] [--topic T]
-                  [--expected FILE]
+                  [--expected FILE] [--by-topic-id]
 """
 
 import argparse
@@ -28,11 +33,13 @@ def main() -> int:
     parser.add_argument("--storage-options", default="{}")
     parser.add_argument("--topic", default=None)
     parser.add_argument("--expected", default=None)
+    parser.add_argument("--by-topic-id", action="store_true")
     args = parser.parse_args()
+    by_id = args.by_topic_id
     expected = None
     if args.expected is not None:
         with open(args.expected, encoding="utf-8") as f:
-            expected = {int(p): set(offsets) for p, offsets in json.load(f).items()}
+            expected = {(p if by_id else int(p)): set(offsets) for p, offsets in json.load(f).items()}
     found = {}
     unexpected = []
     unexpected_count = 0
@@ -40,7 +47,11 @@ def main() -> int:
     ds = lance.dataset(args.dataset, storage_options=options or None)
     names = set(ds.schema.names)
     checksummed = {"payload", "sha"} <= names
-    columns = ["_topic", "_partition", "_offset"] + (["payload", "sha"] if checksummed else [])
+    columns = (
+        ["_topic", "_partition", "_offset"]
+        + (["_topic_id"] if by_id else [])
+        + (["payload", "sha"] if checksummed else [])
+    )
 
     seen = set()
     duplicates = []
@@ -57,6 +68,10 @@ def main() -> int:
                 continue
             rows += 1
             key = (topic, data["_partition"][i], data["_offset"][i])
+            group = key[1]
+            if by_id:
+                key = key + (data["_topic_id"][i],)
+                group = f"{key[3]}/{key[1]}"
             if key in seen:
                 duplicate_count += 1
                 if len(duplicates) < 20:
@@ -64,12 +79,12 @@ def main() -> int:
             else:
                 seen.add(key)
             if expected is not None:
-                found.setdefault(key[1], set()).add(key[2])
-                if key[2] not in expected.get(key[1], ()):
+                found.setdefault(group, set()).add(key[2])
+                if key[2] not in expected.get(group, ()):
                     unexpected_count += 1
                     if len(unexpected) < 20:
-                        unexpected.append([key[1], key[2]])
-            p = partitions.setdefault(str(key[1]), {"rows": 0, "minOffset": key[2], "maxOffset": key[2]})
+                        unexpected.append([group, key[2]])
+            p = partitions.setdefault(str(group), {"rows": 0, "minOffset": key[2], "maxOffset": key[2]})
             p["rows"] += 1
             p["minOffset"] = min(p["minOffset"], key[2])
             p["maxOffset"] = max(p["maxOffset"], key[2])

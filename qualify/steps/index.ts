@@ -5,7 +5,9 @@ import { step as dataDirLoss } from './data-dir-loss';
 import { step as fullDisk } from './full-disk';
 import { step as fuzz } from './fuzz';
 import { step as killCampaign } from './kill-campaign';
+import { step as recreated } from './recreated';
 import { step as retention } from './retention';
+import { step as scaleDown } from './scale-down';
 import { step as s3Outage } from './s3-outage';
 import { step as transactional } from './transactional';
 
@@ -20,4 +22,6 @@ export const STEPS: readonly QualifyStep[] = [
   compacted,
   transactional,
   retention,
+  recreated,
+  scaleDown,
 ];

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import type { QualifyContext } from '../step';
@@ -25,6 +25,8 @@ export interface CampaignOptions {
   readonly definition?: Record<string, unknown>;
   /** Topic-level settings of the campaign's topic (cleanup.policy, segment.ms, ...). */
   readonly topicConfig?: Readonly<Record<string, string>>;
+  /** Environment of every replica process (test seams such as KAFKA_LANCE_TEST_MAX_CHAIN_BYTES). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** One replica's place in the campaign: its data dir outlives its processes. */
@@ -172,8 +174,36 @@ export class Campaign {
     this.log(`${this.slots.length} replicas in the group on ${this.topic}`);
   }
 
-  #spawn(label: string, dataDir: string, logFile: string): ReplicaRun {
-    return new ReplicaRun(label, dataDir, this.definitionFile, this.o.context.brokers, logFile);
+  #spawn(label: string, dataDir: string, logFile: string, definitionFile = this.definitionFile): ReplicaRun {
+    return new ReplicaRun(label, dataDir, definitionFile, this.o.context.brokers, logFile, {
+      ...this.o.env,
+    });
+  }
+
+  /**
+   * A definition file like the campaign's (same name, group, topic and table) with
+   * `overrides` on top: a replica run with other settings on the same data dir.
+   */
+  variantDefinition(suffix: string, overrides: Record<string, unknown>): string {
+    const definition = JSON.parse(readFileSync(this.definitionFile, 'utf8')) as Record<string, unknown>;
+    const file = path.join(
+      this.o.context.workDir,
+      `${path.basename(this.definitionFile, '.json')}-${suffix}`,
+      `${path.basename(this.definitionFile)}`,
+    );
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, JSON.stringify({ ...definition, ...overrides }, null, 2));
+    return file;
+  }
+
+  /** A new slot (a replica on a fresh data dir), started now; call `seen('kafka.join')` to wait for it. */
+  addSlot(label: string, definitionFile = this.definitionFile): Slot {
+    const dataDir = path.join(this.o.context.workDir, label);
+    const logFile = path.join(this.o.context.workDir, 'logs', `${label}.log`);
+    const run = this.#spawn(label, dataDir, logFile, definitionFile);
+    const slot: Slot = { label, dataDir, logFile, run, runs: [run] };
+    this.slots.push(slot);
+    return slot;
   }
 
   startProduction(): Production {
@@ -211,8 +241,8 @@ export class Campaign {
   }
 
   /** A new process on the slot's data dir (the killed one's staging, ledger and claims). */
-  restart(slot: Slot): ReplicaRun {
-    slot.run = this.#spawn(slot.label, slot.dataDir, slot.logFile);
+  restart(slot: Slot, definitionFile = this.definitionFile): ReplicaRun {
+    slot.run = this.#spawn(slot.label, slot.dataDir, slot.logFile, definitionFile);
     slot.runs.push(slot.run);
     this.log(`restarted ${slot.label} from ${slot.dataDir} (pid ${slot.run.pid})`);
     return slot.run;

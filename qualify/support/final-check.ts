@@ -205,14 +205,14 @@ async function logRecords(
 export async function settle(
   c: Campaign,
   timeoutMs: number,
-  readable?: ReadableOffsets,
+  readable?: ReadableOffsets | Incarnations,
 ): Promise<{ seconds: number; stalled?: string }> {
   const started = Date.now();
   let lastLine = 0;
   for (;;) {
     const lag = await commitLag(c).catch((e: unknown) => [`offsets unreadable: ${String(e)}`]);
     const log = readable
-      ? { total: readableCount(readable) }
+      ? { total: 'byTopicId' in readable ? incarnationCount(readable) : readableCount(readable) }
       : await logRecords(c).catch(() => ({ total: -1 }));
     const dead = [...readDeadLetters(c, (n) => `${n}.jsonl`).values()].reduce((n, s) => n + s.size, 0);
     const rows = await countRows(c).catch(() => -1);
@@ -250,8 +250,9 @@ export async function settle(
 export async function finalCheck(
   c: Campaign,
   stalled?: string,
-  options: { readonly readable?: ReadableOffsets } = {},
+  options: { readonly readable?: ReadableOffsets; readonly incarnations?: Incarnations } = {},
 ): Promise<FinalCheck> {
+  if (options.incarnations) return incarnationCheck(c, options.incarnations, stalled);
   const problems: string[] = stalled ? [`stall: ${stalled}`] : [];
   const lines: string[] = [];
   const log = await logRecords(c);
@@ -434,6 +435,12 @@ export async function finalCheck(
       ...outsideLines,
     );
 
+  await commitAndDataDirs(c, problems, lines);
+  return { problems, lines, logRecords: log.total, deadLetters: deadCount, rows: node.rows, independent };
+}
+
+/** Committed offsets = log end, and every replica's data dir clean (both final checks). */
+async function commitAndDataDirs(c: Campaign, problems: string[], lines: string[]): Promise<void> {
   const lag = await commitLag(c);
   if (lag.length > 0) problems.push(`committed offsets behind the log end: ${lag.join('; ')}`);
   lines.push(
@@ -460,5 +467,235 @@ export async function finalCheck(
       `- ${s.label} data dir (${s.runs.length} processes): ${left.length === 0 ? 'no staged parts, no plans, no `writing` entries, nothing quarantined' : left.join(', ')}`,
     );
   }
+}
+
+/**
+ * The records of a topic deleted and recreated under its name: its offsets start at 0
+ * again, so (partition, offset) repeats and only `_topic_id` tells the incarnations
+ * apart. The final check then counts per incarnation: rows unique by (_topic,
+ * _partition, _offset, _topic_id), and each incarnation's rows exactly its expected set.
+ */
+export interface Incarnations {
+  /** Where the sets come from, for the report. */
+  readonly reader: string;
+  /** topic id → partition → every offset that must be a row of that incarnation (all JSON: no dead letter expected). */
+  readonly byTopicId: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
+}
+
+export function incarnationCount(i: Incarnations): number {
+  let n = 0;
+  for (const parts of i.byTopicId.values()) for (const set of parts.values()) n += set.size;
+  return n;
+}
+
+/** "<id>/<partition>" → offsets, as verify_table.py --by-topic-id reads them. */
+const groupKey = (id: string, partition: number): string => `${id}/${partition}`;
+
+interface IncarnationReading {
+  readonly rows: number;
+  readonly duplicates: number;
+  readonly duplicateExamples: string[];
+  readonly mismatches: number;
+  readonly mismatchExamples: string[];
+  readonly offsets: Map<string, Set<number>>;
+  readonly foreign: number;
+}
+
+async function readIncarnations(c: Campaign): Promise<IncarnationReading> {
+  return retrying(async () => {
+    const db = await connect(c);
+    const offsets = new Map<string, Set<number>>();
+    let rows = 0;
+    let duplicates = 0;
+    let mismatches = 0;
+    let foreign = 0;
+    const duplicateExamples: string[] = [];
+    const mismatchExamples: string[] = [];
+    try {
+      if (!(await db.tableNames()).includes(TABLE))
+        return { rows, duplicates, duplicateExamples, mismatches, mismatchExamples, offsets, foreign };
+      const t = await db.openTable(TABLE);
+      try {
+        const columns = ['_topic', '_topic_id', '_partition', '_offset', 'payload', 'sha'];
+        for await (const batch of t.query().select(columns)) {
+          const topic = batch.getChild('_topic')!;
+          const id = batch.getChild('_topic_id')!;
+          const partition = batch.getChild('_partition')!;
+          const offset = batch.getChild('_offset')!;
+          const payload = batch.getChild('payload')!;
+          const sha = batch.getChild('sha')!;
+          for (let i = 0; i < batch.numRows; i++) {
+            rows += 1;
+            if (topic.get(i) !== c.topic) {
+              foreign += 1;
+              continue;
+            }
+            const key = groupKey(String(id.get(i)), Number(partition.get(i)));
+            const o = Number(offset.get(i));
+            let set = offsets.get(key);
+            if (!set) offsets.set(key, (set = new Set()));
+            if (set.has(o)) {
+              duplicates += 1;
+              if (duplicateExamples.length < 10) duplicateExamples.push(`${key}@${o}`);
+            } else set.add(o);
+            const text = payload.get(i) as string | null;
+            if (text === null || sha256(text) !== sha.get(i)) {
+              mismatches += 1;
+              if (mismatchExamples.length < 10) mismatchExamples.push(`${key}@${o}`);
+            }
+          }
+        }
+      } finally {
+        t.close();
+      }
+    } finally {
+      db.close();
+    }
+    return { rows, duplicates, duplicateExamples, mismatches, mismatchExamples, offsets, foreign };
+  }, 5);
+}
+
+/**
+ * The final check of a recreated topic: every expected (incarnation, partition, offset)
+ * is a row, no row is anywhere else (another incarnation, an offset not expected), rows
+ * unique by the 4-tuple and checksummed, the same read by pylance (`--by-topic-id
+ * --expected`), no dead letter (the step produces JSON only); then committed = log end
+ * of the current incarnation and clean data dirs, as for every step.
+ */
+async function incarnationCheck(
+  c: Campaign,
+  incarnations: Incarnations,
+  stalled: string | undefined,
+): Promise<FinalCheck> {
+  const problems: string[] = stalled ? [`stall: ${stalled}`] : [];
+  const lines: string[] = [];
+  const log = await logRecords(c);
+  const dead = readDeadLetters(c, (n) => `${n}.jsonl`);
+  const setAside = readDeadLetters(c, (n) => `${n}.publications.jsonl`);
+  const deadCount = [...dead.values()].reduce((n, s) => n + s.size, 0);
+  const setAsideCount = [...setAside.values()].reduce((n, s) => n + s.size, 0);
+  const node = await readIncarnations(c);
+  const expected = incarnationCount(incarnations);
+  const short = (id: string) => id.slice(0, 8);
+  lines.push(
+    `- Current incarnation's log: **${log.total}** records (${[...log.ends]
+      .sort((a, b) => a[0] - b[0])
+      .map(([p, e]) => `p${p} ${e.low}–${e.high}`)
+      .join(', ')})`,
+    `- Expected rows (${incarnations.reader}): **${expected}** in ${incarnations.byTopicId.size} incarnations: ${[
+      ...incarnations.byTopicId,
+    ]
+      .map(
+        ([id, parts]) =>
+          `\`${short(id)}…\` ${[...parts.values()].reduce((n, s) => n + s.size, 0)} (${[...parts]
+            .sort((a, b) => a[0] - b[0])
+            .map(([p, set]) => `p${p} ${ranges([...set].sort((x, y) => x - y)).slice(0, 80)}`)
+            .join('; ')})`,
+      )
+      .join(', ')}`,
+    `- Dead letters: **${deadCount}** (the step produces JSON records only); publications set aside: ${setAsideCount} records`,
+  );
+  if (deadCount > 0) problems.push(`${deadCount} dead letters, the step produced none`);
+  if (setAsideCount > 0) problems.push(`${setAsideCount} records set aside in quarantined publications`);
+  if (node.foreign > 0) problems.push(`${node.foreign} rows of another topic in the table`);
+
+  let missing = 0;
+  let outside = 0;
+  const missingLines: string[] = [];
+  const outsideLines: string[] = [];
+  const expectedRows: Record<string, number[]> = {};
+  const wanted = new Map<string, ReadonlySet<number>>();
+  for (const [id, parts] of incarnations.byTopicId)
+    for (const [p, set] of parts) {
+      const key = groupKey(id, p);
+      wanted.set(key, set);
+      expectedRows[key] = [...set].sort((a, b) => a - b);
+      const rows = node.offsets.get(key) ?? new Set<number>();
+      const gone = expectedRows[key].filter((o) => !rows.has(o));
+      missing += gone.length;
+      if (gone.length > 0)
+        missingLines.push(`  - ${short(id)}…/p${p}: ${gone.length}: ${ranges(gone).slice(0, 600)}`);
+    }
+  for (const [key, rows] of node.offsets) {
+    const set = wanted.get(key);
+    const stray = [...rows].filter((o) => !set?.has(o)).sort((a, b) => a - b);
+    outside += stray.length;
+    if (stray.length > 0) outsideLines.push(`  - ${key}: ${stray.length}: ${ranges(stray).slice(0, 600)}`);
+  }
+  if (missing > 0) problems.push(`loss: ${missing} expected records are not rows of their incarnation`);
+  if (outside > 0)
+    problems.push(
+      `${outside} rows not expected in their incarnation (${outsideLines.join(' ').trim().slice(0, 300)})`,
+    );
+  if (node.rows - node.foreign !== expected)
+    problems.push(`LanceDB for Node: ${node.rows - node.foreign} rows, expected ${expected}`);
+  if (node.duplicates > 0)
+    problems.push(
+      `LanceDB for Node: ${node.duplicates} duplicate (_partition, _offset, _topic_id) (${node.duplicateExamples.join(', ')})`,
+    );
+  if (node.mismatches > 0)
+    problems.push(
+      `LanceDB for Node: ${node.mismatches} checksum mismatches (${node.mismatchExamples.join(', ')})`,
+    );
+
+  let independent: IndependentReading | undefined;
+  try {
+    const expectedFile = path.join(c.o.context.workDir, `expected-rows-${Date.now().toString(36)}.json`);
+    writeFileSync(expectedFile, JSON.stringify(expectedRows));
+    independent = await readIndependently(
+      datasetPathOf(c.lanceUri, TABLE),
+      { ...c.storageOptions },
+      c.topic,
+      expectedFile,
+      true,
+    );
+    if (independent.rows !== expected)
+      problems.push(`pylance: ${independent.rows} rows, expected ${expected}`);
+    if ((independent.missing ?? 0) > 0)
+      problems.push(
+        `pylance: ${independent.missing} expected rows absent (${JSON.stringify(independent.missingExamples)})`,
+      );
+    if ((independent.unexpected ?? 0) > 0)
+      problems.push(
+        `pylance: ${independent.unexpected} rows not expected in their incarnation (${JSON.stringify(independent.unexpectedExamples)})`,
+      );
+    if (independent.duplicates > 0)
+      problems.push(
+        `pylance: ${independent.duplicates} duplicate 4-tuples (${JSON.stringify(independent.duplicateExamples)})`,
+      );
+    if (independent.checksumMismatches > 0)
+      problems.push(
+        `pylance: ${independent.checksumMismatches} checksum mismatches (${JSON.stringify(independent.mismatchExamples)})`,
+      );
+  } catch (error) {
+    problems.push(`pylance could not read the table: ${String(error).slice(0, 400)}`);
+  }
+  const verdictOf = (rows: number, dups: number, bad: number) =>
+    rows === expected && dups === 0 && bad === 0 ? 'ok' : 'FAILED';
+  lines.push(
+    '',
+    '| reader | rows | duplicate (_topic, _partition, _offset, _topic_id) | checksum mismatches | verdict |',
+    '| --- | --- | --- | --- | --- |',
+    `| LanceDB for Node 0.39 | ${node.rows} | ${node.duplicates} | ${node.mismatches} | ${verdictOf(node.rows, node.duplicates, node.mismatches)} |`,
+    independent
+      ? `| ${independent.reader} (table version ${independent.version}) | ${independent.rows} | ${independent.duplicates} | ${independent.checksumMismatches} | ${verdictOf(independent.rows, independent.duplicates, independent.checksumMismatches)} |`
+      : '| pylance | — | — | — | could not read |',
+    '',
+  );
+  if (independent?.missing !== undefined)
+    lines.push(
+      `- pylance against the expected (incarnation, partition, offset) set: ${independent.missing} absent, ${independent.unexpected ?? 0} not expected`,
+    );
+  lines.push(
+    missing === 0
+      ? '- Every expected record is a row of its incarnation: nothing lost.'
+      : `- **Lost: ${missing} records** (not a row of their incarnation):`,
+    ...missingLines,
+    outside === 0
+      ? '- No row outside the expected set of its incarnation.'
+      : `- **${outside} rows outside the expected set of their incarnation:**`,
+    ...outsideLines,
+  );
+  await commitAndDataDirs(c, problems, lines);
   return { problems, lines, logRecords: log.total, deadLetters: deadCount, rows: node.rows, independent };
 }

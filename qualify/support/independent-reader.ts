@@ -25,17 +25,17 @@ export interface IndependentReading {
   readonly rows: number;
   readonly distinct: number;
   readonly duplicates: number;
-  readonly duplicateExamples: readonly [string, number, number][];
+  readonly duplicateExamples: readonly (readonly (string | number)[])[];
   readonly checksummed: boolean;
   readonly checksumMismatches: number;
   readonly mismatchExamples: readonly [string, number, number][];
   readonly partitions: Record<string, { rows: number; minOffset: number; maxOffset: number }>;
   /** With an expected-rows file: expected (partition, offset) pairs without a row. */
   readonly missing?: number;
-  readonly missingExamples?: readonly [number, number][];
+  readonly missingExamples?: readonly [number | string, number][];
   /** With an expected-rows file: rows at an offset the file does not list. */
   readonly unexpected?: number;
-  readonly unexpectedExamples?: readonly [number, number][];
+  readonly unexpectedExamples?: readonly [number | string, number][];
 }
 
 /**
@@ -67,16 +67,20 @@ export async function ensureIndependentReader(
  * Reads a dataset (`<uri>/<table>.lance`) with pylance; `storageOptions` for s3://.
  * `expectedFile`: JSON `{ "<partition>": [offsets] }` of the rows the table must hold,
  * exactly (a log with gaps): the reading then counts the missing and unexpected ones.
+ * `byTopicId`: rows keyed by incarnation too (a recreated topic), the expected file's keys
+ * "<topic id>/<partition>".
  */
 export async function readIndependently(
   dataset: string,
   storageOptions: Record<string, string> = {},
   topic?: string,
   expectedFile?: string,
+  byTopicId = false,
 ): Promise<IndependentReading> {
   const args = [SCRIPT, '--dataset', dataset, '--storage-options', JSON.stringify(storageOptions)];
   if (topic) args.push('--topic', topic);
   if (expectedFile) args.push('--expected', expectedFile);
+  if (byTopicId) args.push('--by-topic-id');
   // s3proxy's listing race (see test/support/faults.ts) can fail one read: try a few times.
   for (let attempt = 1; ; attempt++) {
     try {

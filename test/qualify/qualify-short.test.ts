@@ -12,7 +12,8 @@ const RUNNER = path.resolve(__dirname, '../../dist/qualify/run.js');
 /**
  * The short variant of `npm run qualify` (issue 13) inside `npm test`: every step with
  * --short (smaller volumes, 3 kills, one zombie, shorter outages, fewer fuzz runs; the
- * compacted, transactional and retention topics on 2 partitions, ~2 minutes together),
+ * compacted, transactional and retention topics on 2 partitions, ~2 minutes together; a
+ * recreated topic and a scale-down with 8 rebalances, ~1.5 minutes together),
  * against the test broker jest started, run as `npm run qualify` runs it: the compiled
  * runner in a process of its own (a jest worker that had run other suites first ran out
  * of memory once with the steps in it). The broker-outage step gets a broker of its own
@@ -75,6 +76,8 @@ test('qualification, short variant: every step passes', async () => {
       'compacted',
       'transactional',
       'retention',
+      'recreated',
+      'scale-down',
     ]),
   );
   // Every table was read by both readers.
