@@ -498,9 +498,11 @@ export class Ingestion {
     const key = `${tpKey(topic, partition)}@${fetchOffset}`;
     if (!this.#aheadOfLogLogged.has(key)) {
       this.#aheadOfLogLogged.add(key);
-      this.#o.logger.error(
+      // A warning: a topic being recreated passes through here for a moment (until the
+      // topic-id watch rejoins); a truncated log stays here, and its alert fires.
+      this.#o.logger.warn(
         { event: 'kafka.offsets.ahead-of-log', topic, partition, position: fetchOffset, low, high },
-        `the position ${fetchOffset} of ${topic}[${partition}] is beyond its log end ${high} (the log was truncated); the partition waits`,
+        `the position ${fetchOffset} of ${topic}[${partition}] is beyond its log end ${high} (the log was truncated, or the topic is being recreated); the partition waits`,
       );
     }
     this.#hold(topic, partition, 5_000);

@@ -8,18 +8,22 @@ import { testBrokers } from '../support/kafka';
 import { TEST_S3_PORT } from '../support/s3-local';
 
 const RUNNER = path.resolve(__dirname, '../../dist/qualify/run.js');
+const CAMPAIGN_STEPS = ['kill-campaign', 'broker-outage', 's3-outage', 'data-dir-loss', 'full-disk', 'fuzz'];
 
 /**
- * The short variant of `npm run qualify` (issue 13) inside `npm test`: every step with
- * --short (smaller volumes, 3 kills, one zombie, shorter outages, fewer fuzz runs; the
- * compacted, transactional and retention topics on 2 partitions, ~2 minutes together; a
- * recreated topic and a scale-down with 8 rebalances, ~1.5 minutes together),
+ * The short variant of `npm run qualify` (issue 13) inside `npm test`: the campaign steps
+ * with --short (smaller volumes, 3 kills, one zombie, shorter outages, fewer fuzz runs),
  * against the test broker jest started, run as `npm run qualify` runs it: the compiled
  * runner in a process of its own (a jest worker that had run other suites first ran out
  * of memory once with the steps in it). The broker-outage step gets a broker of its own
  * (port + 2) and the S3 outage an s3proxy of its own (S3 port + 2): stopping the shared
  * ones would break the suites running beside it. The independent reader's venv (pylance
  * from PyPI) is made on first use. Run after `npm run build`.
+ *
+ * The real-topic steps (compacted, transactional, retention, recreated, scale-down) run in
+ * `npm run qualify`; inside `npm test` their mechanisms are proven by the integration
+ * tests of the same hazards (topic-offset-gaps, recreated-topic, scale-down), which keeps
+ * the suite near its time budget.
  */
 test('qualification, short variant: every step passes', async () => {
   const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'kl-qualify-'));
@@ -31,6 +35,8 @@ test('qualification, short variant: every step passes', async () => {
       [
         RUNNER,
         '--short',
+        '--only',
+        CAMPAIGN_STEPS.join(','),
         '--seed',
         seed,
         '--out',
@@ -65,22 +71,8 @@ test('qualification, short variant: every step passes', async () => {
       summary: s.summary,
     });
   expect(code).toBe(0);
-  expect(report.steps.map((s) => s.name)).toEqual(
-    expect.arrayContaining([
-      'kill-campaign',
-      'broker-outage',
-      's3-outage',
-      'data-dir-loss',
-      'full-disk',
-      'fuzz',
-      'compacted',
-      'transactional',
-      'retention',
-      'recreated',
-      'scale-down',
-    ]),
-  );
+  expect(report.steps.map((s) => s.name)).toEqual(CAMPAIGN_STEPS);
   // Every table was read by both readers.
   expect(markdown).toContain('pylance 12.0.0');
   if (report.passed) await fsp.rm(work, { recursive: true, force: true });
-}, 1_020_000);
+}, 900_000);
