@@ -17,7 +17,7 @@ import {
 } from './part-name';
 import { quarantinePart } from './quarantine';
 import { SealedPartCatalog } from './sealed-catalog';
-import type { SealedPart } from './sealed-part';
+import { offsetRangesOf, type SealedPart } from './sealed-part';
 
 export interface RecoveryOptions {
   readonly tableDir: string;
@@ -170,7 +170,9 @@ async function recoverOpenPart(
   if (scan.batchCount === 0) return { kind: 'empty', reason: 'no whole batch' };
   const prefix = bytes.subarray(0, scan.validLength);
   try {
-    decodeBatches(prefix);
+    // Whole messages that decode, with system columns that read as offsets (a bit flipped
+    // in an offset decodes fine and would only fail later, in every reader of the part).
+    offsetRangesOf(file, decodeBatches(prefix).batches);
   } catch (error) {
     return { kind: 'corrupt', reason: `whole messages do not decode: ${errorMessage(error)}` };
   }

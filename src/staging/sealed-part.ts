@@ -69,7 +69,14 @@ export async function readSealedPart(
   }
   const epoch = epochFromMetadata(decoded.schema.metadata);
   if (!epoch) throw new PartCorruptError(file, 'no kafka-lance epoch in the schema metadata');
-  const ranges = offsetRangesOf(file, decoded.batches);
+  let ranges: PartOffsetRange[];
+  try {
+    ranges = offsetRangesOf(file, decoded.batches);
+  } catch (error) {
+    // A damaged system column (an offset beyond 2^53, a null partition): set aside, never a throw.
+    if (error instanceof PartCorruptError) throw error;
+    throw new PartCorruptError(file, 'its system columns do not read as offsets', error);
+  }
   const rows = decoded.batches.reduce((n, b) => n + b.numRows, 0);
   return {
     schema: decoded.schema,

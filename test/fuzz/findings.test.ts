@@ -16,7 +16,10 @@ import {
   stageRows,
 } from '../support/materializer-fixture';
 import { payloadOf, range, tempDir } from '../support/rows';
-import { samplePart } from './part-fuzz';
+import { damage, samplePart } from './part-fuzz';
+import { silentLogger } from '../../src/common/logger';
+import { ClaimRegistry, recoverTableStaging } from '../../src/staging';
+import { formatPartName, parsePartName } from '../../src/staging/part-name';
 
 describe('fuzz findings', () => {
   test('a float64 written by JavaScript beyond 2^53 (-67482704808384810 is how the double -67482704808384808 prints) is stored, not dead-lettered', () => {
@@ -49,6 +52,25 @@ describe('fuzz findings: parts', () => {
     bytes[at]! ^= 1;
     await fsp.writeFile(file, bytes);
   }
+
+  test('a bit flipped in an offset of a damaged open part (7493989779944505000, beyond 2^53) is set aside by recovery, never thrown at startup', async () => {
+    const { file, bytes } = await samplePart(path.join(dir, 'sample'));
+    const name = parsePartName(path.basename(file))!;
+    const tableDir = path.join(dir, 'table');
+    await fsp.mkdir(tableDir, { recursive: true });
+    // The qualification's fuzz counterexample (seed 20261202): the flipped byte lies in the _offset values.
+    await fsp.writeFile(
+      path.join(tableDir, formatPartName(name, 'open')),
+      damage(bytes, { kind: 'flip', at: 830718804, bit: 1, bytes: [0] }),
+    );
+    const report = await recoverTableStaging({
+      tableDir,
+      claims: new ClaimRegistry(),
+      owner: 'recovery',
+      logger: silentLogger(),
+    });
+    expect(report.quarantined).toHaveLength(1);
+  });
 
   test('one bit flipped in a value buffer of a sealed part ("orders/0/200" → "nrders/0/200") is refused, not read as other rows', async () => {
     const { file } = await samplePart(dir);
