@@ -20,4 +20,6 @@ module.exports = {
   // Integration tests share one broker and two cores: two jest workers keep the broker responsive.
   maxWorkers: 2,
   verbose: true,
+  // Names a test file that runs for minutes: a hang otherwise shows only as CI's time limit.
+  reporters: ['default', '<rootDir>/test/support/slow-suite-reporter.js'],
 };

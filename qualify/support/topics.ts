@@ -1,12 +1,12 @@
 import type { Admin } from 'kafkajs';
+import { ensureTopicsServed } from '../../src/kafka/topic-ready';
 import { sleep } from './random';
 
 /**
- * Creates a topic and returns once every partition answers with its offsets. A broker
- * that just started, or one loaded by other suites, answers "does not host this
- * topic-partition" for a while after `createTopics` even with `waitForLeaders` (seen in
- * CI): retry for up to a minute (createTopics of an existing topic just returns false).
- * `configs`: topic-level settings (cleanup.policy, segment.ms, ...).
+ * Creates a topic and returns once every partition answers with its offsets
+ * (src/kafka/topic-ready.ts says why both are needed). A broker loaded by other suites
+ * can refuse `createTopics` itself for a while (seen in CI): that is retried for up to
+ * a minute. `configs`: topic-level settings (cleanup.policy, segment.ms, ...).
  */
 export async function createTopicReady(
   admin: Admin,
@@ -15,18 +15,15 @@ export async function createTopicReady(
   configs: Readonly<Record<string, string>> = {},
 ): Promise<void> {
   const configEntries = Object.entries(configs).map(([name, value]) => ({ name, value }));
-  for (let attempt = 0; ; attempt++) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
     try {
-      await admin.createTopics({
-        topics: [
-          { topic, numPartitions: partitions, ...(configEntries.length > 0 ? { configEntries } : {}) },
-        ],
-        waitForLeaders: true,
-      });
-      const ends = await admin.fetchTopicOffsets(topic);
-      if (ends.length === partitions) return;
+      await ensureTopicsServed(admin, [
+        { topic, numPartitions: partitions, ...(configEntries.length > 0 ? { configEntries } : {}) },
+      ]);
+      return;
     } catch (error) {
-      if (attempt > 300) throw error;
+      if (Date.now() > deadline) throw error;
     }
     await sleep(200);
   }

@@ -8,6 +8,7 @@ import { brokersFromEnv, loadConsumer, type ResolvedConsumer } from '../config';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 import { DLQ, TOPIC, publishedInRanges, summarize, type RunRanges } from './demo-summary';
 import { CliError, TableMissingError } from './errors';
+import { ensureTopicsServed } from '../kafka/topic-ready';
 import { connectAdmin, topicEnds, type PartitionEnds } from './kafka-admin';
 import { openExistingTable, quote } from './lance-read';
 import { badCount } from './log-records';
@@ -60,12 +61,10 @@ export async function runDemo(o: DemoOptions): Promise<void> {
   const admin = await connectAdmin(kafka, brokers);
   let replica: ChildProcess | undefined;
   try {
-    const existing = new Set(await admin.listTopics());
-    const missing = [
+    await ensureTopicsServed(admin, [
       { topic: TOPIC, numPartitions: PARTITIONS },
       { topic: DLQ, numPartitions: 1 },
-    ].filter((t) => !existing.has(t.topic));
-    if (missing.length > 0) await admin.createTopics({ topics: missing, waitForLeaders: true });
+    ]);
     const startEnds = (await topicEnds(admin, TOPIC))!;
     const dlqStart = sumHigh(await topicEnds(admin, DLQ));
     const consumer = loadConsumer(CONSUMER, process.env, { brokers, dataDir });

@@ -1,4 +1,5 @@
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { ensureTopicsServed } from '../kafka/topic-ready';
 import { connectAdmin } from './kafka-admin';
 import { badCount, logRecord } from './log-records';
 
@@ -47,12 +48,7 @@ export async function produce(o: ProduceOptions): Promise<ProduceResult> {
   let created = false;
   let partitions: number;
   try {
-    if (!(await admin.listTopics()).includes(o.topic)) {
-      created = await admin.createTopics({
-        topics: [{ topic: o.topic, numPartitions: o.partitions }],
-        waitForLeaders: true,
-      });
-    }
+    created = (await ensureTopicsServed(admin, [{ topic: o.topic, numPartitions: o.partitions }])).length > 0;
     partitions = (await admin.fetchTopicMetadata({ topics: [o.topic] })).topics[0]?.partitions.length ?? 0;
   } finally {
     await admin.disconnect();

@@ -18,6 +18,7 @@ import {
 import { publishedInRanges, scanRun, type RunRanges, type RunScan } from './demo-summary';
 import { CliError, DemoMismatchError, TableMissingError } from './errors';
 import { formatInspect, inspect, type InspectReport } from './inspect';
+import { ensureTopicsServed } from '../kafka/topic-ready';
 import { connectAdmin, topicEnds, type PartitionEnds } from './kafka-admin';
 import { openExistingTable } from './lance-read';
 import { badCount } from './log-records';
@@ -85,15 +86,12 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
   const admin = await connectAdmin(kafka, brokers);
   const members: Member[] = [];
   try {
-    const existing = new Set(await admin.listTopics());
-    const missing = [
+    await ensureTopicsServed(admin, [
       { topic: SCALE_TOPIC, numPartitions: o.partitions },
       { topic: SCALE_DLQ, numPartitions: 1 },
-    ].filter((t) => !existing.has(t.topic));
-    if (missing.length > 0) await admin.createTopics({ topics: missing, waitForLeaders: true });
-    // A topic just created may not have its leaders known to every broker yet: retry briefly.
-    const startEnds = (await retrying(() => topicEnds(admin, SCALE_TOPIC)))!;
-    const dlqStart = await retrying(() => topicEnds(admin, SCALE_DLQ));
+    ]);
+    const startEnds = (await topicEnds(admin, SCALE_TOPIC))!;
+    const dlqStart = await topicEnds(admin, SCALE_DLQ);
     if (startEnds.length !== o.partitions) {
       throw new CliError(
         'BAD_ARGUMENT',
@@ -506,17 +504,5 @@ function safeRead(file: string): string {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function retrying<T>(f: () => Promise<T>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      return await f();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await sleep(500);
-    }
-  }
-}
 
 const plural = (count: number, noun: string): string => `${count} ${noun}${count === 1 ? '' : 's'}`;

@@ -474,9 +474,20 @@ export class LanceTable {
     });
   }
 
+  /**
+   * Releases the native handles. LanceDB refuses to close a handle while a call on it is
+   * still in flight ("cannot be borrowed mutably"); the caller is then already on a
+   * failure or shutdown path, and that error would hide the one that matters, so the
+   * handle is left to the garbage collector instead.
+   */
   close(): void {
-    this.#table?.close();
-    this.db.close();
+    for (const handle of [this.#table, this.db]) {
+      try {
+        handle?.close();
+      } catch {
+        // in flight: freed when collected
+      }
+    }
   }
 
   async #ensureIndexes(): Promise<void> {

@@ -1,12 +1,11 @@
-import { spawnSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { tempDir } from '../support/rows';
+import { runBounded } from '../support/run-bounded';
 
 const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
 const run = (...args: string[]) =>
-  spawnSync(process.execPath, [BIN, ...args], {
-    encoding: 'utf8',
+  runBounded(process.execPath, [BIN, ...args], {
     env: { ...process.env, KAFKA_BOOTSTRAP_SERVERS: '' },
   });
 
@@ -87,11 +86,18 @@ test('a topic that does not exist fails at start with exit code 2, naming it', a
   const file = path.join(dir, 'missing.json');
   const topic = uniqueName('nowhere');
   await fsp.writeFile(file, JSON.stringify({ name: 'missing', topics: [topic], schema: 'infer' }));
-  const out = spawnSync(
-    process.execPath,
-    [BIN, 'run', '-c', file, '--brokers', testBrokers().join(','), '--data-dir', dir, '--metrics-port', '0'],
-    { encoding: 'utf8' },
-  );
+  const out = runBounded(process.execPath, [
+    BIN,
+    'run',
+    '-c',
+    file,
+    '--brokers',
+    testBrokers().join(','),
+    '--data-dir',
+    dir,
+    '--metrics-port',
+    '0',
+  ]);
   expect(out.status).toBe(2);
   expect(out.stderr).toContain(`topics: ${topic} does not exist`);
   await fsp.rm(dir, { recursive: true, force: true });
@@ -100,11 +106,10 @@ test('a topic that does not exist fails at start with exit code 2, naming it', a
 test('demo: logs go to a file; the terminal shows progress and a summary read back from Lance', async () => {
   const { testBrokers } = await import('../support/kafka');
   const dir = await tempDir('kl-demo');
-  const out = spawnSync(
+  const out = runBounded(
     process.execPath,
     [BIN, 'demo', '--seconds', '3', '--rate', '1000', '--data-dir', dir],
     {
-      encoding: 'utf8',
       env: { ...process.env, KAFKA_BOOTSTRAP_SERVERS: testBrokers().join(',') },
     },
   );

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
@@ -7,10 +6,11 @@ import { writeConsumer } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
+import { runBounded } from '../support/run-bounded';
 import type { InspectReport } from '../../src/cli/inspect';
 
 const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
-const cli = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
+const cli = (...args: string[]) => runBounded(process.execPath, [BIN, ...args]);
 
 const APP_LOG_FIELDS = {
   ts: { type: 'timestamp', nullable: false },

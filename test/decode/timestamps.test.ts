@@ -69,6 +69,7 @@ describe('timestamps (issue 9, item 15)', () => {
       cwd: root,
       env: { ...process.env, TZ: 'America/New_York' },
       encoding: 'utf8',
+      timeout: 60_000,
     });
     expect(child.stderr).toBe('');
     const result = JSON.parse(child.stdout) as { offset: number; at: string; dead: number };

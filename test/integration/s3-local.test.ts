@@ -3,7 +3,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { TEST_S3_PORT, s3DatabaseUri, s3Local, s3LocalSuite } from '../support/s3-local';
 
 /** The project's S3 script on a port of its own (the suites' server keeps running). */
-const PORT = Number(process.env.S3_TEST_SCRIPT_PORT ?? TEST_S3_PORT + 1);
+const PORT = Number(process.env.S3_TEST_SCRIPT_PORT ?? TEST_S3_PORT + 3);
 const SECRET = process.env.S3_LOCAL_SECRET_ACCESS_KEY ?? 'kafka-lance-secret';
 
 const s3 = s3LocalSuite();

@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { Admin, Kafka } from 'kafkajs';
+import { untilTopicServed } from '../../src/kafka/topic-ready';
 import { writeConsumer } from './ingestion-fixture';
 import { testKafka, uniqueName } from './kafka';
 import { ReplicaProcess } from './replica-process';
@@ -91,17 +92,7 @@ export async function topicAndConsumer(
   return { topic, name, groupId: `kafka-lance-${name}`, file };
 }
 
-/**
- * A new topic's leaders can be elected before every partition answers requests
- * ("This server does not host this topic-partition"): wait until all list offsets.
- */
+/** Returns once every partition of a topic just created answers (src/kafka/topic-ready.ts says why). */
 export async function untilHosted(admin: Admin, topic: string, partitions: number): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      if ((await admin.fetchTopicOffsets(topic)).length === partitions) return;
-    } catch (error) {
-      if (attempt >= 50) throw error;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilTopicServed(admin, topic, partitions);
 }

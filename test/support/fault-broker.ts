@@ -141,7 +141,7 @@ export class FaultBroker {
     const broker = new FaultBroker(port, made, path.join(scripts, 'kafka-local'), home);
     // The broker outlives its starter (setsid): stop it even if the test process exits early.
     const stopAtExit = () => {
-      spawnSync(path.join(scripts, 'kafka-local'), ['stop'], { env: broker.#env() });
+      spawnSync(path.join(scripts, 'kafka-local'), ['stop'], { env: broker.#env(), timeout: 60_000 });
     };
     process.once('exit', stopAtExit);
     broker.#unregister = () => process.removeListener('exit', stopAtExit);

@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
+import { runBounded } from './run-bounded';
 
 /** The port of the broker jest starts when no brokers are configured (away from a demo broker on 9092). */
 export const TEST_BROKER_PORT = Number(process.env.KAFKA_TEST_PORT ?? 19092);
@@ -9,10 +9,7 @@ export function kafkaLocal(
   command: 'start' | 'stop' | 'status',
   port = TEST_BROKER_PORT,
 ): { code: number; output: string } {
-  const result = spawnSync(SCRIPT, [command], {
-    env: { ...process.env, KAFKA_LOCAL_PORT: String(port) },
-    encoding: 'utf8',
-  });
+  const result = runBounded(SCRIPT, [command], { env: { ...process.env, KAFKA_LOCAL_PORT: String(port) } });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
 

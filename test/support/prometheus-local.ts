@@ -1,6 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { runBounded } from './run-bounded';
 
 /** The port of the Prometheus the tests start (away from a Prometheus on 9090). */
 export const PROMETHEUS_TEST_PORT = Number(process.env.PROMETHEUS_LOCAL_PORT ?? 19090);
@@ -18,10 +18,9 @@ export function prometheusLocal(
   args: readonly string[] = [],
   port = PROMETHEUS_TEST_PORT,
 ): ScriptResult {
-  const result = spawnSync(SCRIPT, [command, ...args], {
+  const result = runBounded(SCRIPT, [command, ...args], {
     env: { ...process.env, PROMETHEUS_LOCAL_PORT: String(port) },
-    encoding: 'utf8',
-    timeout: 600_000,
+    timeoutMs: 600_000,
   });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
@@ -50,7 +49,7 @@ export function promtool(args: readonly string[], cwd: string): ScriptResult {
       .map((dir) => path.join(dir, 'promtool'))
       .find((p) => existsSync(p)) ??
     '/usr/bin/promtool';
-  const result = spawnSync(bin, args, { cwd, encoding: 'utf8', timeout: 120_000 });
+  const result = runBounded(bin, args, { cwd, timeoutMs: 120_000 });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
 

@@ -1,7 +1,7 @@
-import { spawnSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { ulid } from 'ulid';
+import { runBounded } from './run-bounded';
 
 /** The port of the S3 server the suites start (away from a demo server on 9000). */
 export const TEST_S3_PORT = Number(process.env.S3_TEST_PORT ?? 19900);
@@ -18,10 +18,7 @@ export function s3Local(
   command: 'start' | 'stop' | 'status' | 'reset',
   port = TEST_S3_PORT,
 ): { code: number; output: string } {
-  const result = spawnSync(SCRIPT, [command], {
-    env: { ...process.env, S3_LOCAL_PORT: String(port) },
-    encoding: 'utf8',
-  });
+  const result = runBounded(SCRIPT, [command], { env: { ...process.env, S3_LOCAL_PORT: String(port) } });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
 

@@ -1,0 +1,53 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as path from 'node:path';
+import { runBounded } from '../support/run-bounded';
+
+const LIB = path.resolve(__dirname, '../../deploy/lib/server-process.sh');
+
+/** Runs `script` in bash with deploy/lib/server-process.sh sourced and a `say` that prints. */
+function withLib(script: string): { status: number; stdout: string } {
+  return runBounded('bash', ['-c', `say() { echo "$*"; }; source '${LIB}'; ${script}`], {
+    timeoutMs: 60_000,
+  });
+}
+
+/** A parent that never reaps its exited child: the child stays a zombie while the parent lives. */
+function zombieParent(): Promise<{ parent: ChildProcess; zombie: number }> {
+  const parent = spawn('python3', [
+    '-c',
+    'import os, sys, time\npid = os.fork()\nif pid == 0: os._exit(0)\nprint(pid, flush=True)\ntime.sleep(60)',
+  ]);
+  return new Promise((resolve, reject) => {
+    parent.stdout.once('data', (chunk: Buffer) => resolve({ parent, zombie: Number(String(chunk).trim()) }));
+    parent.once('error', reject);
+  });
+}
+
+test('a server that died but was never reaped (a zombie) reads as not running, and stopping it returns', async () => {
+  const { parent, zombie } = await zombieParent();
+  try {
+    // Wait until the child has exited and shows as a zombie in /proc.
+    expect(
+      withLib(`for i in $(seq 50); do grep -q ') Z' /proc/${zombie}/stat && exit 0; sleep 0.1; done; exit 1`)
+        .status,
+    ).toBe(0);
+    expect(withLib(`kill -0 ${zombie}`).status).toBe(0); // what the scripts used to trust
+    expect(withLib(`alive ${zombie}`).status).toBe(1);
+    expect(withLib(`stop_pid ${zombie} 2`).status).toBe(0);
+  } finally {
+    parent.kill('SIGKILL');
+  }
+});
+
+test('a server that ignores TERM is killed once the stop timeout passes, and stop says so', () => {
+  const out = withLib(
+    `bash -c 'trap "" TERM; while true; do sleep 0.1; done' & pid=$!; sleep 0.3; stop_pid $pid 1; echo "rc=$?"; alive $pid && echo still-alive || echo gone`,
+  );
+  expect(out.stdout).toContain('did not stop within 1s; sending KILL');
+  expect(out.stdout).toContain('rc=0');
+  expect(out.stdout).toContain('gone');
+});
+
+test('a live server reads as running', () => {
+  expect(withLib(`sleep 5 & pid=$!; alive $pid; rc=$?; kill $pid; exit $rc`).status).toBe(0);
+});
