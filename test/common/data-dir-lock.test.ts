@@ -41,7 +41,7 @@ function holderProcess(dataDir: string) {
   return { child, locked, exited };
 }
 
-describe('item 14b: one replica per data directory', () => {
+describe('one replica per data directory', () => {
   test('a second lock attempt fails with an error naming the directory and the holder; release lets the next one in', async () => {
     const first = await lockDataDir(dir);
     const second = lockDataDir(dir);

@@ -61,7 +61,7 @@ describe('consumer definitions', () => {
     expect(problems(input)).toEqual(fields);
   });
 
-  test('errors (item 16): tolerance defaults to a dead-letter ratio; bad values fail with the field named', () => {
+  test('errors: tolerance defaults to a dead-letter ratio; bad values fail with the field named', () => {
     expect(resolveConsumer(valid, 'x', { KAFKA_BROKERS: 'a:1' }).errors).toEqual({
       tolerance: 'ratio',
       maxDeadLetterRatio: 0.5,
@@ -170,7 +170,7 @@ describe('consumer definitions', () => {
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  test('15: numeric timestamps have an epoch unit: per consumer (default ms) and per timestamp field', () => {
+  test('numeric timestamps have an epoch unit: per consumer (default ms) and per timestamp field', () => {
     const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:1' };
     expect(resolveConsumer(valid, 'x', env).epochUnit).toBe('ms');
     const c = resolveConsumer(
@@ -186,7 +186,7 @@ describe('consumer definitions', () => {
     ]);
   });
 
-  test('12: maxInferredColumns defaults to 256 and must be a positive integer', () => {
+  test('maxInferredColumns defaults to 256 and must be a positive integer', () => {
     const env = { KAFKA_BOOTSTRAP_SERVERS: 'b:1' };
     const inferred = { ...valid, schema: 'infer' };
     expect(resolveConsumer(inferred, 'x', env).maxInferredColumns).toBe(256);

@@ -3,8 +3,8 @@ import { schemaKeyOf } from '../../src/staging/schema-key';
 import { column, decodeAll, decoder } from './fixture';
 
 /** Regression tests for issue 9 item 7 (decode side): inferred columns Lance refuses, and types that differ between workers. */
-describe('inferred schema rules (issue 9, item 7)', () => {
-  test('7: an inferred key Lance cannot take as a column ("a.b", "", "a`b", a lone surrogate) is a dead letter naming the key', () => {
+describe('inferred schema rules', () => {
+  test('an inferred key Lance cannot take as a column ("a.b", "", "a`b", a lone surrogate) is a dead letter naming the key', () => {
     const d = decoder();
     const bad = [
       '{"a.b":1}',
@@ -37,7 +37,7 @@ describe('inferred schema rules (issue 9, item 7)', () => {
     expect(column(out.batch!, 'ok')).toEqual([2]);
   });
 
-  test('7: inference is per JSON kind, so workers that see 1, 1.5 or 2^60 first stage the same Arrow type', () => {
+  test('inference is per JSON kind, so workers that see 1, 1.5 or 2^60 first stage the same Arrow type', () => {
     const keys = ['{"v":1}', '{"v":1.5}', '{"v":1152921504606846976}'].map(
       (value) => decodeAll(decoder(), [value]).batch!.schema,
     );
@@ -49,7 +49,7 @@ describe('inferred schema rules (issue 9, item 7)', () => {
     expect(new Set(keys.map(schemaKeyOf)).size).toBe(1);
   });
 
-  test('7: decoders seeded with the table\'s columns (knownFields) keep their types: {"v":"1"} into float64 is a dead letter', () => {
+  test('decoders seeded with the table\'s columns (knownFields) keep their types: {"v":"1"} into float64 is a dead letter', () => {
     const knownFields = [
       { name: 'v', type: 'float64' },
       { name: 's', type: 'string' },

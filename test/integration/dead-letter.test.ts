@@ -130,7 +130,7 @@ async function restartWritesIt(
   expect(Number(end!.high)).toBe(1);
 }
 
-test('item 8: a dead letter larger than the DLQ topic max.message.bytes stops only its partition, is reported, stop() returns within seconds, and a restart after the fix writes it', async () => {
+test('a dead letter larger than the DLQ topic max.message.bytes stops only its partition, is reported, stop() returns within seconds, and a restart after the fix writes it', async () => {
   const dlq = uniqueName('dlq-small');
   await suite.admin.createTopics({
     topics: [{ topic: dlq, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '1024' }] }],
@@ -152,7 +152,7 @@ test('item 8: a dead letter larger than the DLQ topic max.message.bytes stops on
   await restartWritesIt(run, dlq);
 });
 
-test('item 8: a DLQ topic that does not exist stops the partition with the bad record (never auto-created), stop() returns within seconds, and a restart after the fix writes it', async () => {
+test('a DLQ topic that does not exist stops the partition with the bad record (never auto-created), stop() returns within seconds, and a restart after the fix writes it', async () => {
   const dlq = uniqueName('dlq-missing');
   const run = await unwritableDeadLetter(dlq, 'dlq-missing', Buffer.from('{"n": 1, "service": '));
   expect(await suite.admin.listTopics()).not.toContain(dlq);
@@ -171,7 +171,7 @@ const typoSchema = {
   },
 };
 
-test('item 16: a definition whose declared field matches nothing stops the partition and names the reason and the field; fixed, a restart stages every record', async () => {
+test('a definition whose declared field matches nothing stops the partition and names the reason and the field; fixed, a restart stages every record', async () => {
   const { topic, groupId, file } = await setup(1, { schema: typoSchema });
   await produceTo(
     topic,
@@ -218,7 +218,7 @@ test('item 16: a definition whose declared field matches nothing stops the parti
   expect(new Set(staged.map((r) => r.offset)).size).toBe(3_000);
 });
 
-test("item 16: with errors.tolerance 'all' the same definition dead-letters every record, commits, and keeps going", async () => {
+test("with errors.tolerance 'all' the same definition dead-letters every record, commits, and keeps going", async () => {
   const { topic, groupId, file, name } = await setup(1, { schema: typoSchema, errors: { tolerance: 'all' } });
   await produceTo(
     topic,
@@ -233,7 +233,7 @@ test("item 16: with errors.tolerance 'all' the same definition dead-letters ever
   expect(new Set(lines.map((l) => (JSON.parse(l) as { offset: number }).offset)).size).toBe(3_000);
 });
 
-test('item 8: many small dead letters that together exceed the DLQ topic max.message.bytes are sent in smaller batches, not a stopped partition', async () => {
+test('many small dead letters that together exceed the DLQ topic max.message.bytes are sent in smaller batches, not a stopped partition', async () => {
   const dlq = uniqueName('dlq-batch');
   await suite.admin.createTopics({
     topics: [{ topic: dlq, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '4096' }] }],

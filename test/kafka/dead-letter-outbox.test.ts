@@ -82,7 +82,7 @@ const failing = (retriable: boolean) =>
   );
 
 describe('dead-letter outbox', () => {
-  test('item 8: a dead letter no retry can write stops its partition at once: paused, commits held at its offset, gauge, error log', async () => {
+  test('a dead letter no retry can write stops its partition at once: paused, commits held at its offset, gauge, error log', async () => {
     const sink = failing(false);
     const { outbox, calls, lines, stoppedGauge } = harness(sink);
     await outbox.deliver(outbox.take('t', 3, messages(10, 3), [verdict(11)]));
@@ -101,7 +101,7 @@ describe('dead-letter outbox', () => {
     expect(outbox.take('t', 3, messages(13, 2), [verdict(14)])).toBeUndefined();
   });
 
-  test('item 8: transient failures are retried until errors.retryTimeoutMs, then the partition stops', async () => {
+  test('transient failures are retried until errors.retryTimeoutMs, then the partition stops', async () => {
     const sink = failing(true);
     const { outbox, calls } = harness(sink, { retryTimeoutMs: 200 });
     const started = Date.now();
@@ -111,7 +111,7 @@ describe('dead-letter outbox', () => {
     expect(calls.held).toEqual([['t', 0, 0]]);
   });
 
-  test('item 8: a transient failure that clears is retried and resolves the offsets', async () => {
+  test('a transient failure that clears is retried and resolves the offsets', async () => {
     const sink = new FakeSink((attempt) =>
       attempt < 3
         ? Promise.reject(new DeadLetterWriteError('fake sink', 'away', { retriable: true, cause: undefined }))
@@ -124,7 +124,7 @@ describe('dead-letter outbox', () => {
     expect(outbox.delivered).toBe(1);
   });
 
-  test('item 8: close() ends a retrying delivery at once, so stop() does not hang on a DLQ that is down', async () => {
+  test('close() ends a retrying delivery at once, so stop() does not hang on a DLQ that is down', async () => {
     const { outbox, calls } = harness(failing(true));
     const delivery = outbox.deliver(outbox.take('t', 0, messages(0, 1), [verdict(0)]));
     await new Promise((r) => setTimeout(r, 30));
@@ -136,7 +136,7 @@ describe('dead-letter outbox', () => {
     expect(calls.paused).toEqual([]); // stopping the replica is no reason to report a stopped partition
   });
 
-  test('item 8: close() gives up on a write that never answers after its grace', async () => {
+  test('close() gives up on a write that never answers after its grace', async () => {
     const { outbox } = harness(new FakeSink(() => new Promise<void>(() => undefined)));
     const delivery = outbox.deliver(outbox.take('t', 0, messages(0, 1), [verdict(0)]));
     outbox.close();
@@ -145,7 +145,7 @@ describe('dead-letter outbox', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
   });
 
-  test('item 8: letters are copies: they do not keep the kafkajs fetch buffers alive', () => {
+  test('letters are copies: they do not keep the kafkajs fetch buffers alive', () => {
     const { outbox } = harness(ok());
     const fetched = Buffer.alloc(1024, 0x61);
     const m = { ...message(5), value: fetched.subarray(100, 110) };
@@ -157,7 +157,7 @@ describe('dead-letter outbox', () => {
     expect((letter.headers!.h as Buffer).buffer).not.toBe((m.headers!.h as Buffer).buffer);
   });
 
-  test('item 8: a stopped partition stays paused across joins (resumable leaves it out)', async () => {
+  test('a stopped partition stays paused across joins (resumable leaves it out)', async () => {
     const { outbox } = harness(failing(false));
     await outbox.deliver(outbox.take('t', 1, messages(0, 1), [verdict(0)]));
     expect(
@@ -171,7 +171,7 @@ describe('dead-letter outbox', () => {
     ]);
   });
 
-  test('item 16: more than maxDeadLetterRatio of the last `window` records stops the partition at the oldest dead letter in the window, naming the most common reason and field', async () => {
+  test('more than maxDeadLetterRatio of the last `window` records stops the partition at the oldest dead letter in the window, naming the most common reason and field', async () => {
     const sink = ok();
     const { outbox, calls, lines, stoppedGauge } = harness(sink, {
       tolerance: 'ratio',
@@ -198,7 +198,7 @@ describe('dead-letter outbox', () => {
     expect((await stoppedGauge())[0]!.labels.reason).toBe('dead-letter-ratio-exceeded');
   });
 
-  test('item 16: a share at or under the ratio, or a window not yet full, keeps going', async () => {
+  test('a share at or under the ratio, or a window not yet full, keeps going', async () => {
     const { outbox, calls } = harness(ok(), { tolerance: 'ratio', window: 10, maxDeadLetterRatio: 0.5 });
     // Five of the first five are bad: the window is not full yet.
     await outbox.deliver(
@@ -225,7 +225,7 @@ describe('dead-letter outbox', () => {
     expect(outbox.delivered).toBe(7);
   });
 
-  test("item 16: tolerance 'all' never stops; 'none' stops at the first dead letter", async () => {
+  test("tolerance 'all' never stops; 'none' stops at the first dead letter", async () => {
     const all = harness(ok(), { tolerance: 'all', window: 2 });
     const everything = messages(0, 100);
     await all.outbox.deliver(

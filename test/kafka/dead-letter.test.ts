@@ -22,15 +22,15 @@ const letter = (offset: number): DeadLetter => ({
   headers: undefined,
 });
 
-describe('dead-letter sinks classify their failures (item 8)', () => {
-  test('item 8: a record larger than the topic accepts is not retriable', () => {
+describe('dead-letter sinks classify their failures', () => {
+  test('a record larger than the topic accepts is not retriable', () => {
     const e = classifyProduceError('topic dlq', 'dlq', protocolError('MESSAGE_TOO_LARGE', false));
     expect(e).toBeInstanceOf(DeadLetterWriteError);
     expect(e.retriable).toBe(false);
     expect(e.message).toContain('MESSAGE_TOO_LARGE');
   });
 
-  test('item 8: a missing topic, after kafkajs gave up retrying it, is not retriable and says so', () => {
+  test('a missing topic, after kafkajs gave up retrying it, is not retriable and says so', () => {
     const e = classifyProduceError(
       'topic dlq',
       'dlq',
@@ -40,7 +40,7 @@ describe('dead-letter sinks classify their failures (item 8)', () => {
     expect(e.message).toContain('the topic dlq does not exist');
   });
 
-  test('item 8: a broker out of reach, after kafkajs gave up retrying, stays retriable', () => {
+  test('a broker out of reach, after kafkajs gave up retrying, stays retriable', () => {
     const e = classifyProduceError(
       'topic dlq',
       'dlq',
@@ -49,7 +49,7 @@ describe('dead-letter sinks classify their failures (item 8)', () => {
     expect(e.retriable).toBe(true);
   });
 
-  test('item 8: a file sink whose path cannot be a file fails as not retriable', async () => {
+  test('a file sink whose path cannot be a file fails as not retriable', async () => {
     const dir = await tempDir('kl-dlq-sink');
     await fsp.writeFile(path.join(dir, 'plain'), 'x');
     const sink = new FileDeadLetterSink(path.join(dir, 'plain', 'dlq.jsonl'));

@@ -6,7 +6,7 @@ import { readKnownFields } from '../../src/lance/known-fields';
 import { decodeAll, decoder } from '../decode/fixture';
 import { tempDir } from '../support/rows';
 
-describe('inferred columns seeded from the table (issue 9 item 7)', () => {
+describe('inferred columns seeded from the table', () => {
   let dir: string;
   beforeAll(async () => {
     dir = await tempDir('kl-known');

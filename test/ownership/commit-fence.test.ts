@@ -24,7 +24,7 @@ describe('commit fence', () => {
     await expect(fence.commit(g, () => attempt(fence, m))).resolves.toEqual({ kind: 'landed' });
   });
 
-  test('issue 9 item 2: a retry that would go out after a rejoin is refused before it is sent', async () => {
+  test('a retry that would go out after a rejoin is refused before it is sent', async () => {
     const m = new GroupMembership();
     m.synced('m1', 5);
     const g = m.joined();
@@ -59,7 +59,7 @@ describe('commit fence', () => {
     );
   });
 
-  test('issue 9 item 3: kafkajs returning without sending is not a landed commit', async () => {
+  test('kafkajs returning without sending is not a landed commit', async () => {
     const m = new GroupMembership();
     m.synced('m1', 5);
     const g = m.joined();

@@ -37,7 +37,7 @@ const plan = (parts: SealedPart[], ownership: PartitionOwnership, liveOwner = 'A
   });
 
 describe('planner and ownership snapshots', () => {
-  test('issue 9 item 4: a snapshot read before a re-claim never cuts the new epoch\u2019s committed rows', () => {
+  test('a snapshot read before a re-claim never cuts the new epoch\u2019s committed rows', () => {
     // A owned p in epoch 1 from 0, missed a generation while B consumed 50..59, and claimed
     // it again in epoch 5 at 60; it staged and committed 60..80. The snapshot was read before
     // A's re-claim landed: it ends with B's entry.

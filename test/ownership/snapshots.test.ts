@@ -1,7 +1,7 @@
 import { SequencedSnapshots } from '../../src/ownership/snapshots';
 
 describe('sequenced ownership snapshots', () => {
-  test('issue 9 item 4: an answer that arrives late never replaces a newer snapshot', async () => {
+  test('an answer that arrives late never replaces a newer snapshot', async () => {
     const answers: ((v: string) => void)[] = [];
     const applied: [string, number][] = [];
     const s = new SequencedSnapshots(

@@ -58,7 +58,7 @@ async function startPool(maxQueueRecords: number, consumer = { file: 'consumer.j
   return { pool, fatal, tableDir };
 }
 
-describe('item 14c: a batch admitted during a graceful stop', () => {
+describe('a batch admitted during a graceful stop', () => {
   test('a batch admitted after pool.close() is refused cleanly: nothing staged, nothing fatal', async () => {
     const { pool, fatal, tableDir } = await startPool(1_000);
     const { done } = await pool.admit('t', 0, messages(0, 10), 0, 9);
@@ -93,7 +93,7 @@ describe('item 14c: a batch admitted during a graceful stop', () => {
   });
 });
 
-test('item 6: a multi-row transform stages through a staging worker without an offset-order failure', async () => {
+test('a multi-row transform stages through a staging worker without an offset-order failure', async () => {
   // Record n yields n % 3 rows, numbered in _row, all with the record's offset.
   const consumer = {
     file: 'multi.js',

@@ -20,7 +20,7 @@ afterEach(async () => {
   await fsp.rm(dir, { recursive: true, force: true });
 });
 
-describe('item 6: multi-row records share an offset', () => {
+describe('multi-row records share an offset', () => {
   test('staging accepts the rows of one record (equal offsets) and still refuses offsets going backwards', async () => {
     const h = await openStaging(dir);
     // Records 0 and 1 made two and three rows, record 2 none, record 3 one.
@@ -112,7 +112,7 @@ function recordingSync(): DirectorySync & { readonly synced: Map<string, Set<str
   };
 }
 
-describe('item 11: a created file is durable in its directory before its rows count', () => {
+describe('a created file is durable in its directory before its rows count', () => {
   test('a new .part is made durable in its directory before sync() reports its offsets, for every part', async () => {
     const fs = recordingSync();
     const h = await openStaging(dir, { directorySync: fs });
@@ -180,7 +180,7 @@ function openFilesUnder(dir: string): number {
   return n;
 }
 
-describe('item 14a: open part files are bounded', () => {
+describe('open part files are bounded', () => {
   test('a backfill over more event-time minutes than maxOpenParts keeps at most maxOpenParts parts open, seals the oldest, loses nothing', async () => {
     const h = await openStaging(dir, { maxOpenParts: 8 });
     let peak = 0;

@@ -3,7 +3,7 @@ import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS } from '../../src/decode/timestamp';
 import { formatPartName, minuteKeyOf, parsePartName } from '../../src/staging/part-name';
 
 /** Issue 9 item 5: a minute key the catalog's pattern cannot parse is a part that is committed but never published. */
-describe('minute keys (issue 9, item 5)', () => {
+describe('minute keys', () => {
   const roundTrip = (ms: number) => {
     const minute = minuteKeyOf(ms);
     const name = formatPartName(
@@ -13,7 +13,7 @@ describe('minute keys (issue 9, item 5)', () => {
     return parsePartName(name)?.minute;
   };
 
-  test('5: minuteKeyOf of every instant the decoder accepts is a key the part-name pattern parses', () => {
+  test('minuteKeyOf of every instant the decoder accepts is a key the part-name pattern parses', () => {
     for (const ms of [MIN_TIMESTAMP_MS, MAX_TIMESTAMP_MS, 0, -1, Date.UTC(999, 0, 1)]) {
       expect(roundTrip(ms)).toBe(minuteKeyOf(ms));
     }
@@ -25,7 +25,7 @@ describe('minute keys (issue 9, item 5)', () => {
     );
   });
 
-  test('5: minuteKeyOf refuses an instant outside years 0000-9999 instead of naming an unparseable part', () => {
+  test('minuteKeyOf refuses an instant outside years 0000-9999 instead of naming an unparseable part', () => {
     for (const ms of [MAX_TIMESTAMP_MS + 1, MIN_TIMESTAMP_MS - 1, 1764460800000000, 8.64e15, NaN]) {
       expect(() => minuteKeyOf(ms)).toThrow(RangeError);
     }
