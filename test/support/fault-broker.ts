@@ -122,6 +122,8 @@ export class FaultBroker {
       await fsp.copyFile(path.join(KAFKA_LOCAL_DIR, name), path.join(scripts, name));
     }
     await fsp.chmod(path.join(scripts, 'kafka-local'), 0o755);
+    // The script sources the servers' shared lifecycle from ../lib.
+    await fsp.symlink(path.resolve(KAFKA_LOCAL_DIR, '../lib'), path.join(dir, 'lib'));
     const made: TcpProxy[] = [];
     for (let i = 0; i < proxies; i++) made.push(await TcpProxy.start(port + 2 + i));
     const names = made.map((_, i) => `R${i}`);
