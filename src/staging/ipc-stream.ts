@@ -1,5 +1,6 @@
 import { Message, MessageHeader, RecordBatchReader, RecordBatchStreamWriter } from 'apache-arrow';
 import type { RecordBatch, Schema } from 'apache-arrow';
+import { batchBoundsProblem } from './batch-bounds';
 
 /**
  * Arrow IPC stream framing, done by hand where apache-arrow's writer cannot help:
@@ -87,5 +88,9 @@ export function decodeBatches(bytes: Uint8Array): { schema: Schema; batches: Rec
   const reader = RecordBatchReader.from(bytes).open();
   const schema = reader.schema;
   const batches = reader.readAll();
+  for (const [i, batch] of batches.entries()) {
+    const problem = batchBoundsProblem(batch);
+    if (problem) throw new Error(`record batch ${i}: ${problem}`);
+  }
   return { schema, batches };
 }
