@@ -27,20 +27,23 @@ function dataProblem(d: Data, name: string): string | undefined {
   if (d.length < 0 || d.offset < 0) return `column ${name} has a negative length or offset`;
   if (d.nullCount > 0 && (d.nullBitmap?.length ?? 0) * 8 < end)
     return `column ${name}: validity bitmap shorter than ${d.length} rows`;
-  const type = d.type as DataType;
+  const type = d.type;
+  // Data's buffers are typed per DataType; here any column comes: read them as arrays.
+  const valueOffsets = d.valueOffsets as ArrayLike<number | bigint> | undefined;
+  const values = d.values as ArrayLike<unknown> | undefined;
   // A column null in every row may come with empty value buffers (a backfilled inferred column).
   if (DataType.isNull(type) || (d.length > 0 && d.nullCount === d.length)) return undefined;
-  if (d.valueOffsets) {
-    if (d.valueOffsets.length < end + 1) return `column ${name}: value offsets shorter than ${d.length} rows`;
-    const last = Number(d.valueOffsets[end]);
-    if (Number(d.valueOffsets[d.offset]) < 0 || last < 0) return `column ${name}: negative value offset`;
+  if (valueOffsets) {
+    if (valueOffsets.length < end + 1) return `column ${name}: value offsets shorter than ${d.length} rows`;
+    const last = Number(valueOffsets[end]);
+    if (Number(valueOffsets[d.offset]) < 0 || last < 0) return `column ${name}: negative value offset`;
     // List and Map keep their values in a child; strings and binaries in their own buffer.
     if (DataType.isList(type) || DataType.isMap(type)) {
       const child = d.children[0];
       if (!child || child.length < last) return `column ${name}: list values shorter than the offsets say`;
       return dataProblem(child, `${name}[]`);
     }
-    if ((d.values?.length ?? 0) < last) return `column ${name}: values shorter than the offsets say`;
+    if ((values?.length ?? 0) < last) return `column ${name}: values shorter than the offsets say`;
     return undefined;
   }
   if (DataType.isStruct(type)) {
@@ -58,9 +61,9 @@ function dataProblem(d: Data, name: string): string | undefined {
     return dataProblem(child, `${name}[]`);
   }
   if (DataType.isBool(type)) {
-    if ((d.values?.length ?? 0) * 8 < end) return `column ${name}: values shorter than ${d.length} rows`;
+    if ((values?.length ?? 0) * 8 < end) return `column ${name}: values shorter than ${d.length} rows`;
     return undefined;
   }
-  if (d.values && d.values.length < end * d.stride) return `column ${name}: values shorter than ${d.length} rows`;
+  if (values && values.length < end * d.stride) return `column ${name}: values shorter than ${d.length} rows`;
   return undefined;
 }
