@@ -381,6 +381,10 @@ Example:
       console.log(
         `  compaction merged ${r.fragmentsRemoved} fragments into ${r.fragmentsAdded}; cleanup removed ${r.versionsRemoved} versions older than ${formatDuration(r.retentionMs)} (${formatBytes(r.bytesRemoved)})`,
       );
+      for (const i of r.indexes)
+        console.log(
+          `  index ${i.index} on ${i.column} (${i.type}): ${i.state}, ${i.indexedRows} indexed, ${i.unindexedRows} unindexed${i.error !== undefined ? ` (${i.error})` : ''}`,
+        );
     });
 
   program

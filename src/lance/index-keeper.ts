@@ -27,6 +27,8 @@ export interface IndexReport {
   readonly unindexedRows: number;
   /** How long the build or update took (undefined: none ran). */
   readonly seconds: number | undefined;
+  /** Why the round failed (state failed). */
+  readonly error?: string;
 }
 
 /** How long an index build runs before the test crash point 'during-index-build' fires. */
@@ -77,7 +79,7 @@ export class IndexKeeper {
     if (!table) return [];
     const columns = new Set((await table.schema()).fields.map((f) => f.name));
     const existing = new Set((await table.listIndices()).map((i) => i.name));
-    const decided: { spec: IndexSpec; state: IndexReport['state']; seconds?: number }[] = [];
+    const decided: { spec: IndexSpec; state: IndexReport['state']; seconds?: number; error?: string }[] = [];
     for (const spec of this.specs) {
       if (!columns.has(spec.column)) {
         decided.push({ spec, state: 'waiting-column' });
@@ -87,7 +89,7 @@ export class IndexKeeper {
         decided.push({ spec, ...(await this.#step(table, spec, existing.has(indexName(spec)))) });
       } catch (error) {
         this.#failed(spec, error);
-        decided.push({ spec, state: 'failed' });
+        decided.push({ spec, state: 'failed', error: errorMessage(error) });
       }
     }
     const stale = decided.filter(
@@ -104,12 +106,15 @@ export class IndexKeeper {
       } catch (error) {
         for (const d of stale) {
           this.#failed(d.spec, error);
-          d.state = 'failed';
+          Object.assign(d, { state: 'failed', error: errorMessage(error) });
         }
       }
     }
     const reports: IndexReport[] = [];
-    for (const d of decided) reports.push(await this.#report(table, d.spec, d.state, d.seconds));
+    for (const d of decided) {
+      const report = await this.#report(table, d.spec, d.state, d.seconds);
+      reports.push(d.error !== undefined ? { ...report, error: d.error } : report);
+    }
     for (const r of reports)
       if (r.state !== 'fresh' && r.state !== 'failed')
         this.logger.info({ event: `lance.index.${r.state}`, ...r }, `index ${r.index}: ${r.state}`);
