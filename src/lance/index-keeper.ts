@@ -172,7 +172,10 @@ export class IndexKeeper {
     } finally {
       disarm();
     }
-    if (isVectorIndex(spec)) this.#trainedRows.set(name, rows);
+    // The rows the index covers now, as indexStats counts them (rows with a null vector
+    // included), so that the retrain share compares like with like.
+    if (isVectorIndex(spec))
+      this.#trainedRows.set(name, (await table.indexStats(name))?.numIndexedRows ?? rows);
     this.#unindexed.delete(name);
     return (performance.now() - t0) / 1000;
   }

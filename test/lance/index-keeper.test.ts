@@ -148,3 +148,19 @@ test('appends commit while an index is being built on another connection, and th
     keeper.close();
   }
 });
+
+test('rows without a vector neither hold the training back nor make every round train again', async () => {
+  const keeper = await IndexKeeper.connect(
+    { uri: dir, table: 'docs' },
+    specs({ column: 'emb', type: 'ivf_flat', numPartitions: 2 }),
+    silentLogger(),
+  );
+  try {
+    // Two rows in three have no vector: 600 of 1,800 can train (256 × 2 needed).
+    await table.add(rows(1_800, 0).map((r, i) => (i % 3 === 0 ? r : { ...r, emb: null })));
+    expect((await keeper.maintain())[0]).toMatchObject({ state: 'created', unindexedRows: 0 });
+    expect((await keeper.maintain())[0]).toMatchObject({ state: 'fresh', unindexedRows: 0 });
+  } finally {
+    keeper.close();
+  }
+});
