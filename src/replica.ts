@@ -282,6 +282,8 @@ export class Replica {
             deadLetterFile: path.join(consumer.dataDir, 'dead-letter', `${consumer.name}.publications.jsonl`),
             pollMs: m.pollMs,
             optimizeEveryMs: m.optimizeEveryMs,
+            indexes: consumer.indexes,
+            indexEveryMs: m.indexEveryMs,
             cleanupOlderThanMs: m.cleanupOlderThanMs,
             commitAfter: consumer.offsets.commitAfter,
             logLevel: log.level,

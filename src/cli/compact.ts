@@ -1,4 +1,6 @@
+import { silentLogger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
+import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
 import { commitCleanupFence, keepFromCutoff } from '../lance/lance-table';
 import { CliError } from './errors';
 import { datasetPathOf, openExistingTable, tableShape, type TableShape } from './lance-read';
@@ -38,6 +40,8 @@ export interface CompactResult {
   readonly fragmentsAdded: number;
   readonly versionsRemoved: number;
   readonly bytesRemoved: number;
+  /** The declared indexes after one round of the index keeper (built, updated or waiting). */
+  readonly indexes: readonly IndexReport[];
 }
 
 /**
@@ -46,7 +50,9 @@ export interface CompactResult {
  * a compaction commits like any writer and Lance rebases it; a reader on a removed
  * version must reopen the table. Versions are removed only below a cleanup fence
  * committed first, so that an insert-if-absent merge still in flight from before
- * meets it at its commit (lance-table.ts, commitCleanupFence).
+ * meets it at its commit (lance-table.ts, commitCleanupFence). Then one round of the
+ * declared indexes (build what the table can train, fold in new rows): on a store without
+ * atomic commits, where replicas build none, this is how they are built, in a quiet window.
  */
 export async function compact(consumer: ResolvedConsumer, retentionMs: number): Promise<CompactResult> {
   const opened = await openExistingTable(consumer);
@@ -55,6 +61,7 @@ export async function compact(consumer: ResolvedConsumer, retentionMs: number): 
     const keepFrom = await commitCleanupFence(opened.table, consumer.table);
     const cutoff = keepFromCutoff(await opened.table.listVersions(), Date.now() - retentionMs, keepFrom);
     const stats = await opened.table.optimize({ cleanupOlderThan: new Date(cutoff) });
+    const indexes = await declaredIndexesRound(consumer, opened.uri);
     await opened.table.checkoutLatest();
     const after = await tableShape(opened.table);
     return {
@@ -66,8 +73,27 @@ export async function compact(consumer: ResolvedConsumer, retentionMs: number): 
       fragmentsAdded: stats.compaction.fragmentsAdded,
       versionsRemoved: stats.prune.oldVersionsRemoved,
       bytesRemoved: stats.prune.bytesRemoved,
+      indexes,
     };
   } finally {
     opened.close();
+  }
+}
+
+async function declaredIndexesRound(consumer: ResolvedConsumer, uri: string): Promise<IndexReport[]> {
+  if (consumer.indexes.length === 0) return [];
+  const keeper = await IndexKeeper.connect(
+    {
+      uri,
+      table: consumer.table,
+      ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
+    },
+    consumer.indexes,
+    silentLogger(),
+  );
+  try {
+    return await keeper.maintain();
+  } finally {
+    keeper.close();
   }
 }

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import type { Admin } from 'kafkajs';
 import { silentLogger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
+import { indexName } from '../config/index-spec';
 import { createKafka } from '../kafka/client';
 import { ledger } from '../materializer/plan';
 import { parsePartName } from '../staging/part-name';
@@ -17,6 +18,7 @@ import {
   openExistingTable,
   partitionFilter,
   tableShape,
+  type IndexShape,
   type TableShape,
 } from './lance-read';
 
@@ -54,6 +56,8 @@ export interface InspectReport {
     readonly path: string;
     readonly exists: boolean;
   } & Partial<TableShape>;
+  /** Names of the indexes the definition declares. */
+  readonly declaredIndexes: readonly string[];
   readonly kafka: {
     readonly brokers: readonly string[];
     readonly reachable: boolean;
@@ -150,6 +154,7 @@ export async function inspect(consumer: ResolvedConsumer): Promise<InspectReport
           exists: opened !== undefined,
           ...shape,
         },
+        declaredIndexes: consumer.indexes.map(indexName),
         kafka: {
           brokers: consumer.brokers,
           reachable: admin !== undefined,
@@ -313,6 +318,12 @@ export function formatInspect(r: InspectReport): string[] {
         `${r.lance.fragments} fragment${r.lance.fragments === 1 ? '' : 's'} (${r.lance.smallFragments} small), ${n(r.lance.rows ?? 0)} rows, ` +
         `${formatBytes(r.lance.bytes ?? 0)}, ${r.lance.indices} indices`,
     );
+    for (const i of r.lance.indexes ?? []) out.push(indexLine(i));
+    const built = new Set((r.lance.indexes ?? []).map((i) => i.name));
+    for (const name of r.declaredIndexes.filter((d) => !built.has(d)))
+      out.push(
+        `  index ${name}: declared, not built yet (the table has too few rows to train it, or no round ran)`,
+      );
   } else {
     out.push(
       `Lance table ${r.lance.table}: not created yet (nothing published); it will be at ${r.lance.path}`,
@@ -354,6 +365,12 @@ export function formatInspect(r: InspectReport): string[] {
     `Dead letters (${d.sink} ${d.target}): ${d.count === null ? 'unknown' : n(d.count)}${d.note ? ` (${d.note})` : ''}`,
   );
   return out;
+}
+
+/** One index and its coverage: `index emb_idx on emb (IvfPq, cosine): 9,000 indexed, 120 unindexed`. */
+export function indexLine(i: IndexShape): string {
+  const kind = i.distanceType ? `${i.type}, ${i.distanceType}` : i.type;
+  return `  index ${i.name} on ${i.columns.join(', ')} (${kind}): ${n(i.indexedRows)} indexed, ${n(i.unindexedRows)} unindexed`;
 }
 
 function table(header: string[], rows: string[][]): string[] {

@@ -60,13 +60,43 @@ export interface TableShape {
   readonly rows: number;
   readonly bytes: number;
   readonly indices: number;
+  /** Every index of the table, kafka-lance's own on system columns included. */
+  readonly indexes: readonly IndexShape[];
+}
+
+export interface IndexShape {
+  readonly name: string;
+  readonly type: string;
+  readonly columns: readonly string[];
+  /** Vector indexes only. */
+  readonly distanceType: string | undefined;
+  readonly indexedRows: number;
+  readonly unindexedRows: number;
+}
+
+/** The table's indexes with their coverage (LanceDB indexStats). */
+export async function indexShapes(table: lancedb.Table): Promise<IndexShape[]> {
+  const shapes: IndexShape[] = [];
+  for (const index of await table.listIndices()) {
+    const stats = await table.indexStats(index.name);
+    shapes.push({
+      name: index.name,
+      type: index.indexType,
+      columns: index.columns,
+      distanceType: stats?.distanceType,
+      indexedRows: stats?.numIndexedRows ?? 0,
+      unindexedRows: stats?.numUnindexedRows ?? 0,
+    });
+  }
+  return shapes;
 }
 
 export async function tableShape(table: lancedb.Table): Promise<TableShape> {
-  const [version, versions, stats] = await Promise.all([
+  const [version, versions, stats, indexes] = await Promise.all([
     table.version(),
     table.listVersions(),
     table.stats(),
+    indexShapes(table),
   ]);
   const oldest = versions.reduce<Date | undefined>(
     (min, v) => (min === undefined || v.timestamp < min ? v.timestamp : min),
@@ -81,6 +111,7 @@ export async function tableShape(table: lancedb.Table): Promise<TableShape> {
     rows: stats.numRows,
     bytes: stats.totalBytes,
     indices: stats.numIndices,
+    indexes,
   };
 }
 

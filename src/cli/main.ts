@@ -58,6 +58,14 @@ const logLevelOption = new Option('--log-level <level>', 'JSON log level')
   .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   .default(process.env.KAFKA_LANCE_LOG_LEVEL ?? 'info');
 
+interface DemoCommandOptions {
+  seconds: number;
+  rate: number;
+  dataDir: string;
+  logLevel: string;
+  vectors?: boolean;
+}
+
 export function buildCli(): Command {
   const program = new Command('kafka-lance')
     .description(
@@ -183,14 +191,26 @@ Example:
         .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace'])
         .default('info'),
     )
+    .addOption(
+      new Option(
+        '--vectors',
+        'the vector demo instead: consumers/documents.ts, documents with 384-dimension embeddings (--rate documents per second), an IVF_PQ index built while producing, then a nearest-neighbour query on the live table',
+      ),
+    )
     .addHelpText(
       'after',
       `
 Example:
-  kafka-lance demo --seconds 10 --rate 2000 --data-dir /tmp/kl-demo`,
+  kafka-lance demo --seconds 10 --rate 2000 --data-dir /tmp/kl-demo
+  kafka-lance demo --vectors --seconds 20 --rate 500 --data-dir /tmp/kl-vectors`,
     )
-    .action(async (opts: { seconds: number; rate: number; dataDir: string; logLevel: string }) => {
+    .action(async (opts: DemoCommandOptions, command: Command) => {
       const { runDemo, terminalOutput } = await import('./demo');
+      if (opts.vectors) {
+        const { runVectorDemo, vectorDemoOptions } = await import('./vector-demo');
+        await runVectorDemo({ ...vectorDemoOptions(opts, command), ...terminalOutput() });
+        process.exit(0);
+      }
       await runDemo({
         seconds: opts.seconds,
         rate: opts.rate,
@@ -361,6 +381,10 @@ Example:
       console.log(
         `  compaction merged ${r.fragmentsRemoved} fragments into ${r.fragmentsAdded}; cleanup removed ${r.versionsRemoved} versions older than ${formatDuration(r.retentionMs)} (${formatBytes(r.bytesRemoved)})`,
       );
+      for (const i of r.indexes)
+        console.log(
+          `  index ${i.index} on ${i.column} (${i.type}): ${i.state}, ${i.indexedRows} indexed, ${i.unindexedRows} unindexed${i.error !== undefined ? ` (${i.error})` : ''}`,
+        );
     });
 
   program

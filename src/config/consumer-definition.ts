@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { columnNameProblem } from '../decode/column-name';
 import { OBJECT_STORE_SCHEMES, isObjectStoreUri, uriScheme } from '../lance/store-config';
+import { indexProblems, indexSpec } from './index-spec';
 
 /**
  * A consumer definition: what to read, how to decode it, where to stage and publish
@@ -303,6 +304,8 @@ export const consumerDefinitionSchema = z
     dataDir: z.string().min(1).optional(),
     schema: z.union([z.literal('infer'), z.strictObject({ fields: z.record(z.string().min(1), fieldSpec) })]),
     eventTimeField: z.string().min(1).optional(),
+    /** Lance indexes the compacting replica builds and keeps fresh (src/config/index-spec.ts). */
+    indexes: z.array(indexSpec).default([]),
     /**
      * `schema: 'infer'`: at most this many data columns. A record that would add more is
      * a dead letter (too-many-columns), so one wide record cannot make the table
@@ -440,6 +443,11 @@ export const consumerDefinitionSchema = z
          */
         optimizeEveryMs: z.number().int().min(0).default(300_000),
         /**
+         * Build and update the declared `indexes` this often (the replica that compacts, in
+         * the background); 0 turns it off.
+         */
+        indexEveryMs: z.number().int().min(0).default(30_000),
+        /**
          * Each compaction also removes the table versions that stopped being the latest
          * this long ago (and the files only they used); 0 keeps every version. At least
          * CLEANUP_SETTLE_FACTOR × lance.commitSettleMs (see DESIGN.md "Object storage").
@@ -513,6 +521,8 @@ export const consumerDefinitionSchema = z
         }
       }
     }
+    for (const problem of indexProblems(def.indexes, def.schema === 'infer' ? undefined : def.schema.fields))
+      ctx.addIssue({ code: 'custom', path: ['indexes', ...problem.path], message: problem.message });
     if (def.schema !== 'infer') {
       for (const name of Object.keys(def.schema.fields)) {
         const problem = columnNameProblem(name);

@@ -240,6 +240,43 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       'Each compaction also removes the table versions that stopped being the latest this long ago, and the files only they use; `0` keeps every version (LanceDB would keep 7 days). At least 60000 and 10 x `lance.commitSettleMs`: on a store without atomic commits a version must outlive every commit still being built on it.',
   },
+  'materializer.indexEveryMs': {
+    meaning:
+      'Build and update the declared `indexes` this often, in the background (publications go on meanwhile); `0` turns it off. The replica that compacts does it, on a store with atomic commits.',
+  },
+  indexes: {
+    meaning:
+      'Lance indexes on declared columns, built once the table can train them and kept fresh by the replica that compacts (README, "Vectors and indexes"). Checked at start against the declared fields: a vector index on a float vector, a scalar index on a column it can index, one index per column.',
+  },
+  'indexes[].column': { meaning: 'The declared field the index covers.' },
+  'indexes[].type': {
+    meaning:
+      'LanceDB index: `ivf_pq`, `ivf_hnsw_sq`, `ivf_flat` (vector columns); `btree` (scalars with many distinct values), `bitmap` (few distinct values), `label_list` (lists), `fts` (full-text search on strings).',
+  },
+  'indexes[].name': { meaning: 'The index name in Lance.', computedDefault: '`<column>_idx`' },
+  'indexes[].metric': {
+    meaning: 'Vector indexes: the distance the index is trained for; queries must use the same one.',
+  },
+  'indexes[].numPartitions': {
+    meaning: 'Vector indexes: IVF partitions (LanceDB picks about the square root of the rows when absent).',
+  },
+  'indexes[].numSubVectors': {
+    meaning: '`ivf_pq`: PQ sub-vectors; must divide the dimension (LanceDB: dimension / 16, else / 8).',
+  },
+  'indexes[].numBits': { meaning: '`ivf_pq`: bits per sub-vector code (LanceDB default 8).' },
+  'indexes[].m': { meaning: '`ivf_hnsw_sq`: HNSW neighbours per node (LanceDB default 20).' },
+  'indexes[].efConstruction': {
+    meaning: '`ivf_hnsw_sq`: HNSW candidates while building (LanceDB default 300).',
+  },
+  'indexes[].minRows': {
+    meaning:
+      'Vector indexes: rows with a vector the table holds before the index is trained (fewer train a poor index, or none: PQ needs 256).',
+    computedDefault: '256 x `numPartitions`, else 4096',
+  },
+  'indexes[].retrainShare': {
+    meaning:
+      "Vector indexes: trained again (replaced) once more than this share of the table's rows came after its last training (at most 1); smaller shares are folded in incrementally (LanceDB optimize).",
+  },
   sessionTimeoutMs: {
     meaning:
       'Group session timeout: a replica that stops heartbeating (killed, hung) keeps its partitions this long before the group moves them.',
@@ -330,6 +367,12 @@ export function optionRows(): OptionRow[] {
       if (isStructured(value)) visit(value, `${path}.<name>`, false);
     }
     for (const branch of branches(node)) if (branch.properties) objectChildren(branch, path);
+    // A list of objects (indexes): its items' options are rows of their own, `<path>[].<option>`.
+    if (node.type === 'array' && node.items) {
+      const items = resolve(node.items) ?? node.items;
+      for (const branch of [items, ...branches(items)])
+        if (branch.properties) objectChildren(branch, `${path}[]`);
+    }
   };
   objectChildren(root, '');
   return [...rows.values()].map(({ path, nodes, required }) => {

@@ -748,7 +748,7 @@ async function schemaChange<T>(table: string, fn: () => Promise<T>): Promise<T> 
   }
 }
 
-async function retryConflicts<T>(fn: () => Promise<T>, attempts = 8): Promise<T> {
+export async function retryConflicts<T>(fn: () => Promise<T>, attempts = 8): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();

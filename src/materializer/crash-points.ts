@@ -18,7 +18,9 @@ export type CrashPointName =
   | 'after-writing-forgotten'
   | 'after-quarantine-marked'
   | 'after-dead-letters-written'
-  | 'after-first-part-quarantined';
+  | 'after-first-part-quarantined'
+  /** A declared index's build has run for a moment and is not committed (crashPointAfter). */
+  | 'during-index-build';
 
 let stopped = false;
 
@@ -35,4 +37,14 @@ export function crashPoint(name: CrashPointName): void {
     writeSync(1, `${JSON.stringify({ level: 30, event: 'test.stopped-at', point: name })}\n`);
     process.kill(process.pid, 'SIGSTOP');
   }
+}
+
+/**
+ * Arms `name` to fire `ms` after now (a native call in flight, such as an index build,
+ * has no JavaScript point inside it). Returns the disarm for when the call ends first.
+ */
+export function crashPointAfter(name: CrashPointName, ms: number): () => void {
+  if (process.env.KAFKA_LANCE_TEST_CRASH_AT !== name) return () => undefined;
+  const timer = setTimeout(() => crashPoint(name), ms);
+  return () => clearTimeout(timer);
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../common/logger';
 import type { DiskPressure } from '../kafka/disk-pressure';
 import { DeltaTracker, type Metrics } from '../metrics/metrics';
 import { compiledEntry, WORKER_RESOURCE_LIMITS } from '../pool/compiled-entry';
+import type { IndexReport } from '../lance/index-keeper';
 import type { MaterializerStats } from './materializer';
 import type { MaterializerReply, MaterializerWorkerInit, OwnershipRow } from './worker-protocol';
 
@@ -26,6 +27,7 @@ export class MaterializerHost {
     this.#stopped = new Promise((resolve) => {
       worker.on('message', (m: MaterializerReply) => {
         if (m.type === 'stats') this.#record(m.stats);
+        else if (m.type === 'indexes') this.#recordIndexes(m.reports);
         else if (m.type === 'fatal') {
           logger.fatal({ event: 'materializer.fatal', reason: m.message }, 'materializer stopped');
           onFatal(new KafkaLanceError('MATERIALIZER_FAILED', `materializer: ${m.message}`));
@@ -107,6 +109,14 @@ export class MaterializerHost {
       for (const s of w.seconds) m.permitWait.observe({ kind: w.kind }, s);
     m.reservationBytes.set(stats.reservation.bytes);
     m.stagingParts.set({ table, state: 'sealed' }, stats.waitingParts + stats.unresolvableParts);
+  }
+
+  #recordIndexes(reports: readonly IndexReport[]): void {
+    const { table } = this.labels;
+    for (const r of reports) {
+      this.metrics.indexUnindexedRows.set({ table, index: r.index }, r.unindexedRows);
+      if (r.seconds !== undefined) this.metrics.indexUpdateDuration.set({ table, index: r.index }, r.seconds);
+    }
   }
 
   get stats(): MaterializerStats | undefined {

@@ -7,6 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { errorMessage } from '../common/errors';
 import { createLogger, type Logger } from '../common/logger';
 import { tpKey } from '../common/offsets';
+import { IndexUpkeep } from './index-upkeep';
 import { Materializer } from './materializer';
 import type { PartitionOwnership } from './planner';
 import { PartialPublicationError } from './publisher';
@@ -24,6 +25,14 @@ async function main(): Promise<void> {
     logger,
     onPublished: () => reply({ type: 'stats', stats: materializer.stats() }),
   });
+  const indexes = new IndexUpkeep(
+    init.lance,
+    init.indexes,
+    init.indexEveryMs,
+    materializer,
+    logger,
+    (reports) => reply({ type: 'indexes', reports }),
+  );
   let ownership: Map<ReturnType<typeof tpKey>, PartitionOwnership> | undefined;
   let ownershipSequence = 0;
   let stopping = false;
@@ -60,6 +69,7 @@ async function main(): Promise<void> {
           lastOptimize = Date.now();
           await materializer.optimizeIfLeader();
         }
+        indexes.tick();
       } catch (error) {
         if (error instanceof PartialPublicationError) throw error;
         // Lance unreachable, a disk error...: nothing is lost (sources stay until published); retry with backoff.
@@ -83,6 +93,7 @@ async function main(): Promise<void> {
     wake = undefined;
   }
   if (ownership) await drain(materializer, drainUntil, logger);
+  await indexes.stop();
   reply({ type: 'stats', stats: materializer.stats() });
   materializer.close();
   reply({ type: 'stopped' });

@@ -268,9 +268,8 @@ export class Materializer {
    * keeps what the other's in-flight commits may still need (LanceTable.optimize).
    */
   async optimizeIfLeader(): Promise<boolean> {
-    const first = [...this.#ownership.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))[0];
-    if (!first || first[1].chain.at(-1)?.owner !== this.#o.owner) return false;
-    if (this.#o.commitCheck !== undefined && !this.#o.commitCheck.atomic) {
+    if (!this.maintainsTable()) return false;
+    if (!this.storeCommitsAtomically()) {
       // A compaction commit runs for seconds, longer than a publication's settle window:
       // on a store without atomic commits it can overwrite a settled publication (seen
       // once in five runs of four publishers + a compactor on s3proxy). Compact there with
@@ -308,6 +307,21 @@ export class Materializer {
       );
       return false;
     }
+  }
+
+  /**
+   * Whether this replica keeps the table (compaction, declared indexes): the owner of the
+   * first partition of the first topic, by the chains it was given. Ownership moving can
+   * make two replicas believe it for a moment; both kinds of maintenance tolerate that.
+   */
+  maintainsTable(): boolean {
+    const first = [...this.#ownership.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))[0];
+    return first !== undefined && first[1].chain.at(-1)?.owner === this.#o.owner;
+  }
+
+  /** A local directory, a store that passed the probe, or one declared atomic. */
+  storeCommitsAtomically(): boolean {
+    return this.#o.commitCheck === undefined || this.#o.commitCheck.atomic;
   }
 
   /** What the last run left: parts not ready, parts held, plans waiting for a retry (nothing drained). */

@@ -1,6 +1,8 @@
 import type { SealedPart } from '../staging/sealed-part';
 import type { OwnershipEpoch } from '../ownership/chain';
 import type { MaterializerOptions, MaterializerStats } from './materializer';
+import type { IndexSpec } from '../config/index-spec';
+import type { IndexReport } from '../lance/index-keeper';
 
 /** What the worker needs to build its Materializer (everything but what cannot cross threads), plus its loop's timing. */
 export interface MaterializerWorkerInit extends Omit<
@@ -9,6 +11,9 @@ export interface MaterializerWorkerInit extends Omit<
 > {
   readonly pollMs: number;
   readonly optimizeEveryMs: number;
+  /** Declared indexes, built and updated every indexEveryMs by the replica that keeps the table. */
+  readonly indexes: readonly IndexSpec[];
+  readonly indexEveryMs: number;
   readonly logLevel: string;
 }
 
@@ -34,5 +39,7 @@ export type MaterializerRequest =
 export type MaterializerReply =
   | { readonly type: 'ready' }
   | { readonly type: 'stats'; readonly stats: MaterializerStats }
+  /** Where each declared index stands after a maintenance round (this replica keeps the table). */
+  | { readonly type: 'indexes'; readonly reports: readonly IndexReport[] }
   | { readonly type: 'stopped' }
   | { readonly type: 'fatal'; readonly message: string };

@@ -181,6 +181,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  // Declared indexes, reported by the replica that keeps them (src/materializer/index-upkeep.ts).
+  readonly indexUnindexedRows = new Gauge({
+    name: 'kafka_lance_index_unindexed_rows',
+    help: 'Rows of the table a declared index does not cover yet (all rows until it is first built), after the last maintenance round.',
+    labelNames: ['table', 'index'] as const,
+    registers: [this.registry],
+  });
+  readonly indexUpdateDuration = new Gauge({
+    name: 'kafka_lance_index_update_duration_seconds',
+    help: "Seconds the declared index's last build, retraining or incremental update took.",
+    labelNames: ['table', 'index'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
   }

@@ -52,7 +52,9 @@ withPrometheus(
   async () => {
     const { topic, groupId, file } = await topicAndConsumer(suite, 3, {
       staging: { maxPartAgeMs: 500 },
-      materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+      materializer: { maxPublicationDelayMs: 200, pollMs: 200, indexEveryMs: 1_000 },
+      // A declared index, so that the index panels and alert have series to read.
+      indexes: [{ column: 'service', type: 'bitmap' }],
     });
     const replica = new ReplicaProcess(file, await tempDir('kl-prom-run'), testBrokers());
     try {

@@ -1,0 +1,72 @@
+import { errorMessage } from '../common/errors';
+import type { Logger } from '../common/logger';
+import type { IndexSpec } from '../config/index-spec';
+import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
+import type { LanceTarget } from '../lance/lance-table';
+
+/** What the upkeep asks of the materializer it runs beside. */
+export interface TableKeeperRole {
+  maintainsTable(): boolean;
+  storeCommitsAtomically(): boolean;
+}
+
+/**
+ * The declared indexes' schedule in the materializer's thread: a round every
+ * `everyMs`, started in the background so that the publication loop never waits for a
+ * build (LanceDB works off the JavaScript thread), one round at a time, only on the
+ * replica that compacts and under the same rule: not on a store without atomic commits,
+ * where an index commit, like a compaction, could overwrite a settled publication.
+ */
+export class IndexUpkeep {
+  #keeper: IndexKeeper | undefined;
+  #running: Promise<void> | undefined;
+  #last = 0;
+  #offLogged = false;
+
+  constructor(
+    private readonly target: LanceTarget,
+    private readonly specs: readonly IndexSpec[],
+    private readonly everyMs: number,
+    private readonly role: TableKeeperRole,
+    private readonly logger: Logger,
+    private readonly onReports: (reports: readonly IndexReport[]) => void,
+  ) {}
+
+  /** Starts a round when one is due; never waits for it. */
+  tick(now = Date.now()): void {
+    if (this.specs.length === 0 || this.everyMs === 0 || this.#running) return;
+    if (now - this.#last < this.everyMs || !this.role.maintainsTable()) return;
+    if (!this.role.storeCommitsAtomically()) {
+      if (!this.#offLogged) {
+        this.#offLogged = true;
+        this.logger.info(
+          { event: 'lance.index.off', reason: 'store without atomic commits' },
+          'declared indexes are not built on this store, as scheduled compaction is not',
+        );
+      }
+      return;
+    }
+    this.#last = now;
+    this.#running = this.#round().finally(() => {
+      this.#running = undefined;
+    });
+  }
+
+  async #round(): Promise<void> {
+    try {
+      this.#keeper ??= await IndexKeeper.connect(this.target, this.specs, this.logger);
+      this.onReports(await this.#keeper.maintain());
+    } catch (error) {
+      this.logger.warn(
+        { event: 'lance.index.failed', err: errorMessage(error) },
+        'index maintenance failed; will try again',
+      );
+    }
+  }
+
+  /** Waits for a round in flight (a native index build is never abandoned mid-call), then closes. */
+  async stop(): Promise<void> {
+    await this.#running;
+    this.#keeper?.close();
+  }
+}
