@@ -5,9 +5,15 @@
  * on a shared machine moves them less than wall time would; the median of the rounds
  * is the figure, the rounds show the spread.
  *
+ * It also times the JSON stage alone, both ways in alternating rounds of the same run:
+ * `walk` (parseJsonExact: JSON.parse, then a walk of the values for a number beyond
+ * 2^53) and `scan` (mayHoldUnsafeInteger on the bytes, then JSON.parse or
+ * parseJsonExact: what the decoder does).
+ *
  *   npm run build && node dist/bench/decode-throughput.js [--rounds 7] [--batches 50]
  */
 import { resolveConsumer } from '../src/config';
+import { mayHoldUnsafeInteger, parseJsonExact } from '../src/decode/exact-json';
 import { RecordDecoder, type RawMessage } from '../src/decode/record-decoder';
 import { benchArgs } from './args';
 import { BENCH_FIELDS, benchRecord } from './lib/records';
@@ -35,7 +41,10 @@ const pool: RawMessage[][] = Array.from({ length: 10 }, (_, b) =>
 const batchBytes = pool.flat().reduce((n, m) => n + m.value!.byteLength, 0) / pool.length;
 for (let w = 0; w < 20; w++) decoder.decode('bench', 0, pool[w % pool.length]!); // warm-up (JIT)
 
-const rounds: { recordsPerCpuSecond: number; mibPerCpuSecond: number }[] = [];
+const GIB = 1024 ** 3;
+const cpuSeconds = (used: NodeJS.CpuUsage) => (used.user + used.system) / 1e6;
+
+const rounds: { recordsPerCpuSecond: number; mibPerCpuSecond: number; cpuSecondsPerGiB: number }[] = [];
 for (let r = 0; r < ROUNDS; r++) {
   const start = process.cpuUsage();
   let rows = 0;
@@ -44,14 +53,35 @@ for (let r = 0; r < ROUNDS; r++) {
     if (out.deadLetters.length > 0) throw new Error(`${out.deadLetters.length} dead letters`);
     rows += out.rows;
   }
-  const used = process.cpuUsage(start);
-  const seconds = (used.user + used.system) / 1e6;
+  const seconds = cpuSeconds(process.cpuUsage(start));
   rounds.push({
     recordsPerCpuSecond: Math.round(rows / seconds),
     mibPerCpuSecond: Number(((batchBytes * BATCHES) / seconds / 1024 / 1024).toFixed(1)),
+    cpuSecondsPerGiB: Number(((seconds * GIB) / (batchBytes * BATCHES)).toFixed(2)),
   });
 }
 const sorted = [...rounds].sort((a, b) => a.recordsPerCpuSecond - b.recordsPerCpuSecond);
+
+// The JSON stage alone (UTF-8 decode included), old and new way in alternating rounds.
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const parsers = {
+  walk: (bytes: Uint8Array) => parseJsonExact(utf8.decode(bytes)),
+  scan: (bytes: Uint8Array) => {
+    const text = utf8.decode(bytes);
+    return mayHoldUnsafeInteger(bytes) ? parseJsonExact(text) : (JSON.parse(text) as unknown);
+  },
+};
+const parseSeconds: Record<keyof typeof parsers, number[]> = { walk: [], scan: [] };
+for (let r = 0; r < ROUNDS * 2; r++) {
+  const way = r % 2 === 0 ? 'walk' : 'scan';
+  const parse = parsers[way];
+  const start = process.cpuUsage();
+  for (let b = 0; b < BATCHES; b++) for (const m of pool[b % pool.length]!) parse(m.value!);
+  parseSeconds[way].push(cpuSeconds(process.cpuUsage(start)));
+}
+const medianOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const perGiB = (seconds: number) => Number(((seconds * GIB) / (batchBytes * BATCHES)).toFixed(2));
+
 console.log(
   JSON.stringify(
     {
@@ -59,6 +89,12 @@ console.log(
       records: BATCHES * BATCH_ROWS,
       median: sorted[Math.floor(sorted.length / 2)],
       rounds: rounds.map((r) => r.recordsPerCpuSecond),
+      jsonStageCpuSecondsPerGiB: {
+        walk: perGiB(medianOf(parseSeconds.walk)),
+        scan: perGiB(medianOf(parseSeconds.scan)),
+        walkRounds: parseSeconds.walk.map(perGiB),
+        scanRounds: parseSeconds.scan.map(perGiB),
+      },
     },
     null,
     2,

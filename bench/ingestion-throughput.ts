@@ -5,7 +5,7 @@
  * group join until the committed offsets reach the log end.
  *
  *   npm run kafka:start
- *   npm run build && node dist/bench/ingestion-throughput.js [--records 300000]
+ *   npm run build && node dist/bench/ingestion-throughput.js [--records 300000] [--cpu-prof DIR]
  *
  * Brokers: KAFKA_BOOTSTRAP_SERVERS (default 127.0.0.1:9092). The broker shares the
  * machine's cores with the replica, as in every run here.
@@ -90,7 +90,22 @@ async function main(): Promise<void> {
   const bin = path.resolve(__dirname, '../../bin/kafka-lance');
   const child = spawn(
     process.execPath,
-    [bin, 'run', '-c', file, '--data-dir', work, '--brokers', brokers.join(','), '--metrics-port', '0'],
+    [
+      // --cpu-prof DIR: a V8 CPU profile of every thread of the replica (not allowed in NODE_OPTIONS).
+      ...(args.has('cpu-prof')
+        ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args.get('cpu-prof')!)}`]
+        : []),
+      bin,
+      'run',
+      '-c',
+      file,
+      '--data-dir',
+      work,
+      '--brokers',
+      brokers.join(','),
+      '--metrics-port',
+      '0',
+    ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },

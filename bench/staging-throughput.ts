@@ -6,8 +6,15 @@
  *   npm run build && node dist/bench/staging-throughput.js [--seconds 20] [--tick-ms 1000]
  *
  * Decoding is not measured here (see the ingestion bench): the rows are built once
- * and only their offsets change, so this is the cost of staging itself.
+ * and only their offsets change, so this is the cost of staging itself. `cpuSecondsPerGiB`
+ * is the process's CPU time (all threads, process.cpuUsage) per GiB staged.
+ *
+ * Then the part checksum alone, one pass over every staged file, sha256 (before) and
+ * CRC32C (now) in alternating rounds: a part written and published by one replica costs
+ * two passes either way (writer, preparation); one cataloged from the directory cost
+ * three sha256 passes (trailer, whole-file checksum, preparation) and costs two CRC32C.
  */
+import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -27,6 +34,7 @@ import {
   type Data,
   type DataType,
 } from 'apache-arrow';
+import { crc32c } from '@node-rs/crc32';
 import { ulid } from 'ulid';
 import { silentLogger } from '../src/common/logger';
 import { recordOffset } from '../src/common/offsets';
@@ -142,6 +150,7 @@ async function main(): Promise<void> {
   const batchBytes = batchAt(fixed[0]!, 0, Date.now()).data.byteLength;
 
   const started = performance.now();
+  const cpuStart = process.cpuUsage();
   const deadline = started + SECONDS * 1000;
   let rows = 0;
   let ticks = 0;
@@ -177,12 +186,14 @@ async function main(): Promise<void> {
   await staging.sync();
   await staging.close();
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuStart);
   const stagedBytes = (await fsp.readdir(dir)).length
     ? (await Promise.all((await fsp.readdir(dir)).map((n) => fsp.stat(path.join(dir, n))))).reduce(
         (n, s) => n + (s.isFile() ? s.size : 0),
         0,
       )
     : 0;
+  const checksum = await checksumPassCost(dir);
   await fsp.rm(dir, { recursive: true, force: true });
   const mib = stagedBytes / 1024 / 1024;
   const result = {
@@ -197,8 +208,34 @@ async function main(): Promise<void> {
     ticks,
     meanTickSyncMs: Number((syncMs / Math.max(1, ticks)).toFixed(1)),
     maxTickSyncMs: Number(maxSyncMs.toFixed(1)),
+    cpuSecondsPerGiB: Number((((cpu.user + cpu.system) / 1e6) * (1024 / mib)).toFixed(2)),
+    checksumOnePassCpuSecondsPerGiB: checksum,
   };
   console.log(JSON.stringify(result, null, 2));
+}
+
+/** CPU seconds per GiB of one checksum pass over the staged files, median of 5 rounds each. */
+async function checksumPassCost(dir: string): Promise<{ sha256: number; crc32c: number }> {
+  const names = (await fsp.readdir(dir)).filter((n) => n.endsWith('.arrows') || n.endsWith('.part'));
+  const files = await Promise.all(names.map((n) => fsp.readFile(path.join(dir, n))));
+  const gib = files.reduce((n, f) => n + f.byteLength, 0) / 1024 ** 3;
+  const ways = {
+    sha256: (b: Uint8Array) => createHash('sha256').update(b).digest('hex'),
+    crc32c: (b: Uint8Array) => crc32c(b),
+  };
+  const seconds: Record<keyof typeof ways, number[]> = { sha256: [], crc32c: [] };
+  for (let round = 0; round < 10; round++) {
+    const way = round % 2 === 0 ? 'sha256' : 'crc32c';
+    const start = process.cpuUsage();
+    for (const f of files) ways[way](f);
+    const used = process.cpuUsage(start);
+    seconds[way].push((used.user + used.system) / 1e6);
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return {
+    sha256: Number((median(seconds.sha256) / gib).toFixed(3)),
+    crc32c: Number((median(seconds.crc32c) / gib).toFixed(3)),
+  };
 }
 
 main().catch((error: unknown) => {

@@ -123,6 +123,8 @@ type FixedArray = Int32Array | Float64Array | BigInt64Array;
 /** Int32, Float64, Int64 and Timestamp(ms) columns. */
 export class FixedWidthBuilder<T extends FixedArray> implements ColumnBuilder {
   #values: T;
+  /** A view of an int64 column's values as 32-bit halves (appendSafeInteger). */
+  #halves: Uint32Array | undefined;
   #length = 0;
   readonly #validity = new Validity();
 
@@ -140,6 +142,21 @@ export class FixedWidthBuilder<T extends FixedArray> implements ColumnBuilder {
   append(value: T extends BigInt64Array ? bigint : number): void {
     if (this.#length >= this.#values.length) this.#values = grow(this.#values, this.#length + 1);
     (this.#values as unknown as Array<typeof value>)[this.#length] = value;
+    this.#validity.set(this.#length, true);
+    this.#length += 1;
+  }
+
+  /**
+   * A safe integer into an Int64 or Timestamp column without making a BigInt per row
+   * (Kafka offsets and timestamps): its two 32-bit halves, little-endian as Arrow is.
+   */
+  appendSafeInteger(value: number): void {
+    if (this.#length >= this.#values.length) this.#values = grow(this.#values, this.#length + 1);
+    if (this.#halves?.buffer !== this.#values.buffer)
+      this.#halves = new Uint32Array(this.#values.buffer, this.#values.byteOffset, this.#values.length * 2);
+    const high = Math.floor(value / 0x1_0000_0000);
+    this.#halves[this.#length * 2] = value - high * 0x1_0000_0000;
+    this.#halves[this.#length * 2 + 1] = high; // two's complement: Uint32Array stores it modulo 2^32
     this.#validity.set(this.#length, true);
     this.#length += 1;
   }

@@ -11,6 +11,44 @@
  * only when the double is exact, `json` writes their digits back (stringifyJsonExact).
  */
 
+/**
+ * Whether UTF-8 JSON bytes may hold an integer literal that `JSON.parse` could round:
+ * a run of 16 or more ASCII digits (every integer up to 999,999,999,999,999 is a safe
+ * integer) that is not next to a double quote. In valid JSON a number token never
+ * touches a quote, so a run bordered by one is inside a string (trace ids, numeric ids
+ * sent as strings) and needs no exact read. Without such a run, `JSON.parse` gives the
+ * same values as `parseJsonExact` (the reader keeps only integer literals of 16+
+ * characters as BigInt; fractions and exponents stay the doubles JSON.parse makes).
+ * A true answer only costs time: the caller then takes `parseJsonExact`.
+ *
+ * It probes every 16th byte while no digit is seen, so a typical record costs a few
+ * dozen byte reads (`/\d{16}/` on the text read every character and cost more than
+ * parseJsonExact's walk of the parsed values). UTF-8 multi-byte sequences never hold
+ * an ASCII byte, so the bytes can be scanned before they are decoded.
+ */
+export function mayHoldUnsafeInteger(bytes: Uint8Array): boolean {
+  const n = bytes.length;
+  // Invariant: no run of LONG_RUN digits ends before index `i`.
+  let i = LONG_RUN - 1;
+  while (i < n) {
+    if (!isDigit(bytes[i]!)) {
+      i += LONG_RUN;
+      continue;
+    }
+    let start = i;
+    while (start > 0 && isDigit(bytes[start - 1]!)) start -= 1;
+    let end = i + 1;
+    while (end < n && isDigit(bytes[end]!)) end += 1;
+    if (end - start >= LONG_RUN && bytes[start - 1] !== QUOTE && bytes[end] !== QUOTE) return true;
+    i = end + LONG_RUN;
+  }
+  return false;
+}
+
+const LONG_RUN = 16;
+const QUOTE = 0x22;
+const isDigit = (byte: number) => byte - 0x30 < 10 && byte >= 0x30;
+
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const INTEGER = /^-?\d+$/;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);

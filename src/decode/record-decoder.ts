@@ -5,7 +5,7 @@ import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
 import { ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
 import type { DeadLetterVerdict } from './dead-letter-reason';
-import { parseJsonExact } from './exact-json';
+import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
 import { columnNameProblem } from './column-name';
 import {
   FIELD_CODECS,
@@ -154,6 +154,7 @@ export class RecordDecoder {
       raw,
       this.#options.includeKey,
       this.#options.transform !== undefined,
+      topic,
       topicId,
     );
     const eventMinutes: MinuteKey[] = [];
@@ -185,7 +186,7 @@ export class RecordDecoder {
         continue;
       }
       if (raw) {
-        builders.appendSystem(topic, partition, message, 0);
+        builders.appendSystem(partition, message, 0);
         builders.appendRaw(message);
         continue;
       }
@@ -199,7 +200,8 @@ export class RecordDecoder {
           continue;
         }
         try {
-          value = parseJsonExact(text);
+          // V8's parser unless the bytes hold a number it could round (same values either way).
+          value = mayHoldUnsafeInteger(message.value) ? parseJsonExact(text) : JSON.parse(text);
         } catch (error) {
           verdict('invalid-json', errorMessage(error));
           continue;
@@ -245,7 +247,7 @@ export class RecordDecoder {
         this.#byName.set(field.name, field);
       }
       converted.values.forEach((values, i) => {
-        builders.appendSystem(topic, partition, message, i);
+        builders.appendSystem(partition, message, i);
         builders.appendValues(values);
         if (this.#options.eventTimeField !== undefined) eventMinutes.push(minute);
       });
@@ -379,13 +381,20 @@ class Columns {
   readonly #data: { field: FieldState | { name: string; raw: true }; builder: ColumnBuilder }[] = [];
   #rows = 0;
 
+  /** The topic and topic id as UTF-8, encoded once per batch rather than once per row. */
+  readonly #topicBytes: Uint8Array;
+  readonly #topicIdBytes: Uint8Array;
+
   constructor(
     fields: readonly FieldState[],
     private readonly raw: boolean,
     private readonly includeKey: boolean,
     private readonly rowIndex: boolean,
-    private readonly topicId: string,
+    topic: string,
+    topicId: string,
   ) {
+    this.#topicBytes = Buffer.from(topic, 'utf8');
+    this.#topicIdBytes = Buffer.from(topicId, 'utf8');
     if (raw) {
       this.#data.push({ field: { name: 'key', raw: true }, builder: newBinary() });
       this.#data.push({ field: { name: 'value', raw: true }, builder: newBinary() });
@@ -400,12 +409,13 @@ class Columns {
     this.#data.push({ field, builder });
   }
 
-  appendSystem(topic: string, partition: number, m: RawMessage, rowIndex: number): void {
-    this.#topic.appendString(topic);
+  appendSystem(partition: number, m: RawMessage, rowIndex: number): void {
+    this.#topic.appendBytes(this.#topicBytes);
     this.#partition.append(partition);
-    this.#offset.append(BigInt(m.offset));
-    this.#timestamp.append(BigInt(m.timestamp));
-    this.#topicId.appendString(this.topicId);
+    // Both are safe integers (the caller checked the timestamp): no BigInt per row.
+    this.#offset.appendSafeInteger(m.offset);
+    this.#timestamp.appendSafeInteger(m.timestamp);
+    this.#topicId.appendBytes(this.#topicIdBytes);
     if (this.includeKey) {
       if (m.key) this.#key.appendBytes(m.key);
       else this.#key.appendNull();

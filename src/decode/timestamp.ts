@@ -44,6 +44,12 @@ export function parseTimestamp(value: unknown, unit: EpochUnit): TimestampResult
 }
 
 function parseIsoTimestamp(text: string): TimestampResult {
+  const utcMillis = canonicalUtcMs(text);
+  return utcMillis !== undefined ? { ms: utcMillis } : parseIsoTimestampByPattern(text);
+}
+
+/** Every accepted form, by the regular expression: the reference the canonical fast path is tested against. */
+export function parseIsoTimestampByPattern(text: string): TimestampResult {
   const m = ISO.exec(text);
   if (!m) return { invalid: FORMAT };
   const year = Number(m[1]);
@@ -69,6 +75,51 @@ function parseIsoTimestamp(text: string): TimestampResult {
     ((hour * 60 + minute - offsetMinutes) * 60 + second) * 1000 +
     millis;
   return inRange(ms, `"${text}" is`);
+}
+
+/**
+ * `YYYY-MM-DDThh:mm:ss.sssZ` (what `Date#toISOString` and most loggers write) read from
+ * its character codes, without the regular expression's match array and digit strings:
+ * the usual event-time value, on every record. Anything else, or a field out of range,
+ * is undefined and goes to the general parser, which gives the reason. Any such string
+ * is within years 0000–9999.
+ */
+function canonicalUtcMs(text: string): number | undefined {
+  if (text.length !== 24) return undefined;
+  const sep = text.charCodeAt(10);
+  const zone = text.charCodeAt(23);
+  if (
+    text.charCodeAt(4) !== 0x2d /* - */ ||
+    text.charCodeAt(7) !== 0x2d ||
+    (sep !== 0x54 /* T */ && sep !== 0x74 /* t */ && sep !== 0x20) ||
+    text.charCodeAt(13) !== 0x3a /* : */ ||
+    text.charCodeAt(16) !== 0x3a ||
+    text.charCodeAt(19) !== 0x2e /* . */ ||
+    (zone !== 0x5a /* Z */ && zone !== 0x7a) /* z */
+  )
+    return undefined;
+  const year = digits(text, 0, 4);
+  const month = digits(text, 5, 2);
+  const day = digits(text, 8, 2);
+  const hour = digits(text, 11, 2);
+  const minute = digits(text, 14, 2);
+  const second = digits(text, 17, 2);
+  const millis = digits(text, 20, 3);
+  // NaN (a non-digit) fails every comparison below.
+  if (!(month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month))) return undefined;
+  if (!(hour <= 23 && minute <= 59 && second <= 59 && millis >= 0 && year >= 0)) return undefined;
+  return daysFromCivil(year, month, day) * 86_400_000 + ((hour * 60 + minute) * 60 + second) * 1000 + millis;
+}
+
+/** The decimal value of `length` ASCII digits at `start`; NaN if any is not a digit. */
+function digits(text: string, start: number, length: number): number {
+  let value = 0;
+  for (let i = start; i < start + length; i++) {
+    const d = text.charCodeAt(i) - 0x30;
+    if (d < 0 || d > 9) return NaN;
+    value = value * 10 + d;
+  }
+  return value;
 }
 
 /**

@@ -1,4 +1,3 @@
-import { createHash, type Hash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Schema, type RecordBatch } from 'apache-arrow';
@@ -11,7 +10,7 @@ import type { Claim, ClaimRegistry } from './claims';
 import type { OpenPartLimit } from './open-parts';
 import { epochMetadata, type StagingEpoch } from './epoch';
 import { END_OF_STREAM, encodeBatches, encodeSchema } from './ipc-stream';
-import { digestTrailer } from './part-digest';
+import { RunningCrc, digestTrailer, partChecksum } from './part-digest';
 import { formatPartName, type MinuteKey } from './part-name';
 import type { SchemaKey } from './schema-key';
 import type { PartOffsetRange, SealedPart } from './sealed-part';
@@ -72,7 +71,8 @@ export class PartWriter {
     TopicPartitionKey,
     { -readonly [K in keyof PartOffsetRange]: PartOffsetRange[K] }
   >();
-  readonly #hash: Hash = createHash('sha256');
+  /** CRC32C of every byte written so far: the trailer's and the plan's checksum, with no read-back. */
+  readonly #crc = new RunningCrc();
   readonly #claim: Claim;
   readonly #directorySync: DirectorySync;
   readonly #openParts: OpenPartLimit<PartWriter> | undefined;
@@ -212,7 +212,7 @@ export class PartWriter {
       if (!this.#ended) {
         this.#ended = true;
         // End-of-stream and the checksum trailer as one message: a retry never writes either twice.
-        const trailer = digestTrailer(this.#hash.copy().update(END_OF_STREAM));
+        const trailer = digestTrailer(this.#crc.with(END_OF_STREAM));
         await this.#writeBytes(Buffer.concat([END_OF_STREAM, trailer]));
       } else {
         await this.#drainUnwritten();
@@ -234,7 +234,7 @@ export class PartWriter {
         bytes: this.#position,
         rows: this.#rows,
         batches: this.#batches,
-        checksum: this.#hash.digest('hex'),
+        checksum: partChecksum(this.#crc.value),
         ranges: [...this.#ranges.values()].map((r) => ({ ...r })),
       };
     });
@@ -306,7 +306,7 @@ export class PartWriter {
       this.#position += bytesWritten;
     }
     this.#unwritten = undefined;
-    this.#hash.update(bytes);
+    this.#crc.update(bytes);
     this.#unsynced = true;
   }
 }

@@ -4,9 +4,8 @@ import { errorMessage } from '../common/errors';
 import { fsyncDirectory, mkdirDurably, pathExists, unlinkDurably } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import type { ClaimRegistry } from './claims';
-import { createHash } from 'node:crypto';
 import { END_OF_STREAM, decodeBatches, scanStream } from './ipc-stream';
-import { DIGEST_TRAILER_BYTES, checkDigestTrailer, digestTrailer } from './part-digest';
+import { RunningCrc, checkDigestTrailer, digestTrailer } from './part-digest';
 import {
   formatPartName,
   isRecoveredId,
@@ -180,7 +179,7 @@ async function recoverOpenPart(
   // Whole: the writer wrote end-of-stream and a matching checksum trailer (or, before the
   // trailer existed, nothing after end-of-stream). A torn trailer is rewritten like a torn tail.
   const trailer = scan.ended ? checkDigestTrailer(bytes, scan.validLength) : undefined;
-  if (trailer?.kind === 'invalid' && scan.trailingBytes >= DIGEST_TRAILER_BYTES) {
+  if (trailer?.kind === 'invalid' && trailer.whole) {
     // A whole trailer that does not match: the bytes changed after they were written.
     return { kind: 'corrupt', reason: trailer.reason };
   }
@@ -204,7 +203,7 @@ async function recoverOpenPart(
   try {
     const stream = scan.ended ? prefix : Buffer.concat([prefix, END_OF_STREAM]);
     await handle.writeFile(stream);
-    await handle.writeFile(digestTrailer(createHash('sha256').update(stream)));
+    await handle.writeFile(digestTrailer(new RunningCrc().update(stream).value));
     await handle.sync();
   } finally {
     await handle.close();

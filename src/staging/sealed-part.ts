@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { RecordBatch, Schema } from 'apache-arrow';
@@ -33,7 +32,7 @@ export interface SealedPart {
   readonly bytes: number;
   readonly rows: number;
   readonly batches: number;
-  /** sha256 of the whole file, hex. */
+  /** Of the whole file: `crc32c:` + hex (part-digest.ts, `partChecksum`). */
   readonly checksum: string;
   readonly ranges: readonly PartOffsetRange[];
 }
@@ -89,7 +88,7 @@ export async function readSealedPart(
       bytes: bytes.byteLength,
       rows,
       batches: decoded.batches.length,
-      checksum: createHash('sha256').update(bytes).digest('hex'),
+      checksum: trailer.checksum,
       ranges,
     },
   };

@@ -242,7 +242,7 @@ describe('staging lifecycle regressions', () => {
     const { sealed } = await h.staging.flush({ force: true });
     const file = sealed[0]!.path;
     const bytes = await fsp.readFile(file);
-    // 40 more than the checksum trailer (part-digest.ts): the stream itself is torn.
+    // More than the checksum trailer (part-digest.ts): the stream itself is torn.
     await fsp.writeFile(file, bytes.subarray(0, bytes.byteLength - 80));
     await expect(import('../../src/staging').then((m) => m.readSealedPart(file))).rejects.toBeInstanceOf(
       PartCorruptError,
