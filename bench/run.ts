@@ -41,6 +41,8 @@ const PARTITIONS = 6;
 interface Options {
   readonly records: number;
   readonly arms: ArmId[];
+  /** The vector arm (bench/vector-throughput.ts, its own report bench/vectors.md): `vectors` in --arms, or no --arms. */
+  readonly vectors: boolean;
   readonly out: string;
   readonly backlogGiB: number[] | undefined;
   readonly freshRate: number;
@@ -52,14 +54,16 @@ function parseOptions(argv: readonly string[]): Options {
     const i = argv.indexOf(`--${name}`);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const arms = (get('arms') ?? ALL_ARMS.join(',')).split(',').map((a) => a.trim()) as ArmId[];
+  const asked = (get('arms') ?? [...ALL_ARMS, 'vectors'].join(',')).split(',').map((a) => a.trim());
+  const arms = asked.filter((a) => a !== 'vectors') as ArmId[];
   for (const a of arms)
-    if (!ALL_ARMS.includes(a)) throw new Error(`unknown arm ${a}: one of ${ALL_ARMS.join(', ')}`);
+    if (!ALL_ARMS.includes(a)) throw new Error(`unknown arm ${a}: one of ${ALL_ARMS.join(', ')}, vectors`);
   const backlog = argv.indexOf('--backlog');
   const backlogValue = argv[backlog + 1];
   return {
     records: Number(get('records') ?? 1_000_000),
     arms,
+    vectors: asked.includes('vectors'),
     out: path.resolve(get('out') ?? BENCH),
     backlogGiB:
       backlog < 0
@@ -279,6 +283,15 @@ async function main(): Promise<void> {
     await writeReport(o.out, report);
     for (const t of report.targets) log(`${t.pass ? 'PASS' : 'FAIL'} ${t.name} (${t.detail})`);
     log(`report: ${path.join(o.out, 'report.md')}`);
+    if (o.vectors) {
+      // Beside the log arms, on the same broker: embeddings as JSON arrays and as base64.
+      log('arm vectors (bench/vector-throughput.ts)');
+      execFileSync(process.execPath, [path.join(__dirname, 'vector-throughput.js')], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: { ...process.env, KAFKA_BOOTSTRAP_SERVERS: broker.brokers.join(',') },
+      });
+      log(`report: ${path.join(BENCH, 'vectors.md')}`);
+    }
   } finally {
     broker.stop();
   }
