@@ -21,7 +21,8 @@ export type ErrorCode =
   | 'MATERIALIZER_FAILED'
   | 'DEAD_LETTER_WRITE_FAILED'
   | 'PARTITION_STOPPED'
-  | 'DISK_FULL';
+  | 'DISK_FULL'
+  | 'SCHEMA_REGISTRY_UNAVAILABLE';
 
 export interface KafkaLanceErrorOptions {
   readonly retriable?: boolean;
