@@ -207,8 +207,7 @@ export function plainColumn(source: ColumnSource, name: string): unknown[] {
     if (v === null || v === undefined) return null;
     // Arrow's type ids: Decimal 7, Date 8, Timestamp 10.
     if (typeId === 10 || typeId === 8) return raw(i);
-    if (typeId === 7)
-      return decimalText(String((v as { toJSON(): unknown }).toJSON()), column.type.scale ?? 0);
+    if (typeId === 7) return decimalText(decimal128(column.data, i), column.type.scale ?? 0);
     return plain(v);
   });
 }
@@ -221,6 +220,23 @@ function plain(v: unknown): unknown {
   if (json !== null && typeof json === 'object')
     return Object.fromEntries(Object.entries(json).map(([k, x]) => [k, plain(x)]));
   return json;
+}
+
+/** A Decimal128 value: four little-endian 32-bit words of a two's-complement integer. */
+function decimal128(
+  chunks: readonly { readonly length: number; readonly values: ArrayLike<unknown> }[],
+  row: number,
+): string {
+  let index = row;
+  for (const chunk of chunks) {
+    if (index < chunk.length) {
+      let n = 0n;
+      for (let w = 3; w >= 0; w--) n = (n << 32n) | BigInt(chunk.values[index * 4 + w] as number);
+      return String(n >= 1n << 127n ? n - (1n << 128n) : n);
+    }
+    index -= chunk.length;
+  }
+  throw new Error(`row ${row} beyond the column`);
 }
 
 function decimalText(unscaled: string, scale: number): string {
