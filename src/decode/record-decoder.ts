@@ -128,6 +128,8 @@ export class RecordDecoder {
   readonly #avro: AvroWriterSchemas | undefined;
   /** format avro: each column's type as its first writer schema declared it (JSON), for conflicts. */
   readonly #avroTypes = new Map<string, string>();
+  /** format avro: writer schemas whose every field is a column of its type (checked once per id). */
+  readonly #admittedSchemas = new Set<number>();
 
   constructor(options: DecoderOptions, clock: () => number = Date.now) {
     this.#options = options;
@@ -165,7 +167,7 @@ export class RecordDecoder {
     topicId = '',
     schemas: readonly WriterSchema[] = [],
   ): DecodedBatch {
-    this.#avro?.learn(schemas);
+    for (const id of this.#avro?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
     const builders = new Columns(
@@ -227,6 +229,7 @@ export class RecordDecoder {
       let rows: readonly Row[];
       let writerFields: FieldState[] = [];
       let writerTypes: readonly (readonly [string, string])[] = [];
+      let writerSchema: number | undefined;
       if (this.#avro) {
         const decoded = this.#avro.decode(message.value);
         if ('reason' in decoded) {
@@ -239,6 +242,7 @@ export class RecordDecoder {
           continue;
         }
         ({ added: writerFields, types: writerTypes } = fields);
+        writerSchema = decoded.schemaId;
         rows = [decoded.row];
       } else if (this.#options.transform) {
         try {
@@ -279,6 +283,7 @@ export class RecordDecoder {
         this.#byName.set(field.name, field);
       }
       for (const [name, type] of writerTypes) this.#avroTypes.set(name, type);
+      if (writerSchema !== undefined) this.#admittedSchemas.add(writerSchema);
       converted.values.forEach((values, i) => {
         builders.appendSystem(topic, partition, message, i);
         builders.appendValues(values);
@@ -305,6 +310,7 @@ export class RecordDecoder {
   ): { added: FieldState[]; types: (readonly [string, string])[] } | Omit<DeadLetterVerdict, 'offset'> {
     const added: FieldState[] = [];
     const types: (readonly [string, string])[] = [];
+    if (this.#admittedSchemas.has(schemaId)) return { added, types };
     for (const f of fields) {
       const type = JSON.stringify(f);
       const known = this.#avroTypes.get(f.name);
@@ -347,7 +353,7 @@ export class RecordDecoder {
     const values: Converted[][] = [];
     for (const row of rows) {
       const out: Converted[] = [];
-      for (const field of [...this.#fields, ...pending]) {
+      for (const field of pending.length === 0 ? this.#fields : [...this.#fields, ...pending]) {
         const result = convertValue(field, row[field.name]);
         if (result instanceof Invalid)
           return schemaMismatch(field.name, mismatch(field, row[field.name], result));

@@ -50,11 +50,16 @@ export class AvroWriterSchemas {
   readonly #parsed = new Map<number, Parsed>();
   readonly #texts = new Map<number, string>();
 
-  /** Takes the schemas a batch came with; an id already parsed from the same text is kept. */
-  learn(schemas: readonly WriterSchema[]): void {
+  /**
+   * Takes the schemas a batch came with; an id already parsed from the same text is kept.
+   * Returns the ids whose schema is new or changed (a registry that was reset reuses ids).
+   */
+  learn(schemas: readonly WriterSchema[]): number[] {
+    const changed: number[] = [];
     for (const s of schemas) {
       const text = 'unknown' in s ? `unknown:${s.unknown}` : `${s.schemaType}:${s.schema}`;
       if (this.#texts.get(s.id) === text) continue;
+      changed.push(s.id);
       this.#texts.set(s.id, text);
       this.#parsed.set(s.id, parse(s));
       while (this.#parsed.size > MAX_PARSED_SCHEMAS) {
@@ -63,6 +68,7 @@ export class AvroWriterSchemas {
         this.#texts.delete(oldest);
       }
     }
+    return changed;
   }
 
   /** One framed value → its row, or why it is a dead letter (the schema id in the detail). */
