@@ -15,6 +15,11 @@ import {
   plainColumn,
 } from '../support/avro-fixtures';
 import { schemaRegistrySuite } from '../support/schema-registry-local';
+import { parseJsonExact } from '../../src/decode/exact-json';
+import { ensureIndependentReader, VENV } from '../../qualify/support/independent-reader';
+import { QUALIFY_DIR } from '../../qualify/support/paths';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 
 /**
  * Avro through the whole path: a real Apicurio registry (deploy/schema-registry-local),
@@ -87,7 +92,26 @@ async function deadLetters(consumer: TestConsumer): Promise<DeadLetter[]> {
 
 const subjectOf = (topic: string) => `${topic}-value`;
 
-test('every mapped Avro type lands in Lance with its value; a wrong magic byte, an unknown schema id and a truncated payload are dead letters with their reasons', async () => {
+/**
+ * A value of EVERYTHING_EXPECTED as qualify/dump_columns.py prints it: timestamps as
+ * their integers, other 64-bit integers as digit strings, bytes as base64.
+ */
+function asPylance(value: unknown, arrowType: string): unknown {
+  if (value === null) return null;
+  if (arrowType === 'Binary') return Buffer.from(value as number[]).toString('base64');
+  if (arrowType.startsWith('Timestamp')) return Number(value as bigint);
+  return digits64(value);
+}
+
+function digits64(value: unknown): unknown {
+  if (typeof value === 'bigint') return String(value);
+  if (Array.isArray(value)) return value.map(digits64);
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, x]) => [k, digits64(x)]));
+  return value;
+}
+
+test('every mapped Avro type lands in Lance with its value, read back by LanceDB and by pylance; a wrong magic byte, an unknown schema id and a truncated payload are dead letters with their reasons', async () => {
   const sr = new SchemaRegistry({ host: registry.url });
   const consumer = await avroConsumer(registry.url);
   const { id } = await sr.register(
@@ -129,6 +153,19 @@ test('every mapped Avro type lands in Lance with its value; a wrong magic byte, 
   ]);
   expect(letters[1]!.detail).toMatch(/^schema id 2000000000: the registry has no such schema/);
   expect(letters[2]!.detail).toMatch(new RegExp(`^schema id ${id}: `));
+
+  // pylance (qualify/.venv, the qualification's independent reader) reads the same values.
+  await ensureIndependentReader(() => undefined);
+  const { stdout } = await promisify(execFile)(
+    path.join(VENV, 'bin/python'),
+    [path.join(QUALIFY_DIR, 'dump_columns.py'), '--dataset', path.join(dataDir, 'lance', 'logs.lance')],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  const read = parseJsonExact(stdout) as { rows: Record<string, unknown>[] };
+  for (const [name, values] of Object.entries(EVERYTHING_EXPECTED)) {
+    const type = EVERYTHING_ARROW_TYPES[name]!;
+    expect([name, read.rows.map((r) => r[name])]).toEqual([name, values.map((v) => asPylance(v, type))]);
+  }
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 120_000);
 
