@@ -99,7 +99,7 @@ const subjectOf = (topic: string) => `${topic}-value`;
 function asPylance(value: unknown, arrowType: string): unknown {
   if (value === null) return null;
   if (arrowType === 'Binary') return Buffer.from(value as number[]).toString('base64');
-  if (arrowType.startsWith('Timestamp')) return Number(value as bigint);
+  if (arrowType.startsWith('Timestamp')) return Number(value);
   return digits64(value);
 }
 
