@@ -6,7 +6,7 @@ import type { SchemaRegistryOptions } from '../config';
 /** What the registry holds under an id. */
 export type RegistryAnswer =
   | { readonly found: true; readonly schemaType: string; readonly schema: string }
-  /** The registry answered that it has no such schema (Confluent error 40403, or a 404). */
+  /** The registry answered that it has no such schema (HTTP 404 with Confluent's error code 40403). */
   | { readonly found: false; readonly message: string };
 
 /**
@@ -74,7 +74,9 @@ export class SchemaRegistryClient {
       const schemaType = typeof parsed.schemaType === 'string' ? parsed.schemaType : 'AVRO';
       return { found: true, schemaType, schema: parsed.schema };
     }
-    if (status === 404 && (parsed.error_code === undefined || parsed.error_code === 40403)) {
+    // Only Confluent's "schema not found" is an answer about the input: another 404 (a URL
+    // without the API's base path, a proxy) would dead-letter every record of a healthy topic.
+    if (status === 404 && parsed.error_code === 40403) {
       return { found: false, message: typeof parsed.message === 'string' ? parsed.message : 'not found' };
     }
     throw new SchemaRegistryUnavailableError(this.url, id, `HTTP ${status}: ${body.slice(0, 200)}`);
