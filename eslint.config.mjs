@@ -7,6 +7,7 @@ export default tseslint.config(
       'dist/',
       'node_modules/',
       'deploy/kafka-local/.cache/',
+      'deploy/schema-registry-local/.cache/',
       'coverage/',
       'bench/.venv/',
       '**/*.js',

@@ -10,8 +10,12 @@
  * 2^53) and `scan` (mayHoldUnsafeInteger on the bytes, then JSON.parse or
  * parseJsonExact: what the decoder does).
  *
- *   npm run build && node dist/bench/decode-throughput.js [--rounds 7] [--batches 50]
+ * `--format avro` decodes the same records as Avro in the Confluent wire format (ts a
+ * timestamp-millis, attrs a map of strings), as a registry-backed consumer does.
+ *
+ *   npm run build && node dist/bench/decode-throughput.js [--rounds 7] [--batches 50] [--format avro]
  */
+import * as avro from 'avsc';
 import { resolveConsumer } from '../src/config';
 import { mayHoldUnsafeInteger, parseJsonExact } from '../src/decode/exact-json';
 import { RecordDecoder, type RawMessage } from '../src/decode/record-decoder';
@@ -22,24 +26,65 @@ const args = benchArgs();
 const ROUNDS = Number(args.get('rounds') ?? 7);
 const BATCHES = Number(args.get('batches') ?? 50);
 const BATCH_ROWS = 2_000;
+const FORMAT = args.get('format') ?? 'json';
+if (FORMAT !== 'json' && FORMAT !== 'avro') throw new Error('--format json or avro');
+
+/** The bench's log record as an Avro writer schema (the JSON arm's columns, attrs as a map). */
+const AVRO_SCHEMA = {
+  type: 'record',
+  name: 'Log',
+  fields: [
+    { name: 'ts', type: { type: 'long', logicalType: 'timestamp-millis' } },
+    ...['level', 'service', 'host', 'message'].map((name) => ({ name, type: 'string' })),
+    { name: 'status', type: 'int' },
+    { name: 'latency_ms', type: 'double' },
+    { name: 'trace_id', type: 'string' },
+    { name: 'attrs', type: { type: 'map', values: 'string' } },
+  ],
+};
+const AVRO_ID = 1;
+const avroType = avro.Type.forSchema(AVRO_SCHEMA as avro.Schema);
+
+function avroValue(json: string): Buffer {
+  const r = JSON.parse(json) as Record<string, unknown>;
+  const attrs = Object.fromEntries(Object.entries(r.attrs as object).map(([k, v]) => [k, String(v)]));
+  const payload = avroType.toBuffer({ ...r, ts: Date.parse(r.ts as string), attrs });
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(AVRO_ID, 1);
+  return Buffer.concat([header, payload]);
+}
 
 const decoder = new RecordDecoder(
   resolveConsumer(
-    { name: 'bench', brokers: ['127.0.0.1:1'], topics: ['bench'], schema: { fields: BENCH_FIELDS } },
+    FORMAT === 'avro'
+      ? {
+          name: 'bench',
+          brokers: ['127.0.0.1:1'],
+          topics: ['bench'],
+          format: 'avro',
+          schema: 'infer',
+          schemaRegistry: { url: 'http://127.0.0.1:1' },
+        }
+      : { name: 'bench', brokers: ['127.0.0.1:1'], topics: ['bench'], schema: { fields: BENCH_FIELDS } },
     'bench',
   ),
 );
+const schemas =
+  FORMAT === 'avro' ? [{ id: AVRO_ID, schemaType: 'AVRO', schema: JSON.stringify(AVRO_SCHEMA) }] : [];
 const now = Date.now();
 const pool: RawMessage[][] = Array.from({ length: 10 }, (_, b) =>
-  Array.from({ length: BATCH_ROWS }, (_, i) => ({
-    offset: b * BATCH_ROWS + i,
-    timestamp: now,
-    key: null,
-    value: Buffer.from(benchRecord(b * BATCH_ROWS + i, now)),
-  })),
+  Array.from({ length: BATCH_ROWS }, (_, i) => {
+    const json = benchRecord(b * BATCH_ROWS + i, now);
+    return {
+      offset: b * BATCH_ROWS + i,
+      timestamp: now,
+      key: null,
+      value: FORMAT === 'avro' ? avroValue(json) : Buffer.from(json),
+    };
+  }),
 );
 const batchBytes = pool.flat().reduce((n, m) => n + m.value!.byteLength, 0) / pool.length;
-for (let w = 0; w < 20; w++) decoder.decode('bench', 0, pool[w % pool.length]!); // warm-up (JIT)
+for (let w = 0; w < 20; w++) decoder.decode('bench', 0, pool[w % pool.length]!, '', schemas); // warm-up (JIT)
 
 const GIB = 1024 ** 3;
 const cpuSeconds = (used: NodeJS.CpuUsage) => (used.user + used.system) / 1e6;
@@ -49,7 +94,7 @@ for (let r = 0; r < ROUNDS; r++) {
   const start = process.cpuUsage();
   let rows = 0;
   for (let b = 0; b < BATCHES; b++) {
-    const out = decoder.decode('bench', 0, pool[b % pool.length]!);
+    const out = decoder.decode('bench', 0, pool[b % pool.length]!, '', schemas);
     if (out.deadLetters.length > 0) throw new Error(`${out.deadLetters.length} dead letters`);
     rows += out.rows;
   }
@@ -85,6 +130,7 @@ const perGiB = (seconds: number) => Number(((seconds * GIB) / (batchBytes * BATC
 console.log(
   JSON.stringify(
     {
+      format: FORMAT,
       recordBytes: Math.round(batchBytes / BATCH_ROWS),
       records: BATCHES * BATCH_ROWS,
       median: sorted[Math.floor(sorted.length / 2)],

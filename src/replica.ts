@@ -3,6 +3,7 @@ import { Partitioners, type Admin, type Producer } from 'kafkajs';
 import { ulid } from 'ulid';
 import { lockDataDir, type DataDirLock } from './common/data-dir-lock';
 import { errorMessage } from './common/errors';
+import { SchemaSource } from './schema-registry/schema-source';
 import { createLogger, type Logger } from './common/logger';
 import {
   ConfigError,
@@ -247,6 +248,9 @@ export class Replica {
     const ingestion = new Ingestion({
       consumer,
       diskPressure,
+      ...(consumer.schemaRegistry
+        ? { schemas: new SchemaSource(consumer.schemaRegistry, log, metrics) }
+        : {}),
       kafka: hooks.kafka(kafka),
       admin: hooks.admin(admin),
       pool,

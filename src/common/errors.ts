@@ -22,7 +22,8 @@ export type ErrorCode =
   | 'DEAD_LETTER_WRITE_FAILED'
   | 'PARTITION_STOPPED'
   | 'DISK_FULL'
-  | 'TOPIC_NOT_SERVED';
+  | 'TOPIC_NOT_SERVED'
+  | 'SCHEMA_REGISTRY_UNAVAILABLE';
 
 export interface KafkaLanceErrorOptions {
   readonly retriable?: boolean;

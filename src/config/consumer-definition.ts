@@ -274,6 +274,42 @@ const errorHandling = z
   })
   .prefault({});
 
+/** Formats whose values are framed with a Schema Registry id (the Confluent wire format). */
+export const REGISTRY_FORMATS = ['avro'] as const;
+export const FORMATS = ['json', 'raw', ...REGISTRY_FORMATS] as const;
+export type Format = (typeof FORMATS)[number];
+
+/**
+ * Where the writer schemas of `format: 'avro'` are fetched by id: a Confluent-compatible
+ * Schema Registry (Confluent's, Apicurio's `/apis/ccompat/v7`, Karapace, Redpanda's).
+ * Names as Confluent's serializers have them where they can: `url` is
+ * `schema.registry.url` (one URL), `basicAuth` is `basic.auth.user.info` split in two.
+ */
+const schemaRegistry = z.strictObject({
+  url: z
+    .string()
+    .regex(/^https?:\/\/[^/\s]+/, 'an http:// or https:// URL (the API base, e.g. http://host:8081)')
+    .transform((u) => u.replace(/\/+$/, '')),
+  basicAuth: z.strictObject({ username: z.string().min(1), password: z.string() }).optional(),
+  /** https: `true` for the system's CAs, or PEM texts (`ca`, `cert`, `key`) and `rejectUnauthorized`. */
+  ssl: z
+    .union([
+      z.boolean(),
+      z.strictObject({
+        ca: z.string().min(1).optional(),
+        cert: z.string().min(1).optional(),
+        key: z.string().min(1).optional(),
+        rejectUnauthorized: z.boolean().optional(),
+      }),
+    ])
+    .optional(),
+  /** A schema fetched by id is fetched again after this long (an id the registry did not know too). */
+  cacheTtlMs: z.number().int().min(1_000).default(300_000),
+  /** One registry request fails (and is retried: the registry is unreachable) after this long. */
+  requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+});
+export type SchemaRegistryOptions = z.output<typeof schemaRegistry>;
+
 const clientOptions = z
   .strictObject({
     clientId: z.string().optional(),
@@ -299,7 +335,8 @@ export const consumerDefinitionSchema = z
       .refine((s) => isValidRegex(s), 'not a valid regular expression')
       .optional(),
     fromBeginning: z.boolean().default(true),
-    format: z.enum(['json', 'raw']).default('json'),
+    format: z.enum(FORMATS).default('json'),
+    schemaRegistry: schemaRegistry.optional(),
     table: identifier.optional(),
     dataDir: z.string().min(1).optional(),
     schema: z.union([z.literal('infer'), z.strictObject({ fields: z.record(z.string().min(1), fieldSpec) })]),
@@ -485,6 +522,42 @@ export const consumerDefinitionSchema = z
         code: 'custom',
         path: ['schema'],
         message: 'format "raw" without a transform has a fixed schema (binary key and value): use "infer"',
+      });
+    }
+    const registryFormat = (REGISTRY_FORMATS as readonly string[]).includes(def.format);
+    if (registryFormat && !def.schemaRegistry) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['schemaRegistry'],
+        message: `format "${def.format}" reads writer schemas from a Schema Registry: set schemaRegistry.url`,
+      });
+    }
+    if (!registryFormat && def.schemaRegistry) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['schemaRegistry'],
+        message: `format "${def.format}" reads no Schema Registry: remove schemaRegistry or set format "avro"`,
+      });
+    }
+    if (registryFormat && def.schema !== 'infer') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['schema'],
+        message: `format "${def.format}" takes its columns from the writer schemas in the registry: use "infer"`,
+      });
+    }
+    if (registryFormat && def.transform) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['transform'],
+        message: `format "${def.format}" does not take a transform: the writer schema maps each record to one row`,
+      });
+    }
+    if (def.schemaRegistry?.ssl && def.schemaRegistry.url.startsWith('http://')) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['schemaRegistry', 'ssl'],
+        message: 'ssl needs an https:// url',
       });
     }
     const retention = def.materializer.cleanupOlderThanMs;

@@ -16,6 +16,7 @@ export {
   type SourceRecord,
   type Row,
   type Transform,
+  type SchemaRegistryOptions,
 } from './consumer-definition';
 export {
   ConfigError,

@@ -52,7 +52,33 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   format: {
     meaning:
-      '`json`: each value is a UTF-8 JSON object, one row. `raw`: the bytes become binary `key` and `value` columns (`schema: "infer"`), or go to `transform` as they are, whose rows a declared schema may type (a `binary` field takes bytes as they are).',
+      '`json`: each value is a UTF-8 JSON object, one row. `raw`: the bytes become binary `key` and `value` columns (`schema: "infer"`), or go to `transform` as they are, whose rows a declared schema may type (a `binary` field takes bytes as they are). `avro`: Avro in the Confluent wire format (magic byte 0, 4-byte schema id, payload), writer schemas from `schemaRegistry`; the columns follow the writer schemas (`schema: "infer"`, no `transform`; README "Schema Registry").',
+  },
+  'schemaRegistry.url': {
+    meaning:
+      "`format: avro`: the Confluent-compatible Schema Registry the writer schemas are fetched from by id (Confluent's `schema.registry.url`): its API base, `http://` or `https://` (Apicurio: `.../apis/ccompat/v7`). A registry that cannot be reached holds the records back (retried; `kafka_lance_schema_registry_unreachable`), never dead-letters them.",
+  },
+  'schemaRegistry.basicAuth.username': {
+    meaning: "HTTP basic authentication: the user (before the `:` of Confluent's `basic.auth.user.info`).",
+  },
+  'schemaRegistry.basicAuth.password': { meaning: 'The password; never logged.' },
+  'schemaRegistry.ssl': {
+    meaning:
+      '`https://` only: `true` (the system CAs), or PEM texts `ca`, `cert`, `key` and `rejectUnauthorized`.',
+  },
+  'schemaRegistry.ssl.ca': { meaning: 'PEM of the CA(s) to trust.' },
+  'schemaRegistry.ssl.cert': { meaning: 'PEM client certificate (mutual TLS).' },
+  'schemaRegistry.ssl.key': { meaning: 'PEM private key of `cert`.' },
+  'schemaRegistry.ssl.rejectUnauthorized': {
+    meaning: '`false` accepts any server certificate (tests only).',
+  },
+  'schemaRegistry.cacheTtlMs': {
+    meaning:
+      'A schema fetched by id is kept this long, then fetched again (kept as it is when the registry cannot be reached); an id the registry did not know is asked again after this long too. At most 1,000 schemas are kept (least recently used go first).',
+  },
+  'schemaRegistry.requestTimeoutMs': {
+    meaning:
+      'One registry request fails after this long and is retried (the registry counts as unreachable).',
   },
   table: {
     meaning: 'Lance table name (same characters as `name`).',

@@ -9,7 +9,15 @@ export type DeadLetterReason =
   | 'invalid-event-time'
   | 'too-large'
   | 'tombstone'
-  | 'transform-failed';
+  | 'transform-failed'
+  /** Registry formats: not the Confluent wire format (magic byte 0, 4-byte schema id). */
+  | 'wrong-magic-byte'
+  /** Registry formats: the registry has no schema with the value's id. */
+  | 'unknown-schema-id'
+  /** Registry formats: a writer schema of another type, or one with no Arrow mapping. */
+  | 'unsupported-schema'
+  /** Registry formats: the payload is not a datum of its writer schema. */
+  | 'undecodable-payload';
 
 export interface DeadLetterVerdict {
   readonly offset: number;

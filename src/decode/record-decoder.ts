@@ -17,6 +17,9 @@ import {
   type InferredTypeName,
 } from './field-codec';
 import { codecOf, numbersUnit, typeLabel } from './typed-codecs';
+import { AvroWriterSchemas } from './avro/writer-schemas';
+import type { NamedField } from '../config';
+import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';
 
 /** One Kafka message as it crosses into a worker. */
@@ -121,10 +124,18 @@ export class RecordDecoder {
   readonly #byName = new Map<string, FieldState>();
   readonly #infer: boolean;
   readonly #clock: () => number;
+  /** format avro: the writer schemas by id; the columns grow as they bring new fields. */
+  readonly #avro: AvroWriterSchemas | undefined;
+  /** format avro: each column's type as its first writer schema declared it (JSON), for conflicts. */
+  readonly #avroTypes = new Map<string, string>();
+  /** format avro: writer schemas whose every field is a column of its type (checked once per id). */
+  readonly #admittedSchemas = new Set<number>();
 
   constructor(options: DecoderOptions, clock: () => number = Date.now) {
     this.#options = options;
-    this.#infer = options.fields === undefined;
+    this.#avro = options.format === 'avro' ? new AvroWriterSchemas() : undefined;
+    // Registry formats take their columns from the writer schemas, not from the keys.
+    this.#infer = options.fields === undefined && this.#avro === undefined;
     this.#fields =
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
@@ -145,8 +156,18 @@ export class RecordDecoder {
     this.#clock = clock;
   }
 
-  /** `topicId`: the incarnation of the topic the messages were fetched from ('' when unknown). */
-  decode(topic: string, partition: number, messages: readonly RawMessage[], topicId = ''): DecodedBatch {
+  /**
+   * `topicId`: the incarnation of the topic the messages were fetched from ('' when unknown).
+   * `schemas`: registry formats, what the registry said of every schema id in the messages.
+   */
+  decode(
+    topic: string,
+    partition: number,
+    messages: readonly RawMessage[],
+    topicId = '',
+    schemas: readonly WriterSchema[] = [],
+  ): DecodedBatch {
+    for (const id of this.#avro?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
     const builders = new Columns(
@@ -208,7 +229,24 @@ export class RecordDecoder {
         }
       }
       let rows: readonly Row[];
-      if (this.#options.transform) {
+      let writerFields: FieldState[] = [];
+      let writerTypes: readonly (readonly [string, string])[] = [];
+      let writerSchema: number | undefined;
+      if (this.#avro) {
+        const decoded = this.#avro.decode(message.value);
+        if ('reason' in decoded) {
+          verdict(decoded.reason, decoded.detail);
+          continue;
+        }
+        const fields = this.#writerFields(decoded.schemaId, decoded.fields);
+        if ('reason' in fields) {
+          verdict(fields.reason, fields.detail, fields.field);
+          continue;
+        }
+        ({ added: writerFields, types: writerTypes } = fields);
+        writerSchema = decoded.schemaId;
+        rows = [decoded.row];
+      } else if (this.#options.transform) {
         try {
           rows = normalizeRows(this.#options.transform(sourceRecord(topic, partition, message, value)));
         } catch (error) {
@@ -224,7 +262,7 @@ export class RecordDecoder {
         );
         continue;
       }
-      const converted = this.#convertRows(rows);
+      const converted = this.#convertRows(rows, writerFields);
       if ('reason' in converted) {
         verdict(converted.reason, converted.detail, converted.field);
         continue;
@@ -246,6 +284,8 @@ export class RecordDecoder {
         this.#fields.push(field);
         this.#byName.set(field.name, field);
       }
+      for (const [name, type] of writerTypes) this.#avroTypes.set(name, type);
+      if (writerSchema !== undefined) this.#admittedSchemas.add(writerSchema);
       converted.values.forEach((values, i) => {
         builders.appendSystem(partition, message, i);
         builders.appendValues(values);
@@ -261,9 +301,49 @@ export class RecordDecoder {
     };
   }
 
-  /** Converts every row of one record, or returns why it cannot be staged. */
+  /**
+   * format avro: the columns a writer schema has that the decoder does not have yet (new
+   * nullable columns), or a dead letter when it gives a column another type than an
+   * earlier writer schema did (Lance cannot change a column's type).
+   */
+  #writerFields(
+    schemaId: number,
+    fields: readonly NamedField[],
+  ): { added: FieldState[]; types: (readonly [string, string])[] } | Omit<DeadLetterVerdict, 'offset'> {
+    const added: FieldState[] = [];
+    const types: (readonly [string, string])[] = [];
+    if (this.#admittedSchemas.has(schemaId)) return { added, types };
+    for (const f of fields) {
+      const type = JSON.stringify(f);
+      const known = this.#avroTypes.get(f.name);
+      if (known === undefined) {
+        types.push([f.name, type]);
+        added.push({
+          name: f.name,
+          label: typeLabel(f),
+          codec: codecOf(f, this.#options.epochUnit),
+          nullable: f.nullable,
+          epochUnit: numbersUnit(f, this.#options.epochUnit),
+        });
+      } else if (known !== type) {
+        const field = this.#byName.get(f.name)!;
+        return {
+          reason: 'schema-mismatch',
+          field: f.name,
+          detail: `field "${f.name}": schema id ${schemaId} makes it ${typeLabel(f)}, the column is ${field.label} (a column's type cannot change)`,
+        };
+      }
+    }
+    return { added, types };
+  }
+
+  /**
+   * Converts every row of one record, or returns why it cannot be staged. `pending`: the
+   * columns its writer schema adds (registry formats), converted after the known ones.
+   */
   #convertRows(
     rows: readonly Row[],
+    pending: readonly FieldState[] = [],
   ): { values: Converted[][]; newFields: FieldState[] } | Omit<DeadLetterVerdict, 'offset'> {
     // The field at fault goes with the verdict: a stop report names the most common one.
     const schemaMismatch = (field: string, detail: string) => ({
@@ -271,11 +351,11 @@ export class RecordDecoder {
       detail,
       field,
     });
-    const newFields: FieldState[] = [];
+    const newFields: FieldState[] = [...pending];
     const values: Converted[][] = [];
     for (const row of rows) {
       const out: Converted[] = [];
-      for (const field of this.#fields) {
+      for (const field of pending.length === 0 ? this.#fields : [...this.#fields, ...pending]) {
         const result = convertValue(field, row[field.name]);
         if (result instanceof Invalid)
           return schemaMismatch(field.name, mismatch(field, row[field.name], result));

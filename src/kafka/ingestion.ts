@@ -19,6 +19,7 @@ import type { DeadLetterSink } from './dead-letter';
 import type { DiskPressure } from './disk-pressure';
 import { DeadLetterOutbox } from './dead-letter-outbox';
 import { TopicIds, topicIdsOf } from './topic-ids';
+import type { SchemaSource } from '../schema-registry/schema-source';
 
 export interface IngestionOptions {
   readonly consumer: ResolvedConsumer;
@@ -36,6 +37,8 @@ export interface IngestionOptions {
   readonly tableDir: string;
   /** Full disks of this process: consumption pauses while any is full. */
   readonly diskPressure: DiskPressure;
+  /** Registry formats: fetches the writer schemas of each batch before it goes to staging. */
+  readonly schemas?: SchemaSource;
   /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
   readonly killAtCommit?: number;
 }
@@ -233,6 +236,7 @@ export class Ingestion {
     log(`sealed ${sealed.parts} parts`);
     await this.#consumer.disconnect();
     await this.#topicIds.close();
+    this.#o.schemas?.close();
     log('left the group');
   }
 
@@ -552,10 +556,21 @@ export class Ingestion {
       this.#consumer.seek({ topic, partition, offset: String(position.next) });
       return;
     }
+    const schemas = await this.#o.schemas?.forBatch(messages, {
+      heartbeat: () =>
+        heartbeat().catch((error: unknown) => {
+          // A group change leaves eachBatch so that kafkajs rejoins; others are the next heartbeat's to tell.
+          if (isGroupChange(error)) throw error;
+        }),
+      wanted: () => payload.isRunning() && !payload.isStale() && this.#epoch === epoch && !this.#stopping,
+      heartbeatIntervalMs: this.#o.consumer.heartbeatIntervalMs,
+    });
+    // Given up while the registry was unreachable: nothing admitted, the batch is fetched again.
+    if (this.#o.schemas && schemas === undefined) return;
     let done: Promise<BatchDone>;
     try {
       ({ done } = await this.#whileHeartbeating(
-        this.#o.pool.admit(topic, partition, messages, epoch, through),
+        this.#o.pool.admit(topic, partition, messages, epoch, through, schemas),
         heartbeat,
       ));
     } catch (error) {

@@ -154,6 +154,16 @@ export class Metrics {
     labelNames: ['topic', 'partition', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly schemaRegistryUnreachable = new Gauge({
+    name: 'kafka_lance_schema_registry_unreachable',
+    help: 'The Schema Registry cannot be reached (1): records of registry formats wait for it, none is dead-lettered for it.',
+    registers: [this.registry],
+  });
+  readonly schemaRegistryErrors = new Counter({
+    name: 'kafka_lance_schema_registry_errors_total',
+    help: 'Schema Registry requests that failed (unreachable, timed out, or an answer that is not a schema); each is retried.',
+    registers: [this.registry],
+  });
   readonly diskFull = new Gauge({
     name: 'kafka_lance_disk_full',
     help: 'A write met a full disk or a spent quota (1) on the staging file system or the Lance table: consumption is paused until space returns.',

@@ -3,6 +3,7 @@ import type { DeadLetterVerdict } from '../decode/dead-letter-reason';
 import type { KnownField } from '../decode/record-decoder';
 import type { StagingEpoch } from '../staging/epoch';
 import type { PackedMessages } from './packed-messages';
+import type { WriterSchema } from '../schema-registry/wire-format';
 
 /** [topic, partition, offset] */
 export type PartitionOffset = readonly [string, number, number];
@@ -39,6 +40,8 @@ export type WorkerRequest =
       readonly through: number;
       /** The staging epoch the batch was admitted in: a batch that reaches a newer epoch is dropped unstaged. */
       readonly epoch: number;
+      /** Registry formats: what the registry said of every schema id in the batch (fetched by the main thread). */
+      readonly schemas: readonly WriterSchema[];
     }
   | { readonly type: 'sync'; readonly id: number }
   | { readonly type: 'flush'; readonly id: number; readonly force: boolean }

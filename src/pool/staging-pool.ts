@@ -7,6 +7,7 @@ import type { SealedPart } from '../staging/sealed-part';
 import { compiledEntry, WORKER_RESOURCE_LIMITS } from './compiled-entry';
 import { packMessages, packedBytes, type PackableMessage } from './packed-messages';
 import type { KnownField } from '../decode/record-decoder';
+import type { WriterSchema } from '../schema-registry/wire-format';
 import type {
   BatchDone,
   DurableReport,
@@ -230,6 +231,7 @@ export class StagingPool {
     messages: readonly PackableMessage[],
     epoch: number,
     through: number,
+    schemas: readonly WriterSchema[] = [],
   ): Promise<{ done: Promise<BatchDone> }> {
     if (this.#closing) throw new StagingPoolClosedError(topic, partition, messages.length);
     const packed = packMessages(messages);
@@ -244,7 +246,7 @@ export class StagingPool {
     const handle = this.#workers[this.workerOf(topic, partition)]!;
     const done = handle
       .request<Extract<WorkerReply, { type: 'batch' }>>(
-        (id) => ({ type: 'batch', id, topic, partition, packed, through, epoch }),
+        (id) => ({ type: 'batch', id, topic, partition, packed, through, epoch, schemas }),
         [packed.meta.buffer as ArrayBuffer, packed.data.buffer as ArrayBuffer],
         (reply) => this.#onBatchDone(topic, partition, reply.result),
       )

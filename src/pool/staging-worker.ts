@@ -66,6 +66,7 @@ async function main(): Promise<void> {
                     request.partition,
                     messages,
                     staging.epoch.topicIds?.[request.topic] ?? '',
+                    request.schemas,
                   )
                 : { batch: undefined, minute: [], deadLetters: [] };
             const pushed = staging.push({

@@ -79,6 +79,33 @@ describe('consumer definitions', () => {
     expect(problems({ ...valid, errors: { retryTimeoutMs: -1 } })).toEqual(['errors.retryTimeoutMs']);
   });
 
+  test('format avro: needs a registry, infers its columns from the writer schemas, takes no transform', () => {
+    const avro = { name: 'orders', topics: ['orders'], schema: 'infer', format: 'avro' };
+    const registry = { url: 'http://127.0.0.1:8081/apis/ccompat/v7/' };
+    const c = resolveConsumer({ ...avro, schemaRegistry: registry }, 'x', { KAFKA_BROKERS: 'b:1' });
+    // The trailing slash goes: ids are asked at `${url}/schemas/ids/<id>`.
+    expect(c.schemaRegistry).toEqual({
+      url: 'http://127.0.0.1:8081/apis/ccompat/v7',
+      cacheTtlMs: 300_000,
+      requestTimeoutMs: 10_000,
+    });
+    expect(problems(avro)).toEqual(['schemaRegistry']);
+    expect(problems({ ...valid, schemaRegistry: registry })).toEqual(['schemaRegistry']);
+    expect(problems({ ...avro, schemaRegistry: registry, schema: { fields: { id: 'int64' } } })).toEqual([
+      'schema',
+    ]);
+    expect(problems({ ...avro, schemaRegistry: registry, transform: () => null })).toEqual(['transform']);
+    expect(problems({ ...avro, schemaRegistry: { url: 'registry:8081' } })).toEqual(['schemaRegistry.url']);
+    expect(problems({ ...avro, schemaRegistry: { ...registry, ssl: true } })).toEqual(['schemaRegistry.ssl']);
+    expect(problems({ ...avro, schemaRegistry: { ...registry, cacheTtlMs: 10 } })).toEqual([
+      'schemaRegistry.cacheTtlMs',
+    ]);
+    expect(problems({ ...avro, schemaRegistry: { ...registry, basicAuth: { username: '' } } })).toEqual([
+      'schemaRegistry.basicAuth.username',
+      'schemaRegistry.basicAuth.password',
+    ]);
+  });
+
   test('no brokers anywhere names the field and the environment variables', () => {
     expect(() => resolveConsumer(valid, 'x', {})).toThrow(/brokers: .*KAFKA_BOOTSTRAP_SERVERS/);
   });

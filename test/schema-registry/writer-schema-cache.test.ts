@@ -1,0 +1,82 @@
+import {
+  SchemaRegistryUnavailableError,
+  type RegistryAnswer,
+  type SchemaRegistryClient,
+} from '../../src/schema-registry/registry-client';
+import { MAX_CACHED_SCHEMAS, WriterSchemaCache } from '../../src/schema-registry/writer-schema-cache';
+
+/**
+ * The cache's rules, with a scripted registry in place of the HTTP client (the real
+ * registry's answers are covered by test/integration/schema-registry-*.test.ts).
+ */
+class ScriptedRegistry {
+  readonly asked: number[] = [];
+  down = false;
+  known = new Set<number>([1, 2]);
+
+  schemaById(id: number): Promise<RegistryAnswer> {
+    this.asked.push(id);
+    if (this.down) return Promise.reject(new SchemaRegistryUnavailableError('http://sr', id, 'ECONNREFUSED'));
+    return Promise.resolve(
+      this.known.has(id) || id > 100
+        ? { found: true, schemaType: 'AVRO', schema: `"s${id}"` }
+        : { found: false, message: 'not found' },
+    );
+  }
+}
+
+function setup(ttlMs = 1_000) {
+  const registry = new ScriptedRegistry();
+  let now = 0;
+  const cache = new WriterSchemaCache(registry as unknown as SchemaRegistryClient, ttlMs, () => now);
+  return { registry, cache, advance: (ms: number) => (now += ms) };
+}
+
+test('an id is fetched once while it is fresh, and concurrent asks share one request', async () => {
+  const { registry, cache } = setup();
+  const [a, b] = await Promise.all([cache.get([1, 1]), cache.get([1])]);
+  expect(a).toEqual([{ id: 1, schemaType: 'AVRO', schema: '"s1"' }]);
+  expect(b).toEqual(a);
+  await cache.get([1]);
+  expect(registry.asked).toEqual([1]);
+});
+
+test('a schema past its time is fetched again, and kept as it is while the registry is down', async () => {
+  const { registry, cache, advance } = setup();
+  await cache.get([1]);
+  advance(1_000);
+  registry.down = true;
+  expect(await cache.get([1])).toEqual([{ id: 1, schemaType: 'AVRO', schema: '"s1"' }]);
+  expect(registry.asked).toEqual([1, 1]);
+});
+
+test('an unknown id is asked again after its time, and not reused while the registry is down', async () => {
+  const { registry, cache, advance } = setup();
+  expect(await cache.get([7])).toEqual([{ id: 7, unknown: 'not found' }]);
+  await cache.get([7]);
+  expect(registry.asked).toEqual([7]);
+  advance(1_000);
+  registry.down = true;
+  await expect(cache.get([7])).rejects.toBeInstanceOf(SchemaRegistryUnavailableError);
+  registry.down = false;
+  registry.known.add(7);
+  expect(await cache.get([7])).toEqual([{ id: 7, schemaType: 'AVRO', schema: '"s7"' }]);
+});
+
+test('a registry down with nothing cached rejects, so that the batch waits', async () => {
+  const { registry, cache } = setup();
+  registry.down = true;
+  await expect(cache.get([1, 2])).rejects.toBeInstanceOf(SchemaRegistryUnavailableError);
+});
+
+test(`at most ${MAX_CACHED_SCHEMAS} ids are kept: the least recently used one is fetched again`, async () => {
+  const { registry, cache } = setup(3_600_000);
+  await cache.get([101]);
+  for (let id = 102; id < 102 + MAX_CACHED_SCHEMAS - 1; id++) await cache.get([id]);
+  await cache.get([101]); // used again: now the most recent
+  await cache.get([5_000]); // evicts 102, the least recently used
+  registry.asked.length = 0;
+  await cache.get([101]);
+  await cache.get([102]);
+  expect(registry.asked).toEqual([102]);
+});
