@@ -1,20 +1,19 @@
 /**
- * Measures what the publication check costs per publication (DESIGN.md "Object
- * storage"): one publisher, 20 publications of 1,000 rows, into a local directory or
- * the s3proxy of deploy/s3-local (S3_TEST_PORT, default 19900; start it first).
+ * Measures what a publication costs (DESIGN.md "Object storage"): one publisher, 20
+ * publications of 1,000 rows, into a local directory or the S3 server of
+ * deploy/s3-local (S3_TEST_PORT, default 19900; start it first).
  *
  *   npm run build
- *   node dist/test/support/commit-check-cost.js local|s3 atomic|checked [settleMs]
+ *   node dist/test/support/commit-check-cost.js local|s3
  */
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { ATOMIC_STORE, nonAtomicStore } from '../../src/materializer/commit-check';
 import { TABLE, openMaterializer, ownershipOf, stageRows } from './materializer-fixture';
 import { tempDir } from './rows';
 import { storageOptions } from './s3-local';
 
 async function main(): Promise<void> {
-  const [store = 'local', mode = 'atomic', settle = '1500'] = process.argv.slice(2);
+  const [store = 'local'] = process.argv.slice(2);
   const dir = await tempDir('kl-check-cost');
   try {
     const tableDir = path.join(dir, 'staging', TABLE);
@@ -23,7 +22,6 @@ async function main(): Promise<void> {
     const m = await openMaterializer(tableDir, uri, {
       lance: { uri, table: TABLE, ...(store === 's3' ? { storageOptions: storageOptions() } : {}) },
       maxPublicationBytes: 100 * 1024,
-      commitCheck: mode === 'atomic' ? ATOMIC_STORE : nonAtomicStore(Number(settle)),
     });
     m.setOwnership(ownershipOf(1, [{ owner: 'A', epoch: 1, start: 0 }], 20_000));
     const t0 = performance.now();
@@ -34,8 +32,6 @@ async function main(): Promise<void> {
     console.log(
       JSON.stringify({
         store,
-        mode,
-        settleMs: mode === 'atomic' ? 0 : Number(settle),
         publications: results.length,
         checkMsMedian: +median(results.map((r) => r.checkSeconds * 1000)).toFixed(1),
         checkMsMax: +Math.max(...results.map((r) => r.checkSeconds * 1000)).toFixed(1),

@@ -10,6 +10,13 @@ export const S3_BUCKET = process.env.S3_LOCAL_BUCKET ?? 'kafka-lance';
 export const S3_ACCESS_KEY_ID = process.env.S3_LOCAL_ACCESS_KEY_ID ?? 'kafka-lance';
 const S3_SECRET_ACCESS_KEY = process.env.S3_LOCAL_SECRET_ACCESS_KEY ?? 'kafka-lance-secret';
 export const S3_REGION = 'us-east-1';
+/**
+ * s3proxy 4.0.0 (deploy/s3-local's default) honours If-None-Match atomically: a store
+ * with conditional writes. 2.6.0 ignores it: the store without them, on a port of its own.
+ */
+export const ATOMIC_S3_VERSION = '4.0.0';
+export const NON_ATOMIC_S3_VERSION = '2.6.0';
+export const NON_ATOMIC_S3_PORT = TEST_S3_PORT + 2;
 
 const DEPLOY = path.resolve(__dirname, '../../deploy/s3-local');
 const SCRIPT = path.join(DEPLOY, 's3-local');
@@ -17,9 +24,10 @@ const SCRIPT = path.join(DEPLOY, 's3-local');
 export function s3Local(
   command: 'start' | 'stop' | 'status' | 'reset',
   port = TEST_S3_PORT,
+  version = ATOMIC_S3_VERSION,
 ): { code: number; output: string } {
   const result = spawnSync(SCRIPT, [command], {
-    env: { ...process.env, S3_LOCAL_PORT: String(port) },
+    env: { ...process.env, S3_LOCAL_PORT: String(port), S3_LOCAL_VERSION: version },
     encoding: 'utf8',
   });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
@@ -51,7 +59,10 @@ export function s3DatabaseUri(prefix = 'db'): string {
  * in parallel jest workers (separate processes), so the bookkeeping is on disk, next
  * to the server's data: one lease file per suite, changed under a mkdir lock.
  */
-export function s3LocalSuite(port = TEST_S3_PORT): { readonly storageOptions: Record<string, string> } {
+export function s3LocalSuite(
+  port = TEST_S3_PORT,
+  version = ATOMIC_S3_VERSION,
+): { readonly storageOptions: Record<string, string> } {
   const work = path.join(process.env.S3_LOCAL_HOME ?? path.join(DEPLOY, '.cache'), `s3-${port}`);
   const leases = path.join(work, 'jest-leases');
   const startedMarker = path.join(leases, 'started-by-jest');
@@ -61,8 +72,13 @@ export function s3LocalSuite(port = TEST_S3_PORT): { readonly storageOptions: Re
     await fsp.mkdir(leases, { recursive: true });
     await withLock(leases, async () => {
       await fsp.writeFile(lease, String(process.pid));
-      if (s3Local('status', port).code === 0) return;
-      const started = s3Local('start', port);
+      if (s3Local('status', port, version).code === 0) {
+        // Running: start only checks that it is this version (and the bucket there).
+        const running = s3Local('start', port, version);
+        if (running.code !== 0) throw new Error(`the local S3 server is not usable:\n${running.output}`);
+        return;
+      }
+      const started = s3Local('start', port, version);
       if (started.code !== 0) throw new Error(`could not start the local S3 server:\n${started.output}`);
       await fsp.writeFile(startedMarker, String(process.pid));
     });
@@ -73,7 +89,7 @@ export function s3LocalSuite(port = TEST_S3_PORT): { readonly storageOptions: Re
       await fsp.rm(lease, { force: true });
       if (await othersHoldLeases(leases)) return;
       if (!(await exists(startedMarker))) return;
-      const stopped = s3Local('stop', port);
+      const stopped = s3Local('stop', port, version);
       if (stopped.code !== 0) throw new Error(`could not stop the local S3 server:\n${stopped.output}`);
       await fsp.rm(startedMarker, { force: true });
     });
