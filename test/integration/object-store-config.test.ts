@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { resolveConsumer } from '../../src/config';
+import { datasetPathOf } from '../../src/cli/lance-read';
 import { keySchemaProblems } from '../../src/lance/commit-table';
 import { ddbTableNameOf, objectStoreProblems, redactStorageOptions } from '../../src/lance/store-config';
 import { writeConsumer } from '../support/ingestion-fixture';
@@ -187,4 +188,11 @@ test('a commit table with another key schema is named with what differs', () => 
     'hash key is id, not base_uri',
     'range key version is of type S, not N',
   ]);
+});
+
+test('the dataset path of an s3+ddb:// table keeps the commit table query after the table (as LanceDB and pylance read it)', () => {
+  expect(datasetPathOf('s3+ddb://b/p?ddbTableName=commits', 'logs')).toBe(
+    's3+ddb://b/p/logs.lance?ddbTableName=commits',
+  );
+  expect(datasetPathOf('s3://b/p/', 'logs')).toBe('s3://b/p/logs.lance');
 });
