@@ -28,3 +28,29 @@ export const step: QualifyStep = {
     });
   },
 };
+
+/**
+ * The same campaign through `s3+ddb://`: Lance claims each version in moto's DynamoDB
+ * (deploy/dynamodb-local), on the same S3 store.
+ */
+export const ddbStep: QualifyStep = {
+  name: 'object-store-kills-ddb',
+  title: 'Object store: kill campaign and a zombie inside a Lance add (s3+ddb://, DynamoDB commit table)',
+  needs: ['object-store', 'commit-table'],
+  run: (ctx: QualifyContext) => {
+    const store = ctx.objectStore;
+    const commits = ctx.commitTable;
+    if (!store || !commits)
+      throw new Error('object-store-kills-ddb needs the object store and the commit table');
+    const uri = `${store.databaseUri('kills-ddb').replace(/^s3:/, 's3+ddb:')}?ddbTableName=${commits.table}`;
+    return runKillCampaign(ctx, {
+      name: 'os-kill-ddb',
+      replicas: 3,
+      totalBytes: ctx.short ? 12 * MiB : 64 * MiB,
+      bytesPerSecond: ctx.short ? 0.5 * MiB : 1 * MiB,
+      lance: { uri, storageOptions: { ...store.storageOptions, dynamodb_endpoint: commits.endpoint } },
+      store: `s3+ddb:// (commits claimed in moto's DynamoDB table ${commits.table})`,
+      zombieInAdd: true,
+    });
+  },
+};
