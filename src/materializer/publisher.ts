@@ -337,7 +337,7 @@ export class Publisher {
     found: number,
     keys: () => ReadonlySet<string>,
   ): Promise<boolean> {
-    const counts = await this.o.lance.rowKeyCounts(record.intervals, false);
+    const counts = await this.o.lance.rowKeyCounts(record.intervals);
     const table = this.o.lance.target.table;
     const duplicated = [...counts].filter(([, n]) => n > 1).map(([key]) => key);
     if (duplicated.length > 0) throw new DuplicatedRowsError(planId, table, found, record.rows, duplicated);
