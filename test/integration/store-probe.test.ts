@@ -35,7 +35,8 @@ test('s3proxy 4.0.0 (If-None-Match atomic) keeps every racing commit: the probe 
   const verdict = await probeCommitAtomicity({ uri, storageOptions: s3.storageOptions });
   expect(verdict.atomic).toBe(true);
   expect(verdict.rounds).toHaveLength(3);
-  expect(verdict.foundRows).toBe(verdict.expectedRows);
+  // A rejected add may still have committed (its rows are not expected, and may be found).
+  for (const round of verdict.rounds) expect(round.foundRows).toBeGreaterThanOrEqual(round.expectedRows);
   expect(await scratchTablesLeft(uri, s3.storageOptions)).toEqual([]);
 });
 
