@@ -7,7 +7,7 @@ import { STEPS } from './steps';
 import { ensureIndependentReader, PYARROW, PYLANCE } from './support/independent-reader';
 import { QUALIFY_DIR } from './support/paths';
 import { ReplicaRun } from './support/replica';
-import { LocalBroker, LocalObjectStore } from './support/services';
+import { LocalBroker, LocalCommitTable, LocalObjectStore } from './support/services';
 
 export interface QualifyOptions {
   /** Step names to run (default: all). */
@@ -27,6 +27,7 @@ export interface QualifyOptions {
   readonly brokerPort: number;
   readonly ownBrokerPort?: number;
   readonly s3Port: number;
+  readonly ddbPort: number;
   readonly log: (line: string) => void;
 }
 
@@ -83,6 +84,7 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
     }
     let own: LocalBroker | undefined;
     let store: LocalObjectStore | undefined;
+    let commitTable: LocalCommitTable | undefined;
     for (const s of steps) {
       const needs = s.needs ?? [];
       let broker: LocalBroker | undefined = shared;
@@ -108,6 +110,19 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
           await store.start();
         }
       }
+      if (needs.includes('commit-table') && !commitTable) {
+        commitTable = new LocalCommitTable(o.ddbPort);
+        if (!(await commitTable.running())) {
+          o.log(`starting moto's DynamoDB on 127.0.0.1:${o.ddbPort}`);
+          const ct = commitTable;
+          cleanups.push(() => ct.stop());
+          // Its first start installs moto from PyPI into the script's venv.
+          await commitTable.start();
+        } else {
+          // Running already: start only makes sure the commit table is there.
+          await commitTable.start();
+        }
+      }
       const workDir = path.join(o.workDir, s.name);
       mkdirSync(workDir, { recursive: true });
       const context: QualifyContext = {
@@ -127,6 +142,7 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
         seed: o.seed,
         log: (line) => o.log(`[${s.name}] ${line}`),
         ...(store ? { objectStore: store } : {}),
+        ...(commitTable ? { commitTable } : {}),
       };
       o.log(`── ${s.name}: ${s.title}${o.short ? ' (short)' : ''}; work dir ${workDir}`);
       const stepStarted = Date.now();
@@ -247,6 +263,7 @@ async function main(): Promise<void> {
     ...(brokers ? { brokers: brokers.split(',') } : {}),
     brokerPort: Number(process.env.KAFKA_LOCAL_PORT ?? 19320),
     s3Port: Number(process.env.KAFKA_LANCE_QUALIFY_S3_PORT ?? process.env.S3_TEST_PORT ?? 19920),
+    ddbPort: Number(process.env.KAFKA_LANCE_QUALIFY_DDB_PORT ?? process.env.DYNAMODB_TEST_PORT ?? 19930),
     log: (line) => console.log(`${new Date().toISOString().slice(11, 19)} ${line}`),
   });
   const files = writeReport(report, path.resolve(opts.out));

@@ -24,6 +24,15 @@ export interface QualifyContext {
   log(line: string): void;
   /** The S3 store (s3proxy) the runner started for a step that `needs` 'object-store'. */
   readonly objectStore?: ObjectStoreControl;
+  /** The DynamoDB commit table (deploy/dynamodb-local) for a step that `needs` 'commit-table'. */
+  readonly commitTable?: CommitTable;
+}
+
+/** A DynamoDB table Lance claims versions in (`s3+ddb://...?ddbTableName=<table>`). */
+export interface CommitTable {
+  /** The storage option `dynamodb_endpoint`. */
+  readonly endpoint: string;
+  readonly table: string;
 }
 
 /** A local S3-compatible store (deploy/s3-local) for object-storage tables; the runner owns it. */
@@ -51,9 +60,9 @@ export interface QualifyStep {
   readonly title: string;
   /**
    * What the runner must provide besides the broker: 'object-store' starts s3proxy
-   * (context.objectStore); 'broker-control' says the step stops and restarts the broker,
+   * (context.objectStore); 'commit-table' moto's DynamoDB with a commit table (context.commitTable); 'broker-control' says the step stops and restarts the broker,
    * so that a runner given a shared broker (the test suite's) runs it on a broker of its own.
    */
-  readonly needs?: readonly ('object-store' | 'broker-control')[];
+  readonly needs?: readonly ('object-store' | 'commit-table' | 'broker-control')[];
   run(context: QualifyContext): Promise<QualifyStepReport>;
 }

@@ -19,7 +19,6 @@ import { decodeChain } from './ownership/chain';
 import { SequencedSnapshots } from './ownership/snapshots';
 import { startLanceStore } from './lance/store-start';
 import { redactStorageOptions } from './lance/store-config';
-import { ATOMIC_STORE, nonAtomicStore } from './materializer/commit-check';
 import { MaterializerHost } from './materializer/host';
 import { declaredTypeChanges } from './lance/declared-schema';
 import { readKnownFields, readTableSchema } from './lance/known-fields';
@@ -167,13 +166,15 @@ export class Replica {
       'starting replica',
     );
     // Before Kafka: a store that will not take our publications stops the start within
-    // seconds, and the probe's verdict decides how publications check their commits.
+    // seconds, and a store that can lose concurrent commits stops it unless this replica
+    // is declared the table's only writer.
     const store = consumer.materializer.enabled
       ? await startLanceStore(
           {
             uri: lanceUri,
             ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
             commits: consumer.lance.commits,
+            singleWriter: consumer.lance.singleWriter,
             connectTimeoutMs: consumer.lance.connectTimeoutMs,
           },
           consumer.source,
@@ -274,8 +275,6 @@ export class Replica {
               ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
             },
             owner,
-            commitCheck:
-              store?.atomic === false ? nonAtomicStore(consumer.lance.commitSettleMs) : ATOMIC_STORE,
             mode: m.pipelinePreparation ? 'streamed' : 'buffered',
             maxPublicationBytes: m.maxPublicationBytes,
             maxPublicationDelayMs: m.maxPublicationDelayMs,
@@ -289,6 +288,7 @@ export class Replica {
             indexes: consumer.indexes,
             indexEveryMs: m.indexEveryMs,
             cleanupOlderThanMs: m.cleanupOlderThanMs,
+            storeAtomic: store?.atomic ?? true,
             commitAfter: consumer.offsets.commitAfter,
             logLevel: log.level,
           },

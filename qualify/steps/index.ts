@@ -5,6 +5,7 @@ import { step as dataDirLoss } from './data-dir-loss';
 import { step as fullDisk } from './full-disk';
 import { step as fuzz } from './fuzz';
 import { step as killCampaign } from './kill-campaign';
+import { ddbStep as objectStoreKillsDdb, step as objectStoreKills } from './object-store-kills';
 import { step as recreated } from './recreated';
 import { step as retention } from './retention';
 import { step as scaleDown } from './scale-down';
@@ -16,6 +17,8 @@ export const STEPS: readonly QualifyStep[] = [
   killCampaign,
   brokerOutage,
   s3Outage,
+  objectStoreKills,
+  objectStoreKillsDdb,
   dataDirLoss,
   fullDisk,
   fuzz,

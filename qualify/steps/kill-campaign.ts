@@ -21,72 +21,98 @@ type Aim = 'publication' | 'recovery' | 'group join' | 'random moment';
 export const step: QualifyStep = {
   name: 'kill-campaign',
   title: 'Item 1: kill campaign and zombie',
-  async run(ctx: QualifyContext): Promise<QualifyStepReport> {
-    const totalBytes = ctx.short ? 20 * MiB : 192 * MiB;
-    const kills = ctx.short ? 3 : 12;
-    const c = new Campaign({
-      context: ctx,
+  run: (ctx: QualifyContext) =>
+    runKillCampaign(ctx, {
       name: 'kill',
-      partitions: 6,
       replicas: 2,
-      sessionTimeoutMs: SESSION_TIMEOUT_MS,
-      production: {
-        totalBytes,
-        payloadChars: 4_000,
-        bytesPerSecond: ctx.short ? 0.6 * MiB : 1.25 * MiB,
-        badEvery: 997,
-      },
-    });
-    const zombie: string[] = [];
-    try {
-      await c.setUp();
-      const production = c.startProduction();
-      let round = 0;
-      const ticker = setInterval(
-        () =>
-          c.log(
-            `produced ${(production.bytes() / MiB).toFixed(1)}/${(totalBytes / MiB).toFixed(0)} MiB, ${c.kills.length} kills (round ${round}/${kills}), publications ${c.count('publication')}`,
-          ),
-        ctx.short ? 10_000 : 15_000,
-      );
-      try {
-        const aims: Aim[] = ['publication', 'recovery', 'group join', 'random moment'];
-        const zombieAfter = Math.floor(kills / 2);
-        for (let i = 0; i < kills; i++) {
-          round = i + 1;
-          if (i === zombieAfter) zombie.push(...(await makeZombie(c)));
-          const slot = c.random.pick(c.slots);
-          await sleep(c.random.int(1_000, ctx.short ? 3_000 : 5_000));
-          await killAimed(c, slot, aims[i % aims.length]!);
-        }
-        await production.done;
-      } finally {
-        clearInterval(ticker);
-      }
-      c.log(
-        `production done: ${(production.bytes() / MiB).toFixed(1)} MiB, ${production.acked()} records; settling`,
-      );
-      const settled = await settle(c, ctx.short ? 120_000 : 300_000);
-      await c.stopAll();
-      const check = await finalCheck(c, settled.stalled);
-      const seconds = c.at();
-      const passed = check.problems.length === 0 && c.kills.length >= kills;
-      return {
-        passed,
-        summary:
-          `${(production.bytes() / MiB).toFixed(1)} MiB in ${check.logRecords} records on 6 partitions, 2 replicas, ${c.kills.length} SIGKILLs ` +
-          `(${summarizeInterrupted(c)}) each followed by a restart from the replica's data dir, and one zombie (SIGSTOP past the ${SESSION_TIMEOUT_MS / 1000} s session timeout, then SIGCONT). ` +
-          `Quiescent ${settled.seconds.toFixed(0)} s after production ended. ${check.rows} rows = ${check.logRecords} − ${check.deadLetters} dead letters` +
-          ` (pylance: ${check.independent?.rows ?? '?'} rows, ${check.independent?.duplicates ?? '?'} duplicates, ${check.independent?.checksumMismatches ?? '?'} checksum mismatches). ` +
-          (passed ? 'Passed.' : `FAILED: ${check.problems.join('; ')}`) +
-          ` ${seconds.toFixed(0)} s.`,
-        details: campaignDetails(c, check, zombie),
-      };
-    } finally {
-      await c.close();
-    }
-  },
+      totalBytes: ctx.short ? 20 * MiB : 192 * MiB,
+      bytesPerSecond: ctx.short ? 0.6 * MiB : 1.25 * MiB,
+    }),
 };
+
+export interface KillCampaignOptions {
+  readonly name: string;
+  readonly replicas: number;
+  readonly totalBytes: number;
+  readonly bytesPerSecond: number;
+  /** The shared table's database (default: a directory in the work dir). */
+  readonly lance?: { readonly uri: string; readonly storageOptions?: Readonly<Record<string, string>> };
+  /** Where the table lives, for the summary. */
+  readonly store?: string;
+  /** SIGSTOP the zombie while its ledger holds a `writing` publication: inside its Lance add. */
+  readonly zombieInAdd?: boolean;
+}
+
+/** The kill campaign of item 1, on whatever store `o.lance` names. */
+export async function runKillCampaign(
+  ctx: QualifyContext,
+  o: KillCampaignOptions,
+): Promise<QualifyStepReport> {
+  const { totalBytes } = o;
+  const kills = ctx.short ? 3 : 12;
+  const c = new Campaign({
+    context: ctx,
+    name: o.name,
+    partitions: 6,
+    replicas: o.replicas,
+    sessionTimeoutMs: SESSION_TIMEOUT_MS,
+    ...(o.lance ? { lance: o.lance } : {}),
+    production: {
+      totalBytes,
+      payloadChars: 4_000,
+      bytesPerSecond: o.bytesPerSecond,
+      badEvery: 997,
+    },
+  });
+  const zombie: string[] = [];
+  try {
+    await c.setUp();
+    const production = c.startProduction();
+    let round = 0;
+    const ticker = setInterval(
+      () =>
+        c.log(
+          `produced ${(production.bytes() / MiB).toFixed(1)}/${(totalBytes / MiB).toFixed(0)} MiB, ${c.kills.length} kills (round ${round}/${kills}), publications ${c.count('publication')}`,
+        ),
+      ctx.short ? 10_000 : 15_000,
+    );
+    try {
+      const aims: Aim[] = ['publication', 'recovery', 'group join', 'random moment'];
+      const zombieAfter = Math.floor(kills / 2);
+      for (let i = 0; i < kills; i++) {
+        round = i + 1;
+        if (i === zombieAfter) zombie.push(...(await makeZombie(c, o.zombieInAdd === true)));
+        const slot = c.random.pick(c.slots);
+        await sleep(c.random.int(1_000, ctx.short ? 3_000 : 5_000));
+        await killAimed(c, slot, aims[i % aims.length]!);
+      }
+      await production.done;
+    } finally {
+      clearInterval(ticker);
+    }
+    c.log(
+      `production done: ${(production.bytes() / MiB).toFixed(1)} MiB, ${production.acked()} records; settling`,
+    );
+    const settled = await settle(c, ctx.short ? 120_000 : 300_000);
+    await c.stopAll();
+    const check = await finalCheck(c, settled.stalled);
+    const seconds = c.at();
+    const passed = check.problems.length === 0 && c.kills.length >= kills;
+    return {
+      passed,
+      summary:
+        `${(production.bytes() / MiB).toFixed(1)} MiB in ${check.logRecords} records on 6 partitions, ${o.replicas} replicas${o.store ? ` into one table on ${o.store}` : ''}, ${c.kills.length} SIGKILLs ` +
+        `(${summarizeInterrupted(c)}) each followed by a restart from the replica's data dir, and one zombie (SIGSTOP${o.zombieInAdd ? ' inside a Lance add' : ''} past the ${SESSION_TIMEOUT_MS / 1000} s session timeout, then SIGCONT). ` +
+        `Quiescent ${settled.seconds.toFixed(0)} s after production ended. ${check.rows} rows = ${check.logRecords} − ${check.deadLetters} dead letters` +
+        ` (pylance: ${check.independent?.rows ?? '?'} rows, ${check.independent?.duplicates ?? '?'} duplicates, ${check.independent?.checksumMismatches ?? '?'} checksum mismatches). ` +
+        (passed ? 'Passed.' : `FAILED: ${check.problems.join('; ')}`) +
+        ` ${seconds.toFixed(0)} s.`,
+      details: campaignDetails(c, check, zombie),
+    };
+  } finally {
+    await c.close();
+  }
+}
 
 function summarizeInterrupted(c: Campaign): string {
   const by = new Map<string, number>();
@@ -146,9 +172,14 @@ async function untilPublicationOpen(slot: Slot, timeoutMs: number, writing = fal
   return false;
 }
 
-/** SIGSTOP one replica past its session timeout, SIGCONT it, and say what it did next. */
-async function makeZombie(c: Campaign): Promise<string[]> {
+/**
+ * SIGSTOP one replica past its session timeout, SIGCONT it, and say what it did next;
+ * `inAdd`: only once its ledger holds a `writing` publication (its Lance add under way),
+ * so that the commit it finishes on waking lands after its partitions moved.
+ */
+async function makeZombie(c: Campaign, inAdd: boolean): Promise<string[]> {
   const slot = c.random.pick(c.slots);
+  const inWrite = inAdd ? await untilPublicationOpen(slot, 30_000, true) : false;
   const run = slot.run;
   const stoppedAt = c.at();
   const pauseMs = SESSION_TIMEOUT_MS + 6_000;
@@ -162,7 +193,7 @@ async function makeZombie(c: Campaign): Promise<string[]> {
   const after = run.events.slice(from);
   const names = [...new Set(after.map((e) => e.event))].slice(0, 12).join(', ');
   return [
-    `- Zombie: ${slot.label} (pid ${run.pid}) SIGSTOPped at ${stoppedAt} s for ${pauseMs / 1000} s (session timeout ${SESSION_TIMEOUT_MS / 1000} s), SIGCONTed; ` +
+    `- Zombie: ${slot.label} (pid ${run.pid}) SIGSTOPped${inAdd ? (inWrite ? ' with a publication `writing` (inside its Lance add)' : ' (no `writing` publication seen within 30 s)') : ''} at ${stoppedAt} s for ${pauseMs / 1000} s (session timeout ${SESSION_TIMEOUT_MS / 1000} s), SIGCONTed; ` +
       (rejoined
         ? `it rejoined the group ${((rejoined.time - c.started) / 1000).toFixed(1)} s into the run`
         : 'it did not log a rejoin within 60 s') +

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ulid } from 'ulid';
-import type { ObjectStoreControl } from '../step';
-import { KAFKA_LOCAL, S3_LOCAL } from './paths';
+import type { CommitTable, ObjectStoreControl } from '../step';
+import { DYNAMODB_LOCAL, KAFKA_LOCAL, S3_LOCAL } from './paths';
 
 const run = promisify(execFile);
 
@@ -78,5 +78,18 @@ export class LocalObjectStore extends LocalServer implements ObjectStoreControl 
 
   databaseUri(prefix: string): string {
     return `s3://${BUCKET}/${prefix}-${ulid().toLowerCase()}`;
+  }
+}
+
+/** moto's DynamoDB server of deploy/dynamodb-local, with its commit table (the script's default name). */
+export class LocalCommitTable extends LocalServer implements CommitTable {
+  readonly table = 'kafka-lance-commits';
+
+  constructor(port: number) {
+    super(port, DYNAMODB_LOCAL, 'DYNAMODB_LOCAL_PORT');
+  }
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
   }
 }

@@ -1,7 +1,7 @@
 import { silentLogger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
 import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
-import { commitCleanupFence, keepFromCutoff } from '../lance/lance-table';
+import { commitCleanupFence, safeCleanupCutoff } from '../lance/lance-table';
 import { CliError } from './errors';
 import { datasetPathOf, openExistingTable, tableShape, type TableShape } from './lance-read';
 
@@ -46,7 +46,9 @@ export interface CompactResult {
 
 /**
  * Compacts the table's small fragments, folds new rows into its indexes and removes
- * versions older than the retention (LanceDB optimize). Safe while replicas append:
+ * versions that stopped being the latest longer than the retention ago (LanceDB
+ * optimize, with the replicas' cutoff, `safeCleanupCutoff`). Safe while replicas append
+ * on a store with atomic commits (not beside a declared single writer, lance.singleWriter):
  * a compaction commits like any writer and Lance rebases it; a reader on a removed
  * version must reopen the table. Versions are removed only below a cleanup fence
  * committed first, so that an insert-if-absent merge still in flight from before
@@ -59,7 +61,8 @@ export async function compact(consumer: ResolvedConsumer, retentionMs: number): 
   try {
     const before = await tableShape(opened.table);
     const keepFrom = await commitCleanupFence(opened.table, consumer.table);
-    const cutoff = keepFromCutoff(await opened.table.listVersions(), Date.now() - retentionMs, keepFrom);
+    // The replicas' cutoff: a version goes once it stopped being the latest retentionMs ago.
+    const cutoff = safeCleanupCutoff(await opened.table.listVersions(), Date.now() - retentionMs, keepFrom);
     const stats = await opened.table.optimize({ cleanupOlderThan: new Date(cutoff) });
     const indexes = await declaredIndexesRound(consumer, opened.uri);
     await opened.table.checkoutLatest();

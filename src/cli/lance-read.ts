@@ -12,7 +12,12 @@ export function lanceUriOf(consumer: ResolvedConsumer): string {
 
 /** The Lance dataset itself (what `lance.dataset(...)` in Python opens): LanceDB keeps table T at <uri>/T.lance. */
 export function datasetPathOf(uri: string, table: string): string {
-  return uri.includes('://') ? `${uri.replace(/\/+$/, '')}/${table}.lance` : path.join(uri, `${table}.lance`);
+  if (!uri.includes('://')) return path.join(uri, `${table}.lance`);
+  // s3+ddb://bucket/prefix?ddbTableName=T: the query configures Lance and follows the
+  // dataset's path, as LanceDB builds it (bucket/prefix/table.lance?ddbTableName=T).
+  const query = uri.indexOf('?');
+  const base = query < 0 ? uri : uri.slice(0, query);
+  return `${base.replace(/\/+$/, '')}/${table}.lance${query < 0 ? '' : uri.slice(query)}`;
 }
 
 export interface OpenedTable {

@@ -348,7 +348,7 @@ Example:
   program
     .command('compact')
     .description(
-      'Compact the Lance table of a consumer (LanceDB optimize: merge small fragments, update indexes) and remove versions older than --retention. Safe while replicas run.',
+      'Compact the Lance table of a consumer (LanceDB optimize: merge small fragments, update indexes) and remove versions that stopped being the latest more than --retention ago. Safe while replicas run on a store with atomic commits; not beside a declared single writer (lance.singleWriter).',
     )
     .addOption(consumerOption())
     .addOption(dataDirOption)

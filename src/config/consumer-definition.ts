@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { columnNameProblem } from '../decode/column-name';
-import { OBJECT_STORE_SCHEMES, isObjectStoreUri, uriScheme } from '../lance/store-config';
+import { OBJECT_STORE_SCHEMES, ddbTableNameOf, isObjectStoreUri, uriScheme } from '../lance/store-config';
 import { indexProblems, indexSpec } from './index-spec';
 
 /**
@@ -115,15 +115,12 @@ export type FieldSpecOutput =
   | { type: 'struct'; fields: Record<string, FieldSpecOutput>; nullable: boolean };
 
 /**
- * Version cleanup (materializer.cleanupOlderThanMs). One hour: a thousand times the
- * default commit settle window, time travel over the last hour, and at most ~3,600
- * versions at one publication a second, which every compaction reads (DESIGN.md,
- * "Object storage"). LanceDB's own default is 7 days.
+ * Version cleanup (materializer.cleanupOlderThanMs). One hour: time travel over the last
+ * hour, and at most ~3,600 versions at one publication a second, which every compaction
+ * reads (DESIGN.md, "Object storage"). LanceDB's own default is 7 days.
  */
 export const DEFAULT_CLEANUP_OLDER_THAN_MS = 3_600_000;
 export const MIN_CLEANUP_OLDER_THAN_MS = 60_000;
-/** The retention is at least this many settle windows (lance.commitSettleMs). */
-export const CLEANUP_SETTLE_FACTOR = 10;
 
 const fieldType = z.enum(FIELD_TYPES);
 const epochUnit = z.enum(EPOCH_UNITS);
@@ -423,6 +420,10 @@ export const consumerDefinitionSchema = z
             (u) => !['s3', 's3+ddb', 'gs', 'az'].includes(uriScheme(u) ?? '') || /^[^:]+:\/\/[^/]+/.test(u),
             'names no bucket: use <scheme>://<bucket>/<prefix>',
           )
+          .refine(
+            (u) => uriScheme(u) !== 's3+ddb' || ddbTableNameOf(u) !== undefined,
+            's3+ddb:// names its DynamoDB commit table in the query: s3+ddb://<bucket>/<prefix>?ddbTableName=<table> (3 to 255 characters of a-z, A-Z, 0-9, _ . -)',
+          )
           .optional(),
         /**
          * LanceDB / object_store options (endpoint, region, aws_access_key_id,
@@ -432,12 +433,16 @@ export const consumerDefinitionSchema = z
         storageOptions: z.record(z.string().min(1), z.string()).optional(),
         /**
          * Whether concurrent Lance commits on this store are atomic (put-if-absent):
-         * 'probe' (default) asks the store at start; 'atomic' trusts it (one count per
-         * publication); 'checked' always settles and counts (see DESIGN.md "Object storage").
+         * 'probe' (default) races concurrent appends at start; 'atomic' trusts the operator.
+         * Several writers need atomic commits (see DESIGN.md "Object storage").
          */
-        commits: z.enum(['probe', 'atomic', 'checked']).default('probe'),
-        /** Store without atomic commits: wait this long after an add before the count that decides. */
-        commitSettleMs: z.number().int().min(0).max(60_000).default(1_500),
+        commits: z.enum(['probe', 'atomic']).default('probe'),
+        /**
+         * The operator declares this replica the table's only writer: it publishes on a
+         * store without atomic commits (one writer cannot lose a commit to another),
+         * where it would otherwise refuse.
+         */
+        singleWriter: z.boolean().default(false),
         /** The start check (connect + list) of an object store fails after this long. */
         connectTimeoutMs: z.number().int().min(500).max(120_000).default(10_000),
       })
@@ -486,8 +491,8 @@ export const consumerDefinitionSchema = z
         indexEveryMs: z.number().int().min(0).default(30_000),
         /**
          * Each compaction also removes the table versions that stopped being the latest
-         * this long ago (and the files only they used); 0 keeps every version. At least
-         * CLEANUP_SETTLE_FACTOR × lance.commitSettleMs (see DESIGN.md "Object storage").
+         * this long ago (and the files only they used); 0 keeps every version (see
+         * DESIGN.md "Object storage").
          */
         cleanupOlderThanMs: z
           .number()
@@ -558,14 +563,6 @@ export const consumerDefinitionSchema = z
         code: 'custom',
         path: ['schemaRegistry', 'ssl'],
         message: 'ssl needs an https:// url',
-      });
-    }
-    const retention = def.materializer.cleanupOlderThanMs;
-    if (retention > 0 && retention < CLEANUP_SETTLE_FACTOR * def.lance.commitSettleMs) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['materializer', 'cleanupOlderThanMs'],
-        message: `${retention} is less than ${CLEANUP_SETTLE_FACTOR} × lance.commitSettleMs (${CLEANUP_SETTLE_FACTOR * def.lance.commitSettleMs}): a version must outlive every commit that can still be built on it; raise materializer.cleanupOlderThanMs or lower lance.commitSettleMs`,
       });
     }
     if (def.offsets.commitAfter === 'published' && !def.materializer.enabled) {

@@ -219,7 +219,8 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   workers: { meaning: 'Staging worker threads; each partition is staged by one of them.' },
   'lance.uri': {
-    meaning: 'Where the Lance table lives: a directory, or `s3://`, `gs://`, `az://` with `storageOptions`.',
+    meaning:
+      'Where the Lance table lives: a directory, or `s3://`, `s3+ddb://bucket/prefix?ddbTableName=T` (commits claimed in a DynamoDB table), `gs://`, `az://` with `storageOptions`.',
     computedDefault: '`<dataDir>/lance`',
   },
   'lance.storageOptions': {
@@ -228,11 +229,11 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'lance.commits': {
     meaning:
-      "Whether concurrent Lance commits on the store are atomic: `probe` asks the store at start, `atomic` trusts it (one count per publication), `checked` always settles and counts (DESIGN.md, 'Object storage').",
+      "Whether concurrent Lance commits on the store are atomic: `probe` races concurrent appends at start, `atomic` trusts the operator. Several replicas writing one table need atomic commits (DESIGN.md, 'Object storage').",
   },
-  'lance.commitSettleMs': {
+  'lance.singleWriter': {
     meaning:
-      'On a store without atomic commits, the wait after an add before the count that decides whether it is published.',
+      'Declares this replica the table\u2019s only writer: it then publishes on a store without atomic commits (s3proxy 2, S3 API servers that ignore `If-None-Match`), where it otherwise refuses to start. No other replica or `kafka-lance compact` may write the table meanwhile.',
   },
   'lance.connectTimeoutMs': {
     meaning:
@@ -260,11 +261,11 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   'materializer.pollMs': { meaning: 'How often the materializer looks for sealed parts to publish.' },
   'materializer.optimizeEveryMs': {
     meaning:
-      'Compact small fragments (LanceDB optimize) this often; `0` turns it off. Only the replica that owns the first partition of the first topic runs it, and only on a store with atomic commits (elsewhere: `kafka-lance compact` in a quiet window).',
+      'Compact small fragments (LanceDB optimize) this often; `0` turns it off. Only the replica that owns the first partition of the first topic runs it, between its publications.',
   },
   'materializer.cleanupOlderThanMs': {
     meaning:
-      'Each compaction also removes the table versions that stopped being the latest this long ago, and the files only they use; `0` keeps every version (LanceDB would keep 7 days). At least 60000 and 10 x `lance.commitSettleMs`: on a store without atomic commits a version must outlive every commit still being built on it.',
+      'Each compaction also removes the table versions that stopped being the latest this long ago, and the files only they use; `0` keeps every version (LanceDB would keep 7 days). At least 60000: a query reading a removed version fails.',
   },
   'materializer.indexEveryMs': {
     meaning:

@@ -224,10 +224,10 @@ export class LanceTable {
    * the assembly and the first `add` (the ledger's `writing` step). Kept behind an
    * AsyncIterable so a streaming add can replace the assembly later.
    *
-   * `afterAdd` decides whether the rows are in the table for good: on a store without
-   * put-if-absent neither outcome of `add` says so (a fulfilled add can be overwritten
-   * by a concurrent commit, a rejected one can have committed), so the caller checks
-   * the table and may ask for the same rows to be added again ('again').
+   * `afterAdd` decides whether the rows are in the table for good (a rejected add can
+   * have committed, so the caller may count them) and may ask for the same rows to be
+   * added again ('again'; the publisher never does: a lost add is retried as a failed
+   * publication from `writing`).
    */
   async append(
     batches: AsyncIterable<RecordBatch>,
@@ -374,58 +374,14 @@ export class LanceTable {
   }
 
   /**
-   * Rows in the intervals as a new connection sees the latest version. A handle kept
-   * open is not enough on a store without put-if-absent: when another writer
-   * overwrites the manifest of the version we committed, the version number does not
-   * change, so a cached handle may go on showing our own (lost) commit.
+   * How many rows carry each row key (see `rowKey`) in the intervals, on the open handle.
+   * It reads the key columns of every row in the intervals, so it runs only when a count
+   * of a publication's rows does not match its plan.
    */
-  async countFresh(intervals: readonly OffsetIntervalFilter[]): Promise<{ rows: number; version: number }> {
-    const db = await lancedb.connect(this.target.uri, {
-      ...(this.target.storageOptions ? { storageOptions: { ...this.target.storageOptions } } : {}),
-    });
-    try {
-      if (!(await db.tableNames()).includes(this.target.table)) return { rows: 0, version: 0 };
-      const table = await db.openTable(this.target.table);
-      try {
-        const hasTopicId = (await table.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
-        return { rows: await countIntervals(table, intervals, hasTopicId), version: await table.version() };
-      } finally {
-        table.close();
-      }
-    } finally {
-      db.close();
-    }
-  }
-
-  /**
-   * How many rows carry each row key (see `rowKey`) in the intervals: on the open handle,
-   * or (`fresh`) on a new connection as countFresh reads the table. It reads the key
-   * columns of every row in the intervals, so it runs only when a count of a
-   * publication's rows does not match its plan.
-   */
-  async rowKeyCounts(
-    intervals: readonly OffsetIntervalFilter[],
-    fresh: boolean,
-  ): Promise<Map<string, number>> {
+  async rowKeyCounts(intervals: readonly OffsetIntervalFilter[]): Promise<Map<string, number>> {
     if (intervals.length === 0) return new Map();
-    if (!fresh) {
-      const table = await this.#current();
-      return table ? keyCounts(table, intervals) : new Map();
-    }
-    const db = await lancedb.connect(this.target.uri, {
-      ...(this.target.storageOptions ? { storageOptions: { ...this.target.storageOptions } } : {}),
-    });
-    try {
-      if (!(await db.tableNames()).includes(this.target.table)) return new Map();
-      const table = await db.openTable(this.target.table);
-      try {
-        return await keyCounts(table, intervals);
-      } finally {
-        table.close();
-      }
-    } finally {
-      db.close();
-    }
+    const table = await this.#current();
+    return table ? keyCounts(table, intervals) : new Map();
   }
 
   /** Rows whose (topic, partition, offset) fall in the intervals. */

@@ -17,6 +17,27 @@ export function uriScheme(uri: string): string | undefined {
   return m ? m[1]!.toLowerCase() : undefined;
 }
 
+/** DynamoDB's rule for table names. */
+const DDB_TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
+
+/**
+ * The DynamoDB commit table of an `s3+ddb://bucket/prefix?ddbTableName=T` uri (Lance
+ * claims each version there with a conditional PutItem), or undefined when the uri
+ * names none or names it wrongly.
+ */
+export function ddbTableNameOf(uri: string): string | undefined {
+  const query = uri.indexOf('?');
+  if (uriScheme(uri) !== 's3+ddb' || query < 0) return undefined;
+  const name = new URLSearchParams(uri.slice(query + 1)).get('ddbTableName') ?? '';
+  return DDB_TABLE_NAME.test(name) ? name : undefined;
+}
+
+/** The uri without its query (where the tables live; the query only configures Lance). */
+export function uriWithoutQuery(uri: string): string {
+  const query = uri.indexOf('?');
+  return query < 0 ? uri : uri.slice(0, query);
+}
+
 /** A remote store: anything but a local path or file://. */
 export function isObjectStoreUri(uri: string): boolean {
   const scheme = uriScheme(uri);
@@ -35,6 +56,9 @@ const KEY_ID_KEYS = ['access_key_id', 'aws_access_key_id'];
 const SECRET_KEYS = ['secret_access_key', 'aws_secret_access_key'];
 const ENDPOINT_ENV = ['AWS_ENDPOINT_URL', 'AWS_ENDPOINT', 'AWS_ENDPOINT_URL_S3'];
 const REGION_ENV = ['AWS_REGION', 'AWS_DEFAULT_REGION'];
+/** Where Lance's DynamoDB client of an s3+ddb:// database sends its requests. */
+export const DDB_ENDPOINT_KEYS = ['dynamodb_endpoint', 'aws_dynamodb_endpoint'];
+export const DDB_ENDPOINT_ENV = 'DYNAMODB_ENDPOINT';
 
 function has(options: Readonly<Record<string, string>>, keys: readonly string[]): boolean {
   return Object.entries(options).some(([k, v]) => keys.includes(k.toLowerCase()) && v.length > 0);
@@ -80,6 +104,7 @@ export function objectStoreProblems(
       message: `missing: credentials in storageOptions need both aws_access_key_id and aws_secret_access_key (or neither: then AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS credential chain)`,
     });
   }
+  if (scheme === 's3+ddb') problems.push(...commitTableProblems(uri, options, env));
   const endpoint = Object.entries(options).find(([k]) => ENDPOINT_KEYS.includes(k.toLowerCase()))?.[1];
   if (
     endpoint?.startsWith('http://') &&
@@ -91,6 +116,49 @@ export function objectStoreProblems(
     });
   }
   return problems;
+}
+
+/**
+ * An s3+ddb:// database's commit table: named in the uri, and addressed (DynamoDB needs
+ * a region to sign even with a local endpoint; an http endpoint is taken as it is).
+ */
+function commitTableProblems(
+  uri: string,
+  options: Readonly<Record<string, string>>,
+  env: NodeJS.ProcessEnv,
+): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (ddbTableNameOf(uri) === undefined) {
+    problems.push({
+      field: 'lance.uri',
+      message: `${uri} names no DynamoDB commit table: s3+ddb://<bucket>/<prefix>?ddbTableName=<table>`,
+    });
+  }
+  if (!has(options, REGION_KEYS) && !hasEnv(env, REGION_ENV)) {
+    problems.push({
+      field: 'lance.storageOptions.region',
+      message: `${uri} needs a region for its DynamoDB commit table (storageOptions.region or AWS_REGION), also with a dynamodb_endpoint`,
+    });
+  }
+  const endpoint = ddbEndpointOf(options, env);
+  if (endpoint !== undefined && !/^https?:\/\/[^/]+/.test(endpoint)) {
+    problems.push({
+      field: 'lance.storageOptions.dynamodb_endpoint',
+      message: `"${endpoint}" is not an http(s) URL of a DynamoDB endpoint`,
+    });
+  }
+  return problems;
+}
+
+/** The DynamoDB endpoint Lance uses for an s3+ddb:// database, when one is set (else AWS's for the region). */
+export function ddbEndpointOf(
+  options: Readonly<Record<string, string>>,
+  env: NodeJS.ProcessEnv,
+): string | undefined {
+  const fromOptions = Object.entries(options).find(([k]) => DDB_ENDPOINT_KEYS.includes(k.toLowerCase()))?.[1];
+  if (fromOptions) return fromOptions;
+  const fromEnv = env[DDB_ENDPOINT_ENV];
+  return fromEnv ? fromEnv : undefined;
 }
 
 /** Option names that hold secrets: their values never reach a log or an error. */

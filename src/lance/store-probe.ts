@@ -79,6 +79,8 @@ export class StoreProbeError extends KafkaLanceError {
 }
 
 export const PROBE_TABLE_PREFIX = '_kafka_lance_probe_';
+/** Fresh counts of a round at most (see probeRound). */
+const COUNT_READS = 3;
 
 export async function probeCommitAtomicity(options: StoreProbeOptions): Promise<StoreProbeVerdict> {
   const concurrency = options.concurrency ?? 4;
@@ -171,19 +173,29 @@ async function probeRound(
     );
     const rejections = adds.flatMap((a) => (a.status === 'rejected' ? [errorMessage(a.reason)] : []));
     for (const t of handles) t.close();
-    const reader = await connect();
-    let foundRows: number;
-    try {
-      const fresh = await reader.openTable(table);
-      foundRows = await fresh.countRows();
-      fresh.close();
-    } catch (error) {
-      throw fail('count', error);
-    } finally {
-      reader.close();
+    const expectedRows = rowsPerWriter * (1 + concurrency - rejections.length);
+    // A lost commit stays lost however often it is counted; a LIST of `_versions/` that
+    // came back short (s3proxy's filesystem backend under concurrent PUTs) shows an older
+    // version, or none ("Not found"). So a low or failed count is read again on a new
+    // connection, and the highest count decides.
+    let foundRows = -1;
+    let countError: unknown;
+    for (let read = 0; read < COUNT_READS && foundRows < expectedRows; read++) {
+      if (read > 0) await new Promise((r) => setTimeout(r, 200 * read));
+      const reader = await connect();
+      try {
+        const fresh = await reader.openTable(table);
+        foundRows = Math.max(foundRows, await fresh.countRows());
+        fresh.close();
+      } catch (error) {
+        countError = error;
+      } finally {
+        reader.close();
+      }
     }
+    if (foundRows < 0) throw fail('count', countError);
     outcome = {
-      expectedRows: rowsPerWriter * (1 + concurrency - rejections.length),
+      expectedRows,
       foundRows,
       rejectedAdds: rejections.length,
       rejections,

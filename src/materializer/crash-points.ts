@@ -10,7 +10,7 @@ export type CrashPointName =
   | 'during-prepare'
   | 'before-add'
   | 'after-add'
-  /** After an add on a store without put-if-absent, before the settled count (issue 10). */
+  /** After an add whose outcome is counted (a rejected add, an insert-if-absent), before the count. */
   | 'before-confirm'
   | 'after-published'
   | 'after-sources-deleted'

@@ -14,8 +14,9 @@ export interface TableKeeperRole {
  * The declared indexes' schedule in the materializer's thread: a round every
  * `everyMs`, started in the background so that the publication loop never waits for a
  * build (LanceDB works off the JavaScript thread), one round at a time, only on the
- * replica that compacts and under the same rule: not on a store without atomic commits,
- * where an index commit, like a compaction, could overwrite a settled publication.
+ * replica that compacts, and not on a store without atomic commits (a declared single
+ * writer's): the round runs beside the publications, and there its commit could
+ * overwrite one of theirs.
  */
 export class IndexUpkeep {
   #keeper: IndexKeeper | undefined;

@@ -12,7 +12,6 @@ import { pathExists } from '../common/fs-durable';
 import { QUARANTINE_DIR, quarantinePart } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart, type SealedPart } from '../staging/sealed-part';
-import type { CommitCheck } from './commit-check';
 import { crashPoint } from './crash-points';
 import type { DiskStage } from '../common/errors';
 import {
@@ -59,10 +58,10 @@ export interface MaterializerOptions {
   readonly deadLetterFile?: string;
   /** Permanent failures (schema, unreadable part) of one plan before it is set aside (default 3). */
   readonly maxPermanentFailures?: number;
-  /** How a commit is known final: atomic store (default) or settle-and-count (commit-check.ts). */
-  readonly commitCheck?: CommitCheck;
   /** Compactions remove versions that stopped being the latest this long ago (0 or absent: keep every version). */
   readonly cleanupOlderThanMs?: number;
+  /** False on a store without atomic commits (a declared single writer's): no background index builds. */
+  readonly storeAtomic?: boolean;
   /**
    * 'published' (offsets.commitAfter): this replica's running epochs publish before
    * their offsets are committed, so every publication is an insert-if-absent (default 'staged').
@@ -99,8 +98,6 @@ export interface MaterializerStats {
   readonly publishedBytes: number;
   readonly waitingParts: number;
   readonly unresolvableParts: number;
-  /** Adds overwritten by concurrent commits and made again (stores without put-if-absent). */
-  readonly lostCommits: number;
   /** Failed publication attempts by reason (failedPublications is their sum). */
   readonly failures: Readonly<Partial<Record<PublicationFailureReason, number>>>;
   /** Parts moved to the staging quarantine, by reason. */
@@ -145,7 +142,6 @@ export class Materializer {
   readonly #failures: FailurePolicy;
   readonly #deadLetterFile: string;
   #ownership = new Map<TopicPartitionKey, PartitionOwnership>();
-  #compactionOffLogged = false;
   #stats = {
     publications: 0,
     failedPublications: 0,
@@ -153,7 +149,6 @@ export class Materializer {
     publishedBytes: 0,
     waitingParts: 0,
     unresolvableParts: 0,
-    lostCommits: 0,
   };
   #failureCounts: Partial<Record<PublicationFailureReason, number>> = {};
   #diskFull: DiskFullState | undefined;
@@ -175,7 +170,6 @@ export class Materializer {
       lance,
       reservation: this.#reservation,
       logger: o.logger,
-      ...(o.commitCheck ? { commitCheck: o.commitCheck } : {}),
       write: o.commitAfter === 'published' ? 'insert-if-absent' : 'append',
       preparation: {
         fetch: this.#fetch,
@@ -239,12 +233,7 @@ export class Materializer {
     this.#stats.unresolvableParts = out.unresolvable.length;
     const plans: Plan[] = [];
     for (const group of out.groups) plans.push(await this.#writePlan(group));
-    // A store without put-if-absent keeps each publication waiting ~commitSettleMs after
-    // its add: let the next ones prepare and add meanwhile (their adds are serialized in
-    // LanceTable, so this replica's commits never overwrite each other; the source
-    // reservation still bounds the memory they hold).
-    const settling = this.#o.commitCheck !== undefined && !this.#o.commitCheck.atomic;
-    const inFlight = Math.max(this.#o.mode === 'streamed' ? 2 : 1, settling ? SETTLING_IN_FLIGHT : 1);
+    const inFlight = this.#o.mode === 'streamed' ? 2 : 1;
     for (let i = 0; i < plans.length; i += inFlight) {
       // A drain starts nothing after its deadline; a plan not started stays in the ledger
       // and is published by the next start on this data directory.
@@ -268,21 +257,9 @@ export class Materializer {
    * keeps what the other's in-flight commits may still need (LanceTable.optimize).
    */
   async optimizeIfLeader(): Promise<boolean> {
+    // Compaction runs in this loop, between publications: with a declared single writer
+    // on a store without atomic commits it never races one of ours.
     if (!this.maintainsTable()) return false;
-    if (!this.storeCommitsAtomically()) {
-      // A compaction commit runs for seconds, longer than a publication's settle window:
-      // on a store without atomic commits it can overwrite a settled publication (seen
-      // once in five runs of four publishers + a compactor on s3proxy). Compact there with
-      // `kafka-lance compact` while no replica publishes (DESIGN.md, "Object storage").
-      if (!this.#compactionOffLogged) {
-        this.#compactionOffLogged = true;
-        this.#o.logger.info(
-          { event: 'lance.optimize.off', reason: 'store without atomic commits' },
-          'scheduled compaction is off on this store; run kafka-lance compact in a quiet window',
-        );
-      }
-      return false;
-    }
     try {
       const t0 = performance.now();
       const outcome = await this.#lance.optimize(this.#o.cleanupOlderThanMs ?? 0);
@@ -319,9 +296,13 @@ export class Materializer {
     return first !== undefined && first[1].chain.at(-1)?.owner === this.#o.owner;
   }
 
-  /** A local directory, a store that passed the probe, or one declared atomic. */
+  /**
+   * A local directory, or a store whose commits are atomic (put-if-absent, s3+ddb://).
+   * Not a declared single writer's non-atomic store: declared indexes are built on their
+   * own connection beside publications, and there an index commit could overwrite one.
+   */
   storeCommitsAtomically(): boolean {
-    return this.#o.commitCheck === undefined || this.#o.commitCheck.atomic;
+    return this.#o.storeAtomic !== false;
   }
 
   /** What the last run left: parts not ready, parts held, plans waiting for a retry (nothing drained). */
@@ -475,7 +456,6 @@ export class Materializer {
       this.#stats.publications += 1;
       this.#stats.publishedRows += result.rows;
       this.#stats.publishedBytes += result.bytes;
-      this.#stats.lostCommits += Math.max(0, result.adds - 1);
       this.#last = result;
       if (this.#recent.length < 10_000) this.#recent.push(result);
       this.#o.logger.info(
@@ -611,9 +591,6 @@ export class Materializer {
 export interface Drain {
   readonly until: number;
 }
-
-/** Publications of one replica in flight at once while their commits settle. */
-const SETTLING_IN_FLIGHT = 4;
 
 async function countKept(d: PartDecision): Promise<number> {
   const { batches } = await readSealedPart(d.part.path);

@@ -7,7 +7,6 @@ import type { Logger } from '../common/logger';
 import { describeRowKey, rowKey, type LanceTable, type WriteMode } from '../lance/lance-table';
 import { ROW_COLUMN, stagedColumns } from '../staging/system-columns';
 import * as path from 'node:path';
-import { ATOMIC_STORE, CommitLostError, sleep, type CommitCheck } from './commit-check';
 import { crashPoint } from './crash-points';
 import { keptBounds } from './keep-range';
 import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
@@ -23,9 +22,9 @@ export interface PublicationResult {
   readonly writeSeconds: number;
   /** Seconds the writer waited for source data (streamed) or for the whole preparation (buffered). */
   readonly sourceWaitSeconds: number;
-  /** Seconds spent making sure the rows are in the table for good (settle waits + counts), in writeSeconds. */
+  /** Seconds spent counting the publication's rows after its add (a rejected add, an insert-if-absent), in writeSeconds. */
   readonly checkSeconds: number;
-  /** Adds made: more than one when concurrent commits overwrote ours (stores without put-if-absent). */
+  /** Adds made (1; 0 for a publication found in the table by recovery). */
   readonly adds: number;
 }
 
@@ -33,6 +32,21 @@ export interface PublicationResult {
 export class PublicationMismatchError extends KafkaLanceError {
   constructor(planId: string, detail: string) {
     super('PUBLICATION_MISMATCH', `publication ${planId}: ${detail}`, { context: { planId } });
+  }
+}
+
+/**
+ * An insert-if-absent that resolved, yet the table lacks some of its row keys: a
+ * commit lost on a store that was taken for atomic. The publication stays `writing`
+ * and is retried (its next write inserts only the absent keys).
+ */
+export class CommitLostError extends KafkaLanceError {
+  constructor(planId: string, table: string, found: number, rows: number) {
+    super(
+      'LANCE_WRITE_FAILED',
+      `publication ${planId}: the write resolved but table ${table} holds ${found} of its ${rows} rows (a commit was lost)`,
+      { retriable: true, context: { planId, table, found, rows } },
+    );
   }
 }
 
@@ -75,8 +89,6 @@ export interface PublisherOptions {
   readonly preparation: PreparationContext;
   readonly reservation: BoundedBudget;
   readonly logger: Logger;
-  /** How a commit is known final (commit-check.ts); default: an atomic store. */
-  readonly commitCheck?: CommitCheck;
   /** 'insert-if-absent' in 'published' commit mode (another owner may hold some of the rows); default 'append'. */
   readonly write?: WriteMode;
 }
@@ -125,7 +137,6 @@ export class Publisher {
       }
       const source = this.#batches(tasks, mode, (s) => (sourceWait += s));
       let record: WritingRecord | undefined;
-      let adds = 0;
       written = await this.o.lance.append(
         source,
         async () => {
@@ -137,10 +148,9 @@ export class Publisher {
           crashPoint('before-add');
         },
         async (addError) => {
-          adds += 1;
           const t0 = performance.now();
           try {
-            return await this.#afterAdd(plan, record!, addError, adds, () => publicationKeys(prepared));
+            return await this.#afterAdd(plan, record!, addError, () => publicationKeys(prepared));
           } finally {
             checkSeconds += (performance.now() - t0) / 1000;
           }
@@ -169,54 +179,64 @@ export class Publisher {
     };
   }
 
-  get #check(): CommitCheck {
-    return this.o.commitCheck ?? ATOMIC_STORE;
-  }
-
   /**
-   * The publication's rows as the table holds them for good: on an atomic store one
-   * count on the open handle (read consistency 0: it sees the latest version); on a
-   * store without put-if-absent a count on a new connection after the settle wait,
-   * when no commit that could overwrite ours is still in flight (commit-check.ts).
+   * After the add: whether the publication's rows are in the table for good. Lance
+   * commits with put-if-absent (an atomic store, s3+ddb://, a local directory) or on a
+   * store whose only writer is this replica (lance.singleWriter), so no concurrent
+   * commit can undo ours: a fulfilled append is done without a look. A rejected add may
+   * still have committed (LanceDB reloads the table after its commit and can fail
+   * there), so it is counted once, at once: that count is final (all there → done; none
+   * → the failure, retried from `writing`; part → not ours to repair). An insert-if-absent
+   * is always counted: other owners may hold some of its rows (#explained).
    */
-  async #settledCount(record: WritingRecord): Promise<number> {
-    if (this.#check.atomic) return this.o.lance.countRows(record.intervals);
-    await sleep(this.#check.settleMs);
-    return (await this.o.lance.countFresh(record.intervals)).rows;
-  }
-
-  /** After each add: 'done' when the rows are in for good, 'again' when a concurrent commit overwrote them. */
   async #afterAdd(
     plan: Plan,
     record: WritingRecord,
     addError: Error | undefined,
-    adds: number,
     keys: () => ReadonlySet<string>,
-  ): Promise<'done' | 'again'> {
-    const check = this.#check;
+  ): Promise<'done'> {
+    const insert = this.#writeOf(plan) === 'insert-if-absent';
+    if (!addError && !insert) return 'done';
     crashPoint('before-confirm');
-    // On an atomic store a rejected add committed nothing: the publication failed (retried).
-    if (check.atomic && addError) throw addError;
-    const found = await this.#settledCount(record);
-    if (found === record.rows) return 'done';
+    const found = await this.#count(record.intervals, record.rows);
+    if (found === record.rows) {
+      if (addError) {
+        this.o.logger.warn(
+          {
+            event: 'publication.rejectedButCommitted',
+            id: plan.id,
+            rows: record.rows,
+            err: addError.message,
+          },
+          'the add was rejected after its commit: all its rows are in the table; published',
+        );
+      }
+      return 'done';
+    }
     const table = this.o.lance.target.table;
-    const planId = plan.id;
-    if (
-      this.#writeOf(plan) === 'insert-if-absent' &&
-      found > record.rows &&
-      (await this.#explained(planId, record, found, keys))
-    )
+    if (!addError && insert && found > record.rows && (await this.#explained(plan.id, record, found, keys)))
       return 'done';
     if (!this.#mayHoldPart(plan, found, record.rows))
-      throw new PartialPublicationError(planId, table, found, record.rows);
-    // A rejected add that left nothing: an ordinary failure (the store is down, ...), retried from `writing`.
+      throw new PartialPublicationError(plan.id, table, found, record.rows);
+    // A rejected add that left nothing (or an insert not all in): retried from `writing`.
     if (addError) throw addError;
-    if (check.atomic || adds >= check.maxAdds) throw new CommitLostError(planId, table, adds, check.atomic);
-    this.o.logger.warn(
-      { event: 'publication.commit.lost', id: planId, table, adds, rows: record.rows },
-      'a concurrent commit overwrote this publication\u2019s commit (the store has no put-if-absent); adding its rows again',
-    );
-    return 'again';
+    throw new CommitLostError(plan.id, table, found, record.rows);
+  }
+
+  /**
+   * The publication's rows in the latest version. A version once committed stays, so a
+   * count can only come out low when its LIST of `_versions/` came back short and showed
+   * an older version (s3proxy's filesystem backend does so under concurrent PUTs): a low
+   * count is read again, a little later, and the highest is the table's. On a store whose
+   * LIST is complete (AWS S3, MinIO) the first count is the answer.
+   */
+  async #count(intervals: WritingRecord['intervals'], rows: number): Promise<number> {
+    let found = await this.o.lance.countRows(intervals);
+    for (let read = 1; read < COUNT_READS && found < rows; read++) {
+      await new Promise((r) => setTimeout(r, RECOUNT_DELAY_MS * read));
+      found = Math.max(found, await this.o.lance.countRows(intervals));
+    }
+    return found;
   }
 
   /**
@@ -238,10 +258,9 @@ export class Publisher {
     }
     let done = entry.published;
     if (!done && writing) {
-      // The same rule as after an add: on a store without put-if-absent a commit seen
-      // now may still be overwritten by one in flight, so the count waits to settle.
+      // The same rule as after a rejected add: one count, final.
       const t0 = performance.now();
-      const found = await this.#settledCount(writing);
+      const found = await this.#count(writing.intervals, writing.rows);
       if (found === writing.rows) {
         await ledger.markPublished(this.o.tableDir, plan.id, undefined);
         await this.#cleanup(plan);
@@ -318,8 +337,7 @@ export class Publisher {
     found: number,
     keys: () => ReadonlySet<string>,
   ): Promise<boolean> {
-    // The same view as the settled count that found the surplus (the settle wait is behind us).
-    const counts = await this.o.lance.rowKeyCounts(record.intervals, !this.#check.atomic);
+    const counts = await this.o.lance.rowKeyCounts(record.intervals);
     const table = this.o.lance.target.table;
     const duplicated = [...counts].filter(([, n]) => n > 1).map(([key]) => key);
     if (duplicated.length > 0) throw new DuplicatedRowsError(planId, table, found, record.rows, duplicated);
@@ -392,6 +410,10 @@ export class Publisher {
     await ledger.forget(this.o.tableDir, plan.id);
   }
 }
+
+/** Reads of a count that comes out low (see Publisher.#count), and the pause before the next. */
+const COUNT_READS = 3;
+const RECOUNT_DELAY_MS = 100;
 
 /** The row keys of a publication's prepared rows (`_row` 0 where the staged data has none). */
 function publicationKeys(prepared: readonly PreparedPart[]): Set<string> {

@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { Field, FixedSizeList, Float32, Int32, Int64, Schema, Utf8 } from 'apache-arrow';
 import { writeConsumer } from '../support/ingestion-fixture';
 import { tempDir } from '../support/rows';
+import { runBounded } from '../support/run-bounded';
 
 const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
 
@@ -50,18 +50,14 @@ test('compact builds the declared indexes the table can train and says which wai
     indexes: [{ column: 'emb', type: 'ivf_pq', name: 'emb_pq', numPartitions: 4, numSubVectors: 4 }],
   });
 
-  const out = spawnSync(process.execPath, [BIN, 'compact', '-c', file, '--data-dir', dir], {
-    encoding: 'utf8',
-  });
+  const out = runBounded(process.execPath, [BIN, 'compact', '-c', file, '--data-dir', dir]);
   expect(out.stderr).toBe('');
   expect(out.status).toBe(0);
   expect(out.stdout).toContain('index emb_idx on emb (ivf_flat): created, 600 indexed, 0 unindexed');
   expect(out.stdout).toContain('index service_idx on service (bitmap): created, 600 indexed, 0 unindexed');
   expect(out.stdout).toContain('index n_btree on n (btree): created, 600 indexed, 0 unindexed');
   // 4 partitions train on 1,024 rows: not yet.
-  const second = spawnSync(process.execPath, [BIN, 'compact', '-c', waiting, '--data-dir', dir], {
-    encoding: 'utf8',
-  });
+  const second = runBounded(process.execPath, [BIN, 'compact', '-c', waiting, '--data-dir', dir]);
   expect(second.status).toBe(0);
   expect(second.stdout).toContain('index emb_pq on emb (ivf_pq): waiting-rows, 0 indexed, 600 unindexed');
 

@@ -1,17 +1,17 @@
-import { spawnSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { testBrokers } from '../support/kafka';
 import { tempDir } from '../support/rows';
+import { runBounded } from '../support/run-bounded';
 
 const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
 
 test('demo --vectors: the index is trained on the streamed documents, and the nearest neighbours of a query come from the live table with their distances', async () => {
   const dir = await tempDir('kl-vector-demo');
-  const out = spawnSync(
+  const out = runBounded(
     process.execPath,
     [BIN, 'demo', '--vectors', '--seconds', '6', '--rate', '500', '--data-dir', dir],
-    { encoding: 'utf8', env: { ...process.env, KAFKA_BOOTSTRAP_SERVERS: testBrokers().join(',') } },
+    { env: { ...process.env, KAFKA_BOOTSTRAP_SERVERS: testBrokers().join(',') } },
   );
   expect(out.stderr).toBe('');
   expect(out.status).toBe(0);

@@ -2,7 +2,9 @@ import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { resolveConsumer } from '../../src/config';
-import { objectStoreProblems, redactStorageOptions } from '../../src/lance/store-config';
+import { datasetPathOf } from '../../src/cli/lance-read';
+import { keySchemaProblems } from '../../src/lance/commit-table';
+import { ddbTableNameOf, objectStoreProblems, redactStorageOptions } from '../../src/lance/store-config';
 import { writeConsumer } from '../support/ingestion-fixture';
 import { tempDir } from '../support/rows';
 import { S3_BUCKET, s3DatabaseUri, s3LocalSuite } from '../support/s3-local';
@@ -134,11 +136,63 @@ test('the schema names the field: storageOptions with a local directory, a bucke
     /lance\.uri: names no bucket/,
   );
   const ok = resolveConsumer({ ...base, lance: { uri: 's3://b/p', storageOptions: { region: 'r' } } }, 'x');
-  expect([ok.lance.commits, ok.lance.commitSettleMs]).toEqual(['probe', 1_500]);
+  expect([ok.lance.commits, ok.lance.singleWriter]).toEqual(['probe', false]);
 });
 
 test('an empty AWS_ENDPOINT_URL is named (object_store would panic on it)', () => {
   expect(objectStoreProblems(`s3://${S3_BUCKET}/db`, { region: 'r' }, { AWS_ENDPOINT_URL: '' })).toEqual([
     expect.objectContaining({ field: 'AWS_ENDPOINT_URL' }),
   ]);
+});
+
+test('an s3+ddb:// uri names its DynamoDB commit table and a region; a malformed one names the field', () => {
+  const base = { name: 'c', brokers: ['b:9092'], topics: ['t'], schema: 'infer' };
+  expect(() =>
+    resolveConsumer({ ...base, lance: { uri: 's3+ddb://b/p', storageOptions: { region: 'r' } } }, 'x'),
+  ).toThrow(/lance\.uri: s3\+ddb:\/\/ names its DynamoDB commit table in the query/);
+  expect(() =>
+    resolveConsumer(
+      { ...base, lance: { uri: 's3+ddb://b/p?ddbTableName=x', storageOptions: { region: 'r' } } },
+      'x',
+    ),
+  ).toThrow(/lance\.uri: s3\+ddb/);
+  const uri = 's3+ddb://b/p?ddbTableName=commits';
+  expect(ddbTableNameOf(uri)).toBe('commits');
+  expect(objectStoreProblems(uri, { endpoint: 'http://h:1', allow_http: 'true' }, {})).toEqual([
+    expect.objectContaining({ field: 'lance.storageOptions.region' }),
+  ]);
+  expect(objectStoreProblems(uri, { region: 'r', dynamodb_endpoint: 'localhost:8000' }, {})).toEqual([
+    expect.objectContaining({ field: 'lance.storageOptions.dynamodb_endpoint' }),
+  ]);
+  expect(objectStoreProblems(uri, { region: 'r' }, { DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000' })).toEqual(
+    [],
+  );
+});
+
+test('a commit table with another key schema is named with what differs', () => {
+  const described = (hash: [string, string], range?: [string, string]) => ({
+    Table: {
+      KeySchema: [
+        { AttributeName: hash[0], KeyType: 'HASH' as const },
+        ...(range ? [{ AttributeName: range[0], KeyType: 'RANGE' as const }] : []),
+      ],
+      AttributeDefinitions: [
+        { AttributeName: hash[0], AttributeType: hash[1] },
+        ...(range ? [{ AttributeName: range[0], AttributeType: range[1] }] : []),
+      ],
+    },
+  });
+  expect(keySchemaProblems(described(['base_uri', 'S'], ['version', 'N']))).toEqual([]);
+  expect(keySchemaProblems(described(['base_uri', 'S']))).toEqual(['no range key']);
+  expect(keySchemaProblems(described(['id', 'S'], ['version', 'S']))).toEqual([
+    'hash key is id, not base_uri',
+    'range key version is of type S, not N',
+  ]);
+});
+
+test('the dataset path of an s3+ddb:// table keeps the commit table query after the table (as LanceDB and pylance read it)', () => {
+  expect(datasetPathOf('s3+ddb://b/p?ddbTableName=commits', 'logs')).toBe(
+    's3+ddb://b/p/logs.lance?ddbTableName=commits',
+  );
+  expect(datasetPathOf('s3://b/p/', 'logs')).toBe('s3://b/p/logs.lance');
 });

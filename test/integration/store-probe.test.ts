@@ -2,9 +2,10 @@ import { promises as fsp } from 'node:fs';
 import * as lancedb from '@lancedb/lancedb';
 import { PROBE_TABLE_PREFIX, StoreProbeError, probeCommitAtomicity } from '../../src/lance/store-probe';
 import { tempDir } from '../support/rows';
-import { s3DatabaseUri, s3LocalSuite } from '../support/s3-local';
+import { NON_ATOMIC_S3_PORT, NON_ATOMIC_S3_VERSION, s3DatabaseUri, s3LocalSuite } from '../support/s3-local';
 
 const s3 = s3LocalSuite();
+const nonAtomic = s3LocalSuite(NON_ATOMIC_S3_PORT, NON_ATOMIC_S3_VERSION);
 
 async function scratchTablesLeft(uri: string, storageOptions?: Record<string, string>): Promise<string[]> {
   const db = await lancedb.connect(uri, storageOptions ? { storageOptions } : {});
@@ -29,15 +30,25 @@ test('a local directory commits concurrent appends atomically: every round keeps
   }
 });
 
-test('s3proxy (If-None-Match ignored) loses concurrent commits: the probe says not atomic', async () => {
+test('s3proxy 4.0.0 (If-None-Match atomic) keeps every racing commit: the probe says atomic after every round', async () => {
   const uri = s3DatabaseUri('probe');
   const verdict = await probeCommitAtomicity({ uri, storageOptions: s3.storageOptions });
+  expect(verdict.atomic).toBe(true);
+  expect(verdict.rounds).toHaveLength(3);
+  // A rejected add may still have committed (its rows are not expected, and may be found).
+  for (const round of verdict.rounds) expect(round.foundRows).toBeGreaterThanOrEqual(round.expectedRows);
+  expect(await scratchTablesLeft(uri, s3.storageOptions)).toEqual([]);
+});
+
+test('s3proxy 2.6.0 (If-None-Match ignored) loses racing commits: the probe says not atomic', async () => {
+  const uri = s3DatabaseUri('probe');
+  const verdict = await probeCommitAtomicity({ uri, storageOptions: nonAtomic.storageOptions });
   expect(verdict.atomic).toBe(false);
   expect(verdict.foundRows).toBeLessThan(verdict.expectedRows);
   // The first lossy round ends the probe.
   const last = verdict.rounds[verdict.rounds.length - 1]!;
   expect(last.foundRows).toBeLessThan(last.expectedRows);
-  expect(await scratchTablesLeft(uri, s3.storageOptions)).toEqual([]);
+  expect(await scratchTablesLeft(uri, nonAtomic.storageOptions)).toEqual([]);
 });
 
 test('an unreachable store fails the probe with a typed error naming the step, never the secret', async () => {

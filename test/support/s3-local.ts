@@ -10,6 +10,13 @@ export const S3_BUCKET = process.env.S3_LOCAL_BUCKET ?? 'kafka-lance';
 export const S3_ACCESS_KEY_ID = process.env.S3_LOCAL_ACCESS_KEY_ID ?? 'kafka-lance';
 const S3_SECRET_ACCESS_KEY = process.env.S3_LOCAL_SECRET_ACCESS_KEY ?? 'kafka-lance-secret';
 export const S3_REGION = 'us-east-1';
+/**
+ * s3proxy 4.0.0 (deploy/s3-local's default) honours If-None-Match atomically: a store
+ * with conditional writes. 2.6.0 ignores it: the store without them, on a port of its own.
+ */
+export const ATOMIC_S3_VERSION = '4.0.0';
+export const NON_ATOMIC_S3_VERSION = '2.6.0';
+export const NON_ATOMIC_S3_PORT = TEST_S3_PORT + 4;
 
 const DEPLOY = path.resolve(__dirname, '../../deploy/s3-local');
 const SCRIPT = path.join(DEPLOY, 's3-local');
@@ -17,8 +24,11 @@ const SCRIPT = path.join(DEPLOY, 's3-local');
 export function s3Local(
   command: 'start' | 'stop' | 'status' | 'reset',
   port = TEST_S3_PORT,
+  version = ATOMIC_S3_VERSION,
 ): { code: number; output: string } {
-  const result = runBounded(SCRIPT, [command], { env: { ...process.env, S3_LOCAL_PORT: String(port) } });
+  const result = runBounded(SCRIPT, [command], {
+    env: { ...process.env, S3_LOCAL_PORT: String(port), S3_LOCAL_VERSION: version },
+  });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
 
@@ -47,11 +57,21 @@ export function s3DatabaseUri(prefix = 'db'): string {
  * the suite only if a suite started it and no other suite still uses it
  * (`leasedLocalServer`).
  */
-export function s3LocalSuite(port = TEST_S3_PORT): { readonly storageOptions: Record<string, string> } {
+export function s3LocalSuite(
+  port = TEST_S3_PORT,
+  version = ATOMIC_S3_VERSION,
+): { readonly storageOptions: Record<string, string> } {
   leasedLocalServer({
     work: path.join(process.env.S3_LOCAL_HOME ?? path.join(DEPLOY, '.cache'), `s3-${port}`),
-    label: 'the local S3 server',
-    run: (command) => s3Local(command, port),
+    label: `the local S3 server (s3proxy ${version})`,
+    run: (command) => {
+      if (command !== 'status') return s3Local(command, port, version);
+      const status = s3Local('status', port, version);
+      if (status.code !== 0) return status;
+      // Running: `start` only checks that it is this version (and the bucket there); a
+      // refusal reads as not running, and the start that follows says why.
+      return s3Local('start', port, version).code === 0 ? status : { code: 3, output: '' };
+    },
   });
   return { storageOptions: storageOptions(port) };
 }
