@@ -360,32 +360,47 @@ Example:
         .argParser(duration)
         .default(parseDuration(DEFAULT_RETENTION), DEFAULT_RETENTION),
     )
+    .option(
+      '--writers-stopped',
+      'the table has no running writer (required when the definition declares lance.singleWriter)',
+      false,
+    )
     .addHelpText(
       'after',
       `
 Example:
   kafka-lance compact -c consumers/app-logs.ts --data-dir data/demo --retention 1h`,
     )
-    .action(async (opts: { consumer: string; dataDir?: string; retention: number }) => {
-      // Compaction needs no broker: any value satisfies the definition's broker check.
-      const consumer = loadConsumer(opts.consumer, process.env, {
-        brokers: brokersFromEnv() ?? ['(not needed)'],
-        dataDir: opts.dataDir,
-      });
-      const r = await compact(consumer, opts.retention);
-      const shape = (x: typeof r.before) =>
-        `${plural(x.fragments, 'fragment')} (${x.smallFragments} small), ${plural(x.versions, 'version')} (current ${x.version}), ${x.rows} rows, ${formatBytes(x.bytes)}`;
-      console.log(`Lance table ${consumer.table} at ${r.path}`);
-      console.log(`  before: ${shape(r.before)}`);
-      console.log(`  after:  ${shape(r.after)}`);
-      console.log(
-        `  compaction merged ${r.fragmentsRemoved} fragments into ${r.fragmentsAdded}; cleanup removed ${r.versionsRemoved} versions older than ${formatDuration(r.retentionMs)} (${formatBytes(r.bytesRemoved)})`,
-      );
-      for (const i of r.indexes)
+    .action(
+      async (opts: { consumer: string; dataDir?: string; retention: number; writersStopped: boolean }) => {
+        // Compaction needs no broker: any value satisfies the definition's broker check.
+        const consumer = loadConsumer(opts.consumer, process.env, {
+          brokers: brokersFromEnv() ?? ['(not needed)'],
+          dataDir: opts.dataDir,
+        });
+        if (consumer.lance.singleWriter && !opts.writersStopped) {
+          // On a store without atomic commits, compact's commits beside the declared single
+          // writer's could overwrite a publication: the operator must say the writer is stopped.
+          throw new CliError(
+            'BAD_ARGUMENT',
+            `${consumer.name} declares lance.singleWriter: compact commits to the table too, so it runs only while that replica is stopped; stop it and pass --writers-stopped`,
+          );
+        }
+        const r = await compact(consumer, opts.retention);
+        const shape = (x: typeof r.before) =>
+          `${plural(x.fragments, 'fragment')} (${x.smallFragments} small), ${plural(x.versions, 'version')} (current ${x.version}), ${x.rows} rows, ${formatBytes(x.bytes)}`;
+        console.log(`Lance table ${consumer.table} at ${r.path}`);
+        console.log(`  before: ${shape(r.before)}`);
+        console.log(`  after:  ${shape(r.after)}`);
         console.log(
-          `  index ${i.index} on ${i.column} (${i.type}): ${i.state}, ${i.indexedRows} indexed, ${i.unindexedRows} unindexed${i.error !== undefined ? ` (${i.error})` : ''}`,
+          `  compaction merged ${r.fragmentsRemoved} fragments into ${r.fragmentsAdded}; cleanup removed ${r.versionsRemoved} versions older than ${formatDuration(r.retentionMs)} (${formatBytes(r.bytesRemoved)})`,
         );
-    });
+        for (const i of r.indexes)
+          console.log(
+            `  index ${i.index} on ${i.column} (${i.type}): ${i.state}, ${i.indexedRows} indexed, ${i.unindexedRows} unindexed${i.error !== undefined ? ` (${i.error})` : ''}`,
+          );
+      },
+    );
 
   program
     .command('validate')

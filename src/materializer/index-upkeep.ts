@@ -42,7 +42,7 @@ export class IndexUpkeep {
         this.#offLogged = true;
         this.logger.info(
           { event: 'lance.index.off', reason: 'store without atomic commits' },
-          'declared indexes are not built on this store, as scheduled compaction is not',
+          'declared indexes are not built beside the publications of a single writer on a store without atomic commits: run kafka-lance compact while the replica is stopped',
         );
       }
       return;

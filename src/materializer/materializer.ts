@@ -233,7 +233,10 @@ export class Materializer {
     this.#stats.unresolvableParts = out.unresolvable.length;
     const plans: Plan[] = [];
     for (const group of out.groups) plans.push(await this.#writePlan(group));
-    const inFlight = this.#o.mode === 'streamed' ? 2 : 1;
+    // Two publications overlap only where Lance reconciles concurrent commits: on a
+    // declared single writer's non-atomic store, one publication's schema commit
+    // (addColumns) could overwrite the other's add.
+    const inFlight = this.#o.mode === 'streamed' && this.storeCommitsAtomically() ? 2 : 1;
     for (let i = 0; i < plans.length; i += inFlight) {
       // A drain starts nothing after its deadline; a plan not started stays in the ledger
       // and is published by the next start on this data directory.

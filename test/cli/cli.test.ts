@@ -37,6 +37,24 @@ describe('kafka-lance CLI', () => {
     }
   });
 
+  test('compact refuses to commit beside a declared single writer unless told its writer is stopped', async () => {
+    const dir = await tempDir('kl-cli-single-writer');
+    const file = path.join(dir, 'single.json');
+    await fsp.writeFile(
+      file,
+      JSON.stringify({ name: 'single', topics: ['t'], schema: 'infer', lance: { singleWriter: true } }),
+    );
+    const out = run('compact', '-c', file, '--data-dir', dir);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toContain('declares lance.singleWriter');
+    expect(out.stderr).toContain('--writers-stopped');
+    // Told so, it goes on to the table (none here: nothing has been published).
+    const told = run('compact', '-c', file, '--data-dir', dir, '--writers-stopped');
+    expect(told.stderr).not.toContain('declares lance.singleWriter');
+    expect(told.stderr).toContain('nothing has been published');
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
   test('an unreachable broker is named by its address', async () => {
     const dir = await tempDir('kl-cli-unreachable');
     const out = run('produce', '--topic', 'x', '--count', '1', '--brokers', '127.0.0.1:1');
