@@ -20,11 +20,13 @@ import { MiB, round, type ArmResult } from './result';
 
 const REPO = path.resolve(__dirname, '../../..');
 
-interface Replica {
+export interface Replica {
   readonly child: ChildProcess;
   readonly sampler: ProcessTreeSampler;
   readonly work: string;
   readonly lanceUri: string;
+  /** The object store's options when `extra.lance.uri` names one. */
+  readonly storageOptions: Record<string, string> | undefined;
   readonly tagDir: string;
   port: number | undefined;
   joinedAt: number | undefined;
@@ -32,7 +34,12 @@ interface Replica {
   readonly exit: Promise<number | null>;
 }
 
-async function startReplica(
+/**
+ * One replica on the bench topic, in a work directory of its own. `extra` goes over the
+ * bench definition: `lance: { uri, storageOptions }` puts its table on an object store,
+ * `name` shares a group (and table) between replicas.
+ */
+export async function startReplica(
   name: string,
   topic: string,
   brokers: readonly string[],
@@ -75,11 +82,13 @@ async function startReplica(
     },
   );
   const sampler = new ProcessTreeSampler(child.pid!, tagDir).start();
+  const lance = extra.lance as { uri?: string; storageOptions?: Record<string, string> } | undefined;
   const replica: Replica = {
     child,
     sampler,
     work,
-    lanceUri: path.join(work, 'data', 'lance'),
+    lanceUri: lance?.uri ?? path.join(work, 'data', 'lance'),
+    storageOptions: lance?.storageOptions,
     tagDir,
     port: undefined,
     joinedAt: undefined,
@@ -102,7 +111,7 @@ async function startReplica(
   return replica;
 }
 
-async function stopReplica(r: Replica): Promise<number | null> {
+export async function stopReplica(r: Replica): Promise<number | null> {
   if (!r.exited) r.child.kill('SIGTERM');
   const timer = setTimeout(() => r.child.kill('SIGKILL'), 60_000);
   const code = await r.exit;
@@ -111,9 +120,15 @@ async function stopReplica(r: Replica): Promise<number | null> {
   return code;
 }
 
-async function openTable(uri: string): Promise<lancedb.Table | undefined> {
+export async function openTable(
+  uri: string,
+  storageOptions?: Record<string, string>,
+): Promise<lancedb.Table | undefined> {
   try {
-    const db = await lancedb.connect(uri, { readConsistencyInterval: 0 });
+    const db = await lancedb.connect(uri, {
+      readConsistencyInterval: 0,
+      ...(storageOptions ? { storageOptions } : {}),
+    });
     return (await db.tableNames()).includes('logs') ? await db.openTable('logs') : undefined;
   } catch {
     return undefined;
@@ -121,8 +136,11 @@ async function openTable(uri: string): Promise<lancedb.Table | undefined> {
 }
 
 /** Rows of the table, and how many distinct (partition, offset) pairs they hold. */
-async function verifyTable(uri: string): Promise<{ rows: number; distinct: number }> {
-  const table = await openTable(uri);
+export async function verifyTable(
+  uri: string,
+  storageOptions?: Record<string, string>,
+): Promise<{ rows: number; distinct: number }> {
+  const table = await openTable(uri, storageOptions);
   if (!table) return { rows: 0, distinct: 0 };
   const keys = new Set<number>();
   let rows = 0;
@@ -200,7 +218,7 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
     const published = sumOf(m, 'kafka_lance_published_records_total');
     // Visible rows come from Lance itself: the published counter is reported by the
     // materializer worker once per cycle (runOnce), which can span many publications.
-    table ??= await openTable(r.lanceUri);
+    table ??= await openTable(r.lanceUri, r.storageOptions);
     const visible = table ? await table.countRows().catch(() => 0) : 0;
     sampler.rows = visible;
     sampler.consumed = consumed;
@@ -229,7 +247,7 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
   const otherCores = await sampler.otherCores();
   const code = await stopReplica(r);
   if (code !== 0 && problems.length === 0) problems.push(`graceful stop exited with code ${code}`);
-  const check = await verifyTable(r.lanceUri);
+  const check = await verifyTable(r.lanceUri, r.storageOptions);
   if (check.rows !== o.records) problems.push(`its table holds ${check.rows} rows, expected ${o.records}`);
   if (check.distinct !== check.rows)
     problems.push(`${check.rows - check.distinct} duplicate (partition, offset) rows`);
@@ -295,12 +313,13 @@ export async function measureFreshness(
   rate: number,
   seconds: number,
   log: (line: string) => void,
+  extra: Record<string, unknown> = {},
 ): Promise<Freshness> {
   const topic = `bench-fresh-${Date.now()}`;
   const admin = (await import('./kafka')).kafkaClient(brokers).admin();
   await admin.connect();
   await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
-  const r = await startReplica('fresh', topic, brokers, {});
+  const r = await startReplica('fresh', topic, brokers, extra);
   const problems: string[] = [];
   const pollMs = 250;
   for (let waited = 0; r.joinedAt === undefined && waited < 60_000; waited += 100) {
@@ -323,7 +342,7 @@ export async function measureFreshness(
   const deadline = Date.now() + (seconds + 90) * 1000;
   while (lags.length < count && Date.now() < deadline && !r.exited) {
     await new Promise((res) => setTimeout(res, pollMs));
-    table ??= await openTable(r.lanceUri);
+    table ??= await openTable(r.lanceUri, r.storageOptions);
     if (!table) continue;
     const where = Array.from({ length: partitions }, (_, p) =>
       seen.has(p) ? `(_partition = ${p} AND _offset > ${seen.get(p)})` : `_partition = ${p}`,
