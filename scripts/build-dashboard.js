@@ -41,6 +41,7 @@ const r2 = row(16);
 const r3 = row(24);
 const r4 = row(32);
 const r5 = row(40);
+const r6 = row(48);
 const panels = [
   panel(
     'Records per second: consumed, staged, published',
@@ -168,9 +169,9 @@ const panels = [
     r4(16),
   ),
   // Object storage: 0 means the store lets concurrent Lance commits overwrite each other
-  // (no put-if-absent) and every publication is settled and counted (DESIGN.md).
+  // (no put-if-absent): only a declared single writer publishes there (DESIGN.md).
   panel(
-    'Lance store: atomic commits (1) or settled and counted (0)',
+    'Lance store: atomic commits (1) or a declared single writer (0)',
     'short',
     [[`min by (table) (kafka_lance_store_atomic_commits{${sel}})`, '{{table}}']],
     r5(0),
@@ -189,6 +190,17 @@ const panels = [
     's',
     [[`max by (table, index) (kafka_lance_index_update_duration_seconds{${sel}})`, '{{table}} {{index}}']],
     r5(16),
+  ),
+  // Registry formats: a replica whose Schema Registry does not answer waits (its
+  // partitions hold, nothing is dead-lettered); failed requests per second beside it.
+  panel(
+    'Schema Registry: unreachable (1) and failed requests/s',
+    'short',
+    [
+      [`max by (instance) (kafka_lance_schema_registry_unreachable{${sel}})`, 'unreachable {{instance}}'],
+      [`sum by (instance) (${rate('kafka_lance_schema_registry_errors_total')})`, 'errors/s {{instance}}'],
+    ],
+    r6(0),
   ),
 ];
 
