@@ -79,7 +79,7 @@ function log(line: string): void {
   process.stderr.write(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 }
 
-/** bench/.venv with the pinned packages of bench/requirements.txt (reinstalled when they change). */
+/** Bench/.venv with the pinned packages of bench/requirements.txt (reinstalled when they change). */
 function ensureVenv(): string {
   const venv = path.join(BENCH, '.venv');
   const python = path.join(venv, 'bin', 'python');
@@ -297,7 +297,7 @@ async function main(): Promise<void> {
   }
 }
 
-/** report.json, report.svg and report.md in `out` (`--render`: the last two again from the first). */
+/** Report.json, report.svg and report.md in `out` (`--render`: the last two again from the first). */
 async function writeReport(out: string, report: BenchReport): Promise<void> {
   await fsp.mkdir(out, { recursive: true });
   await fsp.writeFile(path.join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -306,7 +306,7 @@ async function writeReport(out: string, report: BenchReport): Promise<void> {
   await fsp.writeFile(path.join(out, 'report.md'), renderMarkdown(report, 'report.svg'));
 }
 
-/** Drains backlogs of each size in each mode and reports peak RSS (issue 11, item 5). */
+/** Drains backlogs of each size in each mode and reports peak RSS. */
 async function backlog(o: Options, brokers: string[]): Promise<void> {
   const rows: { gib: number; records: number; mode: string; result: ArmResult }[] = [];
   const perRecord = Buffer.byteLength(benchRecord(1));

@@ -3,7 +3,7 @@ import type { QualifyContext, QualifyStep } from '../step';
 
 const MiB = 1024 * 1024;
 
-/** Item 2a: the broker stopped and restarted (same data dir, same port) mid-run. */
+/** The broker stopped and restarted (same data dir, same port) mid-run. */
 export const step: QualifyStep = {
   name: 'broker-outage',
   title: 'Item 2: broker outage',

@@ -7,7 +7,7 @@ import { ReplicaProcess } from '../../test/support/replica-process';
 import { createTopicReady, PATIENT_PRODUCER_RETRY } from '../support/topics';
 
 /**
- * Issue 13, item 3: the loss of one replica's whole data directory after a crash, in
+ * The loss of one replica's whole data directory after a crash, in
  * both commit modes (`offsets.commitAfter`).
  *
  * Per mode, on a topic of its own (2 partitions) and a Lance table outside the data

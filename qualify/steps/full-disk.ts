@@ -1,5 +1,5 @@
 /**
- * Qualification step: full disks (issue 13, item 4). For each of the two file systems a
+ * Qualification step: full disks. For each of the two file systems a
  * replica writes to (the staging data directory, the Lance table directory) a real
  * replica (`bin/kafka-lance run`, real broker) runs with that directory on a small
  * file system of the step's own: a tmpfs where this process may mount one, otherwise

@@ -1,5 +1,5 @@
 /**
- * Qualification step: fuzzed input (issue 13, item 5). Runs the fuzzers of test/fuzz/
+ * Qualification step: fuzzed input. Runs the fuzzers of test/fuzz/
  * with many more runs than `npm test` does, from the campaign's seed:
  * - the decoders (record decoder with a declared and an inferred schema, the exact JSON
  *   parser against JSON.parse, timestamps, field codecs) on arbitrary bytes and on valid

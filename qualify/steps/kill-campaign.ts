@@ -11,7 +11,7 @@ const SESSION_TIMEOUT_MS = 8_000;
 type Aim = 'publication' | 'recovery' | 'group join' | 'random moment';
 
 /**
- * Item 1: two replicas consume ≥ 192 MiB of checksummed JSON records (20 MiB short)
+ * Two replicas consume ≥ 192 MiB of checksummed JSON records (20 MiB short)
  * while a random one is SIGKILLed at least 10 times (3 short), aimed at publications
  * (after a `staging.sealed`), recoveries (right after a restart) and group joins (after
  * staging recovery, before `kafka.join`), each restarted from its data dir; one is

@@ -3,7 +3,7 @@ import type { QualifyContext, QualifyStep } from '../step';
 
 const MiB = 1024 * 1024;
 
-/** Item 2b: s3proxy (an object-storage table, `lance.uri: s3://...`) stopped and restarted mid-run. */
+/** S3proxy (an object-storage table, `lance.uri: s3://...`) stopped and restarted mid-run. */
 export const step: QualifyStep = {
   name: 's3-outage',
   title: 'Item 2: object-store (S3) outage',

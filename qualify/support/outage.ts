@@ -20,7 +20,7 @@ export interface OutageOptions {
 }
 
 /**
- * Item 2: two replicas and a producer run; once the replicas have published, `what`
+ * Two replicas and a producer run; once the replicas have published, `what`
  * is stopped for `outageMs` and started again (same data, same port). Nothing else is
  * done by hand: the replicas must carry on by themselves, and the final check must
  * find every record exactly once.

@@ -3,12 +3,12 @@ import * as path from 'node:path';
 import { DiskFullError, type DiskStage } from './errors';
 
 /**
- * Full disks (issue 13, item 4). A full file system is a condition that passes, not a
+ * Full disks. A full file system is a condition that passes, not a
  * fault of the data: every write that meets it is kept and retried, consumption pauses
  * meanwhile (kafka/ingestion.ts), and nothing is set aside or reported durable.
  */
 
-/** errno codes of a write that failed only for lack of space or quota. */
+/** Errno codes of a write that failed only for lack of space or quota. */
 const DISK_FULL_CODES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT']);
 
 /** True when `error` (or any error in its `cause` chain) is a full disk or a spent quota. */

@@ -10,7 +10,7 @@ export interface DiskFullReport {
 }
 
 /**
- * Which of the replica's file systems are full right now (issue 13, item 4), as one
+ * Which of the replica's file systems are full right now, as one
  * state for the whole process: staging reports its own failed ticks, the materializer
  * its failed publications. While any stage is full, consumption is paused (the
  * listener, kafka/ingestion.ts); when every stage has written again, it resumes.

@@ -183,7 +183,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  // Object storage (issue 10, objstore branch): the start probe's verdict on the Lance store.
+  // Object storage: the start probe's verdict on the Lance store.
   readonly storeAtomicCommits = new Gauge({
     name: 'kafka_lance_store_atomic_commits',
     help: 'The Lance store makes concurrent commits atomic (1: local directory, s3+ddb:// commit table, or probe passed; 0: a declared single writer on a store without atomic commits, see DESIGN.md "Object storage").',

@@ -100,6 +100,6 @@ export type WorkerReply =
       readonly id: number | undefined;
       readonly message: string;
       readonly fatal: boolean;
-      /** Set when the request met a full disk: retriable, staging is intact (issue 13, item 4). */
+      /** Set when the request met a full disk: retriable, staging is intact. */
       readonly diskFull?: { readonly path: string; readonly operation: string };
     };

@@ -1,5 +1,5 @@
 /**
- * Regression (issue 9, item 14b): two replicas on one data directory would publish
+ * Regression: two replicas on one data directory would publish
  * each other's parts. The data directory is locked for the life of a replica.
  */
 import { spawn } from 'node:child_process';

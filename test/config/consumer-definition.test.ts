@@ -50,7 +50,7 @@ describe('consumer definitions', () => {
     [{ ...valid, name: '9 bad' }, ['name']],
     [{ ...valid, schema: { fields: { id: 'uuid' } } }, ['schema.fields.id']],
     [{ ...valid, schema: { fields: { _offset: 'int64' } } }, ['schema.fields._offset']],
-    [{ ...valid, schema: { fields: { 'a.b': 'int64' } } }, ['schema.fields.a.b']], // issue 9 item 7: Lance refuses "."
+    [{ ...valid, schema: { fields: { 'a.b': 'int64' } } }, ['schema.fields.a.b']], // Lance refuses "."
     [{ ...valid, schema: { fields: { 'a`b': 'int64' } } }, ['schema.fields.a`b']],
     [{ ...valid, durabilityIntervalMs: 0 }, ['durabilityIntervalMs']],
     [{ ...valid, queue: { maxRecords: -1 } }, ['queue.maxRecords']],

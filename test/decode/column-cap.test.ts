@@ -1,7 +1,7 @@
 import { SYSTEM_FIELDS } from '../../src/staging/system-columns';
 import { column, decodeAll, decoder } from './fixture';
 
-/** Regression tests for issue 9 item 12: one wide record made the inferred table 20,000 columns wide. */
+/** Regression tests: one wide record made the inferred table 20,000 columns wide. */
 describe('cap on inferred columns', () => {
   test('a 20,000-key record is a dead letter (too-many-columns) under the default cap of 256, not 20,000 columns', () => {
     const wide = JSON.stringify(Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, i])));

@@ -1,6 +1,6 @@
 import { column, decodeAll, decoder, msg } from './fixture';
 
-/** Regression tests for issue 9 item 5: event times out of range were committed and never published, or crash-looped. */
+/** Regression tests: event times out of range were committed and never published, or crash-looped. */
 describe('event time out of range', () => {
   const declared = [{ name: 'ts', type: 'int64', nullable: true }] as const;
 

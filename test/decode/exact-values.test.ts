@@ -1,7 +1,7 @@
 import { parseJsonExact, stringifyJsonExact } from '../../src/decode/exact-json';
 import { column, decodeAll, decoder } from './fixture';
 
-/** Regression tests for issue 9 item 13: values were changed silently (rounded, wrapped, replaced). */
+/** Regression tests: values were changed silently (rounded, wrapped, replaced). */
 describe('values are kept exactly or dead-lettered', () => {
   test('an inferred integer beyond 2^53 is never rounded into float64: a dead letter unless exact', () => {
     const d = decoder();

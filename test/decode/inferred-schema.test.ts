@@ -2,7 +2,7 @@ import { SYSTEM_FIELDS } from '../../src/staging/system-columns';
 import { schemaKeyOf } from '../../src/staging/schema-key';
 import { column, decodeAll, decoder } from './fixture';
 
-/** Regression tests for issue 9 item 7 (decode side): inferred columns Lance refuses, and types that differ between workers. */
+/** Regression tests: inferred columns Lance refuses, and types that differ between workers. */
 describe('inferred schema rules', () => {
   test('an inferred key Lance cannot take as a column ("a.b", "", "a`b", a lone surrogate) is a dead letter naming the key', () => {
     const d = decoder();

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { column, decodeAll, decoder } from './fixture';
 
-/** Regression tests for issue 9 item 15: timestamps were parsed leniently (Date.parse, local time). */
+/** Regression tests: timestamps were parsed leniently (Date.parse, local time). */
 const at = { name: 'at', type: 'timestamp', nullable: true } as const;
 
 describe('timestamps', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 
 /**
- * Inputs for the fuzzers (issue 13, item 5): valid records of the fuzz schema, and the
+ * Inputs for the fuzzers: valid records of the fuzz schema, and the
  * ways bytes go wrong on the way to a decoder (truncation, bit flips, huge numbers,
  * deep nesting, invalid UTF-8, NUL, lone surrogates, arbitrary bytes).
  */

@@ -8,7 +8,7 @@ import { parseJsonExact } from '../../src/decode/exact-json';
 import { FUZZ_FIELDS, fuzzValue, type FuzzValue, type ValidRecord } from './arbitraries';
 
 /**
- * The decoder fuzzers (issue 13, item 5), shared by the jest suite (few runs) and
+ * The decoder fuzzers, shared by the jest suite (few runs) and
  * qualify/steps/fuzz.ts (many): each property returns fast-check's verdict and counts
  * what it saw, so that a caller can assert or report.
  */
@@ -206,7 +206,7 @@ export function fuzzDecoders(numRuns: number, seed: number): PropertyRun[] {
   ];
 }
 
-/** parseJsonExact on arbitrary text and on JSON: refuses exactly what JSON.parse refuses; same values. */
+/** ParseJsonExact on arbitrary text and on JSON: refuses exactly what JSON.parse refuses; same values. */
 function exactParserStrict(numRuns: number, seed: number): PropertyRun {
   return run(
     'exact JSON parser vs JSON.parse',

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 5: the decoders fed random and mutated bytes never throw; every record
+ * The decoders fed random and mutated bytes never throw; every record
  * is a row or a dead letter with a reason; valid records decode exactly. More runs:
  * `npm run qualify -- --only fuzz` (qualify/steps/fuzz.ts).
  */

@@ -11,7 +11,7 @@ import type { PropertyRun } from './decoder-fuzz';
 import { newCounts } from './decoder-fuzz';
 
 /**
- * The staging reader fuzzer (issue 13, item 5): a valid part, torn or bit-flipped, is
+ * The staging reader fuzzer: a valid part, torn or bit-flipped, is
  * either read as exactly the rows it held (only when nothing but the checksum trailer
  * was lost) or refused with PartCorruptError; as an open part after a crash, recovery
  * never throws and keeps a prefix of whole, unchanged batches, or quarantines it.

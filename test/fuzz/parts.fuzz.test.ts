@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 5: torn and bit-flipped part files are refused or quarantined, never
+ * Torn and bit-flipped part files are refused or quarantined, never
  * read as other rows (staging reader and recovery). More runs: qualify/steps/fuzz.ts.
  */
 import { promises as fsp } from 'node:fs';

@@ -9,8 +9,7 @@ import { parsePartName } from '../../src/staging/part-name';
 import { FUZZ_FIELDS, fuzzValue, type FuzzValue } from './arbitraries';
 
 /**
- * Fuzzed records through the real staging worker pool (worker threads from dist/, issue
- * 13 item 5): no worker fails (no fatal, no error reply), and every record ends either
+ * Fuzzed records through the real staging worker pool (worker threads from dist/): no worker fails (no fatal, no error reply), and every record ends either
  * as a staged row or as a dead letter with a reason, never both, never neither.
  */
 export interface PoolFuzzReport {

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 5: fuzzed records through the real staging worker pool never fail a
+ * Fuzzed records through the real staging worker pool never fail a
  * worker; each is a staged row or a dead letter with a reason. Run `npm run build` first.
  */
 import { promises as fsp } from 'node:fs';

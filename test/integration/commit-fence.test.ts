@@ -6,8 +6,8 @@ import { brokerSuite, untilHosted } from '../support/broker-suite';
 import { uniqueName } from '../support/kafka';
 
 /**
- * kafkajs retries a failed commit inside consumer.commitOffsets, and a retry after a
- * rejoin goes out in the new generation (issue 9, item 2). Here the first attempts of
+ * Kafkajs retries a failed commit inside consumer.commitOffsets, and a retry after a
+ * rejoin goes out in the new generation. Here the first attempts of
  * a commit fail with a retriable error (as a lost connection would) until a second
  * member's arrival has made the first rejoin; then the retry is let through to the
  * real broker. Without the fence it lands, for a partition the member may no longer

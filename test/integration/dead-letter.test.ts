@@ -73,7 +73,7 @@ async function timedStop(replica: ReplicaProcess) {
 }
 
 /**
- * Item 8, shared by both triggers: partition 0 holds one bad record between good
+ * A dead letter that cannot be written, shared by both triggers: partition 0 holds one bad record between good
  * ones, partition 1 only good ones. The dead letter cannot be written, so partition 0
  * stops at the bad record while partition 1 goes on (also after the stop).
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 4 against a real replica and a real broker: the qualification step
+ * A full disk against a real replica and a real broker: the qualification step
  * (qualify/steps/full-disk.ts) in its short variant, once per stage. The small file
  * system is a tmpfs where this process may mount one, else the ENOSPC injection; the
  * test name cannot know in advance, so each run prints which one ran.

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 4, materializer side: a Lance add that meets a full disk is a
+ * A Lance add that meets a full disk is a
  * transient 'disk-full' failure, retried within seconds and never set aside (before,
  * nothing named it: it counted as 'storage', with backoff up to 30 s and no pause).
  */

@@ -1,5 +1,5 @@
 /**
- * Regression (issue 9, item 6): a transform that returns several rows per record
+ * Regression: a transform that returns several rows per record
  * gives them one `_offset` (and `_row` 0..n-1). Staging used to demand strictly
  * increasing offsets and failed the push (OffsetOrderError, fatal: a crash loop on
  * the same batch). These tests stage such records end to end and publish them into a

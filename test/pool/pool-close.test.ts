@@ -1,5 +1,5 @@
 /**
- * Regression (issue 9, item 14c): a batch admitted after `pool.close()` during a
+ * Regression: a batch admitted after `pool.close()` during a
  * graceful stop reached a closed (or exited) worker and came back as a fatal
  * StagingWorkerError: a clean SIGTERM ended as a failure exit. It must be refused
  * cleanly instead: nothing staged, nothing fatal; Kafka redelivers it.

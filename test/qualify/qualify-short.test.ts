@@ -11,7 +11,7 @@ const RUNNER = path.resolve(__dirname, '../../dist/qualify/run.js');
 const CAMPAIGN_STEPS = ['kill-campaign', 'broker-outage', 's3-outage', 'data-dir-loss', 'full-disk', 'fuzz'];
 
 /**
- * The short variant of `npm run qualify` (issue 13) inside `npm test`: the campaign steps
+ * The short variant of `npm run qualify` inside `npm test`: the campaign steps
  * with --short (smaller volumes, 3 kills, one zombie, shorter outages, fewer fuzz runs),
  * against the test broker jest started, run as `npm run qualify` runs it: the compiled
  * runner in a process of its own (a jest worker that had run other suites first ran out

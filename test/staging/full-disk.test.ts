@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 4: a full staging file system pauses staging, never kills it. Each
+ * A full staging file system pauses staging, never kills it. Each
  * test runs on a real small tmpfs where this process may mount one, and otherwise on
  * the ENOSPC fault injection (the test names say which).
  */

@@ -1,4 +1,4 @@
-/** Regression tests for issue 9 ("Hardening"), staging side. */
+/** Regression tests ("Hardening"), staging side. */
 import { readdirSync, readlinkSync, promises as fsp } from 'node:fs';
 import fc from 'fast-check';
 import * as path from 'node:path';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS } from '../../src/decode/timestamp';
 import { formatPartName, minuteKeyOf, parsePartName } from '../../src/staging/part-name';
 
-/** Issue 9 item 5: a minute key the catalog's pattern cannot parse is a part that is committed but never published. */
+/** A minute key the catalog's pattern cannot parse is a part that is committed but never published. */
 describe('minute keys', () => {
   const roundTrip = (ms: number) => {
     const minute = minuteKeyOf(ms);

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { DiskStage } from '../../src/common/errors';
 
 /**
- * A small file system of the test's own, to fill and free (issue 13, item 4). Where the
+ * A small file system of the test's own, to fill and free. Where the
  * machine lets the test mount (root with CAP_SYS_ADMIN) it is a real tmpfs of `bytes`,
  * filled with a filler file; elsewhere it falls back to fault injection at the
  * file-system layer (src/common/disk-space.ts: while a flag file exists, the stage's
