@@ -17,6 +17,7 @@ import { ProcessTreeSampler } from './proc-sampler';
 import { scrape, sumOf, type Sample } from './prom';
 import { benchConsumer, RECORD_BYTES } from './records';
 import { MiB, round, type ArmResult } from './result';
+import { ensureTopicsServed } from '../../src/kafka/topic-ready';
 
 const REPO = path.resolve(__dirname, '../../..');
 
@@ -318,7 +319,7 @@ export async function measureFreshness(
   const topic = `bench-fresh-${Date.now()}`;
   const admin = (await import('./kafka')).kafkaClient(brokers).admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  await ensureTopicsServed(admin, [{ topic, numPartitions: partitions }]);
   const r = await startReplica('fresh', topic, brokers, extra);
   const problems: string[] = [];
   const pollMs = 250;

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
+import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { loadConsumer, type ResolvedConsumer } from '../config';
 import { indexName, isVectorIndex, vectorMinRows } from '../config/index-spec';
 import { clusteredEmbeddings, type ClusteredEmbeddings } from './clustered-embeddings';
@@ -19,6 +19,7 @@ import { indexLine } from './inspect';
 import { connectAdmin } from './kafka-admin';
 import { indexShapes, openExistingTable } from './lance-read';
 import { KAFKA_LOCAL, ROOT } from './paths';
+import { ensureTopicsServed } from '../kafka/topic-ready';
 
 export const DOCUMENTS_CONSUMER = path.join(ROOT, 'consumers/documents.ts');
 const TOPIC = 'documents';
@@ -84,7 +85,10 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
   const admin = await connectAdmin(kafka, brokers);
   let replica: ChildProcess | undefined;
   try {
-    await ensureTopics(admin);
+    await ensureTopicsServed(admin, [
+      { topic: TOPIC, numPartitions: PARTITIONS },
+      { topic: DLQ, numPartitions: 1 },
+    ]);
     const consumer = loadConsumer(DOCUMENTS_CONSUMER, process.env, { brokers, dataDir });
     const vectorIndex = consumer.indexes.find(isVectorIndex);
     if (!vectorIndex) throw new CliError('DEMO_MISMATCH', `${DOCUMENTS_CONSUMER} declares no vector index`);
@@ -140,15 +144,6 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
       o.print('Stopped the embedded broker.');
     }
   }
-}
-
-async function ensureTopics(admin: Admin): Promise<void> {
-  const existing = new Set(await admin.listTopics());
-  const missing = [
-    { topic: TOPIC, numPartitions: PARTITIONS },
-    { topic: DLQ, numPartitions: 1 },
-  ].filter((t) => !existing.has(t.topic));
-  if (missing.length > 0) await admin.createTopics({ topics: missing, waitForLeaders: true });
 }
 
 /** `count` documents at `rate` per second, ids from `firstId` (so that runs on one data dir add up). */
