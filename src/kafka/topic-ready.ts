@@ -34,11 +34,23 @@ export async function ensureTopicsServed(
   topics: readonly ITopicConfig[],
   timeoutMs = DEFAULT_TIMEOUT_MS,
 ): Promise<string[]> {
+  const started = Date.now();
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((t) => !existing.has(t.topic));
   // Another process may create one of them meanwhile: createTopics then answers false
-  // for it, and the wait below is what counts.
-  if (missing.length > 0) await admin.createTopics({ topics: [...missing], waitForLeaders: true });
+  // for it, and the wait below is what counts. A broker that is still starting can fail
+  // the creation's own wait for leaders with a retriable error ("does not host this
+  // topic-partition"): that is retried within the same time, anything else is thrown.
+  for (;;) {
+    try {
+      if (missing.length > 0) await admin.createTopics({ topics: [...missing], waitForLeaders: true });
+      break;
+    } catch (error) {
+      const retriable = (error as { retriable?: unknown }).retriable === true;
+      if (!retriable || Date.now() - started >= timeoutMs) throw error;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+    }
+  }
   // A topic that existed keeps its own partition count (the caller checks it if it must).
   for (const t of topics) {
     const created = missing.includes(t);

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { Admin, Kafka } from 'kafkajs';
-import { untilTopicServed } from '../../src/kafka/topic-ready';
+import { ensureTopicsServed, untilTopicServed } from '../../src/kafka/topic-ready';
 import { writeConsumer } from './ingestion-fixture';
 import { testKafka, uniqueName } from './kafka';
 import { ReplicaProcess } from './replica-process';
@@ -65,11 +65,7 @@ export async function topicAndConsumer(
   const topic = uniqueName('topic');
   const name = uniqueName('c').replace(/[^A-Za-z0-9_-]/g, '');
   const configEntries = Object.entries(topicConfig).map(([name, value]) => ({ name, value }));
-  await suite.admin.createTopics({
-    topics: [{ topic, numPartitions: partitions, configEntries }],
-    waitForLeaders: true,
-  });
-  await untilHosted(suite.admin, topic, partitions);
+  await ensureTopicsServed(suite.admin, [{ topic, numPartitions: partitions, configEntries }]);
   const file = await writeConsumer(suite.work, {
     name,
     topics: [topic],
