@@ -11,6 +11,7 @@ import {
   TOPIC_ID_COLUMN,
   systemColumnReader,
 } from '../staging/system-columns';
+import { checkoutNewestFrom } from './newest-by-number';
 
 export interface LanceTarget {
   /** A local directory or an object store URI (s3://, gs://, az://). */
@@ -231,7 +232,7 @@ export class LanceTable {
    */
   async append(
     batches: AsyncIterable<RecordBatch>,
-    beforeCommit: () => Promise<void>,
+    beforeCommit: (versionBefore: number) => Promise<void>,
     afterAdd: (addError: LanceWriteError | undefined) => Promise<'done' | 'again'> = (e) =>
       e ? Promise.reject(e) : Promise.resolve('done'),
     mode: WriteMode = 'append',
@@ -239,10 +240,13 @@ export class LanceTable {
     const collected: RecordBatch[] = [];
     for await (const b of batches) collected.push(b);
     if (collected.length > 0) await this.ensureSchema(collected[0]!.schema);
-    await beforeCommit();
     const rows = collected.reduce((n, b) => n + b.numRows, 0);
-    if (rows === 0) return { rows, version: undefined, adds: 0 };
-    const table = this.#required();
+    const existing = rows === 0 ? undefined : this.#required();
+    // A version at or below the newest before the add: where a count of its outcome
+    // starts reading versions by number (countRowsFrom).
+    await beforeCommit(existing ? await existing.version() : 0);
+    if (!existing) return { rows, version: undefined, adds: 0 };
+    const table = existing;
     const arrowTable = new ArrowTable(collected);
     const key = mode === 'insert-if-absent' ? await this.#ensureInsertKey(table) : undefined;
     let on = key?.columns;
@@ -390,6 +394,24 @@ export class LanceTable {
     if (!table) return 0;
     this.#hasTopicId ||= (await table.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
     return countIntervals(table, intervals, this.#hasTopicId);
+  }
+
+  /**
+   * Rows whose (topic, partition, offset) fall in the intervals, in the table's newest
+   * version found by number from `from` (a version this process saw), never through a
+   * listing of versions, which a store can return short (see newest-by-number.ts). The
+   * count that decides whether an add whose answer failed committed.
+   */
+  async countRowsFrom(intervals: readonly OffsetIntervalFilter[], from: number): Promise<number> {
+    if (intervals.length === 0 || !(await this.#current())) return 0;
+    const probe = await this.db.openTable(this.target.table);
+    try {
+      await checkoutNewestFrom(probe, from);
+      const hasTopicId = (await probe.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
+      return await countIntervals(probe, intervals, hasTopicId);
+    } finally {
+      probe.close();
+    }
   }
 
   async totalRows(): Promise<number> {

@@ -66,6 +66,12 @@ export interface WritingRecord {
   readonly id: string;
   readonly rows: number;
   readonly intervals: readonly OffsetInterval[];
+  /**
+   * A table version at or below the newest when the add began: a count of the add's
+   * outcome reads versions by number from it (absent in records written before it was
+   * kept: those counts read the listed newest version).
+   */
+  readonly fromVersion?: number;
 }
 
 export const plansDir = (tableDir: string): string => path.join(tableDir, 'plans');

@@ -139,11 +139,11 @@ export class Publisher {
       let record: WritingRecord | undefined;
       written = await this.o.lance.append(
         source,
-        async () => {
+        async (versionBefore) => {
           await settle();
           if (firstError !== undefined) throw asError(firstError);
           preparedAt = performance.now();
-          record = this.#verify(plan, prepared);
+          record = { ...this.#verify(plan, prepared), fromVersion: versionBefore };
           await ledger.markWriting(this.o.tableDir, record);
           crashPoint('before-add');
         },
@@ -198,7 +198,7 @@ export class Publisher {
     const insert = this.#writeOf(plan) === 'insert-if-absent';
     if (!addError && !insert) return 'done';
     crashPoint('before-confirm');
-    const found = await this.#count(record.intervals, record.rows);
+    const found = await this.#count(record);
     if (found === record.rows) {
       if (addError) {
         this.o.logger.warn(
@@ -224,13 +224,17 @@ export class Publisher {
   }
 
   /**
-   * The publication's rows in the latest version. A version once committed stays, so a
-   * count can only come out low when its LIST of `_versions/` came back short and showed
-   * an older version (s3proxy's filesystem backend does so under concurrent PUTs): a low
-   * count is read again, a little later, and the highest is the table's. On a store whose
-   * LIST is complete (AWS S3, MinIO) the first count is the answer.
+   * The publication's rows in the table's newest version. A count on a listed version
+   * can come out low: a LIST of `_versions/` can come back short and show an older
+   * version (s3proxy's filesystem backend does so under concurrent PUTs), and an add
+   * counted as absent is added again. So the newest version is found by number from a
+   * version seen before the add (`fromVersion`), which no listing can hide. A record
+   * written before `fromVersion` was kept is counted on the listed version, read again
+   * a little later while low (the highest count is the table's).
    */
-  async #count(intervals: WritingRecord['intervals'], rows: number): Promise<number> {
+  async #count(record: WritingRecord): Promise<number> {
+    const { intervals, rows, fromVersion } = record;
+    if (fromVersion !== undefined) return this.o.lance.countRowsFrom(intervals, fromVersion);
     let found = await this.o.lance.countRows(intervals);
     for (let read = 1; read < COUNT_READS && found < rows; read++) {
       await new Promise((r) => setTimeout(r, RECOUNT_DELAY_MS * read));
@@ -260,7 +264,7 @@ export class Publisher {
     if (!done && writing) {
       // The same rule as after a rejected add: one count, final.
       const t0 = performance.now();
-      const found = await this.#count(writing.intervals, writing.rows);
+      const found = await this.#count(writing);
       if (found === writing.rows) {
         await ledger.markPublished(this.o.tableDir, plan.id, undefined);
         await this.#cleanup(plan);
