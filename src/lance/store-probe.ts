@@ -1,6 +1,7 @@
 import * as lancedb from '@lancedb/lancedb';
 import { ulid } from 'ulid';
 import { KafkaLanceError, errorMessage } from '../common/errors';
+import { checkoutNewestFrom } from './newest-by-number';
 
 /**
  * Does the store under a Lance database commit concurrent appends atomically?
@@ -32,7 +33,11 @@ export interface StoreProbeOptions {
 export interface StoreProbeRound {
   /** Rows of the create plus rows of every `add()` that resolved. */
   readonly expectedRows: number;
-  /** Rows a fresh connection counts after all writers have returned. */
+  /**
+   * Of those, the rows a fresh connection finds after all writers have returned, each
+   * writer's up to its own count (a rejected add that committed anyway cannot make up
+   * for another writer's lost one).
+   */
   readonly foundRows: number;
   /** Writers whose `add()` rejected (their rows are not expected; nothing is retried). */
   readonly rejectedAdds: number;
@@ -173,11 +178,14 @@ async function probeRound(
     );
     const rejections = adds.flatMap((a) => (a.status === 'rejected' ? [errorMessage(a.reason)] : []));
     for (const t of handles) t.close();
-    const expectedRows = rowsPerWriter * (1 + concurrency - rejections.length);
-    // A lost commit stays lost however often it is counted; a LIST of `_versions/` that
-    // came back short (s3proxy's filesystem backend under concurrent PUTs) shows an older
-    // version, or none ("Not found"). So a low or failed count is read again on a new
-    // connection, and the highest count decides.
+    // Per writer, not in total: a rejected add may still have committed (LanceDB reloads
+    // after its commit and can fail there), and its rows must not make up for another
+    // writer's lost commit. The seed rows and every fulfilled writer's rows must all be there.
+    const expected = [-1, ...adds.flatMap((a, w) => (a.status === 'fulfilled' ? [w] : []))];
+    const expectedRows = rowsPerWriter * expected.length;
+    // The newest version is read by number (a LIST of `_versions/` can come back short
+    // and show an older version: newest-by-number.ts); a LIST that shows none at all
+    // ("Not found") fails the open, which is read again on a new connection.
     let foundRows = -1;
     let countError: unknown;
     for (let read = 0; read < COUNT_READS && foundRows < expectedRows; read++) {
@@ -185,8 +193,12 @@ async function probeRound(
       const reader = await connect();
       try {
         const fresh = await reader.openTable(table);
-        foundRows = Math.max(foundRows, await fresh.countRows());
-        fresh.close();
+        try {
+          await checkoutNewestFrom(fresh, 1);
+          foundRows = Math.max(foundRows, rowsKept(expected, await rowsByWriter(fresh), rowsPerWriter));
+        } finally {
+          fresh.close();
+        }
       } catch (error) {
         countError = error;
       } finally {
@@ -213,6 +225,26 @@ async function probeRound(
   // A failure already on its way out (above) matters more than a leftover scratch table.
   if (created && dropError !== undefined) throw fail('drop', dropError, { round: outcome });
   return outcome;
+}
+
+/**
+ * The rows of the `expected` writers found, each writer's up to `rowsPerWriter`: equal to
+ * `rowsPerWriter × expected.length` only when every expected writer's rows are all there,
+ * whatever other writers (a rejected add that committed anyway) left besides.
+ */
+export function rowsKept(
+  expected: readonly number[],
+  byWriter: ReadonlyMap<number, number>,
+  rowsPerWriter: number,
+): number {
+  return expected.reduce((n, w) => n + Math.min(rowsPerWriter, byWriter.get(w) ?? 0), 0);
+}
+
+async function rowsByWriter(table: lancedb.Table): Promise<Map<number, number>> {
+  const counts = new Map<number, number>();
+  for (const r of (await table.query().select(['writer']).toArray()) as { writer: number }[])
+    counts.set(Number(r.writer), (counts.get(Number(r.writer)) ?? 0) + 1);
+  return counts;
 }
 
 function rows(writer: number, count: number): Record<string, unknown>[] {
