@@ -73,20 +73,28 @@ export class IndexKeeper {
     return new IndexKeeper(target, db, specs, logger);
   }
 
-  /** One round over every declared index; resolves with nothing while the table does not exist. */
-  async maintain(): Promise<IndexReport[]> {
+  /**
+   * One round over every declared index; resolves with nothing while the table does not
+   * exist. Once `stopping` is aborted no build, retry or update begins (the one native
+   * call in flight finishes: it is never abandoned), and the round ends without reports.
+   */
+  async maintain(stopping?: AbortSignal): Promise<IndexReport[]> {
     const table = await this.#open();
     if (!table) return [];
     const columns = new Set((await table.schema()).fields.map((f) => f.name));
     const existing = new Set((await table.listIndices()).map((i) => i.name));
     const decided: { spec: IndexSpec; state: IndexReport['state']; seconds?: number; error?: string }[] = [];
     for (const spec of this.specs) {
+      if (stopping?.aborted) return [];
       if (!columns.has(spec.column)) {
         decided.push({ spec, state: 'waiting-column' });
         continue;
       }
       try {
-        decided.push({ spec, ...(await this.#step(table, spec, existing.has(indexName(spec)))) });
+        decided.push({
+          spec,
+          ...(await this.#step(table, spec, existing.has(indexName(spec)), stopping)),
+        });
       } catch (error) {
         this.#failed(spec, error);
         decided.push({ spec, state: 'failed', error: errorMessage(error) });
@@ -95,12 +103,13 @@ export class IndexKeeper {
     const stale = decided.filter(
       (d) => d.state === 'fresh' && (this.#unindexed.get(indexName(d.spec)) ?? 0) > 0,
     );
+    if (stopping?.aborted) return [];
     if (stale.length > 0) {
       const t0 = performance.now();
       try {
         // Compaction and index update in one (LanceDB optimize); no version cleanup here
         // (new Date(0)): that stays with scheduled compaction and its fence.
-        await retryConflicts(() => table.optimize({ cleanupOlderThan: new Date(0) }));
+        await retryConflicts(() => table.optimize({ cleanupOlderThan: new Date(0) }), 8, stopping);
         const seconds = (performance.now() - t0) / 1000;
         for (const d of stale) Object.assign(d, { state: 'updated', seconds });
       } catch (error) {
@@ -130,6 +139,7 @@ export class IndexKeeper {
     table: lancedb.Table,
     spec: IndexSpec,
     exists: boolean,
+    stopping: AbortSignal | undefined,
   ): Promise<{ state: IndexReport['state']; seconds?: number }> {
     const name = indexName(spec);
     if (!exists) {
@@ -138,7 +148,7 @@ export class IndexKeeper {
         : await table.countRows();
       const needed = isVectorIndex(spec) ? vectorMinRows(spec) : 1;
       if (rows < needed) return { state: 'waiting-rows' };
-      return { state: 'created', seconds: await this.#build(table, spec, rows) };
+      return { state: 'created', seconds: await this.#build(table, spec, rows, stopping) };
     }
     const stats = await table.indexStats(name);
     const unindexed = stats?.numUnindexedRows ?? 0;
@@ -150,14 +160,19 @@ export class IndexKeeper {
       this.#trainedRows.set(name, trained);
       if (total > 0 && (total - trained) / total > spec.retrainShare) {
         const rows = await table.countRows(`${quoted(spec.column)} IS NOT NULL`);
-        return { state: 'retrained', seconds: await this.#build(table, spec, rows) };
+        return { state: 'retrained', seconds: await this.#build(table, spec, rows, stopping) };
       }
     }
     return { state: 'fresh' };
   }
 
   /** createIndex (replacing any index of that name), retried on a commit conflict; seconds taken. */
-  async #build(table: lancedb.Table, spec: IndexSpec, rows: number): Promise<number> {
+  async #build(
+    table: lancedb.Table,
+    spec: IndexSpec,
+    rows: number,
+    stopping: AbortSignal | undefined,
+  ): Promise<number> {
     const name = indexName(spec);
     this.logger.info(
       { event: 'lance.index.build', index: name, column: spec.column, type: spec.type, rows },
@@ -166,8 +181,10 @@ export class IndexKeeper {
     const t0 = performance.now();
     const disarm = crashPointAfter('during-index-build', CRASH_INTO_BUILD_MS);
     try {
-      await retryConflicts(() =>
-        table.createIndex(spec.column, { config: indexConfig(spec), name, replace: true }),
+      await retryConflicts(
+        () => table.createIndex(spec.column, { config: indexConfig(spec), name, replace: true }),
+        8,
+        stopping,
       );
     } finally {
       disarm();

@@ -726,12 +726,21 @@ async function schemaChange<T>(table: string, fn: () => Promise<T>): Promise<T> 
   }
 }
 
-export async function retryConflicts<T>(fn: () => Promise<T>, attempts = 8): Promise<T> {
+/**
+ * `fn` again after a commit conflict, with backoff, up to `attempts` times; not once
+ * `stopping` is aborted (a replica stopping does not wait for more attempts of
+ * background work such as an index build).
+ */
+export async function retryConflicts<T>(
+  fn: () => Promise<T>,
+  attempts = 8,
+  stopping?: AbortSignal,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (error) {
-      if (!isCommitConflict(error) || attempt >= attempts) throw error;
+      if (!isCommitConflict(error) || attempt >= attempts || stopping?.aborted) throw error;
       await new Promise((r) => setTimeout(r, Math.min(2_000, 25 * 2 ** attempt) * (0.5 + Math.random())));
     }
   }

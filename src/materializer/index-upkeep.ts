@@ -23,6 +23,7 @@ export class IndexUpkeep {
   #running: Promise<void> | undefined;
   #last = 0;
   #offLogged = false;
+  readonly #stopping = new AbortController();
 
   constructor(
     private readonly target: LanceTarget,
@@ -35,7 +36,8 @@ export class IndexUpkeep {
 
   /** Starts a round when one is due; never waits for it. */
   tick(now = Date.now()): void {
-    if (this.specs.length === 0 || this.everyMs === 0 || this.#running) return;
+    if (this.specs.length === 0 || this.everyMs === 0 || this.#running || this.#stopping.signal.aborted)
+      return;
     if (now - this.#last < this.everyMs || !this.role.maintainsTable()) return;
     if (!this.role.storeCommitsAtomically()) {
       if (!this.#offLogged) {
@@ -56,7 +58,8 @@ export class IndexUpkeep {
   async #round(): Promise<void> {
     try {
       this.#keeper ??= await IndexKeeper.connect(this.target, this.specs, this.logger);
-      this.onReports(await this.#keeper.maintain());
+      const reports = await this.#keeper.maintain(this.#stopping.signal);
+      if (!this.#stopping.signal.aborted) this.onReports(reports);
     } catch (error) {
       this.logger.warn(
         { event: 'lance.index.failed', err: errorMessage(error) },
@@ -65,8 +68,13 @@ export class IndexUpkeep {
     }
   }
 
-  /** Waits for a round in flight (a native index build is never abandoned mid-call), then closes. */
+  /**
+   * Ends the upkeep: a round in flight begins no further build, retry or update, and
+   * its one native call in flight is waited for (never abandoned mid-call: a thread
+   * ended under a LanceDB call can take the process down), then the keeper closes.
+   */
   async stop(): Promise<void> {
+    this.#stopping.abort();
     await this.#running;
     this.#keeper?.close();
   }

@@ -4,6 +4,7 @@ import { Field, FixedSizeList, Float32, Int64, Schema, Utf8 } from 'apache-arrow
 import { silentLogger } from '../../src/common/logger';
 import { indexSpec, type IndexSpec } from '../../src/config/index-spec';
 import { IndexKeeper, type IndexReport } from '../../src/lance/index-keeper';
+import { retryConflicts } from '../../src/lance/lance-table';
 import { tempDir } from '../support/rows';
 
 /**
@@ -163,4 +164,42 @@ test('rows without a vector neither hold the training back nor make every round 
   } finally {
     keeper.close();
   }
+});
+
+test('a round asked to stop begins no build: a stopping replica waits for no index', async () => {
+  const keeper = await IndexKeeper.connect(
+    { uri: dir, table: 'docs' },
+    specs({ column: 'service', type: 'bitmap' }, { column: 'n', type: 'btree' }),
+    silentLogger(),
+  );
+  try {
+    await table.add(rows(500, 0));
+    const stopping = new AbortController();
+    stopping.abort();
+    expect(await keeper.maintain(stopping.signal)).toEqual([]);
+    expect(await table.listIndices()).toEqual([]);
+    // Not stopping: both are built.
+    expect((await keeper.maintain()).map((r) => r.state)).toEqual(['created', 'created']);
+  } finally {
+    keeper.close();
+  }
+});
+
+test('a commit conflict is not retried once the work is asked to stop', async () => {
+  const conflict = new Error('Retryable commit conflict for version 7');
+  let calls = 0;
+  const stopping = new AbortController();
+  const attempt = () => {
+    calls++;
+    stopping.abort();
+    return Promise.reject(conflict);
+  };
+  await expect(retryConflicts(attempt, 8, stopping.signal)).rejects.toBe(conflict);
+  expect(calls).toBe(1);
+  // Without a stop the same conflict is retried.
+  calls = 0;
+  await expect(
+    retryConflicts(() => (++calls < 3 ? Promise.reject(conflict) : Promise.resolve('done'))),
+  ).resolves.toBe('done');
+  expect(calls).toBe(3);
 });
