@@ -11,7 +11,8 @@ import { ddbEndpointOf, ddbTableNameOf } from './store-config';
  * The request is signed here (AWS Signature V4, ~40 lines with node:crypto) rather than
  * through @aws-sdk/client-dynamodb: the SDK brings ~80 packages for one read-only call.
  * It signs with static credentials (storage options or AWS_* variables); without them
- * (an instance role) the check is skipped and Lance resolves credentials itself.
+ * (an instance role, a profile) it answers `skipped`, and the start checks through Lance
+ * instead (commit-table-probe.ts), which resolves credentials itself.
  */
 
 /** The key schema Lance 12's DynamoDB commit store reads and writes. */
@@ -22,7 +23,7 @@ export const COMMIT_TABLE_KEYS = {
 
 export interface CommitTableCheck {
   readonly ok: boolean;
-  /** Skipped: no static credentials to sign with. */
+  /** Skipped: no static credentials to sign with (then commit-table-probe.ts checks). */
   readonly skipped?: boolean;
   readonly table: string;
   readonly endpoint: string;

@@ -3,6 +3,7 @@ import type { Logger } from '../common/logger';
 import { ConfigError } from '../config';
 import { checkStoreReachable, type StoreProblem } from './object-store';
 import { checkCommitTable } from './commit-table';
+import { checkCommitTableThroughLance } from './commit-table-probe';
 import { isObjectStoreUri, objectStoreProblems, redactStorageOptions, uriScheme } from './store-config';
 import { probeCommitAtomicity, type StoreProbeVerdict } from './store-probe';
 
@@ -79,7 +80,11 @@ export async function startLanceStore(
     'object store answers',
   );
   if (uriScheme(uri) === 's3+ddb') {
-    const commitTable = await checkCommitTable(uri, storageOptions, env, settings.connectTimeoutMs);
+    const signed = await checkCommitTable(uri, storageOptions, env, settings.connectTimeoutMs);
+    // No static credentials to sign with: Lance checks with the ones it finds itself.
+    const commitTable = signed.skipped
+      ? await checkCommitTableThroughLance(uri, storageOptions, env, settings.connectTimeoutMs)
+      : signed;
     if (!commitTable.ok) {
       throw new ConfigError(configSource, [
         {
@@ -88,7 +93,7 @@ export async function startLanceStore(
         },
       ]);
     }
-    logger[commitTable.skipped ? 'warn' : 'info'](
+    logger.info(
       {
         event: 'lance.store.probe',
         uri,
@@ -96,10 +101,10 @@ export async function startLanceStore(
         basis: 'commit-table',
         table: commitTable.table,
         endpoint: commitTable.endpoint,
-        checked: !commitTable.skipped,
+        checkedBy: signed.skipped ? 'lance-commits' : 'describe-table',
       },
-      commitTable.skipped
-        ? 'commits are claimed in a DynamoDB table; no static credentials to check it with: Lance resolves them itself'
+      signed.skipped
+        ? 'commits are claimed in the DynamoDB commit table: two scratch commits through it succeeded with the credentials Lance found'
         : 'commits are claimed in the DynamoDB commit table, which has the key schema Lance needs',
     );
     return { atomic: true, basis: 'commit-table' };

@@ -9,6 +9,8 @@ import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
 import { NON_ATOMIC_S3_PORT, NON_ATOMIC_S3_VERSION, S3_BUCKET, s3LocalSuite } from '../support/s3-local';
 import { ulid } from 'ulid';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
 
 /**
  * `s3+ddb://`: Lance claims each version in a DynamoDB table with a conditional PutItem,
@@ -21,7 +23,7 @@ import { ulid } from 'ulid';
 const s3 = s3LocalSuite(NON_ATOMIC_S3_PORT, NON_ATOMIC_S3_VERSION);
 ddbLocalSuite();
 const suite = brokerSuite('kl-s3-ddb');
-const storageOptions = { ...s3.storageOptions, dynamodb_endpoint: ddbEndpoint() };
+const storageOptions: Record<string, string> = { ...s3.storageOptions, dynamodb_endpoint: ddbEndpoint() };
 
 jest.mock('@lancedb/lancedb', () => {
   const s3 = jest.requireActual<typeof S3Local>('../support/s3-local');
@@ -49,6 +51,51 @@ test('a missing DynamoDB commit table stops the start, naming the table and the 
   expect(said).toContain('hash key base_uri (S) and range key version (N)');
 }, 60_000);
 
+/**
+ * Credentials the configuration does not hold (a profile file here; an instance role or a
+ * web identity token in a cluster): the start cannot sign its DescribeTable, so Lance,
+ * which finds them itself, checks the commit table with two scratch commits.
+ */
+async function withProfileCredentials(): Promise<{
+  env: NodeJS.ProcessEnv;
+  options: Record<string, string>;
+}> {
+  const dir = await tempDir('kl-ddb-profile');
+  const file = path.join(dir, 'credentials');
+  await fsp.writeFile(
+    file,
+    `[kl]\naws_access_key_id = ${storageOptions.aws_access_key_id}\naws_secret_access_key = ${storageOptions.aws_secret_access_key}\n`,
+  );
+  const options = Object.fromEntries(
+    Object.entries(storageOptions).filter(([k]) => !/^aws_(access_key_id|secret_access_key)$/.test(k)),
+  );
+  const env = {
+    AWS_SHARED_CREDENTIALS_FILE: file,
+    AWS_PROFILE: 'kl',
+    AWS_EC2_METADATA_DISABLED: 'true',
+  };
+  return { env, options };
+}
+
+test('credentials found outside the configuration: a missing commit table still stops the start, checked through Lance, and an existing one passes', async () => {
+  const { env, options } = await withProfileCredentials();
+  const missing = await topicAndConsumer(suite, 1, {
+    lance: { uri: ddbUri('no-such-commit-table'), storageOptions: options },
+  });
+  const refused = new ReplicaProcess(missing.file, await tempDir('kl-ddb-missing'), testBrokers(), env);
+  expect((await refused.exited).code).toBe(2);
+  const said = refused.stderr.join('');
+  expect(said).toContain('the DynamoDB commit table no-such-commit-table does not exist');
+  expect(said).toContain('checked by two commits through Lance');
+
+  const present = await topicAndConsumer(suite, 1, {
+    lance: { uri: ddbUri(DDB_COMMIT_TABLE), storageOptions: options },
+  });
+  const started = new ReplicaProcess(present.file, await tempDir('kl-ddb-present'), testBrokers(), env);
+  const verdict = await started.waitForEvent('lance.store.probe');
+  expect([verdict.atomic, verdict.basis, verdict.checkedBy]).toEqual([true, 'commit-table', 'lance-commits']);
+}, 90_000);
+
 test('three replicas publishing through s3+ddb:// on a store without conditional writes, one SIGKILLed: every record exactly once', async () => {
   const uri = ddbUri(DDB_COMMIT_TABLE);
   const { topic, groupId, file } = await topicAndConsumer(suite, 6, {
@@ -67,7 +114,11 @@ test('three replicas publishing through s3+ddb:// on a store without conditional
   for (const r of [a, b, c]) {
     // No probe: the commit table makes the store atomic, once it is there with Lance's keys.
     const verdict = await r.waitForEvent('lance.store.probe');
-    expect([verdict.atomic, verdict.basis, verdict.checked]).toEqual([true, 'commit-table', true]);
+    expect([verdict.atomic, verdict.basis, verdict.checkedBy]).toEqual([
+      true,
+      'commit-table',
+      'describe-table',
+    ]);
   }
   const production = produceInBackground(suite.kafka, topic, 6, 12_000, 16, 400);
   await a.waitForEvent('publication');

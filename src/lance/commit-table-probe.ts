@@ -1,0 +1,90 @@
+import * as lancedb from '@lancedb/lancedb';
+import { ulid } from 'ulid';
+import { errorMessage } from '../common/errors';
+import { COMMIT_TABLE_KEYS, type CommitTableCheck } from './commit-table';
+import { ddbEndpointOf, ddbTableNameOf } from './store-config';
+
+export const START_CHECK_TABLE_PREFIX = '_kafka_lance_start_';
+
+/**
+ * The start check of an `s3+ddb://` commit table when the configuration holds no static
+ * credentials (an instance role, a web identity token, a profile file, ECS task
+ * credentials): the signed DescribeTable (commit-table.ts) has nothing to sign with, and
+ * skipping the check let a replica start against a missing table and fail every
+ * publication, retried for ever. Lance resolves those credentials through the AWS default
+ * chain itself, so it is Lance that checks: two commits (create, add) on a scratch table
+ * under the database, each a conditional PutItem in the commit table, then the table is
+ * dropped. Whatever stops them stops the start, named.
+ */
+export async function checkCommitTableThroughLance(
+  uri: string,
+  storageOptions: Readonly<Record<string, string>> | undefined,
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+): Promise<CommitTableCheck> {
+  const table = ddbTableNameOf(uri) ?? '';
+  const endpoint = ddbEndpointOf(storageOptions ?? {}, env) ?? 'AWS DynamoDB (the region’s endpoint)';
+  const scratch = `${START_CHECK_TABLE_PREFIX}${ulid()}`;
+  let timer: NodeJS.Timeout | undefined;
+  let db: lancedb.Connection | undefined;
+  const commits = (async () => {
+    db = await lancedb.connect(uri, storageOptions ? { storageOptions: { ...storageOptions } } : {});
+    const t = await db.createTable(scratch, [{ check: 1 }], { mode: 'create' });
+    try {
+      await t.add([{ check: 2 }]);
+    } finally {
+      t.close();
+    }
+    await db.dropTable(scratch);
+  })();
+  try {
+    await Promise.race([
+      commits,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StartCheckTimeout(timeoutMs)), timeoutMs);
+      }),
+    ]);
+    return { ok: true, table, endpoint };
+  } catch (error) {
+    return { ok: false, table, endpoint, ...explain(error, table, endpoint) };
+  } finally {
+    clearTimeout(timer);
+    // A commit still under way after the timeout ends with the process (the start fails).
+    commits.catch(() => undefined);
+    db?.close();
+  }
+}
+
+class StartCheckTimeout extends Error {
+  constructor(readonly ms: number) {
+    super(`no answer within ${ms} ms`);
+  }
+}
+
+/** The field to fix for Lance's failure, read from its text (the one place that does). */
+function explain(error: unknown, table: string, endpoint: string): { field: string; message: string } {
+  const text = errorMessage(error);
+  const how = 'checked by two commits through Lance with the credentials it found itself';
+  if (error instanceof StartCheckTimeout) {
+    return {
+      field: 'lance.storageOptions.dynamodb_endpoint',
+      message: `a commit through the DynamoDB commit table ${table} at ${endpoint} got ${text} (${how})`,
+    };
+  }
+  if (/ResourceNotFoundException/.test(text)) {
+    return {
+      field: 'lance.uri',
+      message: `the DynamoDB commit table ${table} does not exist at ${endpoint} (${how}): create it with hash key ${COMMIT_TABLE_KEYS.hash.name} (S) and range key ${COMMIT_TABLE_KEYS.range.name} (N) (deploy/dynamodb-local creates one locally)`,
+    };
+  }
+  if (/Failed to get AWS credentials|credentials/i.test(text)) {
+    return {
+      field: 'lance.storageOptions.aws_secret_access_key',
+      message: `no AWS credentials for the commit table ${table}: none in lance.storageOptions or AWS_* variables, and Lance found none in a profile, a web identity token or an instance role (${text.slice(0, 300)})`,
+    };
+  }
+  return {
+    field: 'lance.uri',
+    message: `a commit through the DynamoDB commit table ${table} at ${endpoint} failed (${how}): ${text.slice(0, 500)}`,
+  };
+}
