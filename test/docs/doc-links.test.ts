@@ -1,0 +1,89 @@
+import { existsSync, promises as fsp } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../..');
+/** Where the project's documents live (node_modules, caches and work dirs are not documents). */
+const SKIP = new Set(['node_modules', 'dist', '.git', '.cache', '.work', '.venv']);
+
+async function markdownFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await fsp.readdir(dir, { withFileTypes: true })) {
+    if (SKIP.has(entry.name)) continue;
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await markdownFiles(full)));
+    else if (entry.name.endsWith('.md')) out.push(full);
+  }
+  return out;
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
+function anchorOf(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/`/g, '')
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
+}
+
+async function anchorsOf(file: string): Promise<Set<string>> {
+  const text = await fsp.readFile(file, 'utf8');
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const m of text.matchAll(/^#{1,6} (.+)$/gm)) {
+    const base = anchorOf(m[1]!);
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    anchors.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return anchors;
+}
+
+/** Relative links under `root` whose file, or whose `#fragment` heading, does not exist. */
+async function brokenLinks(root: string): Promise<string[]> {
+  const broken: string[] = [];
+  for (const file of await markdownFiles(root)) {
+    const text = (await fsp.readFile(file, 'utf8')).replace(/```[\s\S]*?```/g, '');
+    for (const m of text.matchAll(/\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+      const target = m[1]!;
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, https:, mailto:
+      const [where, fragment] = target.split('#') as [string, string | undefined];
+      const resolved = where === '' ? file : path.resolve(path.dirname(file), decodeURI(where));
+      const rel = `${path.relative(root, file)}: ${target}`;
+      if (!existsSync(resolved)) {
+        broken.push(`${rel} (no such file)`);
+        continue;
+      }
+      if (fragment && resolved.endsWith('.md') && !(await anchorsOf(resolved)).has(fragment.toLowerCase()))
+        broken.push(`${rel} (no heading #${fragment})`);
+    }
+  }
+  return broken;
+}
+
+/**
+ * Every relative link in the project's markdown documents points at a file or directory
+ * that exists, and a `#fragment` at a heading of its target: a document moved or a
+ * heading renamed breaks a reader's path through the docs without any other test failing.
+ */
+test('every relative link in the documents points at something that exists', async () => {
+  expect(await brokenLinks(ROOT)).toEqual([]);
+});
+
+test('a link to a missing file or to a heading its target lacks is reported', async () => {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'doc-links-'));
+  try {
+    await fsp.writeFile(path.join(dir, 'b.md'), '# Object storage\n');
+    await fsp.writeFile(
+      path.join(dir, 'a.md'),
+      '[ok](b.md#object-storage) [gone](c.md) [moved](b.md#settle-window) [web](https://x.org/y)\n',
+    );
+    expect(await brokenLinks(dir)).toEqual([
+      'a.md: c.md (no such file)',
+      'a.md: b.md#settle-window (no heading #settle-window)',
+    ]);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+});
