@@ -21,54 +21,82 @@ export async function checkCommitTableThroughLance(
   storageOptions: Readonly<Record<string, string>> | undefined,
   env: NodeJS.ProcessEnv,
   timeoutMs: number,
-): Promise<CommitTableCheck> {
+): Promise<CommitTableCheck & { readonly leftover?: string }> {
   const table = ddbTableNameOf(uri) ?? '';
   const endpoint = ddbEndpointOf(storageOptions ?? {}, env) ?? 'AWS DynamoDB (the region’s endpoint)';
   const scratch = `${START_CHECK_TABLE_PREFIX}${ulid()}`;
-  let timer: NodeJS.Timeout | undefined;
+  let step: 'connect' | 'create' | 'add' = 'connect';
+  let created = false;
   let db: lancedb.Connection | undefined;
   const commits = (async () => {
     db = await lancedb.connect(uri, storageOptions ? { storageOptions: { ...storageOptions } } : {});
+    step = 'create';
     const t = await db.createTable(scratch, [{ check: 1 }], { mode: 'create' });
+    created = true;
+    step = 'add';
     try {
       await t.add([{ check: 2 }]);
     } finally {
       t.close();
     }
-    await db.dropTable(scratch);
   })();
+  // Credential discovery, then a dozen round trips to S3 and DynamoDB: more than one connect.
+  const budgetMs = 3 * timeoutMs;
+  let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       commits,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new StartCheckTimeout(timeoutMs)), timeoutMs);
+        timer = setTimeout(() => reject(new StartCheckTimeout(budgetMs, step)), budgetMs);
       }),
     ]);
-    return { ok: true, table, endpoint };
   } catch (error) {
-    return { ok: false, table, endpoint, ...explain(error, table, endpoint) };
+    // The scratch table goes once the commits end, whatever they did (best effort: the
+    // start fails now; a table left behind is named in the log by its prefix).
+    void commits.then(dropScratch, dropScratch);
+    return { ok: false, table, endpoint, ...explain(error, table, endpoint, step) };
   } finally {
     clearTimeout(timer);
-    // A commit still under way after the timeout ends with the process (the start fails).
-    commits.catch(() => undefined);
-    db?.close();
+  }
+  // The commits went through: the verdict is given. The drop is only housekeeping (a
+  // role allowed to commit but not to delete is fine for a replica, which deletes nothing).
+  const leftover = await dropScratch();
+  return { ok: true, table, endpoint, ...(leftover ? { leftover } : {}) };
+
+  async function dropScratch(): Promise<string | undefined> {
+    try {
+      if (created && db) await db.dropTable(scratch);
+      return undefined;
+    } catch (error) {
+      return `${scratch} (${errorMessage(error).slice(0, 200)})`;
+    } finally {
+      db?.close();
+    }
   }
 }
 
 class StartCheckTimeout extends Error {
-  constructor(readonly ms: number) {
+  constructor(
+    readonly ms: number,
+    readonly step: string,
+  ) {
     super(`no answer within ${ms} ms`);
   }
 }
 
 /** The field to fix for Lance's failure, read from its text (the one place that does). */
-function explain(error: unknown, table: string, endpoint: string): { field: string; message: string } {
+function explain(
+  error: unknown,
+  table: string,
+  endpoint: string,
+  step: string,
+): { field: string; message: string } {
   const text = errorMessage(error);
-  const how = 'checked by two commits through Lance with the credentials it found itself';
+  const how = `checked by two commits through Lance with the credentials it found itself; step: ${step}`;
   if (error instanceof StartCheckTimeout) {
     return {
-      field: 'lance.storageOptions.dynamodb_endpoint',
-      message: `a commit through the DynamoDB commit table ${table} at ${endpoint} got ${text} (${how})`,
+      field: step === 'connect' ? 'lance.uri' : 'lance.storageOptions.dynamodb_endpoint',
+      message: `a commit through the DynamoDB commit table ${table} at ${endpoint} got ${text} (${how}; the store, the credentials or DynamoDB did not answer)`,
     };
   }
   if (/ResourceNotFoundException/.test(text)) {

@@ -9,7 +9,7 @@ import {
   type VectorIndexSpec,
 } from '../config/index-spec';
 import { crashPointAfter } from '../materializer/crash-points';
-import { retryConflicts, type LanceTarget } from './lance-table';
+import { retryConflicts, WorkStoppedError, type LanceTarget } from './lance-table';
 
 /** What one maintenance round did to one declared index, and where it stands after it. */
 export interface IndexReport {
@@ -96,6 +96,7 @@ export class IndexKeeper {
           ...(await this.#step(table, spec, existing.has(indexName(spec)), stopping)),
         });
       } catch (error) {
+        if (stopping?.aborted) return []; // not a failure: the replica is stopping
         this.#failed(spec, error);
         decided.push({ spec, state: 'failed', error: errorMessage(error) });
       }
@@ -174,6 +175,7 @@ export class IndexKeeper {
     stopping: AbortSignal | undefined,
   ): Promise<number> {
     const name = indexName(spec);
+    if (stopping?.aborted) throw new WorkStoppedError(); // asked to stop while this round counted rows
     this.logger.info(
       { event: 'lance.index.build', index: name, column: spec.column, type: spec.type, rows },
       `building index ${name}`,

@@ -378,14 +378,21 @@ export class LanceTable {
   }
 
   /**
-   * How many rows carry each row key (see `rowKey`) in the intervals, on the open handle.
-   * It reads the key columns of every row in the intervals, so it runs only when a count
-   * of a publication's rows does not match its plan.
+   * How many rows carry each row key (see `rowKey`) in the intervals, on the open handle,
+   * or with `from` on the newest version by number (as `countRowsFrom`). It reads the key
+   * columns of every row in the intervals, so it runs only when a count of a
+   * publication's rows does not match its plan.
    */
-  async rowKeyCounts(intervals: readonly OffsetIntervalFilter[]): Promise<Map<string, number>> {
+  async rowKeyCounts(
+    intervals: readonly OffsetIntervalFilter[],
+    from?: number,
+  ): Promise<Map<string, number>> {
     if (intervals.length === 0) return new Map();
     const table = await this.#current();
-    return table ? keyCounts(table, intervals) : new Map();
+    if (!table) return new Map();
+    if (from === undefined) return keyCounts(table, intervals);
+    // On the newest version by number, as the count it explains (countRowsFrom).
+    return this.#onNewestFrom(from, (probe) => keyCounts(probe, intervals));
   }
 
   /** Rows whose (topic, partition, offset) fall in the intervals. */
@@ -404,11 +411,18 @@ export class LanceTable {
    */
   async countRowsFrom(intervals: readonly OffsetIntervalFilter[], from: number): Promise<number> {
     if (intervals.length === 0 || !(await this.#current())) return 0;
+    return this.#onNewestFrom(from, async (probe) => {
+      const hasTopicId = (await probe.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
+      return countIntervals(probe, intervals, hasTopicId);
+    });
+  }
+
+  /** `read` on a handle of its own, checked out at the newest version found by number from `from`. */
+  async #onNewestFrom<T>(from: number, read: (probe: lancedb.Table) => Promise<T>): Promise<T> {
     const probe = await this.db.openTable(this.target.table);
     try {
       await checkoutNewestFrom(probe, from);
-      const hasTopicId = (await probe.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
-      return await countIntervals(probe, intervals, hasTopicId);
+      return await read(probe);
     } finally {
       probe.close();
     }
@@ -737,11 +751,32 @@ export async function retryConflicts<T>(
   stopping?: AbortSignal,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
+    if (stopping?.aborted) throw new WorkStoppedError();
     try {
       return await fn();
     } catch (error) {
       if (!isCommitConflict(error) || attempt >= attempts || stopping?.aborted) throw error;
-      await new Promise((r) => setTimeout(r, Math.min(2_000, 25 * 2 ** attempt) * (0.5 + Math.random())));
+      await backoff(Math.min(2_000, 25 * 2 ** attempt) * (0.5 + Math.random()), stopping);
     }
   }
+}
+
+/** Background work asked to stop before an attempt began (not a failure of the store). */
+export class WorkStoppedError extends Error {
+  constructor() {
+    super('stopped before the next attempt');
+  }
+}
+
+/** Waits `ms`, or less when `stopping` aborts meanwhile. */
+function backoff(ms: number, stopping: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      stopping?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    stopping?.addEventListener('abort', done, { once: true });
+  });
 }

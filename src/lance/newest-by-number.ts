@@ -3,17 +3,22 @@ import type * as lancedb from '@lancedb/lancedb';
 /**
  * Checks `probe` out at the table's newest version and returns it: the newer of the
  * listed newest version and `from` (a version this process saw), then every next
- * version read by its number (`checkout(n)` reads `_versions/<n>.manifest` by name: a
- * HEAD, no LIST) until one does not exist.
+ * version read by its number (`checkout(n)` reads `_versions/<n>.manifest` by name, or
+ * asks the DynamoDB commit table for it: no LIST) until one does not exist.
  *
  * Why not the listed newest alone: a listing of `_versions/` can come back short
  * (s3proxy's filesystem backend does under concurrent PUTs) and show an older version.
  * A count on it misses an add that did commit, and an add counted as absent is added
- * again: a duplicate. Versions above the listed one are numbered without gaps (each
- * commit creates the next number, put-if-absent; a cleanup removes only versions below
- * the newest, and only those a listing showed it), so the walk reaches the newest
- * whatever a listing hides. Starting no lower than the listed version keeps it off
- * versions a cleanup removed since `from`.
+ * again: a duplicate. Each commit creates the next number (put-if-absent), so the
+ * versions above a seen one are there to walk, except those a cleanup removed: it
+ * removes versions by their own age, so with writers' clocks apart (or a cleanup under
+ * way) a removed version can sit below a kept one and end a walk early. The walk
+ * therefore never decides alone: a count it finds low is read again by the caller on a
+ * new listing (publisher.ts), and the highest count is the table's. Starting no lower
+ * than the listed version keeps it off the versions a cleanup removed long ago.
+ *
+ * A `from` that no longer exists and is above the listed version (the table was dropped
+ * and created again since) falls back to the listed version.
  *
  * `probe` must be a handle of its own: it is left checked out (time travel) there.
  */
@@ -33,17 +38,27 @@ export async function checkoutNewestFrom(probe: lancedb.Table, from: number): Pr
       break;
     }
   }
-  if (!checkedOut) await probe.checkout(newest);
-  return newest;
+  if (checkedOut) return newest;
+  try {
+    await probe.checkout(newest);
+    return newest;
+  } catch (error) {
+    if (newest === listed || !isMissingVersion(error, newest)) throw error;
+    await probe.checkout(listed);
+    return listed;
+  }
 }
 
 /**
- * Lance's answer to a checkout of a version whose manifest does not exist: it tries the
- * V2 name (u64::MAX - version, 20 digits), then the V1 name (the number), and reports
- * the last one it tried. Any other failure (the store unreachable) is not an answer.
+ * Lance's answer to a checkout of a version whose manifest does not exist. On a store
+ * it lists itself it tries the V2 name (u64::MAX - version, 20 digits), then the V1 name
+ * (the number), and says `Dataset at path …/_versions/<name>.manifest was not found`;
+ * with a DynamoDB commit table it says `Not found: …/_versions/<name>.manifest`. Any
+ * other failure (the store unreachable) is not an answer.
  */
-function isMissingVersion(error: unknown, version: number): boolean {
+export function isMissingVersion(error: unknown, version: number): boolean {
   const text = error instanceof Error ? error.message : String(error);
   const v2 = (2n ** 64n - 1n - BigInt(version)).toString().padStart(20, '0');
-  return new RegExp(`_versions/(${version}|${v2})\\.manifest was not found`).test(text);
+  const name = `_versions/(?:${version}|${v2})\\.manifest\\b`;
+  return new RegExp(`${name} was not found|Not found: \\S*${name}`).test(text);
 }

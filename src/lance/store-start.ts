@@ -85,6 +85,12 @@ export async function startLanceStore(
     const commitTable = signed.skipped
       ? await checkCommitTableThroughLance(uri, storageOptions, env, settings.connectTimeoutMs)
       : signed;
+    if ('leftover' in commitTable && commitTable.leftover) {
+      logger.warn(
+        { event: 'lance.store.startCheckLeftover', uri, table: commitTable.leftover },
+        'the start check could not drop its scratch table (the credentials may not delete): remove it by hand; the check passed',
+      );
+    }
     if (!commitTable.ok) {
       throw new ConfigError(configSource, [
         {

@@ -68,6 +68,11 @@ export class IndexUpkeep {
     }
   }
 
+  /** A round in flight begins no further build, retry or update; no round starts after it. */
+  abort(): void {
+    this.#stopping.abort();
+  }
+
   /**
    * Ends the upkeep: a round in flight begins no further build, retry or update, and
    * its one native call in flight is waited for (never abandoned mid-call: a thread

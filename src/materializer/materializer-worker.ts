@@ -53,6 +53,8 @@ async function main(): Promise<void> {
     } else {
       stopping = true;
       drainUntil = m.drainUntil;
+      // No index build may begin while the drain runs: the stop waits for what is in flight.
+      indexes.abort();
     }
     wake?.();
   });

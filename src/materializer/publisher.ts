@@ -228,17 +228,22 @@ export class Publisher {
    * can come out low: a LIST of `_versions/` can come back short and show an older
    * version (s3proxy's filesystem backend does so under concurrent PUTs), and an add
    * counted as absent is added again. So the newest version is found by number from a
-   * version seen before the add (`fromVersion`), which no listing can hide. A record
-   * written before `fromVersion` was kept is counted on the listed version, read again
-   * a little later while low (the highest count is the table's).
+   * version seen before the add (`fromVersion`, newest-by-number.ts), which no listing
+   * can hide; a low count is still read again a little later on a new listing (a cleanup
+   * can leave a gap that ends a walk early), and the highest count is the table's: a
+   * committed version never goes away. (A record written before `fromVersion` was kept
+   * is counted on the listed version the same way.)
    */
   async #count(record: WritingRecord): Promise<number> {
     const { intervals, rows, fromVersion } = record;
-    if (fromVersion !== undefined) return this.o.lance.countRowsFrom(intervals, fromVersion);
-    let found = await this.o.lance.countRows(intervals);
+    const count = () =>
+      fromVersion === undefined
+        ? this.o.lance.countRows(intervals)
+        : this.o.lance.countRowsFrom(intervals, fromVersion);
+    let found = await count();
     for (let read = 1; read < COUNT_READS && found < rows; read++) {
       await new Promise((r) => setTimeout(r, RECOUNT_DELAY_MS * read));
-      found = Math.max(found, await this.o.lance.countRows(intervals));
+      found = Math.max(found, await count());
     }
     return found;
   }
@@ -341,7 +346,7 @@ export class Publisher {
     found: number,
     keys: () => ReadonlySet<string>,
   ): Promise<boolean> {
-    const counts = await this.o.lance.rowKeyCounts(record.intervals);
+    const counts = await this.o.lance.rowKeyCounts(record.intervals, record.fromVersion);
     const table = this.o.lance.target.table;
     const duplicated = [...counts].filter(([, n]) => n > 1).map(([key]) => key);
     if (duplicated.length > 0) throw new DuplicatedRowsError(planId, table, found, record.rows, duplicated);

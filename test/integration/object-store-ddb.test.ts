@@ -143,6 +143,17 @@ test('three replicas publishing through s3+ddb:// on a store without conditional
   console.log(
     [`settled in ${settled.seconds} s; publications ${publications.join('/')}`, ...report.lines].join('\n'),
   );
+  if (report.problems.length > 0) {
+    // What the replicas said went wrong (warnings and errors), for the failure's reader.
+    for (const r of replicas)
+      console.error(
+        `${r.label}:\n${r.process.logs
+          .filter((l) => Number(l.level) >= 40)
+          .slice(-20)
+          .map((l) => JSON.stringify(l).slice(0, 600))
+          .join('\n')}`,
+      );
+  }
   expect(report.problems).toEqual([]);
   // Several replicas did commit into the table (else the commit table was never raced for).
   expect(publications.filter((n) => n > 0).length).toBeGreaterThan(1);

@@ -4,7 +4,7 @@ import { Field, FixedSizeList, Float32, Int64, Schema, Utf8 } from 'apache-arrow
 import { silentLogger } from '../../src/common/logger';
 import { indexSpec, type IndexSpec } from '../../src/config/index-spec';
 import { IndexKeeper, type IndexReport } from '../../src/lance/index-keeper';
-import { retryConflicts } from '../../src/lance/lance-table';
+import { retryConflicts, WorkStoppedError } from '../../src/lance/lance-table';
 import { tempDir } from '../support/rows';
 
 /**
@@ -196,6 +196,24 @@ test('a commit conflict is not retried once the work is asked to stop', async ()
   };
   await expect(retryConflicts(attempt, 8, stopping.signal)).rejects.toBe(conflict);
   expect(calls).toBe(1);
+  // Stopped during the backoff: no further attempt, and the wait ends at once.
+  calls = 0;
+  const later = new AbortController();
+  const stoppedInBackoff = retryConflicts(
+    () => {
+      calls++;
+      setTimeout(() => later.abort(), 5);
+      return Promise.reject(conflict);
+    },
+    8,
+    later.signal,
+  );
+  await expect(stoppedInBackoff).rejects.toBeInstanceOf(WorkStoppedError);
+  expect(calls).toBe(1);
+  // Already stopped: not even a first attempt.
+  calls = 0;
+  await expect(retryConflicts(attempt, 8, stopping.signal)).rejects.toBeInstanceOf(WorkStoppedError);
+  expect(calls).toBe(0);
   // Without a stop the same conflict is retried.
   calls = 0;
   await expect(

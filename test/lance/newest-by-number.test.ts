@@ -5,6 +5,7 @@ import path from 'node:path';
 import { LanceTable } from '../../src/lance/lance-table';
 import { checkoutNewestFrom } from '../../src/lance/newest-by-number';
 import { createLogger } from '../../src/common/logger';
+import { DDB_COMMIT_TABLE, ddbEndpoint, ddbLocalSuite } from '../support/dynamodb-local';
 import { s3DatabaseUri, s3LocalSuite } from '../support/s3-local';
 
 /**
@@ -76,10 +77,41 @@ describe('the newest version read by number, never hidden by a stale listing', (
     }
   });
 
-  describe('on an S3 server (s3proxy with conditional writes)', () => {
+  test('a starting version above the listed one that no longer exists (the table was created again) falls back to the listed one', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'newest-by-number-'));
+    try {
+      const db = await lancedb.connect(dir, { readConsistencyInterval: 0 });
+      const t = await db.createTable('events', rows(0, 10));
+      for (let i = 1; i <= 4; i++) await t.add(rows(i * 10, 10));
+      const before = await t.version();
+      t.close();
+      await db.dropTable('events');
+      (await db.createTable('events', rows(0, 5))).close();
+      const table = await LanceTable.connect({ uri: dir, table: 'events' }, logger);
+      try {
+        expect(await table.countRowsFrom(all, before)).toBe(5);
+      } finally {
+        table.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('on an S3 server (s3proxy with conditional writes), and through a DynamoDB commit table', () => {
     const s3 = s3LocalSuite();
-    test('a missing version reads as the end of the walk, not as a failure of the store', async () => {
+    ddbLocalSuite();
+    test('s3://: a missing version reads as the end of the walk, not as a failure of the store', async () => {
       await scenario(s3DatabaseUri('newest'), s3.storageOptions);
+    });
+    test('s3+ddb://: the commit table answers a missing version in its own words, read the same way', async () => {
+      await scenario(
+        `${s3DatabaseUri('newest-ddb').replace(/^s3:/, 's3+ddb:')}?ddbTableName=${DDB_COMMIT_TABLE}`,
+        {
+          ...s3.storageOptions,
+          dynamodb_endpoint: ddbEndpoint(),
+        },
+      );
     });
   });
 });
