@@ -64,7 +64,7 @@ async function runSchemaRegistryStep(ctx: QualifyContext): Promise<QualifyStepRe
     production: {
       totalBytes,
       payloadChars: 4_000,
-      bytesPerSecond: ctx.short ? 0.4 * MiB : 1 * MiB,
+      bytesPerSecond: ctx.short ? 0.15 * MiB : 1 * MiB,
       badEvery: 997,
     },
     definition: { format: 'avro', schema: 'infer', schemaRegistry: { url } },
@@ -103,8 +103,11 @@ async function runSchemaRegistryStep(ctx: QualifyContext): Promise<QualifyStepRe
     production = c.startProduction({ encode });
     // Before the change: into a publication of version-1 rows if one opens soon.
     await untilBytes(production.bytes, totalBytes * 0.3);
-    const first = c.random.pick(c.slots);
-    await killAndRestart(c, first, 'shortly before the change', () => untilPublicationOpen(first, 3_000));
+    await killAndRestart(
+      c,
+      (await publishingSlot(c.slots, 3_000)) ?? c.random.pick(c.slots),
+      'shortly before the change',
+    );
     // Right after it: the first version-2 records are being decoded and staged.
     await Promise.race([changeDone, production.done]);
     if (writer.id === v1) throw new Error('production ended before the schema change');
@@ -114,8 +117,11 @@ async function runSchemaRegistryStep(ctx: QualifyContext): Promise<QualifyStepRe
     await sleep(c.random.int(200, 1_500));
     await killAndRestart(c, c.random.pick(c.slots), 'staging of the first version-2 records');
     // Into the first publications that carry the new column.
-    const slot = c.random.pick(c.slots);
-    await killAndRestart(c, slot, 'publication (the new column)', () => untilPublicationOpen(slot, 20_000));
+    await killAndRestart(
+      c,
+      (await publishingSlot(c.slots, 20_000)) ?? c.random.pick(c.slots),
+      'publication (the new column)',
+    );
     for (let i = 0; !ctx.short && i < 5; i++) {
       await sleep(c.random.int(1_000, 5_000));
       await killAndRestart(c, c.random.pick(c.slots), 'random moment');
@@ -163,29 +169,26 @@ async function untilBytes(bytes: () => number, at: number): Promise<void> {
   while (bytes() < at) await sleep(200);
 }
 
-/** SIGKILLs the slot's replica (once `moment` resolves, if given) and restarts it from its data dir. */
-async function killAndRestart(
-  c: Campaign,
-  slot: Slot,
-  aim: string,
-  moment?: () => Promise<unknown>,
-): Promise<void> {
-  await moment?.();
+/** SIGKILLs the slot's replica and restarts it from its data dir once it is gone. */
+async function killAndRestart(c: Campaign, slot: Slot, aim: string): Promise<void> {
   await c.kill(slot, aim);
   await sleep(c.random.int(300, 2_000));
   const run = c.restart(slot);
   await run.seen('kafka.join', 60_000);
 }
 
-/** Polls the slot's ledger until a publication is planned or writing, or the time is up. */
-async function untilPublicationOpen(slot: Slot, timeoutMs: number): Promise<boolean> {
+/** The first slot whose ledger holds a planned or `writing` publication (polled every 10 ms), or none in time. */
+async function publishingSlot(slots: readonly Slot[], timeoutMs: number): Promise<Slot | undefined> {
   const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline && slot.run.alive) {
-    const open = openPublications(slot.dataDir, TABLE);
-    if (open.writing.length > 0 || open.planned.length > 0) return true;
+  while (Date.now() < deadline) {
+    for (const slot of slots) {
+      if (!slot.run.alive) continue;
+      const open = openPublications(slot.dataDir, TABLE);
+      if (open.writing.length > 0 || open.planned.length > 0) return slot;
+    }
     await sleep(10);
   }
-  return false;
+  return undefined;
 }
 
 /** The added column as pylance sees it: in the schema, and in how many rows it holds a value. */

@@ -3,18 +3,18 @@ import * as path from 'node:path';
 import { testBrokers } from '../support/kafka';
 import { tempDir } from '../support/rows';
 import { runBounded } from '../support/run-bounded';
-import { schemaRegistryLocal, TEST_SCHEMA_REGISTRY_PORT } from '../support/schema-registry-local';
+import { DEMO_SCHEMA_REGISTRY_PORT, schemaRegistryLocal } from '../support/schema-registry-local';
 
 const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
 
 test('demo --format avro: starts the local registry when none is configured, produces with the standard serializer, evolves the schema half-way, and the summary shows the new column and the exactly-once check', async () => {
   const dir = await tempDir('kl-avro-demo');
-  const wasRunning = schemaRegistryLocal('status').code === 0;
+  const wasRunning = schemaRegistryLocal('status', DEMO_SCHEMA_REGISTRY_PORT).code === 0;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     KAFKA_BOOTSTRAP_SERVERS: testBrokers().join(','),
-    SCHEMA_REGISTRY_LOCAL_PORT: String(TEST_SCHEMA_REGISTRY_PORT),
-    SCHEMA_REGISTRY_LOCAL_MGMT_PORT: String(TEST_SCHEMA_REGISTRY_PORT + 10),
+    SCHEMA_REGISTRY_LOCAL_PORT: String(DEMO_SCHEMA_REGISTRY_PORT),
+    SCHEMA_REGISTRY_LOCAL_MGMT_PORT: String(DEMO_SCHEMA_REGISTRY_PORT + 10),
   };
   delete env.SCHEMA_REGISTRY_URL;
   const out = runBounded(
@@ -29,7 +29,7 @@ test('demo --format avro: starts the local registry when none is configured, pro
   if (!wasRunning) {
     expect(out.stdout).toMatch(/^No SCHEMA_REGISTRY_URL: starting the local Schema Registry/m);
     expect(out.stdout).toMatch(/^Stopped the local Schema Registry\.$/m);
-    expect(schemaRegistryLocal('status').code).not.toBe(0);
+    expect(schemaRegistryLocal('status', DEMO_SCHEMA_REGISTRY_PORT).code).not.toBe(0);
   }
   // 2,000 records, 10 broken on purpose (one in 200): every other one is a row, exactly once.
   expect(out.stdout).toMatch(/^Produced +2000 log lines to app-logs-avro \(10 broken on purpose\)$/m);
