@@ -1,5 +1,6 @@
 /**
- * `npm run bench`: one topic of realistic JSON logs, seven arms run one after another
+ * `npm run bench`: one topic of realistic JSON logs (and the same records in Avro for the
+ * e2e-avro arm), eight arms run one after another
  * in their own processes on it, a freshness phase, then bench/report.md, report.json
  * and report.svg. See bench/README.md.
  *
@@ -13,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, promises as fsp, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { runAvroArm } from './lib/avro-arm';
 import { runChildArm } from './lib/child-arm';
 import { summarizeProfiles } from './lib/cpu-profile';
 import { ensureBroker, produceDataset, type Dataset } from './lib/kafka';
@@ -30,6 +32,7 @@ const ALL_ARMS = [
   'decode',
   'e2e-buffered',
   'e2e-streamed',
+  'e2e-avro',
   'naive-node',
   'naive-python',
   'freshness',
@@ -186,6 +189,10 @@ async function runArms(
         );
         break;
       }
+      case 'e2e-avro':
+        // The same records in Avro, on a topic of their own (bench/lib/avro-arm.ts).
+        result = await runAvroArm({ records: data.records, partitions: PARTITIONS, brokers }, log);
+        break;
       case 'naive-node':
         result = await runChildArm(
           {

@@ -7,7 +7,7 @@ import { STEPS } from './steps';
 import { ensureIndependentReader, PYARROW, PYLANCE } from './support/independent-reader';
 import { QUALIFY_DIR } from './support/paths';
 import { ReplicaRun } from './support/replica';
-import { LocalBroker, LocalCommitTable, LocalObjectStore } from './support/services';
+import { LocalBroker, LocalCommitTable, LocalObjectStore, LocalSchemaRegistry } from './support/services';
 
 export interface QualifyOptions {
   /** Step names to run (default: all). */
@@ -28,6 +28,8 @@ export interface QualifyOptions {
   readonly ownBrokerPort?: number;
   readonly s3Port: number;
   readonly ddbPort: number;
+  /** The port of the Schema Registry a step that needs one gets (used as it is when one runs there). */
+  readonly registryPort: number;
   readonly log: (line: string) => void;
 }
 
@@ -85,6 +87,7 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
     let own: LocalBroker | undefined;
     let store: LocalObjectStore | undefined;
     let commitTable: LocalCommitTable | undefined;
+    let registry: LocalSchemaRegistry | undefined;
     for (const s of steps) {
       const needs = s.needs ?? [];
       let broker: LocalBroker | undefined = shared;
@@ -123,6 +126,15 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
           await commitTable.start();
         }
       }
+      if (needs.includes('schema-registry') && !registry) {
+        registry = new LocalSchemaRegistry(o.registryPort);
+        if (!(await registry.running())) {
+          o.log(`starting the Schema Registry on 127.0.0.1:${o.registryPort}`);
+          const r = registry;
+          cleanups.push(() => r.stop());
+          await registry.start();
+        }
+      }
       const workDir = path.join(o.workDir, s.name);
       mkdirSync(workDir, { recursive: true });
       const context: QualifyContext = {
@@ -143,6 +155,7 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
         log: (line) => o.log(`[${s.name}] ${line}`),
         ...(store ? { objectStore: store } : {}),
         ...(commitTable ? { commitTable } : {}),
+        ...(registry ? { schemaRegistry: registry } : {}),
       };
       o.log(`── ${s.name}: ${s.title}${o.short ? ' (short)' : ''}; work dir ${workDir}`);
       const stepStarted = Date.now();
@@ -264,6 +277,9 @@ async function main(): Promise<void> {
     brokerPort: Number(process.env.KAFKA_LOCAL_PORT ?? 19320),
     s3Port: Number(process.env.KAFKA_LANCE_QUALIFY_S3_PORT ?? process.env.S3_TEST_PORT ?? 19920),
     ddbPort: Number(process.env.KAFKA_LANCE_QUALIFY_DDB_PORT ?? process.env.DYNAMODB_TEST_PORT ?? 19930),
+    registryPort: Number(
+      process.env.KAFKA_LANCE_QUALIFY_REGISTRY_PORT ?? process.env.SCHEMA_REGISTRY_TEST_PORT ?? 18481,
+    ),
     log: (line) => console.log(`${new Date().toISOString().slice(11, 19)} ${line}`),
   });
   const files = writeReport(report, path.resolve(opts.out));

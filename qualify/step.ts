@@ -26,6 +26,14 @@ export interface QualifyContext {
   readonly objectStore?: ObjectStoreControl;
   /** The DynamoDB commit table (deploy/dynamodb-local) for a step that `needs` 'commit-table'. */
   readonly commitTable?: CommitTable;
+  /** The Schema Registry (deploy/schema-registry-local) for a step that `needs` 'schema-registry'. */
+  readonly schemaRegistry?: SchemaRegistryControl;
+}
+
+/** A Confluent-compatible Schema Registry the runner started (or found running). */
+export interface SchemaRegistryControl {
+  /** The API base clients take as the registry URL. */
+  readonly url: string;
 }
 
 /** A DynamoDB table Lance claims versions in (`s3+ddb://...?ddbTableName=<table>`). */
@@ -60,9 +68,10 @@ export interface QualifyStep {
   readonly title: string;
   /**
    * What the runner must provide besides the broker: 'object-store' starts s3proxy
-   * (context.objectStore); 'commit-table' moto's DynamoDB with a commit table (context.commitTable); 'broker-control' says the step stops and restarts the broker,
+   * (context.objectStore); 'commit-table' moto's DynamoDB with a commit table (context.commitTable);
+   * 'schema-registry' Apicurio Registry (context.schemaRegistry); 'broker-control' says the step stops and restarts the broker,
    * so that a runner given a shared broker (the test suite's) runs it on a broker of its own.
    */
-  readonly needs?: readonly ('object-store' | 'commit-table' | 'broker-control')[];
+  readonly needs?: readonly ('object-store' | 'commit-table' | 'schema-registry' | 'broker-control')[];
   run(context: QualifyContext): Promise<QualifyStepReport>;
 }

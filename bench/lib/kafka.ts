@@ -63,7 +63,8 @@ export interface Dataset {
 /**
  * Produces `records` bench records into `topic` (6 partitions, round robin in blocks),
  * unless it already holds exactly that many (a rerun reuses it). Sends of ~2 MiB per
- * partition, all partitions at once, acks=all.
+ * partition, all partitions at once, acks=all. `encode` turns each JSON record into the
+ * value sent (the Avro arm's serializer); a reused topic's bytes are then the caller's to count.
  */
 export async function produceDataset(
   brokers: readonly string[],
@@ -71,6 +72,7 @@ export async function produceDataset(
   records: number,
   partitions: number,
   log: (line: string) => void,
+  encode?: (json: string) => Promise<Buffer>,
 ): Promise<Dataset> {
   const kafka = kafkaClient(brokers);
   const admin = kafka.admin();
@@ -103,9 +105,9 @@ export async function produceDataset(
     while (next < records) {
       const sends: Promise<unknown>[] = [];
       for (let p = 0; p < partitions && next < records; p++) {
-        const messages: { value: string }[] = [];
+        const messages: { value: string | Buffer }[] = [];
         for (; messages.length < perSend && next < records; next++) {
-          const value = benchRecord(next);
+          const value = encode ? await encode(benchRecord(next)) : benchRecord(next);
           bytes += Buffer.byteLength(value);
           messages.push({ value });
         }

@@ -9,6 +9,7 @@ import { ddbStep as objectStoreKillsDdb, step as objectStoreKills } from './obje
 import { step as recreated } from './recreated';
 import { step as retention } from './retention';
 import { step as scaleDown } from './scale-down';
+import { step as schemaRegistry } from './schema-registry';
 import { step as s3Outage } from './s3-outage';
 import { step as transactional } from './transactional';
 
@@ -27,4 +28,5 @@ export const STEPS: readonly QualifyStep[] = [
   retention,
   recreated,
   scaleDown,
+  schemaRegistry,
 ];

@@ -206,10 +206,12 @@ export class Campaign {
     return slot;
   }
 
-  startProduction(): Production {
+  /** `encode`: the value of each good record (a registry format's serializer), default its JSON. */
+  startProduction(extra: Pick<ProductionOptions, 'encode'> = {}): Production {
     if (!this.o.production) throw new Error('this campaign has no production options');
     this.production = startProduction({
       ...this.o.production,
+      ...extra,
       brokers: this.o.context.brokers,
       topic: this.topic,
       partitions: this.o.partitions,

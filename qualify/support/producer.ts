@@ -24,6 +24,8 @@ export interface ProductionOptions {
   /** One record in this many is not JSON: it must end as a dead letter, not as a row. */
   readonly badEvery: number;
   readonly seed: number;
+  /** The value sent for a good record (a registry format's serializer); default: its JSON. */
+  readonly encode?: (record: ChecksummedRecord) => Promise<Buffer>;
 }
 
 export interface Production {
@@ -60,7 +62,7 @@ export function startProduction(o: ProductionOptions): Production {
     retry: { retries: 3, initialRetryTime: 300 },
   });
   let producer: Producer | undefined;
-  const send = async (messages: { partition: number; value: string }[]) => {
+  const send = async (messages: { partition: number; value: string | Buffer }[]) => {
     for (;;) {
       try {
         if (!producer) {
@@ -82,14 +84,15 @@ export function startProduction(o: ProductionOptions): Production {
     const started = Date.now();
     let n = 0;
     while (bytes < o.totalBytes && !stopped) {
-      const messages: { partition: number; value: string }[] = [];
+      const messages: { partition: number; value: string | Buffer }[] = [];
       let batchBytes = 0;
       for (let i = 0; i < BATCH && bytes + batchBytes < o.totalBytes; i++, n++) {
-        let value: string;
+        let value: string | Buffer;
         if (n % o.badEvery === o.badEvery - 1) {
           value = notJson(n);
           bad += 1;
-        } else value = checksummedValue(random, n, o.payloadChars);
+        } else if (o.encode) value = await o.encode(checksummedRecord(random, n, o.payloadChars));
+        else value = checksummedValue(random, n, o.payloadChars);
         messages.push({ partition: n % o.partitions, value });
         batchBytes += value.length;
       }
@@ -115,8 +118,13 @@ export function startProduction(o: ProductionOptions): Production {
 
 /** A record value `{n, payload, sha}` with a seeded payload of `chars` characters. */
 export function checksummedValue(random: Random, n: number, chars: number): string {
+  return JSON.stringify(checksummedRecord(random, n, chars));
+}
+
+/** The record `{n, payload, sha}` with a seeded payload of `chars` characters. */
+export function checksummedRecord(random: Random, n: number, chars: number): ChecksummedRecord {
   const payload = randomText(random, chars);
-  return JSON.stringify({ n, payload, sha: sha256(payload) } satisfies ChecksummedRecord);
+  return { n, payload, sha: sha256(payload) };
 }
 
 /** A record value that is not JSON: it must end as a dead letter, not as a row. */

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ulid } from 'ulid';
-import type { CommitTable, ObjectStoreControl } from '../step';
-import { DYNAMODB_LOCAL, KAFKA_LOCAL, S3_LOCAL } from './paths';
+import type { CommitTable, ObjectStoreControl, SchemaRegistryControl } from '../step';
+import { DYNAMODB_LOCAL, KAFKA_LOCAL, S3_LOCAL, SCHEMA_REGISTRY_LOCAL } from './paths';
 
 const run = promisify(execFile);
 
@@ -78,6 +78,17 @@ export class LocalObjectStore extends LocalServer implements ObjectStoreControl 
 
   databaseUri(prefix: string): string {
     return `s3://${BUCKET}/${prefix}-${ulid().toLowerCase()}`;
+  }
+}
+
+/** Apicurio Registry of deploy/schema-registry-local (its management port: port + 10, the script's default). */
+export class LocalSchemaRegistry extends LocalServer implements SchemaRegistryControl {
+  constructor(port: number) {
+    super(port, SCHEMA_REGISTRY_LOCAL, 'SCHEMA_REGISTRY_LOCAL_PORT');
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/apis/ccompat/v7`;
   }
 }
 

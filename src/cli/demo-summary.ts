@@ -36,6 +36,11 @@ export async function publishedInRanges(
 
 export interface SummaryInput {
   readonly consumer: ResolvedConsumer;
+  /** The demo's topic and dead-letter topic (default: the JSON log demo's). */
+  readonly topic?: string;
+  readonly dlq?: string;
+  /** A variant's own lines after the shared ones, and the problems that fail the run. */
+  readonly report?: () => Promise<{ lines: string[]; problems: string[] }>;
   readonly produced: number;
   readonly broken: number;
   readonly dead: number;
@@ -68,11 +73,13 @@ export async function summarize(print: (line: string) => void, s: SummaryInput):
     if (error instanceof TableMissingError) return undefined;
     throw error;
   });
+  const topic = s.topic ?? TOPIC;
+  const dlq = s.dlq ?? DLQ;
   let scan: RunScan = { rows: 0, duplicates: 0, levels: new Map(), lastErrors: [] };
   let total = 0;
   if (opened) {
     try {
-      scan = await scanRun(opened.table, s.ranges);
+      scan = await scanRun(opened.table, s.ranges, topic);
       total = await opened.table.countRows();
     } finally {
       opened.close();
@@ -81,8 +88,8 @@ export async function summarize(print: (line: string) => void, s: SummaryInput):
   const tablePath = datasetPathOf(lanceUriOf(s.consumer), s.consumer.table);
   const expected = s.produced - s.dead;
   print(`Demo finished in ${s.seconds.toFixed(0)} s.`);
-  print(`Produced      ${s.produced} log lines to ${TOPIC} (${s.broken} broken on purpose)`);
-  print(`Dead letters  ${s.dead} records in ${DLQ}, with their reason in the headers`);
+  print(`Produced      ${s.produced} log lines to ${topic} (${s.broken} broken on purpose)`);
+  print(`Dead letters  ${s.dead} records in ${dlq}, with their reason in the headers`);
   print(
     `Published     ${scan.rows} rows of this run into the Lance table ${s.consumer.table} (${total} in the table in all)`,
   );
@@ -99,8 +106,10 @@ export async function summarize(print: (line: string) => void, s: SummaryInput):
   print('Last errors');
   for (const e of scan.lastErrors)
     print(
-      `  ${new Date(e.ts).toISOString()}  ${TOPIC}[${e.partition}]@${e.offset}  ${e.service}  ${e.status ?? ''} ${e.message}`,
+      `  ${new Date(e.ts).toISOString()}  ${topic}[${e.partition}]@${e.offset}  ${e.service}  ${e.status ?? ''} ${e.message}`,
     );
+  const variant = s.report && opened ? await s.report() : { lines: [], problems: [] };
+  for (const line of variant.lines) print(line);
   print(`Table         ${tablePath}`);
   print(`Python        python3 -c "import lance; print(lance.dataset('${tablePath}').count_rows())"`);
   print(`Logs          ${s.logFile}`);
@@ -112,6 +121,7 @@ export async function summarize(print: (line: string) => void, s: SummaryInput):
   if (s.dead !== s.broken)
     problems.push(`${s.dead} dead letters, but ${s.broken} lines were broken on purpose`);
   if (scan.duplicates > 0) problems.push(`${scan.duplicates} duplicate (_topic, _partition, _offset) rows`);
+  problems.push(...variant.problems);
   if (s.replicaExit !== 0) problems.push(`the replica exited with code ${String(s.replicaExit)} on SIGTERM`);
   if (problems.length > 0) throw new DemoMismatchError(problems);
 }

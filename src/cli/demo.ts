@@ -29,10 +29,48 @@ export interface DemoOptions {
 
 export const BIN = path.join(ROOT, 'bin/kafka-lance');
 export const CONSUMER = path.join(ROOT, 'consumers/app-logs.ts');
-const PARTITIONS = 6;
+export const PARTITIONS = 6;
 /** One line in 200 is broken on purpose, to show the dead-letter topic at work. */
-const BAD_RATIO = 0.005;
+export const BAD_RATIO = 0.005;
 const SETTLE_TIMEOUT_MS = 120_000;
+
+/** What one log demo runs: its consumer, topics and producer; the rest of the run is shared. */
+export interface DemoVariant {
+  readonly consumerFile: string;
+  readonly topic: string;
+  readonly dlq: string;
+  /** The log file's name starts with it. */
+  readonly label: string;
+  /** Produces `count` records at `rate` a second, BAD_RATIO of them broken on purpose. */
+  produce(o: {
+    readonly brokers: readonly string[];
+    readonly count: number;
+    readonly rate: number;
+    readonly onSent: (produced: number) => void;
+  }): Promise<void>;
+  /** Lines after the shared summary, and the problems that fail the run (read from the table). */
+  report?(consumer: ResolvedConsumer, ranges: RunRanges): Promise<{ lines: string[]; problems: string[] }>;
+}
+
+/** The JSON log demo: consumers/app-logs.ts. */
+export const JSON_LOGS: DemoVariant = {
+  consumerFile: CONSUMER,
+  topic: TOPIC,
+  dlq: DLQ,
+  label: 'demo',
+  produce: async (o) => {
+    await produce({
+      brokers: o.brokers,
+      topic: TOPIC,
+      rate: o.rate,
+      count: o.count,
+      recordBytes: 0,
+      badRatio: BAD_RATIO,
+      partitions: PARTITIONS,
+      onSent: o.onSent,
+    });
+  },
+};
 
 /**
  * The demo: an embedded broker unless brokers are configured, one replica of the
@@ -40,12 +78,13 @@ const SETTLE_TIMEOUT_MS = 120_000;
  * under the data dir), a producer of realistic logs, a progress line, and a summary
  * read back from the Lance table. The numbers must add up, or the demo fails.
  */
-export async function runDemo(o: DemoOptions): Promise<void> {
+export async function runDemo(o: DemoOptions, variant: DemoVariant = JSON_LOGS): Promise<void> {
+  const { topic, dlq } = variant;
   const dataDir = path.resolve(o.dataDir);
   const logFile = path.join(
     dataDir,
     'logs',
-    `demo-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}.log`,
+    `${variant.label}-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}.log`,
   );
   mkdirSync(path.dirname(logFile), { recursive: true });
   o.print(`Logs of this run: ${logFile}`);
@@ -62,16 +101,16 @@ export async function runDemo(o: DemoOptions): Promise<void> {
   let replica: ChildProcess | undefined;
   try {
     await ensureTopicsServed(admin, [
-      { topic: TOPIC, numPartitions: PARTITIONS },
-      { topic: DLQ, numPartitions: 1 },
+      { topic, numPartitions: PARTITIONS },
+      { topic: dlq, numPartitions: 1 },
     ]);
-    const startEnds = (await topicEnds(admin, TOPIC))!;
-    const dlqStart = sumHigh(await topicEnds(admin, DLQ));
-    const consumer = loadConsumer(CONSUMER, process.env, { brokers, dataDir });
-    await refuseForeignTable(consumer, startEnds);
+    const startEnds = (await topicEnds(admin, topic))!;
+    const dlqStart = sumHigh(await topicEnds(admin, dlq));
+    const consumer = loadConsumer(variant.consumerFile, process.env, { brokers, dataDir });
+    await refuseForeignTable(consumer, topic, startEnds);
 
     const port = await freePort();
-    replica = startReplica(brokers, dataDir, port, o.logLevel, logFile);
+    replica = startReplica(brokers, dataDir, port, o.logLevel, logFile, variant.consumerFile);
     await waitReady(replica, port, logFile);
 
     const count = o.seconds * o.rate;
@@ -86,17 +125,8 @@ export async function runDemo(o: DemoOptions): Promise<void> {
     const ticker = progressTicker(line, (l) => o.progress(l));
     let ranges: RunRanges = new Map();
     try {
-      await produce({
-        brokers,
-        topic: TOPIC,
-        rate: o.rate,
-        count,
-        recordBytes: 0,
-        badRatio: BAD_RATIO,
-        partitions: PARTITIONS,
-        onSent: (n) => (produced = n),
-      });
-      const endEnds = (await topicEnds(admin, TOPIC))!;
+      await variant.produce({ brokers, count, rate: o.rate, onSent: (n) => (produced = n) });
+      const endEnds = (await topicEnds(admin, topic))!;
       ranges = new Map(
         endEnds.map((e) => [
           e.partition,
@@ -108,8 +138,8 @@ export async function runDemo(o: DemoOptions): Promise<void> {
       let settled = { published: 0, dead: 0 };
       for (;;) {
         settled = {
-          published: await publishedInRanges(consumer, ranges),
-          dead: sumHigh(await topicEnds(admin, DLQ)) - dlqStart,
+          published: await publishedInRanges(consumer, ranges, topic),
+          dead: sumHigh(await topicEnds(admin, dlq)) - dlqStart,
         };
         if (
           settled.published + settled.dead >= produced ||
@@ -133,9 +163,12 @@ export async function runDemo(o: DemoOptions): Promise<void> {
     o.print('');
     await summarize(o.print, {
       consumer,
+      topic,
+      dlq,
+      report: variant.report && (() => variant.report!(consumer, ranges)),
       produced,
       broken: badCount(produced, BAD_RATIO),
-      dead: sumHigh(await topicEnds(admin, DLQ)) - dlqStart,
+      dead: sumHigh(await topicEnds(admin, dlq)) - dlqStart,
       ranges,
       seconds: (Date.now() - started) / 1000,
       logFile,
@@ -176,7 +209,11 @@ export function startEmbeddedBrokerIfNeeded(o: Pick<DemoOptions, 'print'>): {
  * A data dir left by a run against another broker holds rows at offsets this broker's
  * log has not reached yet: this run's rows would collide with them. Refuse up front.
  */
-async function refuseForeignTable(consumer: ResolvedConsumer, ends: readonly PartitionEnds[]): Promise<void> {
+async function refuseForeignTable(
+  consumer: ResolvedConsumer,
+  topic: string,
+  ends: readonly PartitionEnds[],
+): Promise<void> {
   const opened = await openExistingTable(consumer).catch((error: unknown) => {
     if (error instanceof TableMissingError) return undefined;
     throw error;
@@ -184,12 +221,12 @@ async function refuseForeignTable(consumer: ResolvedConsumer, ends: readonly Par
   if (!opened) return;
   try {
     const ahead = await opened.table.countRows(
-      `${TOPIC_COLUMN} = ${quote(TOPIC)} AND (${ends.map((e) => `(${PARTITION_COLUMN} = ${e.partition} AND ${OFFSET_COLUMN} >= ${e.high})`).join(' OR ')})`,
+      `${TOPIC_COLUMN} = ${quote(topic)} AND (${ends.map((e) => `(${PARTITION_COLUMN} = ${e.partition} AND ${OFFSET_COLUMN} >= ${e.high})`).join(' OR ')})`,
     );
     if (ahead > 0) {
       throw new CliError(
         'DEMO_MISMATCH',
-        `${consumer.dataDir} holds ${ahead} rows at offsets that ${TOPIC} on this broker has not reached: it was filled from another broker. Use a fresh --data-dir (or delete this one).`,
+        `${consumer.dataDir} holds ${ahead} rows at offsets that ${topic} on this broker has not reached: it was filled from another broker. Use a fresh --data-dir (or delete this one).`,
       );
     }
   } finally {

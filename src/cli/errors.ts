@@ -12,6 +12,7 @@ export type CliErrorCode =
   | 'TABLE_MISSING'
   | 'DEMO_MISMATCH'
   | 'REPLICA_FAILED'
+  | 'SCHEMA_REGISTRY_UNAVAILABLE'
   | 'BAD_ARGUMENT';
 
 export class CliError extends Error {

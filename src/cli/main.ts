@@ -64,6 +64,7 @@ interface DemoCommandOptions {
   dataDir: string;
   logLevel: string;
   vectors?: boolean;
+  format: 'json' | 'avro';
 }
 
 export function buildCli(): Command {
@@ -197,15 +198,37 @@ Example:
         'the vector demo instead: consumers/documents.ts, documents with 384-dimension embeddings (--rate documents per second), an IVF_PQ index built while producing, then a nearest-neighbour query on the live table',
       ),
     )
+    .addOption(
+      new Option(
+        '--format <format>',
+        'avro: the log records Avro-encoded in the Confluent wire format (consumers/app-logs-avro.ts), with a Schema Registry (the local one unless SCHEMA_REGISTRY_URL is set) and a field added half-way',
+      )
+        .choices(['json', 'avro'])
+        .default('json'),
+    )
     .addHelpText(
       'after',
       `
 Example:
   kafka-lance demo --seconds 10 --rate 2000 --data-dir /tmp/kl-demo
+  kafka-lance demo --format avro --seconds 10 --rate 2000 --data-dir /tmp/kl-avro
   kafka-lance demo --vectors --seconds 20 --rate 500 --data-dir /tmp/kl-vectors`,
     )
     .action(async (opts: DemoCommandOptions, command: Command) => {
       const { runDemo, terminalOutput } = await import('./demo');
+      if (opts.vectors && opts.format === 'avro')
+        throw new CliError('BAD_ARGUMENT', '--vectors and --format avro are two demos: pick one');
+      if (opts.format === 'avro') {
+        const { runAvroDemo } = await import('./avro-demo');
+        await runAvroDemo({
+          seconds: opts.seconds,
+          rate: opts.rate,
+          dataDir: opts.dataDir,
+          logLevel: opts.logLevel,
+          ...terminalOutput(),
+        });
+        process.exit(0);
+      }
       if (opts.vectors) {
         const { runVectorDemo, vectorDemoOptions } = await import('./vector-demo');
         await runVectorDemo({ ...vectorDemoOptions(opts, command), ...terminalOutput() });

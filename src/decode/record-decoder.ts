@@ -36,8 +36,23 @@ export interface DecodedBatch {
   readonly batch: RecordBatch | undefined;
   /** One minute for all rows (ingest time) or one per row (event time). */
   readonly minute: MinuteKey | MinuteKey[];
+  /**
+   * Registry formats: the rows decoded before a writer schema gave a column another type,
+   * each run in its own columns' types, in offset order; staged before `batch`. Empty
+   * unless a column was retyped in this call.
+   */
+  readonly earlier: readonly DecodedSegment[];
   readonly deadLetters: DeadLetterVerdict[];
+  /** Rows in `earlier` and `batch` together. */
   readonly rows: number;
+}
+
+/** Rows of one Arrow schema, decoded before a column was retyped. */
+export interface DecodedSegment {
+  readonly batch: RecordBatch;
+  readonly minute: MinuteKey | MinuteKey[];
+  /** The offset of its last record: every record up to it is in this or an earlier segment, or a dead letter. */
+  readonly through: number;
 }
 
 export type DecoderOptions = Pick<
@@ -126,7 +141,7 @@ export class RecordDecoder {
   readonly #clock: () => number;
   /** format avro: the writer schemas by id; the columns grow as they bring new fields. */
   readonly #avro: AvroWriterSchemas | undefined;
-  /** format avro: each column's type as its first writer schema declared it (JSON), for conflicts. */
+  /** format avro: each column's type as the latest writer schema that named it declared it (JSON). */
   readonly #avroTypes = new Map<string, string>();
   /** format avro: writer schemas whose every field is a column of its type (checked once per id). */
   readonly #admittedSchemas = new Set<number>();
@@ -170,16 +185,20 @@ export class RecordDecoder {
     for (const id of this.#avro?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
-    const builders = new Columns(
-      this.#fields,
-      raw,
-      this.#options.includeKey,
-      this.#options.transform !== undefined,
-      topic,
-      topicId,
-    );
-    const eventMinutes: MinuteKey[] = [];
+    const newColumns = () =>
+      new Columns(
+        this.#fields,
+        raw,
+        this.#options.includeKey,
+        this.#options.transform !== undefined,
+        topic,
+        topicId,
+      );
+    let builders = newColumns();
+    let eventMinutes: MinuteKey[] = [];
     const ingestMinute = minuteKeyOf(this.#clock());
+    const earlier: DecodedSegment[] = [];
+    let lastStaged = -1;
 
     for (const message of messages) {
       const verdict = (reason: DeadLetterVerdict['reason'], detail: string, field?: string) =>
@@ -239,9 +258,28 @@ export class RecordDecoder {
           continue;
         }
         const fields = this.#writerFields(decoded.schemaId, decoded.fields);
-        if ('reason' in fields) {
-          verdict(fields.reason, fields.detail, fields.field);
-          continue;
+        if (fields.retyped.length > 0) {
+          // A column's type cannot change within a batch: the rows so far keep theirs and go
+          // to a part of their own. Whether the table takes the new type is the publication's
+          // decision (sameColumnType, src/lance/lance-table.ts), the one place that knows the
+          // table: a refused publication is set aside with its reason, never a dead letter here.
+          const segment = builders.finish();
+          if (segment)
+            earlier.push({
+              batch: segment,
+              minute: this.#options.eventTimeField !== undefined ? eventMinutes : ingestMinute,
+              through: lastStaged,
+            });
+          for (const [field, type] of fields.retyped) {
+            const at = this.#fields.findIndex((f) => f.name === field.name);
+            this.#fields[at] = field;
+            this.#byName.set(field.name, field);
+            this.#avroTypes.set(field.name, type);
+          }
+          // Schemas admitted against the old types must be checked against the new ones.
+          this.#admittedSchemas.clear();
+          builders = newColumns();
+          eventMinutes = [];
         }
         ({ added: writerFields, types: writerTypes } = fields);
         writerSchema = decoded.schemaId;
@@ -291,50 +329,55 @@ export class RecordDecoder {
         builders.appendValues(values);
         if (this.#options.eventTimeField !== undefined) eventMinutes.push(minute);
       });
+      if (converted.values.length > 0) lastStaged = message.offset;
     }
     const batch = builders.finish();
     return {
       batch,
       minute: this.#options.eventTimeField !== undefined ? eventMinutes : ingestMinute,
+      earlier,
       deadLetters,
-      rows: batch?.numRows ?? 0,
+      rows: earlier.reduce((n, s) => n + s.batch.numRows, batch?.numRows ?? 0),
     };
   }
 
   /**
    * format avro: the columns a writer schema has that the decoder does not have yet (new
-   * nullable columns), or a dead letter when it gives a column another type than an
-   * earlier writer schema did (Lance cannot change a column's type).
+   * nullable columns), and the columns it gives another type than the decoder's (each with
+   * its new type's JSON): Lance cannot change a column's type, so the caller starts a new
+   * segment in which the column has the writer's type.
    */
   #writerFields(
     schemaId: number,
     fields: readonly NamedField[],
-  ): { added: FieldState[]; types: (readonly [string, string])[] } | Omit<DeadLetterVerdict, 'offset'> {
+  ): {
+    added: FieldState[];
+    types: (readonly [string, string])[];
+    retyped: (readonly [FieldState, string])[];
+  } {
     const added: FieldState[] = [];
     const types: (readonly [string, string])[] = [];
-    if (this.#admittedSchemas.has(schemaId)) return { added, types };
+    const retyped: (readonly [FieldState, string])[] = [];
+    if (this.#admittedSchemas.has(schemaId)) return { added, types, retyped };
     for (const f of fields) {
       const type = JSON.stringify(f);
       const known = this.#avroTypes.get(f.name);
+      if (known === type) continue;
+      const state: FieldState = {
+        name: f.name,
+        label: typeLabel(f),
+        codec: codecOf(f, this.#options.epochUnit),
+        nullable: f.nullable,
+        epochUnit: numbersUnit(f, this.#options.epochUnit),
+      };
       if (known === undefined) {
         types.push([f.name, type]);
-        added.push({
-          name: f.name,
-          label: typeLabel(f),
-          codec: codecOf(f, this.#options.epochUnit),
-          nullable: f.nullable,
-          epochUnit: numbersUnit(f, this.#options.epochUnit),
-        });
-      } else if (known !== type) {
-        const field = this.#byName.get(f.name)!;
-        return {
-          reason: 'schema-mismatch',
-          field: f.name,
-          detail: `field "${f.name}": schema id ${schemaId} makes it ${typeLabel(f)}, the column is ${field.label} (a column's type cannot change)`,
-        };
+        added.push(state);
+      } else {
+        retyped.push([state, type]);
       }
     }
-    return { added, types };
+    return { added, types, retyped };
   }
 
   /**

@@ -68,7 +68,25 @@ async function main(): Promise<void> {
                     staging.epoch.topicIds?.[request.topic] ?? '',
                     request.schemas,
                   )
-                : { batch: undefined, minute: [], deadLetters: [] };
+                : { batch: undefined, minute: [], earlier: [], deadLetters: [] };
+            // Rows decoded before a column was retyped: their own schema, so their own parts.
+            // Each push hands over only through its own last record, so the high-water never
+            // passes rows still to be pushed.
+            let staged = 0;
+            let skipped = 0;
+            let stagedBytes = decoded.batch?.data.byteLength ?? 0;
+            for (const segment of decoded.earlier) {
+              const pushed = staging.push({
+                topic: request.topic,
+                partition: request.partition,
+                batch: segment.batch,
+                minute: segment.minute,
+                handledThrough: recordOffset(segment.through),
+              });
+              staged += pushed.staged;
+              skipped += pushed.skipped;
+              stagedBytes += segment.batch.data.byteLength;
+            }
             const pushed = staging.push({
               topic: request.topic,
               partition: request.partition,
@@ -81,9 +99,10 @@ async function main(): Promise<void> {
               id: request.id,
               result: {
                 dropped: false,
-                ...pushed,
+                staged: staged + pushed.staged,
+                skipped: skipped + pushed.skipped,
                 deadLetters: decoded.deadLetters,
-                stagedBytes: decoded.batch?.data.byteLength ?? 0,
+                stagedBytes,
               },
             });
             break;

@@ -99,27 +99,46 @@ describe('Avro records in the Confluent wire format', () => {
     expect(plainColumn(next.batch!, 'region')).toEqual([null]);
   });
 
-  test("a writer schema that changes a column's type is a dead letter naming the field and the schema id", () => {
+  test("a writer schema that changes a column's type starts rows of their own schema (for the publication to set aside), never a dead letter, and the old type's records after it are rows again", () => {
     const changed = { ...V1, fields: [{ name: 'n', type: 'string' }, V1.fields[1]] };
-    const out = avroDecoder().decode(
+    const d = avroDecoder();
+    const schemas = [registered(1, V1), registered(5, changed)];
+    const out = d.decode(
       't',
       0,
       [
         msg(0, framed(1, encode(V1, { n: 1, message: 'a' }))),
-        msg(1, framed(5, encode(changed, { n: 'one', message: 'b' }))),
+        msg(1, framed(1, encode(V1, { n: 2, message: 'b' }))),
+        msg(2, framed(5, encode(changed, { n: 'three', message: 'c' }))),
+        msg(3, framed(5, encode(changed, { n: 'four', message: 'd' }))),
+        msg(4, framed(1, encode(V1, { n: 5, message: 'e' }))),
       ],
       '',
-      [registered(1, V1), registered(5, changed)],
+      schemas,
     );
-    expect(out.deadLetters).toEqual([
-      {
-        offset: 1,
-        reason: 'schema-mismatch',
-        field: 'n',
-        detail: expect.stringMatching(/schema id 5 makes it string, the column is int64/) as unknown,
-      },
+    expect(out.deadLetters).toEqual([]);
+    expect(out.rows).toBe(5);
+    // One batch per run of column types, in offset order: no batch mixes two types of `n`.
+    const runs = [...out.earlier.map((s) => s.batch), out.batch!];
+    expect(runs.map((b) => String(b.schema.fields.find((f) => f.name === 'n')!.type))).toEqual([
+      'Int64',
+      'Utf8',
+      'Int64',
     ]);
-    expect(out.rows).toBe(1);
+    expect(runs.map((b) => plainColumn(b, '_offset'))).toEqual([[0n, 1n], [2n, 3n], [4n]]);
+    expect(runs.map((b) => plainColumn(b, 'n'))).toEqual([[1n, 2n], ['three', 'four'], [5n]]);
+    // Each earlier run hands staging only through its own last record.
+    expect(out.earlier.map((s) => s.through)).toEqual([1, 3]);
+    // A call that begins with the other type has no empty run before it.
+    const next = d.decode(
+      't',
+      0,
+      [msg(5, framed(5, encode(changed, { n: 'six', message: 'f' })))],
+      '',
+      schemas,
+    );
+    expect(next.earlier).toEqual([]);
+    expect(plainColumn(next.batch!, 'n')).toEqual(['six']);
   });
 
   test('each kind of bad value is a dead letter with its reason and, where it has one, its schema id', () => {

@@ -4,6 +4,11 @@ import { runBounded } from './run-bounded';
 
 /** The port of the registry the suites start (away from a demo registry on 8081). */
 export const TEST_SCHEMA_REGISTRY_PORT = Number(process.env.SCHEMA_REGISTRY_TEST_PORT ?? 18081);
+/**
+ * The port of the registry the Avro demo's test lets the demo start and stop (management +10):
+ * not the suites' shared one, which a demo stopping at its end would take from a suite beside it.
+ */
+export const DEMO_SCHEMA_REGISTRY_PORT = TEST_SCHEMA_REGISTRY_PORT + 2;
 
 const DEPLOY = path.resolve(__dirname, '../../deploy/schema-registry-local');
 const SCRIPT = path.join(DEPLOY, 'schema-registry-local');

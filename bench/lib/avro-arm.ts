@@ -1,0 +1,68 @@
+/**
+ * The Avro arm: the bench's records Avro-encoded by Confluent's serializer
+ * (@kafkajs/confluent-schema-registry) with the schema of src/cli/avro-log-records.ts,
+ * registered in a real registry (SCHEMA_REGISTRY_URL, else deploy/schema-registry-local
+ * started here and stopped at the end), then one replica with `format: 'avro'` on them.
+ * Its MiB/s and CPU s/GiB are of the Avro bytes in Kafka.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as path from 'node:path';
+import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { avroLog, LOG_V1 } from '../../src/cli/avro-log-records';
+import { produceDataset } from './kafka';
+import { benchRecord } from './records';
+import { runReplicaArm } from './replica-arm';
+import type { ArmResult } from './result';
+
+const REPO = path.resolve(__dirname, '../../..');
+const REGISTRY_SCRIPT = path.join(REPO, 'deploy/schema-registry-local/schema-registry-local');
+
+export interface AvroArmOptions {
+  readonly records: number;
+  readonly partitions: number;
+  readonly brokers: readonly string[];
+}
+
+export async function runAvroArm(o: AvroArmOptions, log: (line: string) => void): Promise<ArmResult> {
+  const given = process.env.SCHEMA_REGISTRY_URL;
+  const wasRunning = given !== undefined || spawnSync(REGISTRY_SCRIPT, ['status']).status === 0;
+  if (!wasRunning) {
+    log('starting the local Schema Registry (deploy/schema-registry-local)');
+    execFileSync(REGISTRY_SCRIPT, ['start'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  }
+  const url = given ?? execFileSync(REGISTRY_SCRIPT, ['url'], { encoding: 'utf8' }).trim();
+  try {
+    const registry = new SchemaRegistry({ host: url });
+    const topic = `bench-logs-avro-${o.records}`;
+    const { id } = await registry.register(
+      { type: SchemaType.AVRO, schema: JSON.stringify(LOG_V1) },
+      { subject: `${topic}-value` },
+    );
+    const encode = (json: string) => registry.encode(id, avroLog(json));
+    let data = await produceDataset(o.brokers, topic, o.records, o.partitions, log, encode);
+    if (data.reused) {
+      // The same records, encoded again: their exact Avro bytes.
+      let bytes = 0;
+      for (let n = 0; n < o.records; n++) bytes += (await encode(benchRecord(n))).length;
+      data = { ...data, bytes };
+    }
+    return await runReplicaArm(
+      {
+        id: 'e2e-avro',
+        label:
+          'kafka-lance run, buffered (defaults), Avro values from a Schema Registry (columns from the writer schema)',
+        topic: data.topic,
+        records: data.records,
+        bytes: data.bytes,
+        brokers: o.brokers,
+        extra: { format: 'avro', schema: 'infer', schemaRegistry: { url } },
+      },
+      log,
+    );
+  } finally {
+    if (!wasRunning) {
+      log('stopping the local Schema Registry');
+      execFileSync(REGISTRY_SCRIPT, ['stop'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    }
+  }
+}
