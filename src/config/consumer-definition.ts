@@ -272,12 +272,12 @@ const errorHandling = z
   .prefault({});
 
 /** Formats whose values are framed with a Schema Registry id (the Confluent wire format). */
-export const REGISTRY_FORMATS = ['avro'] as const;
+export const REGISTRY_FORMATS = ['avro', 'protobuf', 'json-schema'] as const;
 export const FORMATS = ['json', 'raw', ...REGISTRY_FORMATS] as const;
 export type Format = (typeof FORMATS)[number];
 
 /**
- * Where the writer schemas of `format: 'avro'` are fetched by id: a Confluent-compatible
+ * Where the writer schemas of the registry formats (`avro`, `protobuf`, `json-schema`) are fetched by id: a Confluent-compatible
  * Schema Registry (Confluent's, Apicurio's `/apis/ccompat/v7`, Karapace, Redpanda's).
  * Names as Confluent's serializers have them where they can: `url` is
  * `schema.registry.url` (one URL), `basicAuth` is `basic.auth.user.info` split in two.
@@ -541,7 +541,7 @@ export const consumerDefinitionSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['schemaRegistry'],
-        message: `format "${def.format}" reads no Schema Registry: remove schemaRegistry or set format "avro"`,
+        message: `format "${def.format}" reads no Schema Registry: remove schemaRegistry or set format "avro", "protobuf" or "json-schema"`,
       });
     }
     if (registryFormat && def.schema !== 'infer') {

@@ -17,7 +17,8 @@ import {
   type InferredTypeName,
 } from './field-codec';
 import { codecOf, numbersUnit, typeLabel } from './typed-codecs';
-import { AvroWriterSchemas } from './avro/writer-schemas';
+import { writerSchemasFor } from './registry-formats';
+import type { WriterSchemas } from './registry-writer-schemas';
 import type { NamedField } from '../config';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';
@@ -124,18 +125,18 @@ export class RecordDecoder {
   readonly #byName = new Map<string, FieldState>();
   readonly #infer: boolean;
   readonly #clock: () => number;
-  /** format avro: the writer schemas by id; the columns grow as they bring new fields. */
-  readonly #avro: AvroWriterSchemas | undefined;
-  /** format avro: each column's type as its first writer schema declared it (JSON), for conflicts. */
-  readonly #avroTypes = new Map<string, string>();
-  /** format avro: writer schemas whose every field is a column of its type (checked once per id). */
+  /** Registry formats: the writer schemas by id; the columns grow as they bring new fields. */
+  readonly #registry: WriterSchemas | undefined;
+  /** Registry formats: each column's type as its first writer schema declared it (JSON), for conflicts. */
+  readonly #writerTypes = new Map<string, string>();
+  /** Registry formats: writer schemas whose every field is a column of its type (checked once per id). */
   readonly #admittedSchemas = new Set<number>();
 
   constructor(options: DecoderOptions, clock: () => number = Date.now) {
     this.#options = options;
-    this.#avro = options.format === 'avro' ? new AvroWriterSchemas() : undefined;
+    this.#registry = writerSchemasFor(options.format);
     // Registry formats take their columns from the writer schemas, not from the keys.
-    this.#infer = options.fields === undefined && this.#avro === undefined;
+    this.#infer = options.fields === undefined && this.#registry === undefined;
     this.#fields =
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
@@ -167,7 +168,7 @@ export class RecordDecoder {
     topicId = '',
     schemas: readonly WriterSchema[] = [],
   ): DecodedBatch {
-    for (const id of this.#avro?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
+    for (const id of this.#registry?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
     const builders = new Columns(
@@ -232,8 +233,8 @@ export class RecordDecoder {
       let writerFields: FieldState[] = [];
       let writerTypes: readonly (readonly [string, string])[] = [];
       let writerSchema: number | undefined;
-      if (this.#avro) {
-        const decoded = this.#avro.decode(message.value);
+      if (this.#registry) {
+        const decoded = this.#registry.decode(message.value);
         if ('reason' in decoded) {
           verdict(decoded.reason, decoded.detail);
           continue;
@@ -284,7 +285,7 @@ export class RecordDecoder {
         this.#fields.push(field);
         this.#byName.set(field.name, field);
       }
-      for (const [name, type] of writerTypes) this.#avroTypes.set(name, type);
+      for (const [name, type] of writerTypes) this.#writerTypes.set(name, type);
       if (writerSchema !== undefined) this.#admittedSchemas.add(writerSchema);
       converted.values.forEach((values, i) => {
         builders.appendSystem(partition, message, i);
@@ -302,7 +303,7 @@ export class RecordDecoder {
   }
 
   /**
-   * format avro: the columns a writer schema has that the decoder does not have yet (new
+   * Registry formats: the columns a writer schema has that the decoder does not have yet (new
    * nullable columns), or a dead letter when it gives a column another type than an
    * earlier writer schema did (Lance cannot change a column's type).
    */
@@ -315,7 +316,7 @@ export class RecordDecoder {
     if (this.#admittedSchemas.has(schemaId)) return { added, types };
     for (const f of fields) {
       const type = JSON.stringify(f);
-      const known = this.#avroTypes.get(f.name);
+      const known = this.#writerTypes.get(f.name);
       if (known === undefined) {
         types.push([f.name, type]);
         added.push({
