@@ -20,6 +20,8 @@ import { codecOf, numbersUnit, typeLabel } from './typed-codecs';
 import { writerSchemasFor } from './registry-formats';
 import type { WriterSchemas } from './registry-writer-schemas';
 import type { NamedField } from '../config';
+import type { KeyFormat } from '../config/consumer-definition';
+import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';
 
@@ -59,6 +61,8 @@ export type DecoderOptions = Pick<
    * Names starting with "_" (the system columns) are skipped.
    */
   readonly knownFields?: readonly KnownField[];
+  /** With `includeKey`: how the key becomes `_key` (key-column.ts); `binary` when absent. */
+  readonly keyFormat?: KeyFormat;
 };
 
 /** A data column of the table, as a seed for inference. */
@@ -129,12 +133,17 @@ export class RecordDecoder {
   readonly #registry: WriterSchemas | undefined;
   /** Registry formats: each column's type as its first writer schema declared it (JSON), for conflicts. */
   readonly #writerTypes = new Map<string, string>();
+  /** With `includeKey`: the key's reading into `_key`. */
+  readonly #keys: KeyColumn | undefined;
   /** Registry formats: writer schemas whose every field is a column of its type (checked once per id). */
   readonly #admittedSchemas = new Set<number>();
 
   constructor(options: DecoderOptions, clock: () => number = Date.now) {
     this.#options = options;
     this.#registry = writerSchemasFor(options.format);
+    this.#keys = options.includeKey
+      ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit)
+      : undefined;
     // Registry formats take their columns from the writer schemas, not from the keys.
     this.#infer = options.fields === undefined && this.#registry === undefined;
     this.#fields =
@@ -169,12 +178,13 @@ export class RecordDecoder {
     schemas: readonly WriterSchema[] = [],
   ): DecodedBatch {
     for (const id of this.#registry?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
+    this.#keys?.learn(schemas);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
     const builders = new Columns(
       this.#fields,
       raw,
-      this.#options.includeKey,
+      this.#keys,
       this.#options.transform !== undefined,
       topic,
       topicId,
@@ -207,8 +217,13 @@ export class RecordDecoder {
         verdict('invalid-event-time', `Kafka timestamp: ${kafkaTime.invalid}`);
         continue;
       }
+      const key = this.#keys?.convert(message.key) ?? { value: null };
+      if ('reason' in key) {
+        verdict(key.reason, key.detail, key.field);
+        continue;
+      }
       if (raw) {
-        builders.appendSystem(partition, message, 0);
+        builders.appendSystem(partition, message, 0, key.value);
         builders.appendRaw(message);
         continue;
       }
@@ -288,7 +303,7 @@ export class RecordDecoder {
       for (const [name, type] of writerTypes) this.#writerTypes.set(name, type);
       if (writerSchema !== undefined) this.#admittedSchemas.add(writerSchema);
       converted.values.forEach((values, i) => {
-        builders.appendSystem(partition, message, i);
+        builders.appendSystem(partition, message, i, key.value);
         builders.appendValues(values);
         if (this.#options.eventTimeField !== undefined) eventMinutes.push(minute);
       });
@@ -456,7 +471,10 @@ class Columns {
   readonly #partition = newInt32();
   readonly #offset = newInt64();
   readonly #timestamp = newTimestampMs();
-  readonly #key = newBinary();
+  /** `_key`: created once the key's type is known (a registry key's, at its first key). */
+  #key: ColumnBuilder | undefined;
+  /** Rows appended before `_key` had a type: all null keys. */
+  #keylessRows = 0;
   readonly #row = newInt32();
   readonly #topicId = newUtf8();
   readonly #data: { field: FieldState | { name: string; raw: true }; builder: ColumnBuilder }[] = [];
@@ -469,7 +487,7 @@ class Columns {
   constructor(
     fields: readonly FieldState[],
     private readonly raw: boolean,
-    private readonly includeKey: boolean,
+    private readonly keys: KeyColumn | undefined,
     private readonly rowIndex: boolean,
     topic: string,
     topicId: string,
@@ -490,19 +508,28 @@ class Columns {
     this.#data.push({ field, builder });
   }
 
-  appendSystem(partition: number, m: RawMessage, rowIndex: number): void {
+  appendSystem(partition: number, m: RawMessage, rowIndex: number, key: Converted): void {
     this.#topic.appendBytes(this.#topicBytes);
     this.#partition.append(partition);
     // Both are safe integers (the caller checked the timestamp): no BigInt per row.
     this.#offset.appendSafeInteger(m.offset);
     this.#timestamp.appendSafeInteger(m.timestamp);
     this.#topicId.appendBytes(this.#topicIdBytes);
-    if (this.includeKey) {
-      if (m.key) this.#key.appendBytes(m.key);
-      else this.#key.appendNull();
-    }
+    if (this.keys) this.#appendKey(key);
     if (this.rowIndex) this.#row.append(rowIndex);
     this.#rows += 1;
+  }
+
+  #appendKey(key: Converted): void {
+    const codec = this.keys!.codec;
+    if (!this.#key && codec) {
+      this.#key = codec.builder();
+      for (let i = 0; i < this.#keylessRows; i++) this.#key.appendNull();
+    }
+    if (!this.#key)
+      this.#keylessRows += 1; // only null keys reach here: a key gives the type
+    else if (key === null) this.#key.appendNull();
+    else codec!.append(this.#key, key);
   }
 
   appendRaw(m: RawMessage): void {
@@ -530,8 +557,9 @@ class Columns {
       this.#timestamp.finish(),
       this.#topicId.finish(),
     ];
-    if (this.includeKey) {
-      fields.push(new Field(KEY_COLUMN, new Binary(), true));
+    const keyCodec = this.keys?.codec;
+    if (this.#key && keyCodec) {
+      fields.push(new Field(KEY_COLUMN, keyCodec.arrowType(), true));
       children.push(this.#key.finish());
     }
     if (this.rowIndex) {
