@@ -149,3 +149,29 @@ test('a second schema version mid-stream adds a nullable column to the table; va
   expect(await deadLetters(suite, consumer)).toEqual([]);
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 180_000);
+
+test('a string key beside a JSON Schema value lands as a text _key', async () => {
+  const sr = serializer();
+  const consumer = await registryConsumer(suite, 'json-schema', registry.url, {
+    includeKey: true,
+    keyFormat: 'string',
+  });
+  const id = (
+    await sr.register(
+      { type: SchemaType.JSON, schema: JSON.stringify(LOG_V1) },
+      { subject: subjectOf(consumer.topic) },
+    )
+  ).id;
+  await produce(suite, consumer.topic, [
+    { key: Buffer.from('user-ü'), value: await sr.encode(id, { n: 0, message: 'a' }) },
+    { key: null, value: await sr.encode(id, { n: 1, message: 'b' }) },
+  ]);
+  const dataDir = await tempDir('kl-json-schema-keys');
+  const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
+  const rows = await lanceRows(dataDir, 2);
+  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  expect(String(rows.schema.fields.find((f) => f.name === '_key')?.type)).toBe('Utf8');
+  expect(plainColumn(rows, '_key')).toEqual(['user-ü', null]);
+  expect(await deadLetters(suite, consumer)).toEqual([]);
+  await fsp.rm(dataDir, { recursive: true, force: true });
+}, 180_000);

@@ -171,3 +171,70 @@ test('a second schema version mid-stream adds a nullable column to the table; me
   expect(await deadLetters(suite, consumer)).toEqual([]);
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 180_000);
+
+const KEY = {
+  type: 'record',
+  name: 'LogKey',
+  namespace: 'demo',
+  fields: [
+    { name: 'host', type: 'string' },
+    { name: 'shard', type: 'long' },
+  ],
+};
+
+test('an Avro key beside a Protobuf value: the key schema is fetched by its own id, and _key is a struct of its fields, read back by LanceDB and pylance', async () => {
+  const sr = new SchemaRegistry({ host: registry.url });
+  const consumer = await registryConsumer(suite, 'protobuf', registry.url, {
+    includeKey: true,
+    keyFormat: 'avro',
+  });
+  const keyId = (
+    await sr.register(
+      { type: SchemaType.AVRO, schema: JSON.stringify(KEY) },
+      { subject: `${consumer.topic}-key` },
+    )
+  ).id;
+  const valueId = (
+    await sr.register({ type: SchemaType.PROTOBUF, schema: LOG_V1 }, { subject: subjectOf(consumer.topic) })
+  ).id;
+  const root = producerTypes(LOG_V1);
+  const value = (n: number) =>
+    protobufFramed(valueId, [0], encode(root, 'demo.Log', { n, message: `m${n}` }));
+  await produce(suite, consumer.topic, [
+    { key: await sr.encode(keyId, { host: 'web-1', shard: 3 }), value: value(0) },
+    { key: null, value: value(1) },
+    { key: Buffer.from('not framed'), value: value(2) },
+    { key: await sr.encode(keyId, { host: 'web-2', shard: 4 }), value: value(3) },
+  ]);
+  const dataDir = await tempDir('kl-protobuf-keys');
+  const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
+  const rows = await lanceRows(dataDir, 3);
+  const letters = await until(async () => {
+    const l = await deadLetters(suite, consumer);
+    return l.length >= 1 ? l : undefined;
+  }, 'a dead letter');
+  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+
+  expect(String(rows.schema.fields.find((f) => f.name === '_key')?.type)).toBe(
+    'Struct<{host:Utf8, shard:Int64}>',
+  );
+  const byOffset = (name: string) => {
+    const offsets = plainColumn(rows, '_offset').map(Number);
+    const values = plainColumn(rows, name);
+    return offsets
+      .map((o, i) => [o, values[i]] as const)
+      .sort((a, b) => a[0] - b[0])
+      .map(([, v]) => v);
+  };
+  expect(byOffset('_key')).toEqual([{ host: 'web-1', shard: 3n }, null, { host: 'web-2', shard: 4n }]);
+  expect(byOffset('n')).toEqual([0n, 1n, 3n]);
+  expect(letters.map((l) => [l.offset, l.reason])).toEqual([[2, 'wrong-magic-byte']]);
+  expect(letters[0]!.detail).toMatch(/^the key: /);
+  const read = await pylanceRows(dataDir);
+  expect(read.map((r) => r._key)).toEqual([
+    { host: 'web-1', shard: '3' },
+    null,
+    { host: 'web-2', shard: '4' },
+  ]);
+  await fsp.rm(dataDir, { recursive: true, force: true });
+}, 180_000);
