@@ -157,7 +157,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   includeKey: { meaning: 'Add the Kafka key as a `_key` column, read as `keyFormat` says.' },
   keyFormat: {
     meaning:
-      'With `includeKey`, how the key becomes `_key` (Kafka Connect\'s `key.converter` beside `format`, the value\'s): `binary`, its bytes; `string`, UTF-8 text; `avro`, `protobuf`, `json-schema`, a key in the Confluent wire format, a struct of its writer schema\'s columns (README "Schema Registry").',
+      "With `includeKey`, how the key becomes `_key` (Kafka Connect's `key.converter` beside `format`, the value's): `binary`, its bytes; `string`, UTF-8 text; `avro`, `protobuf`, `json-schema`, a key in the Confluent wire format, a struct of its writer schema's columns (README \"Schema Registry\").",
   },
   transform: {
     meaning:

@@ -76,6 +76,21 @@ describe('JSON Schema values in the Confluent wire format', () => {
     expect(plainColumn(out.batch!, 'p')).toEqual([{ q: 2n }]);
   });
 
+  test('a value that is not an object, under a schema whose properties do not say type object, is a dead letter, not a row of nulls', () => {
+    const schema = { properties: { a: { type: 'integer' } } };
+    const out = jsonSchemaDecoder().decode(
+      't',
+      0,
+      [msg(0, jsonFramed(3, '5')), msg(1, jsonFramed(3, '{"a":1}'))],
+      '',
+      [registered(3, schema)],
+    );
+    expect(out.deadLetters).toEqual([
+      { offset: 0, reason: 'undecodable-payload', detail: 'schema id 3: the payload is not an object' },
+    ]);
+    expect(plainColumn(out.batch!, 'a')).toEqual([1n]);
+  });
+
   test("a newer writer schema's new optional property becomes a new nullable column; older values read null there", () => {
     const d = jsonSchemaDecoder();
     const out = d.decode(

@@ -128,7 +128,9 @@ describe('Protobuf messages in the Confluent wire format', () => {
         msg(6, protobufFramed(10, [0], Uint8Array.from([]))), // a recursive message
         msg(7, protobufFramed(11, [0], good)), // imports a file the registry would reference
         msg(8, protobufFramed(7, EVERYTHING_INDEXES, subMicro)), // a Timestamp below a microsecond
-        msg(9, protobufFramed(1, [0], good)),
+        // message = "a" and a character cut short (e2 82 of the 3-byte €)
+        msg(9, protobufFramed(1, [0], Uint8Array.from([0x08, 0x01, 0x12, 0x03, 0x61, 0xe2, 0x82]))),
+        msg(10, protobufFramed(1, [0], good)),
       ],
       '',
       [
@@ -150,6 +152,7 @@ describe('Protobuf messages in the Confluent wire format', () => {
       [6, 'unsupported-schema'],
       [7, 'unsupported-schema'],
       [8, 'undecodable-payload'],
+      [9, 'undecodable-payload'],
     ]);
     const details = out.deadLetters.map((v) => v.detail);
     expect(details[1]).toMatch(/^schema id 404: the registry has no such schema/);
@@ -162,6 +165,7 @@ describe('Protobuf messages in the Confluent wire format', () => {
     expect(details[6]).toMatch(/^schema id 10: message Node: message .?Node contains itself/);
     expect(details[7]).toMatch(/^schema id 11: .*imports "other\/thing.proto"/);
     expect(details[8]).toMatch(/^schema id 7: a google.protobuf.Timestamp with 1 nanoseconds/);
+    expect(details[9]).toMatch(/^schema id 1: .*a string field that is not valid UTF-8/);
     expect(plainColumn(out.batch!, 'message')).toEqual(['hello']);
   });
 });

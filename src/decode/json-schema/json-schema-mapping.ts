@@ -39,8 +39,11 @@ export function jsonSchemaColumns(schema: Json): JsonSchemaColumns {
     const fields = mapping.properties(top).map(({ name, field }) => ({ name, ...field, nullable: true }));
     return {
       fields,
-      // The validator has already checked the value is an object.
-      toRow: (value) => value as Record<string, unknown>,
+      // A schema with `properties` but no `type` lets any non-object through the validator.
+      toRow: (value) =>
+        value !== null && typeof value === 'object' && !Array.isArray(value)
+          ? (value as Record<string, unknown>)
+          : undefined,
     };
   }
   const field = mapping.field(schema);

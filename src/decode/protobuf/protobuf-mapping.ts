@@ -226,7 +226,10 @@ function microseconds(v: SecondsNanos, type: string): bigint {
 function exactInteger(v: unknown): bigint {
   if (typeof v === 'number') return BigInt(v);
   if (typeof v === 'bigint') return v;
-  return BigInt(String(v)); // Long's toString is exact, signed or unsigned as the field is
+  const { low, high, unsigned } = v as { low: number; high: number; unsigned: boolean };
+  // A Long's two 32-bit halves: exact, and several times cheaper than its toString.
+  const bits = (BigInt(high >>> 0) << 32n) | BigInt(low >>> 0);
+  return unsigned ? bits : BigInt.asIntN(64, bits);
 }
 
 /** A map key, which protobufjs gives as a string (64-bit keys as an 8-byte hash). */
