@@ -4,6 +4,7 @@ import { ulid } from 'ulid';
 import { lockDataDir, type DataDirLock } from './common/data-dir-lock';
 import { errorMessage } from './common/errors';
 import { SchemaSource } from './schema-registry/schema-source';
+import { REGISTRY_FORMATS } from './config/consumer-definition';
 import { createLogger, type Logger } from './common/logger';
 import {
   ConfigError,
@@ -250,7 +251,14 @@ export class Replica {
       consumer,
       diskPressure,
       ...(consumer.schemaRegistry
-        ? { schemas: new SchemaSource(consumer.schemaRegistry, log, metrics) }
+        ? {
+            schemas: new SchemaSource(
+              consumer.schemaRegistry,
+              log,
+              metrics,
+              (REGISTRY_FORMATS as readonly string[]).includes(consumer.keyFormat),
+            ),
+          }
         : {}),
       kafka: hooks.kafka(kafka),
       admin: hooks.admin(admin),

@@ -272,12 +272,18 @@ const errorHandling = z
   .prefault({});
 
 /** Formats whose values are framed with a Schema Registry id (the Confluent wire format). */
-export const REGISTRY_FORMATS = ['avro'] as const;
+export const REGISTRY_FORMATS = ['avro', 'protobuf', 'json-schema'] as const;
 export const FORMATS = ['json', 'raw', ...REGISTRY_FORMATS] as const;
 export type Format = (typeof FORMATS)[number];
+/**
+ * How `includeKey` reads the key into `_key` (Kafka Connect's key.converter beside the
+ * value's `format`): its bytes, UTF-8 text, or a registry format (src/decode/key-column.ts).
+ */
+export const KEY_FORMATS = ['binary', 'string', ...REGISTRY_FORMATS] as const;
+export type KeyFormat = (typeof KEY_FORMATS)[number];
 
 /**
- * Where the writer schemas of `format: 'avro'` are fetched by id: a Confluent-compatible
+ * Where the writer schemas of the registry formats (`avro`, `protobuf`, `json-schema`) are fetched by id: a Confluent-compatible
  * Schema Registry (Confluent's, Apicurio's `/apis/ccompat/v7`, Karapace, Redpanda's).
  * Names as Confluent's serializers have them where they can: `url` is
  * `schema.registry.url` (one URL), `basicAuth` is `basic.auth.user.info` split in two.
@@ -354,6 +360,7 @@ export const consumerDefinitionSchema = z
      */
     epochUnit: epochUnit.default('ms'),
     includeKey: z.boolean().default(false),
+    keyFormat: z.enum(KEY_FORMATS).default('binary'),
     transform: z.custom<Transform>((v) => typeof v === 'function', 'must be a function').optional(),
     maxRecordBytes: z
       .number()
@@ -530,6 +537,7 @@ export const consumerDefinitionSchema = z
       });
     }
     const registryFormat = (REGISTRY_FORMATS as readonly string[]).includes(def.format);
+    const registryKey = (REGISTRY_FORMATS as readonly string[]).includes(def.keyFormat);
     if (registryFormat && !def.schemaRegistry) {
       ctx.addIssue({
         code: 'custom',
@@ -537,11 +545,25 @@ export const consumerDefinitionSchema = z
         message: `format "${def.format}" reads writer schemas from a Schema Registry: set schemaRegistry.url`,
       });
     }
-    if (!registryFormat && def.schemaRegistry) {
+    if (registryKey && !def.schemaRegistry) {
       ctx.addIssue({
         code: 'custom',
         path: ['schemaRegistry'],
-        message: `format "${def.format}" reads no Schema Registry: remove schemaRegistry or set format "avro"`,
+        message: `keyFormat "${def.keyFormat}" reads writer schemas from a Schema Registry: set schemaRegistry.url`,
+      });
+    }
+    if (!registryFormat && !registryKey && def.schemaRegistry) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['schemaRegistry'],
+        message: `format "${def.format}" reads no Schema Registry: remove schemaRegistry or set format (or keyFormat) "avro", "protobuf" or "json-schema"`,
+      });
+    }
+    if (def.keyFormat !== 'binary' && !def.includeKey) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['keyFormat'],
+        message: `keyFormat "${def.keyFormat}" says how the key becomes the _key column: set includeKey: true`,
       });
     }
     if (registryFormat && def.schema !== 'infer') {

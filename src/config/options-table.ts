@@ -52,11 +52,11 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   format: {
     meaning:
-      '`json`: each value is a UTF-8 JSON object, one row. `raw`: the bytes become binary `key` and `value` columns (`schema: "infer"`), or go to `transform` as they are, whose rows a declared schema may type (a `binary` field takes bytes as they are). `avro`: Avro in the Confluent wire format (magic byte 0, 4-byte schema id, payload), writer schemas from `schemaRegistry`; the columns follow the writer schemas (`schema: "infer"`, no `transform`; README "Schema Registry").',
+      '`json`: each value is a UTF-8 JSON object, one row. `raw`: the bytes become binary `key` and `value` columns (`schema: "infer"`), or go to `transform` as they are, whose rows a declared schema may type (a `binary` field takes bytes as they are). `avro`, `protobuf`, `json-schema`: Avro, Protobuf or JSON Schema values in the Confluent wire format (magic byte 0, 4-byte schema id, for Protobuf the message-index list, payload), writer schemas from `schemaRegistry`; the columns follow the writer schemas (`schema: "infer"`, no `transform`; README "Schema Registry").',
   },
   'schemaRegistry.url': {
     meaning:
-      "`format: avro`: the Confluent-compatible Schema Registry the writer schemas are fetched from by id (Confluent's `schema.registry.url`): its API base, `http://` or `https://` (Apicurio: `.../apis/ccompat/v7`). A registry that cannot be reached holds the records back (retried; `kafka_lance_schema_registry_unreachable`), never dead-letters them.",
+      "`format` or `keyFormat` `avro`, `protobuf`, `json-schema`: the Confluent-compatible Schema Registry the writer schemas are fetched from by id (Confluent's `schema.registry.url`): its API base, `http://` or `https://` (Apicurio: `.../apis/ccompat/v7`). A registry that cannot be reached holds the records back (retried; `kafka_lance_schema_registry_unreachable`), never dead-letters them.",
   },
   'schemaRegistry.basicAuth.username': {
     meaning: "HTTP basic authentication: the user (before the `:` of Confluent's `basic.auth.user.info`).",
@@ -154,7 +154,11 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       'The unit of numeric timestamps (declared `timestamp` fields and `eventTimeField`): epoch seconds, milliseconds, microseconds or nanoseconds. Strings are RFC 3339 / ISO 8601; without a zone, UTC.',
   },
-  includeKey: { meaning: 'Add the Kafka key as a binary `_key` column.' },
+  includeKey: { meaning: 'Add the Kafka key as a `_key` column, read as `keyFormat` says.' },
+  keyFormat: {
+    meaning:
+      "With `includeKey`, how the key becomes `_key` (Kafka Connect's `key.converter` beside `format`, the value's): `binary`, its bytes; `string`, UTF-8 text; `avro`, `protobuf`, `json-schema`, a key in the Confluent wire format, a struct of its writer schema's columns (README \"Schema Registry\").",
+  },
   transform: {
     meaning:
       '`(record) => row | rows | null` (in `.ts`/`.js` definitions): turns a record (`topic`, `partition`, `offset`, `timestamp`, `key`, `value`) into zero, one or more rows, and adds a `_row` column. A throw is a dead letter (`transform-failed`).',

@@ -17,7 +17,11 @@ export type DeadLetterReason =
   /** Registry formats: a writer schema of another type, or one with no Arrow mapping. */
   | 'unsupported-schema'
   /** Registry formats: the payload is not a datum of its writer schema. */
-  | 'undecodable-payload';
+  | 'undecodable-payload'
+  /** Protobuf: the message-index list is malformed or names no message of the writer schema. */
+  | 'invalid-message-index'
+  /** JSON Schema: the payload is JSON that its writer schema rejects. */
+  | 'schema-validation-failed';
 
 export interface DeadLetterVerdict {
   readonly offset: number;

@@ -17,8 +17,11 @@ import {
   type InferredTypeName,
 } from './field-codec';
 import { codecOf, numbersUnit, typeLabel } from './typed-codecs';
-import { AvroWriterSchemas } from './avro/writer-schemas';
+import { writerSchemasFor } from './registry-formats';
+import type { WriterSchemas } from './registry-writer-schemas';
 import type { NamedField } from '../config';
+import type { KeyFormat } from '../config/consumer-definition';
+import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';
 
@@ -73,6 +76,8 @@ export type DecoderOptions = Pick<
    * Names starting with "_" (the system columns) are skipped.
    */
   readonly knownFields?: readonly KnownField[];
+  /** With `includeKey`: how the key becomes `_key` (key-column.ts); `binary` when absent. */
+  readonly keyFormat?: KeyFormat;
 };
 
 /** A data column of the table, as a seed for inference. */
@@ -139,18 +144,23 @@ export class RecordDecoder {
   readonly #byName = new Map<string, FieldState>();
   readonly #infer: boolean;
   readonly #clock: () => number;
-  /** format avro: the writer schemas by id; the columns grow as they bring new fields. */
-  readonly #avro: AvroWriterSchemas | undefined;
-  /** format avro: each column's type as the latest writer schema that named it declared it (JSON). */
-  readonly #avroTypes = new Map<string, string>();
-  /** format avro: writer schemas whose every field is a column of its type (checked once per id). */
+  /** Registry formats: the writer schemas by id; the columns grow as they bring new fields. */
+  readonly #registry: WriterSchemas | undefined;
+  /** Registry formats: each column's type as the latest writer schema that named it declared it (JSON). */
+  readonly #writerTypes = new Map<string, string>();
+  /** With `includeKey`: the key's reading into `_key`. */
+  readonly #keys: KeyColumn | undefined;
+  /** Registry formats: writer schemas whose every field is a column of its type (checked once per id). */
   readonly #admittedSchemas = new Set<number>();
 
   constructor(options: DecoderOptions, clock: () => number = Date.now) {
     this.#options = options;
-    this.#avro = options.format === 'avro' ? new AvroWriterSchemas() : undefined;
+    this.#registry = writerSchemasFor(options.format);
+    this.#keys = options.includeKey
+      ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit)
+      : undefined;
     // Registry formats take their columns from the writer schemas, not from the keys.
-    this.#infer = options.fields === undefined && this.#avro === undefined;
+    this.#infer = options.fields === undefined && this.#registry === undefined;
     this.#fields =
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
@@ -182,14 +192,15 @@ export class RecordDecoder {
     topicId = '',
     schemas: readonly WriterSchema[] = [],
   ): DecodedBatch {
-    for (const id of this.#avro?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
+    for (const id of this.#registry?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
+    this.#keys?.learn(schemas);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
     const newColumns = () =>
       new Columns(
         this.#fields,
         raw,
-        this.#options.includeKey,
+        this.#keys,
         this.#options.transform !== undefined,
         topic,
         topicId,
@@ -225,8 +236,13 @@ export class RecordDecoder {
         verdict('invalid-event-time', `Kafka timestamp: ${kafkaTime.invalid}`);
         continue;
       }
+      const key = this.#keys?.convert(message.key) ?? { value: null };
+      if ('reason' in key) {
+        verdict(key.reason, key.detail, key.field);
+        continue;
+      }
       if (raw) {
-        builders.appendSystem(partition, message, 0);
+        builders.appendSystem(partition, message, 0, key.value);
         builders.appendRaw(message);
         continue;
       }
@@ -251,8 +267,8 @@ export class RecordDecoder {
       let writerFields: FieldState[] = [];
       let writerTypes: readonly (readonly [string, string])[] = [];
       let writerSchema: number | undefined;
-      if (this.#avro) {
-        const decoded = this.#avro.decode(message.value);
+      if (this.#registry) {
+        const decoded = this.#registry.decode(message.value);
         if ('reason' in decoded) {
           verdict(decoded.reason, decoded.detail);
           continue;
@@ -274,7 +290,7 @@ export class RecordDecoder {
             const at = this.#fields.findIndex((f) => f.name === field.name);
             this.#fields[at] = field;
             this.#byName.set(field.name, field);
-            this.#avroTypes.set(field.name, type);
+            this.#writerTypes.set(field.name, type);
           }
           // Schemas admitted against the old types must be checked against the new ones.
           this.#admittedSchemas.clear();
@@ -322,10 +338,10 @@ export class RecordDecoder {
         this.#fields.push(field);
         this.#byName.set(field.name, field);
       }
-      for (const [name, type] of writerTypes) this.#avroTypes.set(name, type);
+      for (const [name, type] of writerTypes) this.#writerTypes.set(name, type);
       if (writerSchema !== undefined) this.#admittedSchemas.add(writerSchema);
       converted.values.forEach((values, i) => {
-        builders.appendSystem(partition, message, i);
+        builders.appendSystem(partition, message, i, key.value);
         builders.appendValues(values);
         if (this.#options.eventTimeField !== undefined) eventMinutes.push(minute);
       });
@@ -342,10 +358,10 @@ export class RecordDecoder {
   }
 
   /**
-   * format avro: the columns a writer schema has that the decoder does not have yet (new
-   * nullable columns), and the columns it gives another type than the decoder's (each with
-   * its new type's JSON): Lance cannot change a column's type, so the caller starts a new
-   * segment in which the column has the writer's type.
+   * Registry formats: the columns a writer schema has that the decoder does not have yet
+   * (new nullable columns), and the columns it gives another type than the decoder's (each
+   * with its new type's JSON): Lance cannot change a column's type, so the caller starts a
+   * new segment in which the column has the writer's type.
    */
   #writerFields(
     schemaId: number,
@@ -361,7 +377,7 @@ export class RecordDecoder {
     if (this.#admittedSchemas.has(schemaId)) return { added, types, retyped };
     for (const f of fields) {
       const type = JSON.stringify(f);
-      const known = this.#avroTypes.get(f.name);
+      const known = this.#writerTypes.get(f.name);
       if (known === type) continue;
       const state: FieldState = {
         name: f.name,
@@ -498,7 +514,10 @@ class Columns {
   readonly #partition = newInt32();
   readonly #offset = newInt64();
   readonly #timestamp = newTimestampMs();
-  readonly #key = newBinary();
+  /** `_key`: created once the key's type is known (a registry key's, at its first key). */
+  #key: ColumnBuilder | undefined;
+  /** Rows appended before `_key` had a type: all null keys. */
+  #keylessRows = 0;
   readonly #row = newInt32();
   readonly #topicId = newUtf8();
   readonly #data: { field: FieldState | { name: string; raw: true }; builder: ColumnBuilder }[] = [];
@@ -511,7 +530,7 @@ class Columns {
   constructor(
     fields: readonly FieldState[],
     private readonly raw: boolean,
-    private readonly includeKey: boolean,
+    private readonly keys: KeyColumn | undefined,
     private readonly rowIndex: boolean,
     topic: string,
     topicId: string,
@@ -532,19 +551,28 @@ class Columns {
     this.#data.push({ field, builder });
   }
 
-  appendSystem(partition: number, m: RawMessage, rowIndex: number): void {
+  appendSystem(partition: number, m: RawMessage, rowIndex: number, key: Converted): void {
     this.#topic.appendBytes(this.#topicBytes);
     this.#partition.append(partition);
     // Both are safe integers (the caller checked the timestamp): no BigInt per row.
     this.#offset.appendSafeInteger(m.offset);
     this.#timestamp.appendSafeInteger(m.timestamp);
     this.#topicId.appendBytes(this.#topicIdBytes);
-    if (this.includeKey) {
-      if (m.key) this.#key.appendBytes(m.key);
-      else this.#key.appendNull();
-    }
+    if (this.keys) this.#appendKey(key);
     if (this.rowIndex) this.#row.append(rowIndex);
     this.#rows += 1;
+  }
+
+  #appendKey(key: Converted): void {
+    const codec = this.keys!.codec;
+    if (!this.#key && codec) {
+      this.#key = codec.builder();
+      for (let i = 0; i < this.#keylessRows; i++) this.#key.appendNull();
+    }
+    if (!this.#key)
+      this.#keylessRows += 1; // only null keys reach here: a key gives the type
+    else if (key === null) this.#key.appendNull();
+    else codec!.append(this.#key, key);
   }
 
   appendRaw(m: RawMessage): void {
@@ -572,8 +600,9 @@ class Columns {
       this.#timestamp.finish(),
       this.#topicId.finish(),
     ];
-    if (this.includeKey) {
-      fields.push(new Field(KEY_COLUMN, new Binary(), true));
+    const keyCodec = this.keys?.codec;
+    if (this.#key && keyCodec) {
+      fields.push(new Field(KEY_COLUMN, keyCodec.arrowType(), true));
       children.push(this.#key.finish());
     }
     if (this.rowIndex) {

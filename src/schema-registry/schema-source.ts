@@ -32,10 +32,12 @@ export class SchemaSource {
   readonly #cache: WriterSchemaCache;
   #downSince: number | undefined;
 
+  /** `framedKeys`: the keys are in a registry format too (`keyFormat`), their schemas fetched with the values'. */
   constructor(
     options: SchemaRegistryOptions,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
+    private readonly framedKeys = false,
   ) {
     this.#client = new SchemaRegistryClient(options);
     this.#cache = new WriterSchemaCache(this.#client, options.cacheTtlMs);
@@ -43,18 +45,21 @@ export class SchemaSource {
   }
 
   /**
-   * The writer schemas of every framed value in the batch (values that are not framed
-   * get none: the worker dead-letters them), or undefined when the batch stopped being
-   * wanted while the registry was unreachable.
+   * The writer schemas of every framed value (and, with `framedKeys`, key) in the batch
+   * (those that are not framed get none: the worker dead-letters them), or undefined when
+   * the batch stopped being wanted while the registry was unreachable.
    */
   async forBatch(
-    messages: readonly { readonly value: Buffer | null }[],
+    messages: readonly { readonly value: Buffer | null; readonly key?: Buffer | null }[],
     control: WaitControl,
   ): Promise<WriterSchema[] | undefined> {
     const ids = new Set<number>();
+    const add = (bytes: Buffer | null | undefined) => {
+      if (bytes && bytes.length >= HEADER_BYTES && bytes[0] === MAGIC_BYTE) ids.add(bytes.readUInt32BE(1));
+    };
     for (const m of messages) {
-      const v = m.value;
-      if (v && v.length >= HEADER_BYTES && v[0] === MAGIC_BYTE) ids.add(v.readUInt32BE(1));
+      add(m.value);
+      if (this.framedKeys) add(m.key);
     }
     if (ids.size === 0) return [];
     for (let attempt = 0; ; attempt++) {

@@ -31,3 +31,50 @@ export type WriterSchema =
     }
   /** The registry answered that it has no schema with this id. */
   | { readonly id: number; readonly unknown: string };
+
+/** Longer message-index lists than this are refused (each index is one level of nesting). */
+export const MAX_MESSAGE_INDEXES = 100;
+
+export type MessageIndexes =
+  { readonly indexes: readonly number[]; readonly payloadOffset: number } | { readonly invalid: string };
+
+/**
+ * The message-index list a Protobuf serializer writes after the 5-byte header: which
+ * message of the schema's .proto file the payload is (the first index among the file's
+ * top-level messages, each further one among the nested messages of the one before).
+ * A zig-zag varint count, then that many zig-zag varint indexes; the single byte 0 stands
+ * for [0], the file's first message. Confluent's serializers write zig-zag varints
+ * (ByteUtils.writeVarint), and so does every client that interoperates with them.
+ */
+export function messageIndexesOf(value: Uint8Array, offset = HEADER_BYTES): MessageIndexes {
+  let at = offset;
+  const next = (what: string): number | { invalid: string } => {
+    let result = 0;
+    for (let shift = 0; shift < 35; shift += 7) {
+      if (at >= value.byteLength)
+        return { invalid: `the value ends inside the message-index list's ${what}` };
+      const byte = value[at++]!;
+      result += (byte & 0x7f) * 2 ** shift;
+      if ((byte & 0x80) === 0) {
+        // Zig-zag: 0, -1, 1, -2 … are written 0, 1, 2, 3 …
+        return result % 2 === 0 ? result / 2 : -(result + 1) / 2;
+      }
+    }
+    return { invalid: `the message-index list's ${what} is a varint longer than 5 bytes` };
+  };
+  const count = next('count');
+  if (typeof count !== 'number') return count;
+  if (count === 0) return { indexes: [0], payloadOffset: at };
+  if (count < 0 || count > MAX_MESSAGE_INDEXES)
+    return {
+      invalid: `a message-index count of ${count} (0 to ${MAX_MESSAGE_INDEXES}): not a Protobuf serializer's framing (written without the message-index list?)`,
+    };
+  const indexes: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const index = next(`index ${i}`);
+    if (typeof index !== 'number') return index;
+    if (index < 0) return { invalid: `message index ${index} is negative` };
+    indexes.push(index);
+  }
+  return { indexes, payloadOffset: at };
+}

@@ -106,6 +106,21 @@ describe('consumer definitions', () => {
     ]);
   });
 
+  test('keyFormat: needs includeKey, and a registry key format needs a registry (also beside a json value)', () => {
+    const registry = { url: 'http://127.0.0.1:8081' };
+    const json = { name: 'orders', topics: ['orders'], schema: 'infer' };
+    expect(resolveConsumer(json, 'x', { KAFKA_BROKERS: 'b:1' }).keyFormat).toBe('binary');
+    expect(problems({ ...json, keyFormat: 'string' })).toEqual(['keyFormat']);
+    expect(problems({ ...json, includeKey: true, keyFormat: 'string' })).toEqual([]);
+    expect(problems({ ...json, includeKey: true, keyFormat: 'avro' })).toEqual(['schemaRegistry']);
+    expect(problems({ ...json, includeKey: true, keyFormat: 'avro', schemaRegistry: registry })).toEqual([]);
+    expect(problems({ ...json, includeKey: true, keyFormat: 'thrift' })).toEqual(['keyFormat']);
+    for (const format of ['protobuf', 'json-schema']) {
+      expect(problems({ ...json, format, schemaRegistry: registry })).toEqual([]);
+      expect(problems({ ...json, format })).toEqual(['schemaRegistry']);
+    }
+  });
+
   test('no brokers anywhere names the field and the environment variables', () => {
     expect(() => resolveConsumer(valid, 'x', {})).toThrow(/brokers: .*KAFKA_BOOTSTRAP_SERVERS/);
   });

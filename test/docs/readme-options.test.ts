@@ -58,7 +58,7 @@ describe("README's table of consumer-definition options", () => {
     const line = renderOptionsTable()
       .split('\n')
       .find((l) => l.startsWith('| `format`'));
-    expect(line).toContain('`"json" \\| "raw" \\| "avro"`');
+    expect(line).toContain('`"json" \\| "raw" \\| "avro" \\| "protobuf" \\| "json-schema"`');
     expect(line?.split(/(?<!\\)\|/).length).toBe(6);
   });
 });

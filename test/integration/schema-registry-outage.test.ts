@@ -2,11 +2,13 @@ import { promises as fsp, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import * as lancedb from '@lancedb/lancedb';
+import * as protobuf from 'protobufjs';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { testBrokers } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
 import { plainColumn } from '../support/avro-fixtures';
+import { protobufFramed } from '../support/protobuf-fixtures';
 import {
   TEST_SCHEMA_REGISTRY_PORT,
   schemaRegistryLocal,
@@ -148,5 +150,90 @@ test('a registry that stops answering mid-run holds the records back and dead-le
   expect(await fsp.readFile(dlq, 'utf8').catch(() => '')).toBe('');
   // One warning for the whole outage, however many retries it took.
   expect(replica.logs.filter((l) => l.event === 'schema-registry.unreachable')).toHaveLength(1);
+  await fsp.rm(dataDir, { recursive: true, force: true });
+}, 150_000);
+
+const PROTO_LOG =
+  'syntax = "proto3";\npackage demo;\n\nmessage Log {\n  int64 n = 1;\n  string message = 2;\n}\n';
+const KEY = { type: 'record', name: 'LogKey', fields: [{ name: 'host', type: 'string' }] };
+
+test('Protobuf values with Avro keys: a key schema first seen while the registry hangs holds its records back too; none is dead-lettered, all land after', async () => {
+  const sr = new SchemaRegistry({ host: URL });
+  const consumer = await topicAndConsumer(suite, 1, {
+    format: 'protobuf',
+    includeKey: true,
+    keyFormat: 'avro',
+    schema: 'infer',
+    schemaRegistry: { url: URL, requestTimeoutMs: 1_000 },
+    errors: { tolerance: 'all' },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const valueId = (
+    await sr.register(
+      { type: SchemaType.PROTOBUF, schema: PROTO_LOG },
+      { subject: `${consumer.topic}-value` },
+    )
+  ).id;
+  // Registered now, first used while the registry is down: the replica has not cached it.
+  const keyId = (
+    await sr.register(
+      { type: SchemaType.AVRO, schema: JSON.stringify(KEY) },
+      { subject: `${consumer.topic}-key` },
+    )
+  ).id;
+  const type = protobuf.parse(PROTO_LOG, new protobuf.Root(), { keepCase: true }).root.lookupType('demo.Log');
+  const value = (n: number) =>
+    protobufFramed(valueId, [0], type.encode(type.fromObject({ n, message: `m${n}` })).finish());
+  const producer = suite.kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic: consumer.topic,
+    acks: -1,
+    messages: [{ partition: 0, key: null, value: value(0) }],
+  });
+  const later = [{ partition: 0, key: await sr.encode(keyId, { host: 'web-1' }), value: value(1) }];
+
+  const dataDir = await tempDir('kl-protobuf-outage-replica');
+  const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
+  const rows = async () => {
+    const db = await lancedb.connect(path.join(dataDir, 'lance'), { readConsistencyInterval: 0 });
+    try {
+      if (!(await db.tableNames()).includes('logs')) return undefined;
+      const t = await db.openTable('logs');
+      const table = await t.query().toArrow();
+      t.close();
+      return table;
+    } finally {
+      db.close();
+    }
+  };
+  await until(
+    async () => ((await rows())?.numRows === 1 ? true : undefined),
+    'the first row before the outage',
+  );
+
+  registry('SIGSTOP');
+  await producer.send({ topic: consumer.topic, acks: -1, messages: later });
+  await replica.waitForEvent('schema-registry.unreachable', 30_000);
+  await new Promise((r) => setTimeout(r, 3_000));
+  const dlq = path.join(suite.work, `${consumer.name}.dlq.jsonl`);
+  expect(await fsp.readFile(dlq, 'utf8').catch(() => '')).toBe('');
+  expect((await rows())?.numRows).toBe(1);
+
+  registry('SIGCONT');
+  await replica.waitForEvent('schema-registry.reachable', 30_000);
+  const table = await until(async () => {
+    const t = await rows();
+    return t && t.numRows >= 2 ? t : undefined;
+  }, '2 rows after the outage');
+  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  await producer.disconnect();
+  const offsets = plainColumn(table, '_offset') as bigint[];
+  const keys = plainColumn(table, '_key');
+  expect(offsets.map((o, i) => [o, keys[i]]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual([
+    [0n, null],
+    [1n, { host: 'web-1' }],
+  ]);
+  expect(await fsp.readFile(dlq, 'utf8').catch(() => '')).toBe('');
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 150_000);

@@ -1,0 +1,130 @@
+import type { NamedField } from '../config';
+import { errorMessage } from '../common/errors';
+import type { DeadLetterReason } from './dead-letter-reason';
+import { frameOf, type WriterSchema } from '../schema-registry/wire-format';
+
+/** One record's row and the columns of its writer schema. */
+export interface RegistryRow {
+  readonly schemaId: number;
+  readonly row: Record<string, unknown>;
+  readonly fields: readonly NamedField[];
+}
+
+export interface RegistryVerdict {
+  readonly reason: Extract<
+    DeadLetterReason,
+    | 'wrong-magic-byte'
+    | 'unknown-schema-id'
+    | 'unsupported-schema'
+    | 'undecodable-payload'
+    | 'invalid-message-index'
+    | 'schema-validation-failed'
+  >;
+  readonly detail: string;
+}
+
+/**
+ * What differs between the registry formats (Avro, Protobuf, JSON Schema): how a
+ * registry's schema text is parsed into columns and a reader, and how a framed value
+ * is read with it. The framing, the cache of parsed schemas and the verdicts for
+ * unknown ids are shared (RegistryWriterSchemas).
+ */
+export interface RegistryPayloadFormat<Parsed> {
+  /** The `format` of the consumer definition, for messages. */
+  readonly format: string;
+  /** The registry's `schemaType` this format reads (Confluent's AVRO, PROTOBUF, JSON). */
+  readonly schemaType: string;
+  /** Throws when the schema has no column mapping (its records are dead letters, unsupported-schema). */
+  parse(schema: string): Parsed;
+  /**
+   * A framed value (header included) → its row, or why it is a dead letter. The detail
+   * need not name the schema id: it is prefixed with it.
+   */
+  decode(parsed: Parsed, value: Uint8Array): Omit<RegistryRow, 'schemaId'> | RegistryVerdict;
+}
+
+type Entry<Parsed> = { readonly parsed: Parsed } | { readonly verdict: RegistryVerdict };
+
+/** A staging worker keeps this many writer schemas parsed (the least recently used go first). */
+export const MAX_PARSED_SCHEMAS = 1_000;
+
+/**
+ * The writer schemas of a staging worker, by id: learnt from what the main thread fetched
+ * from the registry (it sends those of every batch with the batch), parsed once each.
+ */
+export class RegistryWriterSchemas<Parsed> {
+  readonly #parsed = new Map<number, Entry<Parsed>>();
+  readonly #texts = new Map<number, string>();
+
+  constructor(private readonly payloads: RegistryPayloadFormat<Parsed>) {}
+
+  /**
+   * Takes the schemas a batch came with; an id already parsed from the same text is kept.
+   * Returns the ids whose schema is new or changed (a registry that was reset reuses ids).
+   */
+  learn(schemas: readonly WriterSchema[]): number[] {
+    const changed: number[] = [];
+    for (const s of schemas) {
+      const text = 'unknown' in s ? `unknown:${s.unknown}` : `${s.schemaType}:${s.schema}`;
+      if (this.#texts.get(s.id) === text) continue;
+      changed.push(s.id);
+      this.#texts.set(s.id, text);
+      this.#parsed.set(s.id, this.#parse(s));
+      while (this.#parsed.size > MAX_PARSED_SCHEMAS) {
+        const oldest = this.#parsed.keys().next().value!;
+        this.#parsed.delete(oldest);
+        this.#texts.delete(oldest);
+      }
+    }
+    return changed;
+  }
+
+  /** One framed value → its row, or why it is a dead letter (the schema id in the detail). */
+  decode(value: Uint8Array): RegistryRow | RegistryVerdict {
+    const frame = frameOf(value);
+    if ('invalid' in frame) return { reason: 'wrong-magic-byte', detail: frame.invalid };
+    const { schemaId } = frame;
+    const entry = this.#parsed.get(schemaId);
+    if (!entry) {
+      // The main thread sends every id of a batch with it: a missing one is a bug, not bad input.
+      throw new Error(`schema id ${schemaId} was not sent with its batch`);
+    }
+    // Recently used last: eviction takes the oldest.
+    this.#parsed.delete(schemaId);
+    this.#parsed.set(schemaId, entry);
+    if ('verdict' in entry) return entry.verdict;
+    let decoded: Omit<RegistryRow, 'schemaId'> | RegistryVerdict;
+    try {
+      decoded = this.payloads.decode(entry.parsed, value);
+    } catch (error) {
+      decoded = { reason: 'undecodable-payload', detail: errorMessage(error) };
+    }
+    if ('reason' in decoded)
+      return { reason: decoded.reason, detail: `schema id ${schemaId}: ${decoded.detail}` };
+    return { schemaId, ...decoded };
+  }
+
+  #parse(s: WriterSchema): Entry<Parsed> {
+    if ('unknown' in s)
+      return {
+        verdict: {
+          reason: 'unknown-schema-id',
+          detail: `schema id ${s.id}: the registry has no such schema (${s.unknown})`,
+        },
+      };
+    const unsupported = (why: string): Entry<Parsed> => ({
+      verdict: { reason: 'unsupported-schema', detail: `schema id ${s.id}: ${why}` },
+    });
+    if (s.schemaType !== this.payloads.schemaType)
+      return unsupported(`a ${s.schemaType} schema, and the format is ${this.payloads.format}`);
+    try {
+      return { parsed: this.payloads.parse(s.schema) };
+    } catch (error) {
+      // Parse errors and unmappable schemas alike: the schema, not a record, is at fault.
+      return unsupported(`not a schema this replica can map to columns: ${errorMessage(error)}`);
+    }
+  }
+}
+
+/** The writer schemas of one registry format, as the record decoder uses them. */
+export type WriterSchemas = Pick<RegistryWriterSchemas<unknown>, 'learn' | 'decode'>;
