@@ -3,7 +3,8 @@
 /**
  * Writes grafana/dashboards/kafka-lance.json. The dashboard is generated so that
  * every panel has the same shape (datasource variable, instance filter, units);
- * edit this file, run it, and commit both.
+ * edit this file, run it, and commit both. `--check [file]` writes nothing and exits 1
+ * when the file (default: the committed dashboard) differs from what it would write.
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -246,7 +247,25 @@ const dashboard = {
   panels,
 };
 
-fs.writeFileSync(
-  path.join(__dirname, '..', 'grafana', 'dashboards', 'kafka-lance.json'),
-  `${JSON.stringify(dashboard, null, 2)}\n`,
-);
+const target = path.join(__dirname, '..', 'grafana', 'dashboards', 'kafka-lance.json');
+const text = `${JSON.stringify(dashboard, null, 2)}\n`;
+const [mode, checked = target] = process.argv.slice(2);
+if (mode === '--check') {
+  // `node scripts/build-dashboard.js --check [file]`: the committed JSON must be exactly what
+  // this script writes, or a hand edit is lost at the next generation (test/metrics/dashboard.test.ts).
+  const committed = fs.readFileSync(checked, 'utf8').split('\n');
+  const generated = text.split('\n');
+  const line = generated.findIndex((l, i) => l !== committed[i]);
+  if (line >= 0 || committed.length !== generated.length) {
+    const at = line >= 0 ? line : Math.min(committed.length, generated.length);
+    console.error(
+      `${path.relative(process.cwd(), checked)} differs from what scripts/build-dashboard.js generates, ` +
+        `first at line ${at + 1}: ${JSON.stringify(committed[at] ?? '(end of file)')}, generated ` +
+        `${JSON.stringify(generated[at] ?? '(end of file)')}. Edit the script, run it and commit both.`,
+    );
+    process.exit(1);
+  }
+  console.log(`${path.relative(process.cwd(), checked)} is what scripts/build-dashboard.js generates`);
+} else {
+  fs.writeFileSync(target, text);
+}

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { Histogram } from 'prom-client';
@@ -113,4 +115,34 @@ test('provisioning files and alert rules parse with the fields Grafana and Prome
       'KafkaLanceReplicaDown',
     ]),
   );
+});
+
+describe('the dashboard and its generator', () => {
+  const generator = path.join(root, 'scripts/build-dashboard.js');
+  const checkAgainstGenerator = (...file: string[]) =>
+    spawnSync(process.execPath, [generator, '--check', ...file], { cwd: root, encoding: 'utf8' });
+
+  test('the committed dashboard is exactly what scripts/build-dashboard.js writes', () => {
+    const run = checkAgainstGenerator();
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+
+  test('a hand edit of the dashboard JSON fails the check, naming the first line that differs', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'kl-dashboard-'));
+    try {
+      const committed = readFileSync(path.join(root, 'grafana/dashboards/kafka-lance.json'), 'utf8');
+      const title = dashboard.panels[0]!.title;
+      const edited = committed.replace(`"title": "${title}"`, `"title": "${title} (edited)"`);
+      expect(edited).not.toBe(committed);
+      const copy = path.join(dir, 'kafka-lance.json');
+      writeFileSync(copy, edited);
+      const line = edited.split('\n').findIndex((l) => l.includes('(edited)')) + 1;
+      const run = checkAgainstGenerator(copy);
+      expect(run.status).toBe(1);
+      expect(run.stderr).toContain(`first at line ${line}: ${JSON.stringify(edited.split('\n')[line - 1])}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
