@@ -3,11 +3,14 @@
 /**
  * Writes grafana/dashboards/kafka-lance.json. The dashboard is generated so that
  * every panel has the same shape (datasource variable, instance filter, units);
- * edit this file, run it, and commit both. `--check [file]` writes nothing and exits 1
- * when the file (default: the committed dashboard) differs from what it would write.
+ * edit this file, run it, and commit both. It refuses to write a dashboard that Grafana's
+ * dashboard schema (@grafana/schema) rejects. `--check [file]` writes nothing and exits 1
+ * when the file (default: the committed dashboard) fails that schema or differs from what
+ * it would write.
  */
 const fs = require('node:fs');
 const path = require('node:path');
+const { typeCheckLiterals } = require('./typed-literals.js');
 
 const ds = { type: 'prometheus', uid: '${datasource}' };
 const sel = 'instance=~"$instance"';
@@ -224,7 +227,6 @@ const dashboard = {
         label: 'Data source',
         type: 'datasource',
         query: 'prometheus',
-        current: {},
         hide: 0,
       },
       {
@@ -233,7 +235,6 @@ const dashboard = {
         type: 'query',
         datasource: ds,
         query: { query: 'label_values(kafka_lance_consumed_records_total, instance)', refId: 'instance' },
-        definition: 'label_values(kafka_lance_consumed_records_total, instance)',
         includeAll: true,
         multi: true,
         allValue: '.*',
@@ -249,23 +250,36 @@ const dashboard = {
 
 const target = path.join(__dirname, '..', 'grafana', 'dashboards', 'kafka-lance.json');
 const text = `${JSON.stringify(dashboard, null, 2)}\n`;
+/** What Grafana's own dashboard schema (@grafana/schema, its TypeScript types) rejects in a dashboard. */
+const schemaProblems = (label, value) =>
+  typeCheckLiterals(path.join(__dirname, '..'), [
+    { label, module: '@grafana/schema', typeName: 'Dashboard', value },
+  ]);
+
 const [mode, checked = target] = process.argv.slice(2);
 if (mode === '--check') {
-  // `node scripts/build-dashboard.js --check [file]`: the committed JSON must be exactly what
-  // this script writes, or a hand edit is lost at the next generation (test/metrics/dashboard.test.ts).
+  // `node scripts/build-dashboard.js --check [file]`: the file must match Grafana's schema and
+  // be exactly what this script writes, or a hand edit is lost at the next generation
+  // (test/metrics/dashboard.test.ts).
+  const name = path.relative(process.cwd(), checked);
+  const problems = schemaProblems(name, JSON.parse(fs.readFileSync(checked, 'utf8')));
   const committed = fs.readFileSync(checked, 'utf8').split('\n');
   const generated = text.split('\n');
   const line = generated.findIndex((l, i) => l !== committed[i]);
   if (line >= 0 || committed.length !== generated.length) {
     const at = line >= 0 ? line : Math.min(committed.length, generated.length);
-    console.error(
-      `${path.relative(process.cwd(), checked)} differs from what scripts/build-dashboard.js generates, ` +
+    problems.push(
+      `${name} differs from what scripts/build-dashboard.js generates, ` +
         `first at line ${at + 1}: ${JSON.stringify(committed[at] ?? '(end of file)')}, generated ` +
         `${JSON.stringify(generated[at] ?? '(end of file)')}. Edit the script, run it and commit both.`,
     );
-    process.exit(1);
   }
-  console.log(`${path.relative(process.cwd(), checked)} is what scripts/build-dashboard.js generates`);
+  for (const problem of problems) console.error(problem);
+  if (problems.length > 0) process.exit(1);
+  console.log(`${name} matches Grafana's dashboard schema and is what scripts/build-dashboard.js generates`);
 } else {
+  const problems = schemaProblems('the generated dashboard', dashboard);
+  for (const problem of problems) console.error(problem);
+  if (problems.length > 0) process.exit(1);
   fs.writeFileSync(target, text);
 }

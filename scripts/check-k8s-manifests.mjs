@@ -21,8 +21,8 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
 import { parseAllDocuments } from 'yaml';
+import typedLiterals from './typed-literals.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -104,67 +104,13 @@ async function validateWithModels(objects, problems) {
 
 /** (2) The model's TypeScript interface, each object a literal of it: unknown fields are errors. */
 function typeCheck(objects, problems) {
-  if (objects.length === 0) return;
-  // In the repository, so that node_modules resolves; never written to disk.
-  const virtual = path.join(ROOT, '.k8s-manifests-check.mts');
-  const ranges = [];
-  let text = '';
-  objects.forEach((entry, i) => {
-    text += `import type { I${entry.object.kind} as T${i} } from '${entry.module}';\n`;
-  });
-  objects.forEach((entry, i) => {
-    const start = text.length;
-    text += `export const object${i}: T${i} = ${JSON.stringify(entry.object, null, 2)};\n`;
-    ranges.push({ start, end: text.length, label: entry.label });
-  });
-  const options = {
-    module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    target: ts.ScriptTarget.ES2022,
-    strict: true,
-    noEmit: true,
-    skipLibCheck: true,
-    types: [],
-  };
-  const host = ts.createCompilerHost(options);
-  const { getSourceFile, fileExists, readFile } = host;
-  host.getSourceFile = (name, languageVersion, ...rest) =>
-    path.resolve(name) === virtual
-      ? ts.createSourceFile(name, text, languageVersion, true)
-      : getSourceFile.call(host, name, languageVersion, ...rest);
-  host.fileExists = (name) => path.resolve(name) === virtual || fileExists.call(host, name);
-  host.readFile = (name) => (path.resolve(name) === virtual ? text : readFile.call(host, name));
-  const program = ts.createProgram([virtual], options, host);
-  const source = program.getSourceFile(virtual);
-  for (const diagnostic of ts.getPreEmitDiagnostics(program, source)) {
-    const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, ' ');
-    const range = ranges.find((r) => diagnostic.start >= r.start && diagnostic.start < r.end);
-    if (range === undefined) {
-      problems.push(`kubernetes-models types: ${message}`);
-      continue;
-    }
-    const lineEnd = text.indexOf('\n', diagnostic.start);
-    const fieldPath = jsonPathAt(text.slice(range.start, lineEnd));
-    problems.push(`${range.label}: ${fieldPath}: ${message}`);
-  }
-}
-
-/** The path of keys to the last line of a prefix of the generated literal (2-space JSON). */
-function jsonPathAt(prefix) {
-  const keys = [];
-  for (const line of prefix.split('\n').slice(1)) {
-    const m = /^( *)(?:"([^"]+)": )?/.exec(line);
-    const depth = m[1].length / 2;
-    keys.length = Math.max(depth - 1, 0);
-    if (m[2] !== undefined) keys[depth - 1] = m[2];
-    else if (/^ *[[{]/.test(line)) keys[depth - 1] = '[]';
-  }
-  return (
-    keys
-      .filter((k) => k !== undefined)
-      .join('.')
-      .replace(/\.\[\]/g, '[]') || '(top level)'
-  );
+  const literals = objects.map((entry) => ({
+    label: entry.label,
+    module: entry.module,
+    typeName: `I${entry.object.kind}`,
+    value: entry.object,
+  }));
+  problems.push(...typedLiterals.typeCheckLiterals(ROOT, literals));
 }
 
 const targets = process.argv.slice(2);
