@@ -3,10 +3,14 @@
 /**
  * Writes grafana/dashboards/kafka-lance.json. The dashboard is generated so that
  * every panel has the same shape (datasource variable, instance filter, units);
- * edit this file, run it, and commit both.
+ * edit this file, run it, and commit both. It refuses to write a dashboard that Grafana's
+ * dashboard schema (@grafana/schema) rejects. `--check [file]` writes nothing and exits 1
+ * when the file (default: the committed dashboard) fails that schema or differs from what
+ * it would write.
  */
 const fs = require('node:fs');
 const path = require('node:path');
+const { typeCheckLiterals } = require('./typed-literals.js');
 
 const ds = { type: 'prometheus', uid: '${datasource}' };
 const sel = 'instance=~"$instance"';
@@ -223,7 +227,6 @@ const dashboard = {
         label: 'Data source',
         type: 'datasource',
         query: 'prometheus',
-        current: {},
         hide: 0,
       },
       {
@@ -232,7 +235,6 @@ const dashboard = {
         type: 'query',
         datasource: ds,
         query: { query: 'label_values(kafka_lance_consumed_records_total, instance)', refId: 'instance' },
-        definition: 'label_values(kafka_lance_consumed_records_total, instance)',
         includeAll: true,
         multi: true,
         allValue: '.*',
@@ -246,7 +248,38 @@ const dashboard = {
   panels,
 };
 
-fs.writeFileSync(
-  path.join(__dirname, '..', 'grafana', 'dashboards', 'kafka-lance.json'),
-  `${JSON.stringify(dashboard, null, 2)}\n`,
-);
+const target = path.join(__dirname, '..', 'grafana', 'dashboards', 'kafka-lance.json');
+const text = `${JSON.stringify(dashboard, null, 2)}\n`;
+/** What Grafana's own dashboard schema (@grafana/schema, its TypeScript types) rejects in a dashboard. */
+const schemaProblems = (label, value) =>
+  typeCheckLiterals(path.join(__dirname, '..'), [
+    { label, module: '@grafana/schema', typeName: 'Dashboard', value },
+  ]);
+
+const [mode, checked = target] = process.argv.slice(2);
+if (mode === '--check') {
+  // `node scripts/build-dashboard.js --check [file]`: the file must match Grafana's schema and
+  // be exactly what this script writes, or a hand edit is lost at the next generation
+  // (test/metrics/dashboard.test.ts).
+  const name = path.relative(process.cwd(), checked);
+  const problems = schemaProblems(name, JSON.parse(fs.readFileSync(checked, 'utf8')));
+  const committed = fs.readFileSync(checked, 'utf8').split('\n');
+  const generated = text.split('\n');
+  const line = generated.findIndex((l, i) => l !== committed[i]);
+  if (line >= 0 || committed.length !== generated.length) {
+    const at = line >= 0 ? line : Math.min(committed.length, generated.length);
+    problems.push(
+      `${name} differs from what scripts/build-dashboard.js generates, ` +
+        `first at line ${at + 1}: ${JSON.stringify(committed[at] ?? '(end of file)')}, generated ` +
+        `${JSON.stringify(generated[at] ?? '(end of file)')}. Edit the script, run it and commit both.`,
+    );
+  }
+  for (const problem of problems) console.error(problem);
+  if (problems.length > 0) process.exit(1);
+  console.log(`${name} matches Grafana's dashboard schema and is what scripts/build-dashboard.js generates`);
+} else {
+  const problems = schemaProblems('the generated dashboard', dashboard);
+  for (const problem of problems) console.error(problem);
+  if (problems.length > 0) process.exit(1);
+  fs.writeFileSync(target, text);
+}

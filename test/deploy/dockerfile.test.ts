@@ -25,11 +25,12 @@ const runtimeEnv = Object.fromEntries(
 );
 
 describe('deploy/Dockerfile', () => {
-  test('is multi-stage: a node:20 builder, then a glibc slim runtime (LanceDB needs glibc: no alpine)', () => {
+  test('is multi-stage: a builder and a glibc slim runtime on the tested Node major (LanceDB needs glibc: no alpine)', () => {
     const froms = one(all, 'FROM').map((f) => f.args);
+    const major = read('.nvmrc').trim().split('.')[0]!;
     expect(froms.length).toBeGreaterThanOrEqual(2);
-    expect(froms[0]).toMatch(/^node:20(\S*)? AS builder$/i);
-    expect(froms[froms.length - 1]).toMatch(/^node:20\S*-slim(\s+AS\s+\S+)?$/i);
+    expect(froms[0]).toMatch(new RegExp(`^node:${major}(-\\S*)? AS builder$`, 'i'));
+    expect(froms[froms.length - 1]).toMatch(new RegExp(`^node:${major}-\\S*slim(\\s+AS\\s+\\S+)?$`, 'i'));
     for (const f of froms) expect(f).not.toMatch(/alpine/i);
   });
 

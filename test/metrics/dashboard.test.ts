@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { Histogram } from 'prom-client';
@@ -113,4 +115,47 @@ test('provisioning files and alert rules parse with the fields Grafana and Prome
       'KafkaLanceReplicaDown',
     ]),
   );
+});
+
+describe("the dashboard, its generator and Grafana's dashboard schema", () => {
+  const generator = path.join(root, 'scripts/build-dashboard.js');
+  const checkAgainstGenerator = (...file: string[]) =>
+    spawnSync(process.execPath, [generator, '--check', ...file], { cwd: root, encoding: 'utf8' });
+  const committed = readFileSync(path.join(root, 'grafana/dashboards/kafka-lance.json'), 'utf8');
+
+  /** --check on a copy of the committed dashboard with one edit; fails if the edit does not apply. */
+  function checkEditedCopy(from: string, to: string) {
+    const edited = committed.replace(from, to);
+    expect(edited).not.toBe(committed);
+    const dir = mkdtempSync(path.join(tmpdir(), 'kl-dashboard-'));
+    try {
+      const copy = path.join(dir, 'kafka-lance.json');
+      writeFileSync(copy, edited);
+      return { edited, run: checkAgainstGenerator(copy) };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  test('the committed dashboard matches the schema and is exactly what scripts/build-dashboard.js writes', () => {
+    const run = checkAgainstGenerator();
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+
+  test('a hand edit of the dashboard JSON fails the check, naming the first line that differs', () => {
+    const title = dashboard.panels[0]!.title;
+    const { edited, run } = checkEditedCopy(`"title": "${title}"`, `"title": "${title} (edited)"`);
+    const line = edited.split('\n').findIndex((l) => l.includes('(edited)')) + 1;
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain(`first at line ${line}: ${JSON.stringify(edited.split('\n')[line - 1])}`);
+  });
+
+  test("a panel field that Grafana's schema does not have fails the check, naming it", () => {
+    const { run } = checkEditedCopy('"gridPos"', '"gridPosition"');
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(
+      /kafka-lance\.json: panels\[\]\.gridPosition: Object literal may only specify known properties, and '"gridPosition"' does not exist in type 'Panel</,
+    );
+  });
 });
