@@ -197,14 +197,7 @@ export class RecordDecoder {
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
     const newColumns = () =>
-      new Columns(
-        this.#fields,
-        raw,
-        this.#keys,
-        this.#options.transform !== undefined,
-        topic,
-        topicId,
-      );
+      new Columns(this.#fields, raw, this.#keys, this.#options.transform !== undefined, topic, topicId);
     let builders = newColumns();
     let eventMinutes: MinuteKey[] = [];
     const ingestMinute = minuteKeyOf(this.#clock());
