@@ -27,3 +27,19 @@ stop_pid() {
   while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
   if alive "$pid"; then say "pid $pid still runs 10 s after KILL"; return 1; fi
 }
+
+# first_use DONE_FILE LOCK_FILE FUNCTION: runs FUNCTION (a first-use download or install)
+# unless DONE_FILE exists, under an exclusive lock on LOCK_FILE (outside the directory
+# FUNCTION replaces): two test files starting the same server at once on a new machine
+# would otherwise unpack into one temporary directory together (seen: Maven's "Failed
+# setting file attributes" for Apicurio). One fetches, the other waits and finds it done.
+# The lock is released before any server starts, so no server process inherits it.
+first_use() {
+  local done_file="$1" lock_file="$2" run="$3"
+  [[ -e "$done_file" ]] && return 0
+  mkdir -p "$(dirname "$lock_file")"
+  exec 8>"$lock_file"
+  flock 8
+  [[ -e "$done_file" ]] || "$run"
+  exec 8>&-
+}

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../support/run-bounded';
 
@@ -50,4 +52,26 @@ test('a server that ignores TERM is killed once the stop timeout passes, and sto
 
 test('a live server reads as running', () => {
   expect(withLib(`sleep 5 & pid=$!; alive $pid; rc=$?; kill $pid; exit $rc`).status).toBe(0);
+});
+
+test('two processes fetching the same thing on first use at once: one fetches, the other waits and finds it done', async () => {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'first-use-'));
+  try {
+    // Each "fetch" unpacks into one temporary directory, as Maven does, and appends to a log.
+    const fetch = `fetch_now() { mkdir "${dir}/lib.tmp" || exit 3; echo fetched >> "${dir}/runs"; sleep 1; touch "${dir}/lib.tmp/.complete"; mv "${dir}/lib.tmp" "${dir}/lib"; }`;
+    const both = [1, 2].map(
+      () =>
+        new Promise<number | null>((resolve) => {
+          const child = spawn('bash', [
+            '-c',
+            `say() { :; }; source '${LIB}'; ${fetch}; first_use "${dir}/lib/.complete" "${dir}/lib.lock" fetch_now; test -f "${dir}/lib/.complete"`,
+          ]);
+          child.once('exit', resolve);
+        }),
+    );
+    expect(await Promise.all(both)).toEqual([0, 0]);
+    expect((await fsp.readFile(path.join(dir, 'runs'), 'utf8')).trim().split('\n')).toEqual(['fetched']);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
 });
