@@ -199,7 +199,7 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
       }),
     );
 
-    const dead = await distinctDeadLetters(kafka, admin, dlqStart, SCALE_TOPIC);
+    const dead = await distinctDeadLetters(kafka, admin, dlqStart, SCALE_TOPIC, startEnds);
     const scan = await scanTable(consumer, ranges);
     const reports = new Map<string, InspectReport>();
     for (const dir of [...new Set(members.map((m) => m.dataDir))])
@@ -287,13 +287,20 @@ interface DeadLetters {
   readonly distinct: number;
 }
 
-/** Reads the DLQ (from its start: it is small) and counts this run's distinct source records by their Connect headers. */
+/**
+ * Reads the DLQ (from its start: it is small) and counts this run's distinct source records
+ * by their Connect headers: dead letters written during the run, of source records produced
+ * during the run (a group left behind by an interrupted earlier run against the same broker
+ * consumes, and dead-letters, that run's records too; they are not this run's).
+ */
 async function distinctDeadLetters(
   kafka: Kafka,
   admin: Awaited<ReturnType<typeof connectAdmin>>,
   startEnds: readonly PartitionEnds[] | undefined,
   sourceTopic: string,
+  sourceStart: readonly PartitionEnds[],
 ): Promise<DeadLetters> {
+  const fromSource = (p: number) => sourceStart.find((s) => s.partition === p)?.high ?? 0;
   const ends = (await topicEnds(admin, SCALE_DLQ)) ?? [];
   const from = (p: number) => startEnds?.find((s) => s.partition === p)?.high ?? 0;
   const todo = new Map(ends.filter((e) => e.high > from(e.partition)).map((e) => [e.partition, e.high]));
@@ -317,7 +324,9 @@ async function distinctDeadLetters(
             const offset = Number(message.offset);
             if (offset >= from(partition) && offset < (todo.get(partition) ?? 0)) {
               const h = (k: string) => message.headers?.[`__connect.errors.${k}`]?.toString() ?? '';
-              if (h('topic') === sourceTopic) seen.add(`${h('partition')}/${h('offset')}`);
+              const source = { partition: Number(h('partition')), offset: Number(h('offset')) };
+              if (h('topic') === sourceTopic && source.offset >= fromSource(source.partition))
+                seen.add(`${source.partition}/${source.offset}`);
             }
             if (offset + 1 >= (todo.get(partition) ?? 0)) todo.delete(partition);
             if (todo.size === 0) {
