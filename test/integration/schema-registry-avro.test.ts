@@ -1,9 +1,15 @@
 import { promises as fsp } from 'node:fs';
-import * as path from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import * as lancedb from '@lancedb/lancedb';
-import type { Table } from 'apache-arrow';
-import { brokerSuite, topicAndConsumer, type TestConsumer } from '../support/broker-suite';
+import { brokerSuite } from '../support/broker-suite';
+import {
+  asPylance,
+  deadLetters,
+  lanceRows,
+  produce,
+  pylanceRows,
+  registryConsumer,
+  until,
+} from '../support/registry-round-trip';
 import { testBrokers } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
@@ -15,11 +21,6 @@ import {
   plainColumn,
 } from '../support/avro-fixtures';
 import { schemaRegistrySuite } from '../support/schema-registry-local';
-import { parseJsonExact } from '../../src/decode/exact-json';
-import { ensureIndependentReader, VENV } from '../../qualify/support/independent-reader';
-import { QUALIFY_DIR } from '../../qualify/support/paths';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 
 /**
  * Avro through the whole path: a real Apicurio registry (deploy/schema-registry-local),
@@ -29,91 +30,11 @@ import { promisify } from 'node:util';
 const suite = brokerSuite('kl-avro');
 const registry = schemaRegistrySuite();
 
-interface DeadLetter {
-  readonly offset: number;
-  readonly reason: string;
-  readonly detail: string;
-}
-
-async function until<T>(read: () => Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
-
-async function avroConsumer(url: string, extra: Record<string, unknown> = {}): Promise<TestConsumer> {
-  return topicAndConsumer(suite, 1, {
-    format: 'avro',
-    schema: 'infer',
-    schemaRegistry: { url, requestTimeoutMs: 2_000 },
-    errors: { tolerance: 'all' },
-    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
-    ...extra,
-  });
-}
-
-async function produce(topic: string, values: readonly Buffer[]): Promise<void> {
-  const producer = suite.kafka.producer();
-  await producer.connect();
-  await producer.send({ topic, acks: -1, messages: values.map((value) => ({ partition: 0, value })) });
-  await producer.disconnect();
-}
-
-/** The table once it holds `rows` rows, ordered by offset. */
-async function lanceRows(dataDir: string, rows: number): Promise<Table> {
-  return until(async () => {
-    const db = await lancedb.connect(path.join(dataDir, 'lance'), { readConsistencyInterval: 0 });
-    try {
-      if (!(await db.tableNames()).includes('logs')) return undefined;
-      const t = await db.openTable('logs');
-      const table = await t.query().toArrow();
-      t.close();
-      return table.numRows >= rows ? table : undefined;
-    } finally {
-      db.close();
-    }
-  }, `${rows} rows in Lance`);
-}
-
-async function deadLetters(consumer: TestConsumer): Promise<DeadLetter[]> {
-  const text = await fsp
-    .readFile(path.join(suite.work, `${consumer.name}.dlq.jsonl`), 'utf8')
-    .catch(() => '');
-  return text
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as DeadLetter);
-}
-
 const subjectOf = (topic: string) => `${topic}-value`;
-
-/**
- * A value of EVERYTHING_EXPECTED as qualify/dump_columns.py prints it: timestamps as
- * their integers, other 64-bit integers as digit strings, bytes as base64.
- */
-function asPylance(value: unknown, arrowType: string): unknown {
-  if (value === null) return null;
-  if (arrowType === 'Binary') return Buffer.from(value as number[]).toString('base64');
-  if (arrowType.startsWith('Timestamp')) return Number(value);
-  return digits64(value);
-}
-
-function digits64(value: unknown): unknown {
-  if (typeof value === 'bigint') return String(value);
-  if (Array.isArray(value)) return value.map(digits64);
-  if (value !== null && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, x]) => [k, digits64(x)]));
-  return value;
-}
 
 test('every mapped Avro type lands in Lance with its value, read back by LanceDB and by pylance; a wrong magic byte, an unknown schema id and a truncated payload are dead letters with their reasons', async () => {
   const sr = new SchemaRegistry({ host: registry.url });
-  const consumer = await avroConsumer(registry.url);
+  const consumer = await registryConsumer(suite, 'avro', registry.url);
   const { id } = await sr.register(
     { type: SchemaType.AVRO, schema: JSON.stringify(EVERYTHING_SCHEMA) },
     { subject: subjectOf(consumer.topic) },
@@ -121,7 +42,7 @@ test('every mapped Avro type lands in Lance with its value, read back by LanceDB
   const good = await Promise.all(EVERYTHING_RECORDS.map((r) => sr.encode(id, r)));
   const unknownId = Buffer.from(good[0]!);
   unknownId.writeUInt32BE(2_000_000_000, 1);
-  await produce(consumer.topic, [
+  await produce(suite, consumer.topic, [
     good[0]!,
     Buffer.from('{"not":"avro"}'),
     unknownId,
@@ -133,7 +54,7 @@ test('every mapped Avro type lands in Lance with its value, read back by LanceDB
   const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
   const rows = await lanceRows(dataDir, 2);
   const letters = await until(async () => {
-    const l = await deadLetters(consumer);
+    const l = await deadLetters(suite, consumer);
     return l.length >= 3 ? l : undefined;
   }, '3 dead letters');
   expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
@@ -155,16 +76,10 @@ test('every mapped Avro type lands in Lance with its value, read back by LanceDB
   expect(letters[2]!.detail).toMatch(new RegExp(`^schema id ${id}: `));
 
   // pylance (qualify/.venv, the qualification's independent reader) reads the same values.
-  await ensureIndependentReader(() => undefined);
-  const { stdout } = await promisify(execFile)(
-    path.join(VENV, 'bin/python'),
-    [path.join(QUALIFY_DIR, 'dump_columns.py'), '--dataset', path.join(dataDir, 'lance', 'logs.lance')],
-    { maxBuffer: 16 * 1024 * 1024 },
-  );
-  const read = parseJsonExact(stdout) as { rows: Record<string, unknown>[] };
+  const read = await pylanceRows(dataDir);
   for (const [name, values] of Object.entries(EVERYTHING_EXPECTED)) {
     const type = EVERYTHING_ARROW_TYPES[name]!;
-    expect([name, read.rows.map((r) => r[name])]).toEqual([name, values.map((v) => asPylance(v, type))]);
+    expect([name, read.map((r) => r[name])]).toEqual([name, values.map((v) => asPylance(v, type))]);
   }
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 120_000);
@@ -185,10 +100,10 @@ const LOG_V2 = {
 
 test('a second schema version mid-stream adds a nullable column to the table; records of both versions land, also after a restart', async () => {
   const sr = new SchemaRegistry({ host: registry.url });
-  const consumer = await avroConsumer(registry.url);
+  const consumer = await registryConsumer(suite, 'avro', registry.url);
   const subject = { subject: subjectOf(consumer.topic) };
   const v1 = (await sr.register({ type: SchemaType.AVRO, schema: JSON.stringify(LOG_V1) }, subject)).id;
-  await produce(consumer.topic, [
+  await produce(suite, consumer.topic, [
     await sr.encode(v1, { n: 0, message: 'a' }),
     await sr.encode(v1, { n: 1, message: 'b' }),
   ]);
@@ -200,7 +115,7 @@ test('a second schema version mid-stream adds a nullable column to the table; re
   // The registry refuses an incompatible change (BACKWARD): this one is compatible.
   const v2 = (await sr.register({ type: SchemaType.AVRO, schema: JSON.stringify(LOG_V2) }, subject)).id;
   expect(v2).not.toBe(v1);
-  await produce(consumer.topic, [
+  await produce(suite, consumer.topic, [
     await sr.encode(v2, { n: 2, message: 'c', region: 'eu' }),
     await sr.encode(v1, { n: 3, message: 'd' }),
     await sr.encode(v2, { n: 4, message: 'e', region: null }),
@@ -210,7 +125,7 @@ test('a second schema version mid-stream adds a nullable column to the table; re
 
   // A restarted replica's decoder has seen no version 2 yet: its version-1 rows lack the
   // column the table has, and land with null there.
-  await produce(consumer.topic, [await sr.encode(v1, { n: 5, message: 'f' })]);
+  await produce(suite, consumer.topic, [await sr.encode(v1, { n: 5, message: 'f' })]);
   const restarted = new ReplicaProcess(consumer.file, dataDir, testBrokers());
   const all = await lanceRows(dataDir, 6);
   expect(await restarted.kill('SIGTERM')).toEqual({ code: 0, signal: null });
@@ -222,6 +137,6 @@ test('a second schema version mid-stream adds a nullable column to the table; re
   expect(column('message')).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
   expect(column('region')).toEqual([null, null, 'eu', null, null, null]);
   expect(all.schema.fields.find((f) => f.name === 'region')?.nullable).toBe(true);
-  expect(await deadLetters(consumer)).toEqual([]);
+  expect(await deadLetters(suite, consumer)).toEqual([]);
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 120_000);

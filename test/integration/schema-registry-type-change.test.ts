@@ -1,14 +1,13 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import * as lancedb from '@lancedb/lancedb';
-import type { Table } from 'apache-arrow';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { testBrokers } from '../support/kafka';
 import { ReplicaProcess } from '../support/replica-process';
 import { tempDir } from '../support/rows';
 import { plainColumn } from '../support/avro-fixtures';
 import { schemaRegistrySuite } from '../support/schema-registry-local';
+import { lanceRows, until } from '../support/registry-round-trip';
 import { QUARANTINE_DIR } from '../../src/staging/quarantine';
 
 /**
@@ -44,30 +43,8 @@ const LOG_V2 = {
   fields: [...LOG_V1.fields, { name: 'region', type: ['null', 'string'], default: null }],
 };
 
-async function until<T>(read: () => Promise<T | undefined>, what: string, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
-
-async function lanceRows(dataDir: string, rows: number): Promise<Table> {
-  return until(async () => {
-    const db = await lancedb.connect(path.join(dataDir, 'lance'), { readConsistencyInterval: 0 });
-    try {
-      if (!(await db.tableNames()).includes('logs')) return undefined;
-      const t = await db.openTable('logs');
-      const table = await t.query().toArrow();
-      t.close();
-      return table.numRows >= rows ? table : undefined;
-    } finally {
-      db.close();
-    }
-  }, `${rows} rows in Lance`);
-}
+/** How long this file waits for the replica (a retyped publication is set aside after its retries). */
+const WAIT_MS = 90_000;
 
 async function jsonLines(file: string): Promise<Letter[]> {
   const text = await fsp.readFile(file, 'utf8').catch(() => '');
@@ -112,7 +89,7 @@ test("a writer schema that changes a column's type mid-stream: the changed recor
   const dataDir = await tempDir('kl-avro-retype');
   const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
   const metricsPort = await replica.metricsPort();
-  await lanceRows(dataDir, 2);
+  await lanceRows(dataDir, 2, WAIT_MS);
 
   await allowAnyChange(registry.url, subject);
   const retyped = (
@@ -136,24 +113,39 @@ test("a writer schema that changes a column's type mid-stream: the changed recor
   await send([await sr.encode(v2, { n: 5, message: 'f', region: 'eu' })]);
   await producer.disconnect();
 
-  const rows = await lanceRows(dataDir, 4);
+  const rows = await lanceRows(dataDir, 4, WAIT_MS);
   const setAsideFile = path.join(dataDir, 'dead-letter', `${consumer.name}.publications.jsonl`);
-  const setAside = await until(async () => {
-    const l = await jsonLines(setAsideFile);
-    return l.length >= 2 ? l : undefined;
-  }, 'the retyped records in the set-aside publications file');
-  const metrics = await until(async () => {
-    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    return /kafka_lance_quarantined_parts_total\{[^}]*reason="schema-incompatible"[^}]*\} [1-9]/.test(text)
-      ? text
-      : undefined;
-  }, 'the quarantined-parts counter');
+  const setAside = await until(
+    async () => {
+      const l = await jsonLines(setAsideFile);
+      return l.length >= 2 ? l : undefined;
+    },
+    'the retyped records in the set-aside publications file',
+    WAIT_MS,
+  );
+  const metrics = await until(
+    async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return /kafka_lance_quarantined_parts_total\{[^}]*reason="schema-incompatible"[^}]*\} [1-9]/.test(text)
+        ? text
+        : undefined;
+    },
+    'the quarantined-parts counter',
+    WAIT_MS,
+  );
   // Committed = log end: the set-aside publication held nothing back.
-  const committed = await until(async () => {
-    const [offsets] = await suite.admin.fetchOffsets({ groupId: consumer.groupId, topics: [consumer.topic] });
-    const at = Number(offsets!.partitions[0]!.offset);
-    return at === 6 ? at : undefined;
-  }, 'offsets committed through the log end');
+  const committed = await until(
+    async () => {
+      const [offsets] = await suite.admin.fetchOffsets({
+        groupId: consumer.groupId,
+        topics: [consumer.topic],
+      });
+      const at = Number(offsets!.partitions[0]!.offset);
+      return at === 6 ? at : undefined;
+    },
+    'offsets committed through the log end',
+    WAIT_MS,
+  );
   expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
 
   // The table kept its type; the old type's records and the later compatible ones are rows.

@@ -67,19 +67,23 @@ export async function produce(
 }
 
 /** The table once it holds `rows` rows (LanceDB for Node). */
-export async function lanceRows(dataDir: string, rows: number): Promise<Table> {
-  return until(async () => {
-    const db = await lancedb.connect(path.join(dataDir, 'lance'), { readConsistencyInterval: 0 });
-    try {
-      if (!(await db.tableNames()).includes('logs')) return undefined;
-      const t = await db.openTable('logs');
-      const table = await t.query().toArrow();
-      t.close();
-      return table.numRows >= rows ? table : undefined;
-    } finally {
-      db.close();
-    }
-  }, `${rows} rows in Lance`);
+export async function lanceRows(dataDir: string, rows: number, timeoutMs = 60_000): Promise<Table> {
+  return until(
+    async () => {
+      const db = await lancedb.connect(path.join(dataDir, 'lance'), { readConsistencyInterval: 0 });
+      try {
+        if (!(await db.tableNames()).includes('logs')) return undefined;
+        const t = await db.openTable('logs');
+        const table = await t.query().toArrow();
+        t.close();
+        return table.numRows >= rows ? table : undefined;
+      } finally {
+        db.close();
+      }
+    },
+    `${rows} rows in Lance`,
+    timeoutMs,
+  );
 }
 
 export async function deadLetters(suite: BrokerSuite, consumer: TestConsumer): Promise<DeadLetter[]> {
