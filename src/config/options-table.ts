@@ -22,7 +22,7 @@ export interface OptionText {
 
 /**
  * One entry per option path; `<name>` stands for a key the user chooses. Texts come
- * from the JSDoc in consumer-definition.ts where it has some, otherwise from the code
+ * from the JSDoc of the schema (consumer-definition.ts and its sections) where it has some, otherwise from the code
  * that reads the option (cited where it is not obvious).
  */
 export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {

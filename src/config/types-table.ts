@@ -1,6 +1,6 @@
 import { DataType } from 'apache-arrow';
-import type { DeclaredField } from './consumer-definition';
-import { COMPOSITE_TYPES, FIELD_TYPES, VECTOR_ELEMENTS, fieldSpec } from './consumer-definition';
+import type { DeclaredField } from './field-spec';
+import { COMPOSITE_TYPES, FIELD_TYPES, VECTOR_ELEMENTS, fieldSpec } from './field-spec';
 import { declaredField } from './resolve';
 import { codecOf } from '../decode/typed-codecs';
 
