@@ -1,12 +1,8 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { consumerDefinitionSchema } from '../../src/config/consumer-definition';
-import {
-  OPTION_TEXTS,
-  optionRows,
-  readmeOptionsTable,
-  renderOptionsTable,
-} from '../../src/config/options-table';
+import { OPTION_TEXTS } from '../../src/config/options-table';
+import { optionRows, readmeOptionsTable, renderOptionsTable } from '../../src/config/options-table-generator';
 
 const README = path.join(__dirname, '../../README.md');
 
