@@ -54,29 +54,26 @@ Example:
       const { runDemo, terminalOutput } = await import('../demo');
       if (opts.vectors && opts.format === 'avro')
         throw new CliError('BAD_ARGUMENT', '--vectors and --format avro are two demos: pick one');
-      if (opts.format === 'avro') {
-        const { runAvroDemo } = await import('../avro-demo');
-        await runAvroDemo({
-          seconds: opts.seconds,
-          rate: opts.rate,
-          dataDir: opts.dataDir,
-          logLevel: opts.logLevel,
-          ...terminalOutput(),
-        });
-        process.exit(0);
-      }
+      const output = terminalOutput();
       if (opts.vectors) {
         const { runVectorDemo, vectorDemoOptions } = await import('../vector-demo');
-        await runVectorDemo({ ...vectorDemoOptions(opts, command), ...terminalOutput() });
+        await runVectorDemo({ ...vectorDemoOptions(opts, command), ...output });
         process.exit(0);
       }
-      await runDemo({
+      // The log demo and its Avro variant take the same options.
+      const options = {
         seconds: opts.seconds,
         rate: opts.rate,
         dataDir: opts.dataDir,
         logLevel: opts.logLevel,
-        ...terminalOutput(),
-      });
+        ...output,
+      };
+      if (opts.format === 'avro') {
+        const { runAvroDemo } = await import('../avro-demo');
+        await runAvroDemo(options);
+        process.exit(0);
+      }
+      await runDemo(options);
       process.exit(0);
     });
 }
