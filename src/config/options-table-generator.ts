@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import { consumerDefinitionSchema } from './consumer-definition';
 import { OPTION_TEXTS } from './options-table';
-import { cell, markdownTable, readmeSection, withReadmeSection } from './readme-table';
+import { cell, markdownTable, tableBetweenMarkers, withTableBetweenMarkers } from './markdown-table';
 
 /**
- * The README's table of consumer-definition options, rendered from the zod schema so
- * that it cannot drift: option paths, types, ranges and defaults come from the schema
- * (through zod's JSON Schema output, its public introspection), the meaning of each
- * option from OPTION_TEXTS (options-table.ts). test/docs/readme-options.test.ts fails
- * when the README's table differs from this rendering.
+ * The table of consumer-definition options (docs/configuration.md), rendered from the
+ * zod schema so that it cannot drift: option paths, types, ranges and defaults come
+ * from the schema (through zod's JSON Schema output, its public introspection), the
+ * meaning of each option from OPTION_TEXTS (options-table.ts).
+ * test/docs/options-table.test.ts fails when the page's table differs from this rendering.
  *
- * Rewrite the README's table: `npm run build && node scripts/options-table.js`.
+ * Rewrite the table: `npm run build && node scripts/options-table.js`.
  */
 
 /** The JSON Schema subset zod emits for this schema. */
@@ -181,10 +181,10 @@ export const OPTIONS_END = '<!-- options:end -->';
 
 /** The table between the README's markers, or undefined when a marker is missing. */
 export function readmeOptionsTable(readme: string): string | undefined {
-  return readmeSection(readme, OPTIONS_START, OPTIONS_END);
+  return tableBetweenMarkers(readme, OPTIONS_START, OPTIONS_END);
 }
 
 /** The README with the table between its markers replaced. */
 export function withOptionsTable(readme: string, table: string = renderOptionsTable()): string {
-  return withReadmeSection(readme, OPTIONS_START, OPTIONS_END, table);
+  return withTableBetweenMarkers(readme, OPTIONS_START, OPTIONS_END, table);
 }

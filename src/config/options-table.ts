@@ -1,11 +1,11 @@
 /**
- * The rows of the README's table of consumer-definition options: what each option
- * means. Paths, types, ranges and defaults come from the zod schema itself
- * (options-table-generator.ts renders the table). test/docs/readme-options.test.ts
+ * The rows of the table of consumer-definition options (docs/configuration.md): what
+ * each option means. Paths, types, ranges and defaults come from the zod schema itself
+ * (options-table-generator.ts renders the table). test/docs/options-table.test.ts
  * fails when the schema gains an option that has no text here, or when a text names
  * an option the schema no longer has.
  *
- * Rewrite the README's table: `npm run build && node scripts/options-table.js`.
+ * Rewrite the table: `npm run build && node scripts/options-table.js`.
  */
 
 /** What the README says about one option. */

@@ -1,7 +1,7 @@
 import { DataType } from 'apache-arrow';
 import type { DeclaredField } from './field-spec';
 import { COMPOSITE_TYPES, FIELD_TYPES, VECTOR_ELEMENTS, fieldSpec } from './field-spec';
-import { cell, markdownTable, readmeSection, withReadmeSection } from './readme-table';
+import { cell, markdownTable, tableBetweenMarkers, withTableBetweenMarkers } from './markdown-table';
 import { declaredField } from './resolve';
 import { codecOf } from '../decode/typed-codecs';
 
@@ -154,10 +154,10 @@ export const TYPES_END = '<!-- types:end -->';
 
 /** The table between the README's markers, or undefined when a marker is missing. */
 export function readmeTypesTable(readme: string): string | undefined {
-  return readmeSection(readme, TYPES_START, TYPES_END);
+  return tableBetweenMarkers(readme, TYPES_START, TYPES_END);
 }
 
 /** The README with the types table between its markers replaced. */
 export function withTypesTable(readme: string, table: string = renderTypesTable()): string {
-  return withReadmeSection(readme, TYPES_START, TYPES_END, table);
+  return withTableBetweenMarkers(readme, TYPES_START, TYPES_END, table);
 }

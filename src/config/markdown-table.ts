@@ -1,6 +1,7 @@
 /**
- * What the README's generated tables (options, column types) share: the Markdown
- * layout Prettier accepts as it is, and the markers each table stands between.
+ * What the generated tables of the docs (options, column types: docs/configuration.md)
+ * share: the Markdown layout Prettier accepts as it is, and the markers each table
+ * stands between.
  */
 
 /** A table cell: a `|` in the text would end the cell. */
@@ -16,23 +17,27 @@ export function markdownTable(header: readonly string[], body: readonly (readonl
   return [line(header), `| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`, ...body.map(line)].join('\n');
 }
 
-/** The text between the README's two markers, trimmed, or undefined when a marker is missing. */
-export function readmeSection(readme: string, startMarker: string, endMarker: string): string | undefined {
-  const start = readme.indexOf(startMarker);
-  const end = readme.indexOf(endMarker);
+/** The text between the two markers, trimmed, or undefined when a marker is missing. */
+export function tableBetweenMarkers(
+  page: string,
+  startMarker: string,
+  endMarker: string,
+): string | undefined {
+  const start = page.indexOf(startMarker);
+  const end = page.indexOf(endMarker);
   if (start < 0 || end < start) return undefined;
-  return readme.slice(start + startMarker.length, end).trim();
+  return page.slice(start + startMarker.length, end).trim();
 }
 
-/** The README with the text between its two markers replaced by `table`, a blank line either side. */
-export function withReadmeSection(
-  readme: string,
+/** The page with the text between its two markers replaced by `table`, a blank line either side. */
+export function withTableBetweenMarkers(
+  page: string,
   startMarker: string,
   endMarker: string,
   table: string,
 ): string {
-  const start = readme.indexOf(startMarker);
-  const end = readme.indexOf(endMarker);
+  const start = page.indexOf(startMarker);
+  const end = page.indexOf(endMarker);
   if (start < 0 || end < start) throw new Error(`README lacks ${startMarker} ... ${endMarker}`);
-  return `${readme.slice(0, start + startMarker.length)}\n\n${table}\n\n${readme.slice(end)}`;
+  return `${page.slice(0, start + startMarker.length)}\n\n${table}\n\n${page.slice(end)}`;
 }
