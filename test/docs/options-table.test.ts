@@ -1,12 +1,8 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { consumerDefinitionSchema } from '../../src/config/consumer-definition';
-import {
-  OPTION_TEXTS,
-  optionRows,
-  readmeOptionsTable,
-  renderOptionsTable,
-} from '../../src/config/options-table';
+import { OPTION_TEXTS } from '../../src/config/options-table';
+import { optionRows, readmeOptionsTable, renderOptionsTable } from '../../src/config/options-table-generator';
 
 /** Where the generated table lives: the configuration page of the docs. */
 const CONFIGURATION_PAGE = path.join(__dirname, '../../docs/configuration.md');
