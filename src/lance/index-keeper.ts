@@ -9,7 +9,8 @@ import {
   type VectorIndexSpec,
 } from '../config/index-spec';
 import { crashPointAfter } from '../materializer/crash-points';
-import { retryConflicts, WorkStoppedError, type LanceTarget } from './lance-table';
+import { retryConflicts, WorkStoppedError } from './commit-retry';
+import type { LanceTarget } from './lance-table';
 
 /** What one maintenance round did to one declared index, and where it stands after it. */
 export interface IndexReport {

@@ -1,6 +1,6 @@
 import { isDiskFull } from '../common/disk-space';
 import { DiskFullError, PartCorruptError } from '../common/errors';
-import { LanceSchemaError } from '../lance/lance-table';
+import { LanceSchemaError } from '../lance/lance-errors';
 import { SourceMissingError } from './preparation';
 import { PublicationMismatchError } from './publisher';
 
