@@ -48,7 +48,8 @@ export class LanceTable {
   #schemaChanges: Promise<unknown> = Promise.resolve();
   /**
    * Adds one at a time in this process: two adds of one replica running at once would
-   * commit the same version, which a store without put-if-absent lets one overwrite.
+   * commit the same version, which a store without put-if-absent lets one overwrite
+   * (the commit rule, commit-rule.ts).
    */
   #adds: Promise<unknown> = Promise.resolve();
   /** The merge-insert key, once the table is known to carry it (insert-if-absent). */

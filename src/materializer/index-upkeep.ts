@@ -11,7 +11,8 @@ const CRASH_INTO_BUILD_MS = 100;
 /** What the upkeep asks of the materializer it runs beside. */
 export interface TableKeeperRole {
   maintainsTable(): boolean;
-  storeCommitsAtomically(): boolean;
+  /** Whether index commits may run beside the publications (commit-rule.ts). */
+  commitsBesidePublications(): boolean;
 }
 
 /**
@@ -43,7 +44,7 @@ export class IndexUpkeep {
     if (this.specs.length === 0 || this.everyMs === 0 || this.#running || this.#stopping.signal.aborted)
       return;
     if (now - this.#last < this.everyMs || !this.role.maintainsTable()) return;
-    if (!this.role.storeCommitsAtomically()) {
+    if (!this.role.commitsBesidePublications()) {
       if (!this.#offLogged) {
         this.#offLogged = true;
         this.logger.info(

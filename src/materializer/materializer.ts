@@ -6,6 +6,12 @@ import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import { nearChainEnd } from '../ownership/publishable-range';
+import {
+  commitSafetyOf,
+  commitsBesidePublications,
+  publicationsInFlight,
+  type CommitSafety,
+} from '../lance/commit-rule';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
 import { ClaimRegistry } from '../staging/claims';
 import { pathExists } from '../common/fs-durable';
@@ -141,6 +147,7 @@ export class Materializer {
   #inPlan = new Set<string>();
   readonly #failures: FailurePolicy;
   readonly #deadLetterFile: string;
+  readonly #commitSafety: CommitSafety;
   #ownership = new Map<TopicPartitionKey, PartitionOwnership>();
   #stats = {
     publications: 0,
@@ -161,6 +168,7 @@ export class Materializer {
     this.#o = o;
     this.#lance = lance;
     this.#failures = new FailurePolicy(o.maxPermanentFailures ?? 3);
+    this.#commitSafety = commitSafetyOf(o.storeAtomic !== false);
     this.#deadLetterFile = o.deadLetterFile ?? path.join(o.tableDir, QUARANTINE_DIR, 'dead-letters.jsonl');
     this.#fetch = new Permits('fetch', o.fetchPermits);
     this.#decode = new Permits('decode', o.decodePermits);
@@ -233,10 +241,8 @@ export class Materializer {
     this.#stats.unresolvableParts = out.unresolvable.length;
     const plans: Plan[] = [];
     for (const group of out.groups) plans.push(await this.#writePlan(group));
-    // Two publications overlap only where Lance reconciles concurrent commits: on a
-    // declared single writer's non-atomic store, one publication's schema commit
-    // (addColumns) could overwrite the other's add.
-    const inFlight = this.#o.mode === 'streamed' && this.storeCommitsAtomically() ? 2 : 1;
+    // Two publications overlap only where Lance reconciles concurrent commits (commit-rule.ts).
+    const inFlight = publicationsInFlight(this.#commitSafety, this.#o.mode === 'streamed');
     for (let i = 0; i < plans.length; i += inFlight) {
       // A drain starts nothing after its deadline; a plan not started stays in the ledger
       // and is published by the next start on this data directory.
@@ -300,12 +306,12 @@ export class Materializer {
   }
 
   /**
-   * A local directory, or a store whose commits are atomic (put-if-absent, s3+ddb://).
-   * Not a declared single writer's non-atomic store: declared indexes are built on their
-   * own connection beside publications, and there an index commit could overwrite one.
+   * Whether declared indexes may be built on their own connection beside the
+   * publications: not on a declared single writer's non-atomic store, where an index
+   * commit could overwrite one of theirs (commit-rule.ts).
    */
-  storeCommitsAtomically(): boolean {
-    return this.#o.storeAtomic !== false;
+  commitsBesidePublications(): boolean {
+    return commitsBesidePublications(this.#commitSafety);
   }
 
   /** What the last run left: parts not ready, parts held, plans waiting for a retry (nothing drained). */

@@ -4,6 +4,7 @@ import type { BoundedBudget } from '../common/bounded-budget';
 import { KafkaLanceError, asError } from '../common/errors';
 import { fsyncDirectory, pathExists } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
+import { countedOutcome, finalWithoutCount } from '../lance/commit-rule';
 import type { LanceTable, WriteMode } from '../lance/lance-table';
 import { describeRowKey, rowKey } from '../lance/row-counts';
 import { ROW_COLUMN, stagedColumns } from '../staging/system-columns';
@@ -181,14 +182,9 @@ export class Publisher {
   }
 
   /**
-   * After the add: whether the publication's rows are in the table for good. Lance
-   * commits with put-if-absent (an atomic store, s3+ddb://, a local directory) or on a
-   * store whose only writer is this replica (lance.singleWriter), so no concurrent
-   * commit can undo ours: a fulfilled append is done without a look. A rejected add may
-   * still have committed (LanceDB reloads the table after its commit and can fail
-   * there), so it is counted once, at once: that count is final (all there → done; none
-   * → the failure, retried from `writing`; part → not ours to repair). An insert-if-absent
-   * is always counted: other owners may hold some of its rows (#explained).
+   * After the add: whether the publication's rows are in the table for good, as the
+   * commit rule (commit-rule.ts) says: a fulfilled append is done without a look; a
+   * rejected add or an insert-if-absent is counted once, and that count is final.
    */
   async #afterAdd(
     plan: Plan,
@@ -196,11 +192,12 @@ export class Publisher {
     addError: Error | undefined,
     keys: () => ReadonlySet<string>,
   ): Promise<'done'> {
-    const insert = this.#writeOf(plan) === 'insert-if-absent';
-    if (!addError && !insert) return 'done';
+    const write = this.#writeOf(plan);
+    if (finalWithoutCount(write, addError !== undefined)) return 'done';
     crashPoint('before-confirm');
     const found = await this.#count(record);
-    if (found === record.rows) {
+    const outcome = countedOutcome(write, found, record.rows, { addFailed: addError !== undefined });
+    if (outcome === 'in-table') {
       if (addError) {
         this.o.logger.warn(
           {
@@ -215,10 +212,8 @@ export class Publisher {
       return 'done';
     }
     const table = this.o.lance.target.table;
-    if (!addError && insert && found > record.rows && (await this.#explained(plan.id, record, found, keys)))
-      return 'done';
-    if (!this.#mayHoldPart(plan, found, record.rows))
-      throw new PartialPublicationError(plan.id, table, found, record.rows);
+    if (outcome === 'explain-surplus' && (await this.#explained(plan.id, record, found, keys))) return 'done';
+    if (outcome === 'partial') throw new PartialPublicationError(plan.id, table, found, record.rows);
     // A rejected add that left nothing (or an insert not all in): retried from `writing`.
     if (addError) throw addError;
     throw new CommitLostError(plan.id, table, found, record.rows);
@@ -271,7 +266,8 @@ export class Publisher {
       // The same rule as after a rejected add: one count, final.
       const t0 = performance.now();
       const found = await this.#count(writing);
-      if (found === writing.rows) {
+      const outcome = countedOutcome(this.#writeOf(plan), found, writing.rows, undefined);
+      if (outcome === 'in-table') {
         await ledger.markPublished(this.o.tableDir, plan.id, undefined);
         await this.#cleanup(plan);
         // Its rows are published now (an add whose answer was lost, or a kill after it):
@@ -287,7 +283,7 @@ export class Publisher {
           checkSeconds,
           adds: 0,
         };
-      } else if (!this.#mayHoldPart(plan, found, writing.rows)) {
+      } else if (outcome === 'partial') {
         throw new PartialPublicationError(plan.id, this.o.lance.target.table, found, writing.rows);
       }
     } else if (!done && plan.parts.length > 0 && (await allMissing(plan.parts.map((p) => p.path)))) {
@@ -315,20 +311,6 @@ export class Publisher {
     }
     this.o.logger.info({ event: 'publication.resume', id: plan.id }, 'publishing an interrupted plan again');
     return this.publish(plan, mode);
-  }
-
-  /**
-   * Whether the table may hold `found` (not `rows`) of a publication's rows without a
-   * fault, so that writing it (again) is right. An append is one commit: all or none.
-   * An insert-if-absent may find part of its rows inserted by another owner's
-   * publication of the same records (a revoked replica's, late), or more rows than it
-   * holds (those records published under an earlier transform that emitted more rows
-   * per record): inserting adds only the absent keys, and the check after the write
-   * (`#explained`) tells a surplus the table explains from a duplicate.
-   */
-  #mayHoldPart(plan: Plan, found: number, rows: number): boolean {
-    if (found === 0) return true;
-    return this.#writeOf(plan) === 'insert-if-absent' && found !== rows;
   }
 
   /**
