@@ -1,5 +1,5 @@
 import * as lancedb from '@lancedb/lancedb';
-import { Schema, Table as ArrowTable, type RecordBatch } from 'apache-arrow';
+import { Table as ArrowTable, type RecordBatch, type Schema } from 'apache-arrow';
 import { injectedDiskFull } from '../common/disk-space';
 import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
