@@ -33,12 +33,8 @@ import {
   withAgedEpochs,
 } from './planner';
 import type { PreparationContext } from './preparation';
-import {
-  PartialPublicationError,
-  Publisher,
-  type PreparationMode,
-  type PublicationResult,
-} from './publisher';
+import { PartialPublicationError } from './publication-errors';
+import { Publisher, type PreparationMode, type PublicationResult } from './publisher';
 import { setAside, type SetAsideContext } from './set-aside';
 
 export interface MaterializerOptions {
