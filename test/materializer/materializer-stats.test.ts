@@ -1,4 +1,4 @@
-import { PublicationCounters } from '../../src/materializer/materializer-stats';
+import { PublicationCounters, type PublicationCounts } from '../../src/materializer/materializer-stats';
 import type { PublicationResult } from '../../src/materializer/publisher';
 
 const result = (rows: number, bytes: number): PublicationResult => ({
@@ -12,6 +12,21 @@ const result = (rows: number, bytes: number): PublicationResult => ({
   adds: 1,
 });
 
+/** Counts of one publication of `rows` rows and one storage failure, plus what `extra` adds. */
+const onePublicationOneFailure = (
+  rows: number,
+  extra: Partial<PublicationCounts> = {},
+): PublicationCounts => ({
+  publications: 1,
+  failedPublications: 1,
+  publishedRows: rows,
+  publishedBytes: rows * 10,
+  failures: { storage: 1 },
+  quarantinedParts: {},
+  deadLetteredRows: {},
+  ...extra,
+});
+
 test('each report hands over what the counts grew by since the previous one, and the totals', () => {
   const counters = new PublicationCounters();
   counters.published(result(10, 100));
@@ -19,30 +34,19 @@ test('each report hands over what the counts grew by since the previous one, and
   counters.quarantined('schema-incompatible', 2);
   counters.deadLettered('orders', 7);
   const first = counters.report();
-  expect(first.counted).toEqual({
-    publications: 1,
-    failedPublications: 1,
-    publishedRows: 10,
-    publishedBytes: 100,
-    failures: { storage: 1 },
-    quarantinedParts: { 'schema-incompatible': 2 },
-    deadLetteredRows: { orders: 7 },
-  });
+  expect(first.counted).toEqual(
+    onePublicationOneFailure(10, {
+      quarantinedParts: { 'schema-incompatible': 2 },
+      deadLetteredRows: { orders: 7 },
+    }),
+  );
   expect(first.recent.map((r) => r.rows)).toEqual([10]);
 
   counters.published(result(5, 50));
   counters.failed('storage', new Error('store down'));
   const second = counters.report();
   // Only the growth: a host adding `counted` to its counters never counts a publication twice.
-  expect(second.counted).toEqual({
-    publications: 1,
-    failedPublications: 1,
-    publishedRows: 5,
-    publishedBytes: 50,
-    failures: { storage: 1 },
-    quarantinedParts: {},
-    deadLetteredRows: {},
-  });
+  expect(second.counted).toEqual(onePublicationOneFailure(5));
   expect(second).toMatchObject({
     publications: 2,
     failedPublications: 2,
