@@ -15,7 +15,7 @@ import { isMissingVersion } from './lance-errors';
  * removes versions by their own age, so with writers' clocks apart (or a cleanup under
  * way) a removed version can sit below a kept one and end a walk early. The walk
  * therefore never decides alone: a count it finds low is read again by the caller on a
- * new listing (publisher.ts), and the highest count is the table's. Starting no lower
+ * new listing (publication-check.ts), and the highest count is the table's. Starting no lower
  * than the listed version keeps it off the versions a cleanup removed long ago.
  *
  * A `from` that no longer exists and is above the listed version (the table was dropped
