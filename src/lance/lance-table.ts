@@ -35,6 +35,15 @@ export interface LanceTarget {
  */
 export type WriteMode = 'append' | 'insert-if-absent';
 
+/** Runs between the assembly of a publication and its first add, given a version at or below the newest before it. */
+export type BeforeAdd = (versionBefore: number) => Promise<void>;
+
+/**
+ * Decides, after each add, whether its rows are in the table for good (undefined: the add
+ * resolved), or asks for the same rows to be added again.
+ */
+export type AfterAdd = (addError: LanceWriteError | undefined) => Promise<'done' | 'again'>;
+
 /**
  * One Lance table as kafka-lance uses it: created on first publication with the
  * system columns indexed (BTree on _offset, bitmaps on _partition and _topic_id), evolved by adding
@@ -115,9 +124,8 @@ export class LanceTable {
    */
   async append(
     batches: AsyncIterable<RecordBatch>,
-    beforeCommit: (versionBefore: number) => Promise<void>,
-    afterAdd: (addError: LanceWriteError | undefined) => Promise<'done' | 'again'> = (e) =>
-      e ? Promise.reject(e) : Promise.resolve('done'),
+    beforeCommit: BeforeAdd,
+    afterAdd: AfterAdd = (e) => (e ? Promise.reject(e) : Promise.resolve('done')),
     mode: WriteMode = 'append',
   ): Promise<{ rows: number; version: number | undefined; adds: number }> {
     const collected: RecordBatch[] = [];
