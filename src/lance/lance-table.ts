@@ -17,7 +17,6 @@ import {
 } from './table-schema';
 
 // `kafka-lance compact` (src/cli/compact.ts) imports these two from here.
-export { commitCleanupFence, safeCleanupCutoff } from './table-cleanup';
 
 export interface LanceTarget {
   /** A local directory or an object store URI (s3://, gs://, az://). */
