@@ -29,7 +29,7 @@ import { Metrics } from './metrics/metrics';
 import { DiskPressure } from './kafka/disk-pressure';
 import type { OwnershipRow } from './materializer/worker-protocol';
 import { StagingPool } from './pool/staging-pool';
-import { ClaimRegistry } from './staging/claims';
+import { FileLocks } from './staging/file-locks';
 import { recoverTableStaging } from './staging/recovery';
 import { tableStagingDir } from './staging/table-staging';
 import { testHooks } from './testing-hooks';
@@ -200,7 +200,7 @@ export class Replica {
     if (recoveryDelay > 0) await new Promise((r) => setTimeout(r, recoveryDelay)); // test-only: a slow recovery
     await recoverTableStaging({
       tableDir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'startup-recovery',
       logger: log,
     });

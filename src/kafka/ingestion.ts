@@ -7,7 +7,7 @@ import type { BatchDone, DurableReport, PartitionOffset } from '../pool/protocol
 import type { Metrics } from '../metrics/metrics';
 import { StagingPoolClosedError, type StagingPool } from '../pool/staging-pool';
 import type { StagingEpoch } from '../staging/epoch';
-import { claimPartitions, type Claim } from '../ownership/claim';
+import { claimPartitions, type PartitionClaim } from '../ownership/claim';
 import { CommitFence } from '../ownership/commit-fence';
 import { GroupMembership, type Generation } from '../ownership/membership';
 import { OffsetTracker, type PartitionCommit } from '../ownership/offset-tracker';
@@ -349,7 +349,7 @@ export class Ingestion {
     generation: Generation,
     partitions: readonly [string, number][],
     epoch: number,
-  ): Promise<Claim[] | undefined> {
+  ): Promise<PartitionClaim[] | undefined> {
     for (let attempt = 0; ; attempt++) {
       if (this.#stopping || !this.#membership.isCurrent(generation)) return undefined;
       try {

@@ -1,7 +1,7 @@
 import { KafkaJSError, type Admin, type Kafka } from 'kafkajs';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import type { Claim, ClaimIo, RecreatedTopic } from '../ownership/claim';
+import type { PartitionClaim, ClaimIo, RecreatedTopic } from '../ownership/claim';
 import {
   METADATA_API_KEY,
   UNKNOWN_TOPIC_OR_PARTITION,
@@ -244,7 +244,7 @@ export class TopicIds {
 }
 
 /** Topic → id of the claims that know it: what the staging epoch stamps on every row. */
-export function topicIdsOf(claims: readonly Claim[]): Record<string, string> {
+export function topicIdsOf(claims: readonly PartitionClaim[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const c of claims) if (c.topicId !== undefined) out[c.topic] = c.topicId;
   return out;

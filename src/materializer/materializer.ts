@@ -7,7 +7,7 @@ import type { Logger } from '../common/logger';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import { nearChainEnd } from '../ownership/publishable-range';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
-import { ClaimRegistry } from '../staging/claims';
+import { FileLocks } from '../staging/file-locks';
 import { pathExists } from '../common/fs-durable';
 import { QUARANTINE_DIR, quarantinePart } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
@@ -177,7 +177,7 @@ export class Materializer {
         hooks: o.hooks,
       },
     });
-    this.#catalog = new SealedPartCatalog(o.tableDir, new ClaimRegistry(), 'materializer', o.logger);
+    this.#catalog = new SealedPartCatalog(o.tableDir, new FileLocks(), 'materializer', o.logger);
   }
 
   static async open(o: MaterializerOptions): Promise<Materializer> {

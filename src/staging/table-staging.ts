@@ -12,7 +12,7 @@ import {
   type RecordOffset,
   type TopicPartitionKey,
 } from '../common/offsets';
-import type { ClaimRegistry } from './claims';
+import type { FileLocks } from './file-locks';
 import type { StagingEpoch } from './epoch';
 import { minuteKeyOf, parsePartName, type MinuteKey } from './part-name';
 import { OpenPartLimit } from './open-parts';
@@ -25,8 +25,8 @@ export interface TableStagingOptions {
   /** `<dataDir>/staging/<table>`; created when missing. */
   readonly tableDir: string;
   readonly table: string;
-  readonly claims: ClaimRegistry;
-  /** Names this instance in claims and logs (for example `staging-worker-2`). */
+  readonly locks: FileLocks;
+  /** Names this instance in file locks and logs (for example `staging-worker-2`). */
   readonly owner: string;
   readonly logger: Logger;
   /** Seal a part once it holds this many bytes. */
@@ -362,7 +362,7 @@ export class TableStaging {
         minute,
         this.#epoch,
         ulid(),
-        this.#options.claims,
+        this.#options.locks,
         this.#options.owner,
         this.#clock(),
         { directorySync: this.#options.directorySync ?? realDirectorySync, openParts: this.#openParts },

@@ -6,7 +6,7 @@ import { recordOffset, tpKey, type TopicPartitionKey } from '../../src/common/of
 import type { OwnershipEpoch } from '../../src/ownership/chain';
 import { Materializer, type MaterializerOptions } from '../../src/materializer/materializer';
 import type { PartitionOwnership } from '../../src/materializer/planner';
-import { ClaimRegistry, TableStaging, minuteKeyOf, type StagingEpoch } from '../../src/staging';
+import { FileLocks, TableStaging, minuteKeyOf, type StagingEpoch } from '../../src/staging';
 import { Field, Float64, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from 'apache-arrow';
 import { payloadOf, range, rowsFor } from './rows';
 
@@ -21,7 +21,7 @@ export function openFixtureStaging(
   return TableStaging.open({
     tableDir,
     table: TABLE,
-    claims: new ClaimRegistry(),
+    locks: new FileLocks(),
     owner: 'fixture',
     logger: silentLogger(),
     maxPartBytes: 1 << 30,
