@@ -14,7 +14,7 @@ import {
   type ResolvedField,
 } from './config';
 import { createKafka } from './kafka/client';
-import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './kafka/dead-letter';
+import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './dead-letters/dead-letter';
 import { Ingestion } from './kafka/ingestion';
 import { decodeChain } from './ownership/chain';
 import { SequencedSnapshots } from './ownership/snapshots';

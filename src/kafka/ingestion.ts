@@ -15,9 +15,9 @@ import { listPartIds, PublicationGate } from '../ownership/publication-gate';
 import { createHookedConsumer } from './coordinator-hook';
 import { coveredThrough, type FetchedBatch } from './fetched-batch';
 import { PartitionOffsets, type LogBounds } from './partition-offsets';
-import type { DeadLetterSink } from './dead-letter';
+import type { DeadLetterSink } from '../dead-letters/dead-letter';
 import type { DiskPressure } from './disk-pressure';
-import { DeadLetterOutbox } from './dead-letter-outbox';
+import { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import { TopicIds, topicIdsOf } from './topic-ids';
 import type { SchemaSource } from '../schema-registry/schema-source';
 

@@ -9,7 +9,7 @@ import {
 } from 'kafkajs';
 import { DeadLetterWriteError, errorMessage } from '../common/errors';
 import { mkdirDurably, realDirectorySync, type DirectorySync } from '../common/fs-durable';
-import type { DeadLetterReason } from '../decode/dead-letter-reason';
+import type { DeadLetterReason } from './dead-letter-reason';
 
 /** A record that could not be staged, with everything needed to replay it. */
 export interface DeadLetter {

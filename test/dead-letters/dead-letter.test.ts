@@ -2,7 +2,11 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
 import { DeadLetterWriteError } from '../../src/common/errors';
-import { FileDeadLetterSink, classifyProduceError, type DeadLetter } from '../../src/kafka/dead-letter';
+import {
+  FileDeadLetterSink,
+  classifyProduceError,
+  type DeadLetter,
+} from '../../src/dead-letters/dead-letter';
 import { tempDir } from '../support/rows';
 
 const protocolError = (type: string, retriable: boolean) =>
