@@ -14,7 +14,8 @@ import {
   type ResolvedField,
 } from './config';
 import { createKafka } from './kafka/client';
-import { FileDeadLetterSink, KafkaDeadLetterSink, type DeadLetterSink } from './dead-letters/dead-letter';
+import { FileDeadLetterSink, type DeadLetterSink } from './dead-letters/dead-letter';
+import { KafkaDeadLetterSink } from './kafka/dead-letter-topic';
 import { Ingestion } from './kafka/ingestion';
 import { decodeChain } from './ownership/chain';
 import { SequencedSnapshots } from './ownership/snapshots';

@@ -13,6 +13,7 @@ import { GroupMembership, type Generation } from '../ownership/membership';
 import { OffsetTracker, type PartitionCommit } from '../ownership/offset-tracker';
 import { listPartIds, PublicationGate } from '../ownership/publication-gate';
 import { createHookedConsumer } from './coordinator-hook';
+import { isGroupChange, rejoinRequest } from './kafka-errors';
 import { coveredThrough, type FetchedBatch } from './fetched-batch';
 import { PartitionOffsets, type LogBounds } from './partition-offsets';
 import type { DeadLetterSink } from '../dead-letters/dead-letter';
@@ -622,13 +623,7 @@ export class Ingestion {
     // A claim that cannot land for a whole session (a coordinator that moved while our
     // heartbeats still reach the old one) must not wedge the member: leave and rejoin.
     const tooLong = setTimeout(
-      () =>
-        failed?.(
-          Object.assign(new Error('the assignment could not be claimed within sessionTimeoutMs; rejoining'), {
-            type: 'NOT_COORDINATOR_FOR_GROUP',
-            retriable: true,
-          }),
-        ),
+      () => failed?.(rejoinRequest('the assignment could not be claimed within sessionTimeoutMs; rejoining')),
       this.#o.consumer.sessionTimeoutMs,
     );
     try {
@@ -756,18 +751,6 @@ export class Ingestion {
       clearInterval(timer);
     }
   }
-}
-
-/** A heartbeat error that means this member must rejoin before anything it claims can land. */
-function isGroupChange(error: unknown): boolean {
-  const type = (error as { type?: unknown } | null)?.type;
-  return (
-    type === 'REBALANCE_IN_PROGRESS' ||
-    type === 'UNKNOWN_MEMBER_ID' ||
-    type === 'ILLEGAL_GENERATION' ||
-    type === 'NOT_COORDINATOR_FOR_GROUP' ||
-    type === 'NOT_COORDINATOR'
-  );
 }
 
 /** Rejects when `work` takes longer than `ms` (the work itself goes on, its result unused). */

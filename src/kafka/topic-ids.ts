@@ -9,6 +9,7 @@ import {
   encodeMetadataRequest,
   metadataVersionFor,
 } from './metadata-protocol';
+import { REJOIN_ERROR_TYPE } from './kafka-errors';
 
 /** The slice of kafkajs 2.2.4's internal Broker used here (pinned, like coordinator-hook.ts). */
 interface InternalBroker {
@@ -46,7 +47,7 @@ const CREATE_CLUSTER = 'private:Kafka:createCluster';
  * (the watch has logged why already).
  */
 export class TopicRecreatedError extends KafkaJSError {
-  readonly type = 'REBALANCE_IN_PROGRESS';
+  readonly type = REJOIN_ERROR_TYPE;
   override readonly name = 'TopicRecreatedError';
   constructor(
     readonly topic: string,
