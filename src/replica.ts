@@ -28,7 +28,7 @@ import type { LanceTarget } from './lance/lance-table';
 import type { KnownField } from './decode/record-decoder';
 import { Metrics } from './metrics/metrics';
 import { DiskPressure } from './kafka/disk-pressure';
-import type { OwnershipRow } from './materializer/worker-protocol';
+import type { OwnershipRow } from './ownership/partition-ownership';
 import { StagingPool } from './pool/staging-pool';
 import { FileLocks } from './staging/file-locks';
 import { recoverTableStaging } from './staging/recovery';
@@ -504,7 +504,11 @@ async function readOwnership(admin: Admin, consumer: ResolvedConsumer): Promise<
   return committed.flatMap((t) =>
     t.partitions
       .filter((p) => Number(p.offset) >= 0)
-      .map((p) => [t.topic, p.partition, decodeChain(p.metadata), Number(p.offset)] as const),
+      .map((p): OwnershipRow => [
+        t.topic,
+        p.partition,
+        { chain: decodeChain(p.metadata), committed: Number(p.offset) },
+      ]),
   );
 }
 

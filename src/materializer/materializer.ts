@@ -30,8 +30,8 @@ import {
   planPublications,
   toPlanPart,
   type PartDecision,
-  type PartitionOwnership,
 } from './planner';
+import type { PartitionOwnership } from '../ownership/partition-ownership';
 import type { PreparationContext } from './preparation';
 import {
   PartialPublicationError,

@@ -5,7 +5,7 @@ import { createLogger, silentLogger, type Logger } from '../../src/common/logger
 import { recordOffset, tpKey, type TopicPartitionKey } from '../../src/common/offsets';
 import type { OwnershipEpoch } from '../../src/ownership/chain';
 import { Materializer, type MaterializerOptions } from '../../src/materializer/materializer';
-import type { PartitionOwnership } from '../../src/materializer/planner';
+import type { PartitionOwnership } from '../../src/ownership/partition-ownership';
 import { FileLocks, TableStaging, minuteKeyOf, type StagingEpoch } from '../../src/staging';
 import { Field, Float64, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from 'apache-arrow';
 import { payloadOf, range, rowsFor } from './rows';
