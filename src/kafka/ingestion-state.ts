@@ -5,7 +5,7 @@ import type { DeadLetterSink } from '../dead-letters/dead-letter';
 import type { Metrics } from '../metrics/metrics';
 import { CommitFence } from '../ownership/commit-fence';
 import { GroupMembership } from '../ownership/membership';
-import { OffsetTracker } from '../ownership/offset-tracker';
+import type { OffsetTracker } from '../ownership/offset-tracker';
 import { PublicationGate } from '../ownership/publication-gate';
 import type { StagingPool } from '../pool/staging-pool';
 import type { SchemaSource } from '../schema-registry/schema-source';
@@ -18,6 +18,8 @@ export interface IngestionOptions {
   readonly kafka: Kafka;
   readonly admin: Admin;
   readonly pool: StagingPool;
+  /** Decides every commit; staging's batch reports reach it too (staged-batch-reports.ts). */
+  readonly tracker: OffsetTracker;
   readonly deadLetters: DeadLetterSink;
   /** This process instance: the owner recorded in parts and in the ownership chain. */
   readonly owner: string;
@@ -54,7 +56,7 @@ export interface IngestionStats {
  */
 export class IngestionState {
   readonly o: IngestionOptions;
-  readonly tracker = new OffsetTracker();
+  readonly tracker: OffsetTracker;
   readonly membership = new GroupMembership();
   readonly fence: CommitFence;
   readonly offsets: PartitionOffsets;
@@ -80,6 +82,7 @@ export class IngestionState {
 
   constructor(options: IngestionOptions) {
     this.o = options;
+    this.tracker = options.tracker;
     this.epoch = options.initialEpoch;
     this.gate = options.consumer.offsets.commitAfter === 'published' ? new PublicationGate() : undefined;
     this.fence = new CommitFence(this.membership, options.consumer.groupId);

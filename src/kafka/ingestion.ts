@@ -1,6 +1,5 @@
 import type { Consumer } from 'kafkajs';
 import { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
-import type { BatchDone } from '../pool/protocol';
 import { BatchRunner } from './batch-runner';
 import { createHookedConsumer } from './coordinator-hook';
 import { DurabilityTick } from './durability-tick';
@@ -92,21 +91,6 @@ export class Ingestion {
   /** Partitions owned now, with their last landed commit. */
   owned(): { topic: string; partition: number; landed: number }[] {
     return this.#state.tracker.assigned();
-  }
-
-  /** The batches' DLQ results (pool hook): registered synchronously, before a sync covering them. */
-  onBatchDone(topic: string, partition: number, result: BatchDone): void {
-    const { o, tracker } = this.#state;
-    const table = { table: o.consumer.table };
-    o.metrics.stagedRecords.inc(table, result.staged);
-    o.metrics.stagedBytes.inc(table, result.stagedBytes);
-    if (result.deadLetters.length > 0) {
-      tracker.addPendingDeadLetters(
-        topic,
-        partition,
-        result.deadLetters.map((d) => d.offset),
-      );
-    }
   }
 
   async start(onFatal: (error: Error) => void): Promise<void> {
