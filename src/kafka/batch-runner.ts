@@ -37,7 +37,7 @@ export class BatchRunner {
 
   async eachBatch(payload: EachBatchPayload): Promise<void> {
     const s = this.#state;
-    const { o } = s;
+    const o = s.options;
     const { batch } = payload;
     const heartbeat = () => payload.heartbeat();
     await this.#joins.untilClaimed(heartbeat);
@@ -118,7 +118,7 @@ export class BatchRunner {
     // batch (and kafkajs's fetch buffers behind it) alive for a whole interval.
     const timer = setInterval(
       () => void heartbeat().catch(() => undefined),
-      this.#state.o.consumer.heartbeatIntervalMs,
+      this.#state.options.consumer.heartbeatIntervalMs,
     );
     try {
       return await work;

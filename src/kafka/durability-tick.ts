@@ -31,7 +31,7 @@ export class DurabilityTick {
       this.#ticking = this.tick()
         .catch((error: unknown) => this.#state.fail(error))
         .finally(() => this.schedule());
-    }, this.#diskBackoffMs || this.#state.o.consumer.durabilityIntervalMs);
+    }, this.#diskBackoffMs || this.#state.options.consumer.durabilityIntervalMs);
   }
 
   /** No tick starts after this; resolves when the running one (if any) has ended. */
@@ -42,17 +42,17 @@ export class DurabilityTick {
 
   /** Staging's disk is full: pause, and retry the writes at growing intervals (up to 5 s). */
   #stagingDiskFull(error: DiskFullError): void {
-    const interval = this.#state.o.consumer.durabilityIntervalMs;
+    const interval = this.#state.options.consumer.durabilityIntervalMs;
     this.#diskBackoffMs = Math.min(
       Math.max(5_000, interval),
       Math.max(interval, this.#diskBackoffMs * 2 || 250),
     );
-    this.#state.o.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
+    this.#state.options.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
   }
 
   /** One durability tick: sync staging, commit what became durable, seal due parts. */
   async tick(): Promise<void> {
-    const { o, tracker, gate } = this.#state;
+    const { options: o, tracker, gate } = this.#state;
     const endTimer = o.metrics.durableSync.startTimer();
     let reports: readonly DurableReport[];
     try {

@@ -60,7 +60,7 @@ export class FetchPositions {
       s.stopping ||
       !s.tracker.owns(topic, partition) ||
       this.#outbox.isStopped(topic, partition) ||
-      s.o.diskPressure.full
+      s.options.diskPressure.full
     )
       return undefined;
     return position;
@@ -75,7 +75,7 @@ export class FetchPositions {
   #skipGap(topic: string, partition: number, position: FetchPosition, through: number): void {
     position.next = through + 1;
     this.#consumer.seek({ topic, partition, offset: String(through + 1) });
-    const admitted = this.#state.o.pool
+    const admitted = this.#state.options.pool
       .admit(topic, partition, [], position.epoch, through)
       .then(({ done }) => done);
     // A graceful stop closed the pool: the gap is found again by the next owner.
@@ -108,7 +108,7 @@ export class FetchPositions {
    * were gone before anyone read them are counted and named once.
    */
   async onOffsetOutOfRange(topic: string, partition: number, fetchOffset: number): Promise<void> {
-    const { o, offsets, topicIds } = this.#state;
+    const { options: o, offsets, topicIds } = this.#state;
     // A topic deleted and recreated under its name is out of range at the old position:
     // once the topic-id watch has seen it, rejoin (thrown out of the fetch, kafkajs
     // rejoins on the error's type) so that the next claim takes the new incarnation.
@@ -178,7 +178,11 @@ export class FetchPositions {
   #hold(topic: string, partition: number, ms: number): void {
     this.#consumer.pause([{ topic, partitions: [partition] }]);
     setTimeout(() => {
-      if (this.#state.stopping || this.#state.o.diskPressure.full || this.#outbox.isStopped(topic, partition))
+      if (
+        this.#state.stopping ||
+        this.#state.options.diskPressure.full ||
+        this.#outbox.isStopped(topic, partition)
+      )
         return;
       this.#consumer.resume([{ topic, partitions: [partition] }]);
     }, ms).unref();

@@ -55,7 +55,7 @@ export interface IngestionStats {
  * whether the ingestion is stopping. One instance per Ingestion.
  */
 export class IngestionState {
-  readonly o: IngestionOptions;
+  readonly options: IngestionOptions;
   readonly tracker: OffsetTracker;
   readonly membership = new GroupMembership();
   readonly fence: CommitFence;
@@ -81,7 +81,7 @@ export class IngestionState {
   #fatal: ((error: Error) => void) | undefined;
 
   constructor(options: IngestionOptions) {
-    this.o = options;
+    this.options = options;
     this.tracker = options.tracker;
     this.epoch = options.initialEpoch;
     this.gate = options.consumer.offsets.commitAfter === 'published' ? new PublicationGate() : undefined;

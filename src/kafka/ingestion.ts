@@ -95,7 +95,7 @@ export class Ingestion {
 
   async start(onFatal: (error: Error) => void): Promise<void> {
     this.#state.onFatal(onFatal);
-    const { o } = this.#state;
+    const o = this.#state.options;
     const c = o.consumer;
     this.#consumer.on(this.#consumer.events.GROUP_JOIN, (event) => {
       this.#joins.onJoin(event.payload.memberAssignment);
@@ -134,7 +134,7 @@ export class Ingestion {
       this.#consumer,
       s.tracker.assigned().map((a) => a.topic),
     );
-    const log = (step: string) => s.o.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
+    const log = (step: string) => s.options.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
     // A dead-letter write retrying (a DLQ that is down) must not hold the stop.
     this.#outbox.close();
     await this.#ticks.stopTicking();
@@ -142,11 +142,11 @@ export class Ingestion {
     log('fetching stopped, admitted batches staged');
     await this.#ticks.tick();
     log('durable and committed');
-    const sealed = await s.o.pool.close();
+    const sealed = await s.options.pool.close();
     log(`sealed ${sealed.parts} parts`);
     await this.#consumer.disconnect();
     await s.topicIds.close();
-    s.o.schemas?.close();
+    s.options.schemas?.close();
     log('left the group');
   }
 }

@@ -45,7 +45,7 @@ export class JoinClaims {
 
   onJoin(memberAssignment: Record<string, number[]>): void {
     const s = this.#state;
-    const { o } = s;
+    const o = s.options;
     s.stats.joins += 1;
     const generation = s.membership.joined();
     const assigned: [string, number][] = [];
@@ -161,17 +161,17 @@ export class JoinClaims {
     for (let attempt = 0; ; attempt++) {
       if (s.stopping || !s.membership.isCurrent(generation)) return undefined;
       try {
-        const claims = await claimPartitions(partitions, s.o.owner, epoch, {
+        const claims = await claimPartitions(partitions, s.options.owner, epoch, {
           committed: (tps) => s.offsets.committed(tps),
           initialOffset: (topic, partition) => this.#initialOffset(topic, partition),
-          ...s.topicIds.claimIo(s.o.admin),
+          ...s.topicIds.claimIo(s.options.admin),
           commitTurn: (claim) =>
             s.fence.commit(generation, () => claim((commits) => this.#committer.send(commits))),
         });
         return s.membership.isCurrent(generation) ? claims : undefined;
       } catch (error) {
         if (!s.membership.isCurrent(generation)) return undefined;
-        s.o.logger.warn(
+        s.options.logger.warn(
           { event: 'kafka.claim.failed', attempt, epoch, err: errorMessage(error) },
           'could not claim the assigned partitions; retrying',
         );
@@ -182,7 +182,7 @@ export class JoinClaims {
 
   async #initialOffset(topic: string, partition: number): Promise<number> {
     const [bounds] = await this.#state.offsets.bounds([[topic, partition]]);
-    return this.#state.o.consumer.fromBeginning ? bounds!.low : bounds!.high;
+    return this.#state.options.consumer.fromBeginning ? bounds!.low : bounds!.high;
   }
 
   /**
@@ -199,13 +199,13 @@ export class JoinClaims {
         void heartbeat().catch((error: unknown) => {
           if (isGroupChange(error)) failed?.(error);
         }),
-      this.#state.o.consumer.heartbeatIntervalMs,
+      this.#state.options.consumer.heartbeatIntervalMs,
     );
     // A claim that cannot land for a whole session (a coordinator that moved while our
     // heartbeats still reach the old one) must not wedge the member: leave and rejoin.
     const tooLong = setTimeout(
       () => failed?.(rejoinRequest('the assignment could not be claimed within sessionTimeoutMs; rejoining')),
-      this.#state.o.consumer.sessionTimeoutMs,
+      this.#state.options.consumer.sessionTimeoutMs,
     );
     try {
       await Promise.race([this.#assignmentReady.catch(() => undefined), heartbeatFailed]);

@@ -26,26 +26,26 @@ export class OffsetCommitter {
     const outcome = await s.fence.commit(generation, () => this.send(commits));
     if (outcome.kind === 'landed') {
       this.#dataCommits += 1;
-      if (s.o.killAtCommit !== undefined && this.#dataCommits >= s.o.killAtCommit) {
+      if (s.options.killAtCommit !== undefined && this.#dataCommits >= s.options.killAtCommit) {
         // Test-only: the answer arrived but this replica dies before it records it.
         process.kill(process.pid, 'SIGKILL');
       }
       s.tracker.landed(commits);
       s.stats.commits += 1;
       for (const c of commits) {
-        s.o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.offset);
+        s.options.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.offset);
       }
     } else if (outcome.kind === 'not-sent') {
       // kafkajs's runner was not running (a crash-restart or rejoin): nothing reached
       // the broker. The next tick recomputes the commit from what is still owned.
       s.stats.unsentCommits += 1;
-      s.o.logger.warn({ event: 'kafka.commit.unsent' }, 'offset commit not sent (consumer restarting)');
+      s.options.logger.warn({ event: 'kafka.commit.unsent' }, 'offset commit not sent (consumer restarting)');
     } else {
       // A refused commit (rebalance, stale generation, fenced) did not land; it is never
       // retried into a generation that no longer owns the partition: the next tick
       // recomputes commits from the current assignment.
       s.stats.refusedCommits += 1;
-      s.o.logger.warn(
+      s.options.logger.warn(
         { event: 'kafka.commit.refused', err: errorMessage(outcome.error) },
         'offset commit refused',
       );
