@@ -43,7 +43,7 @@ export interface ReplicaOptions {
   readonly killAtCommit?: number;
 }
 
-/** What a started replica holds until its stop, in the order of the stop. */
+/** What a started replica holds until its stop (Replica.stop orders their ends). */
 interface ReplicaStages {
   readonly consumer: ResolvedConsumer;
   readonly owner: string;
@@ -99,7 +99,7 @@ export class Replica {
     const metrics = options.metrics ?? new Metrics();
     const owner = ulid();
     const log = logger.child({ consumer: consumer.name, owner });
-    const lanceUri = consumer.lance.uri ?? path.join(consumer.dataDir, 'lance');
+    const lanceUri = lanceTargetOf(consumer).uri;
     log.info(
       {
         event: 'replica.start',
