@@ -4,7 +4,7 @@ import type { EpochUnit, ResolvedConsumer, Row, SourceRecord } from '../config';
 import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
 import { ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
-import type { DeadLetterVerdict } from './dead-letter-reason';
+import type { DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
 import { columnNameProblem } from '../config/column-name';
 import {
