@@ -29,17 +29,11 @@ import type {
   NamedField,
   VectorElement,
 } from '../config';
-import {
-  DecimalBuilder,
-  LargeVariableWidthBuilder,
-  ListBuilder,
-  NumericBuilder,
-  StructBuilder,
-  VectorBuilder,
-  newBinary,
-  type ColumnBuilder,
-  type VariableWidthBuilder,
-} from './column-builder';
+import type { ColumnBuilder } from './column-builder';
+import { DecimalBuilder, NumericBuilder } from './declared-builders';
+import { newBinary } from './fixed-width-builders';
+import { ListBuilder, StructBuilder, VectorBuilder } from './nested-builders';
+import { LargeVariableWidthBuilder, type VariableWidthBuilder } from './variable-width-builders';
 import { FIELD_CODECS, INVALID, Invalid, type Converted, type FieldCodec } from './field-codec';
 import { parseDate, parseTimestampIn } from './timestamp';
 
