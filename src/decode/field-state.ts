@@ -1,4 +1,4 @@
-import type { EpochUnit } from '../config';
+import type { EpochUnit, NamedField } from '../config';
 import {
   FIELD_CODECS,
   INVALID,
@@ -7,6 +7,7 @@ import {
   type Invalid,
   type InferredTypeName,
 } from './field-codec';
+import { codecOf, numbersUnit, typeLabel } from './typed-codecs';
 
 /** A data column as the decoder knows it: its name, type and how values convert into it. */
 export interface FieldState {
@@ -20,6 +21,57 @@ export interface FieldState {
   readonly epochUnit: EpochUnit;
 }
 
+/** A declared column (the consumer's schema, or a registry writer schema's field). */
+export function declaredField(field: NamedField, consumerUnit: EpochUnit): FieldState {
+  return {
+    name: field.name,
+    label: typeLabel(field),
+    codec: codecOf(field, consumerUnit),
+    nullable: field.nullable,
+    epochUnit: numbersUnit(field, consumerUnit),
+  };
+}
+
+/** What a registry writer schema changes in the decoder's columns. */
+export interface WriterFieldChanges {
+  /** Columns the decoder does not have yet (new nullable columns). */
+  readonly added: FieldState[];
+  /** Each added or retyped column's type as the writer declared it (JSON). */
+  readonly types: (readonly [string, string])[];
+  /** Columns the writer gives another type, each with its new type's JSON. */
+  readonly retyped: (readonly [FieldState, string])[];
+}
+
+/**
+ * Registry formats: the columns a writer schema has that the decoder does not have yet,
+ * and the columns it gives another type than the decoder's (`writerTypes`: each column's
+ * type as the latest writer schema that named it declared it): Lance cannot change a
+ * column's type, so the caller starts a new segment in which the column has the writer's type.
+ */
+export function writerFieldChanges(
+  fields: readonly NamedField[],
+  writerTypes: ReadonlyMap<string, string>,
+  consumerUnit: EpochUnit,
+): WriterFieldChanges {
+  const added: FieldState[] = [];
+  const types: (readonly [string, string])[] = [];
+  const retyped: (readonly [FieldState, string])[] = [];
+  for (const f of fields) {
+    const type = JSON.stringify(f);
+    const known = writerTypes.get(f.name);
+    if (known === type) continue;
+    const state = declaredField(f, consumerUnit);
+    if (known === undefined) {
+      types.push([f.name, type]);
+      added.push(state);
+    } else {
+      retyped.push([state, type]);
+    }
+  }
+  return { added, types, retyped };
+}
+
+/** A column `schema: 'infer'` created from a value's JSON kind. */
 export function inferredField(name: string, type: InferredTypeName, epochUnit: EpochUnit): FieldState {
   return { name, label: type, codec: FIELD_CODECS[type], nullable: true, epochUnit };
 }

@@ -7,7 +7,6 @@ import type { DeadLetterVerdict } from './dead-letter-reason';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
 import { columnNameProblem } from './column-name';
 import { Invalid, inferFieldType, type Converted, type InferredTypeName } from './field-codec';
-import { codecOf, numbersUnit, typeLabel } from './typed-codecs';
 import { writerSchemasFor } from './registry-formats';
 import type { WriterSchemas } from './registry-writer-schemas';
 import type { NamedField } from '../config';
@@ -16,7 +15,16 @@ import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';
 import { BatchColumns } from './batch-columns';
-import { convertValue, inferredField, mismatch, quoted, type FieldState } from './field-state';
+import {
+  convertValue,
+  declaredField,
+  inferredField,
+  mismatch,
+  quoted,
+  writerFieldChanges,
+  type FieldState,
+  type WriterFieldChanges,
+} from './field-state';
 import { normalizeRows, sourceRecord } from './transform-rows';
 
 /** One Kafka message as it crosses into a worker. */
@@ -143,13 +151,7 @@ export class RecordDecoder {
     this.#fields =
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
-        : (options.fields ?? []).map((f) => ({
-            name: f.name,
-            label: typeLabel(f),
-            codec: codecOf(f, options.epochUnit),
-            nullable: f.nullable,
-            epochUnit: numbersUnit(f, options.epochUnit),
-          }));
+        : (options.fields ?? []).map((f) => declaredField(f, options.epochUnit));
     if (this.#infer && this.#fields.length === 0) {
       for (const { name, type } of options.knownFields ?? []) {
         if (columnNameProblem(name) !== undefined || this.#fields.some((f) => f.name === name)) continue;
@@ -329,43 +331,10 @@ export class RecordDecoder {
     };
   }
 
-  /**
-   * Registry formats: the columns a writer schema has that the decoder does not have yet
-   * (new nullable columns), and the columns it gives another type than the decoder's (each
-   * with its new type's JSON): Lance cannot change a column's type, so the caller starts a
-   * new segment in which the column has the writer's type.
-   */
-  #writerFields(
-    schemaId: number,
-    fields: readonly NamedField[],
-  ): {
-    added: FieldState[];
-    types: (readonly [string, string])[];
-    retyped: (readonly [FieldState, string])[];
-  } {
-    const added: FieldState[] = [];
-    const types: (readonly [string, string])[] = [];
-    const retyped: (readonly [FieldState, string])[] = [];
-    if (this.#admittedSchemas.has(schemaId)) return { added, types, retyped };
-    for (const f of fields) {
-      const type = JSON.stringify(f);
-      const known = this.#writerTypes.get(f.name);
-      if (known === type) continue;
-      const state: FieldState = {
-        name: f.name,
-        label: typeLabel(f),
-        codec: codecOf(f, this.#options.epochUnit),
-        nullable: f.nullable,
-        epochUnit: numbersUnit(f, this.#options.epochUnit),
-      };
-      if (known === undefined) {
-        types.push([f.name, type]);
-        added.push(state);
-      } else {
-        retyped.push([state, type]);
-      }
-    }
-    return { added, types, retyped };
+  /** Registry formats: what a writer schema adds or retypes (writerFieldChanges), nothing for one admitted before. */
+  #writerFields(schemaId: number, fields: readonly NamedField[]): WriterFieldChanges {
+    if (this.#admittedSchemas.has(schemaId)) return { added: [], types: [], retyped: [] };
+    return writerFieldChanges(fields, this.#writerTypes, this.#options.epochUnit);
   }
 
   /**
