@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { loadConsumer, type ResolvedConsumer } from '../config';
 import { indexName, isVectorIndex, vectorMinRows } from '../config/index-spec';
@@ -14,11 +14,12 @@ import {
   waitReady,
   type DemoOptions,
 } from './demo';
+import { closeDemoBroker } from './demo-broker';
 import { CliError } from './errors';
 import { indexLine } from './inspect';
 import { connectAdmin } from './kafka-admin';
 import { indexShapes, openExistingTable } from './lance-read';
-import { KAFKA_LOCAL, ROOT } from './paths';
+import { ROOT } from './paths';
 import { ensureTopicsServed } from '../kafka/topic-ready';
 
 export const DOCUMENTS_CONSUMER = path.join(ROOT, 'consumers/documents.ts');
@@ -138,11 +139,7 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
     o.print(`Logs       ${logFile}`);
   } finally {
     if (replica) await stopReplica(replica);
-    await admin.disconnect();
-    if (embedded.started) {
-      spawnSync(KAFKA_LOCAL, ['stop'], { stdio: 'ignore' });
-      o.print('Stopped the embedded broker.');
-    }
+    await closeDemoBroker(admin, embedded, o.print);
   }
 }
 

@@ -12,7 +12,7 @@ import {
   type FixedWidthBuilder,
 } from './fixed-width-builders';
 import type { VariableWidthBuilder } from './variable-width-builders';
-import { isWellFormed } from './column-name';
+import { isWellFormed } from '../config/column-name';
 import { stringifyJsonExact } from './exact-json';
 import { parseTimestamp } from './timestamp';
 

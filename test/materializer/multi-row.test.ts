@@ -11,7 +11,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { recordOffset } from '../../src/common/offsets';
 import { RecordDecoder, type DecoderOptions, type RawMessage } from '../../src/decode/record-decoder';
 import { ledger } from '../../src/materializer/plan';
-import { DuplicatedRowsError } from '../../src/materializer/publisher';
+import { DuplicatedRowsError } from '../../src/materializer/publication-errors';
 import { intervalsOf } from '../../src/materializer/preparation';
 import { readSealedPart } from '../../src/staging';
 import {

@@ -1,5 +1,5 @@
 import type { NamedField } from '../../config';
-import { columnNameProblem } from '../column-name';
+import { columnNameProblem } from '../../config/column-name';
 import { identity, structField, type Mapped } from '../column-mapping';
 
 /**

@@ -1,6 +1,6 @@
 import * as protobuf from 'protobufjs';
 import type { DeclaredField, NamedField } from '../../config';
-import { columnNameProblem } from '../column-name';
+import { columnNameProblem } from '../../config/column-name';
 import { identity, structField, type Mapped, type ToValue } from '../column-mapping';
 
 /**
