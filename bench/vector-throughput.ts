@@ -147,7 +147,7 @@ async function endToEnd(brokers: readonly string[], encoding: Encoding): Promise
       stdio: ['ignore', 'ignore', 'inherit'],
       env: {
         ...withMallocTuning(process.env),
-        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'thread-tag.js')}`,
+        NODE_OPTIONS: `${withMallocTuning(process.env).NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'thread-tag.js')}`,
         BENCH_THREAD_DIR: tagDir,
       },
     },

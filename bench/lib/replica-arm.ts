@@ -77,7 +77,7 @@ export async function startReplica(
       // As `bin/kafka-lance` run as a program would (glibc reads these only at start).
       env: {
         ...withMallocTuning(process.env),
-        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../thread-tag.js')}`,
+        NODE_OPTIONS: `${withMallocTuning(process.env).NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../thread-tag.js')}`,
         BENCH_THREAD_DIR: tagDir,
       },
     },

@@ -152,7 +152,7 @@ async function main(): Promise<void> {
         }
       } catch (error) {
         if (error instanceof DiskFullError) {
-          // Not a failure of staging: the main thread pauses and retries (kafka/ingestion.ts).
+          // Not a failure of staging: the main thread pauses and retries (kafka/durability-tick.ts).
           reply({
             type: 'error',
             id: request.id,
