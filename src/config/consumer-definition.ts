@@ -89,7 +89,7 @@ export const consumerDefinitionSchema = z
     tombstones: z.enum(['dead-letter', 'ignore']).default('dead-letter'),
     deadLetter: deadLetter.optional(),
     errors: errorHandling,
-    durabilityIntervalMs: z.number().int().min(10).max(60_000).default(1000),
+    durabilityIntervalMs: z.number().int().min(10).max(60_000).default(500),
     offsets: z
       .strictObject({
         /**
@@ -119,14 +119,14 @@ export const consumerDefinitionSchema = z
           .int()
           .positive()
           .default(16 * 1024 * 1024),
-        maxPartAgeMs: z.number().int().positive().default(2_000),
+        maxPartAgeMs: z.number().int().positive().default(1_000),
         /**
          * Part files open at once in a replica (shared by its staging workers). Event
          * time opens one part per minute; past the bound the oldest part is sealed.
          */
         maxOpenParts: z.number().int().min(1).max(100_000).default(64),
       })
-      .default({ maxPartBytes: 16 * 1024 * 1024, maxPartAgeMs: 2_000, maxOpenParts: 64 }),
+      .default({ maxPartBytes: 16 * 1024 * 1024, maxPartAgeMs: 1_000, maxOpenParts: 64 }),
     workers: z.number().int().min(1).max(64).default(2),
     lance: lanceOptions,
     materializer: materializerOptions,

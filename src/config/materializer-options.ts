@@ -21,7 +21,7 @@ export const materializerOptions = z
       .positive()
       .default(32 * 1024 * 1024),
     /** A small publication waits at most this long for more parts (freshness bound). */
-    maxPublicationDelayMs: z.number().int().min(0).default(2_000),
+    maxPublicationDelayMs: z.number().int().min(0).default(500),
     fetchPermits: z.number().int().min(1).max(64).default(2),
     decodePermits: z.number().int().min(1).max(64).default(2),
     /** Bytes of fetched + decoded source data in flight: a publication holds 2× its bytes until its add ends (at least 2 × maxPublicationBytes and 2 × staging.maxPartBytes). */
@@ -30,7 +30,7 @@ export const materializerOptions = z
       .int()
       .positive()
       .default(128 * 1024 * 1024),
-    pollMs: z.number().int().min(10).default(1_000),
+    pollMs: z.number().int().min(10).default(250),
     /**
      * Compact small fragments (LanceDB optimize) this often; 0 turns it off. Only the
      * replica that owns the first partition of the first topic runs it.

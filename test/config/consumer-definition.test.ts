@@ -22,9 +22,9 @@ describe('consumer definitions', () => {
       groupId: 'kafka-lance-orders',
       table: 'orders',
       format: 'json',
-      durabilityIntervalMs: 1000,
+      durabilityIntervalMs: 500,
       queue: { maxRecords: 50_000, maxBytes: 16 * 1024 * 1024 },
-      staging: { maxPartAgeMs: 2_000, maxPartBytes: 16 * 1024 * 1024 },
+      staging: { maxPartAgeMs: 1_000, maxPartBytes: 16 * 1024 * 1024 },
       materializer: { maxPublicationBytes: 32 * 1024 * 1024, sourceReservationBytes: 128 * 1024 * 1024 },
       fields: [{ name: 'id', type: 'int64', nullable: true }],
     });
