@@ -32,7 +32,9 @@ import { StagingPool } from './pool/staging-pool';
 import { ClaimRegistry } from './staging/claims';
 import { recoverTableStaging } from './staging/recovery';
 import { tableStagingDir } from './staging/table-staging';
-import { testHooks } from './testing-hooks';
+import { NO_FAULTS, type Faults } from './faults/faults';
+import { replicaHooks } from './faults/replica-hooks';
+import { shareFaults } from './faults/thread-faults';
 
 export interface ReplicaOptions {
   readonly consumerPath: string;
@@ -40,8 +42,11 @@ export interface ReplicaOptions {
   readonly logger?: Logger;
   /** The registry the replica reports into (the CLI serves it on /metrics). */
   readonly metrics?: Metrics;
-  /** Test-only: SIGKILL at the Nth data commit's answer (KAFKA_LANCE_TEST_KILL_AT_COMMIT). */
-  readonly killAtCommit?: number;
+  /**
+   * Test-only faults (src/faults/faults.ts), parsed once at process start; absent, none.
+   * They reach the worker threads this replica starts (shareFaults).
+   */
+  readonly faults?: Faults;
 }
 
 /**
@@ -145,6 +150,9 @@ export class Replica {
     dataDirLock: DataDirLock,
   ): Promise<Replica> {
     const metrics = options.metrics ?? new Metrics();
+    const faults = options.faults ?? NO_FAULTS;
+    // Before any worker thread starts: each takes the faults shared at its start.
+    if (options.faults) shareFaults(options.faults);
     const owner = ulid();
     const log = logger.child({ consumer: consumer.name, owner });
     const lanceUri = consumer.lance.uri ?? path.join(consumer.dataDir, 'lance');
@@ -196,8 +204,7 @@ export class Replica {
     await logCommittedOffsets(admin, consumer, log);
 
     const tableDir = tableStagingDir(consumer.dataDir, consumer.table);
-    const recoveryDelay = Number(process.env.KAFKA_LANCE_TEST_RECOVERY_DELAY_MS ?? 0);
-    if (recoveryDelay > 0) await new Promise((r) => setTimeout(r, recoveryDelay)); // test-only: a slow recovery
+    if (faults.recoveryDelayMs > 0) await new Promise((r) => setTimeout(r, faults.recoveryDelayMs)); // test-only: a slow recovery
     await recoverTableStaging({
       tableDir,
       claims: new ClaimRegistry(),
@@ -221,7 +228,7 @@ export class Replica {
         createPartitioner: Partitioners.DefaultPartitioner,
       }),
     );
-    const hooks = testHooks(process.env, log); // test-only fault injection (KAFKA_LANCE_TEST_*)
+    const hooks = replicaHooks(faults, log); // test-only fault injection
     // The pool reports staged batches to the ingestion created after it.
     const wiring: { ingestion?: Ingestion; materializer?: MaterializerHost } = {};
     const knownFields = await tableColumns(consumer, log);
@@ -269,7 +276,7 @@ export class Replica {
       initialEpoch: 0,
       metrics,
       tableDir,
-      killAtCommit: options.killAtCommit,
+      killAtCommit: faults.killAtCommit,
     });
     wiring.ingestion = ingestion;
     const m = consumer.materializer;

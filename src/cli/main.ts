@@ -4,6 +4,7 @@ import { createLogger } from '../common/logger';
 import { ConfigError, brokersFromEnv, loadConsumer } from '../config';
 import { Metrics } from '../metrics/metrics';
 import { startMetricsServer } from '../metrics/server';
+import { parseFaults } from '../faults/faults';
 import { Replica } from '../replica';
 import { DEFAULT_RETENTION, compact, parseDuration } from './compact';
 import { BrokerUnreachableError, CliError, isConnectionFailure } from './errors';
@@ -94,11 +95,6 @@ export function buildCli(): Command {
         process.env.KAFKA_LANCE_METRICS_HOST ?? '0.0.0.0',
       ),
     )
-    .addOption(
-      new Option('--test-kill-at-commit <n>', 'test only: SIGKILL when the nth offset commit is answered')
-        .argParser(positiveInt)
-        .hideHelp(),
-    )
     .addHelpText(
       'after',
       `
@@ -106,6 +102,8 @@ Example:
   KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 kafka-lance run -c consumers/app-logs.ts --data-dir /var/lib/kafka-lance`,
     )
     .action(async (opts: RunOptions) => {
+      // Test-only faults, read once here: a bad KAFKA_LANCE_TEST_* value stops the start.
+      const faults = parseFaults(process.env);
       // Resolved here too, so that an unreachable broker can be reported by its address.
       const { brokers } = loadConsumer(opts.consumer, process.env, {
         brokers: opts.brokers,
@@ -133,7 +131,7 @@ Example:
         overrides: { brokers: opts.brokers, dataDir: opts.dataDir },
         logger,
         metrics,
-        killAtCommit: opts.testKillAtCommit ?? envInt('KAFKA_LANCE_TEST_KILL_AT_COMMIT'),
+        faults,
       });
       const onSignal = (signal: NodeJS.Signals) => {
         if (stopping) {
@@ -480,12 +478,6 @@ interface RunOptions {
   logLevel: string;
   metricsPort: number;
   metricsHost: string;
-  testKillAtCommit?: number;
-}
-
-function envInt(name: string): number | undefined {
-  const raw = process.env[name];
-  return raw ? positiveInt(raw) : undefined;
 }
 
 /** Parses argv and runs the command; configuration errors exit with code 2 and field-named messages. */
