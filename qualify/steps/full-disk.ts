@@ -266,7 +266,7 @@ export async function runFullDisk(
 
 export const step: QualifyStep = {
   name: 'full-disk',
-  title: 'Full disk: pause on ENOSPC, resume by itself, nothing lost (issue 13, item 4)',
+  title: 'Full disk: pause on ENOSPC, resume by itself, nothing lost',
   async run(context: QualifyContext): Promise<QualifyStepReport> {
     const outcomes: StageOutcome[] = [];
     const failures: string[] = [];
