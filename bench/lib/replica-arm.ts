@@ -14,7 +14,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { produce } from '../../src/cli/produce';
 import { roundAll } from './child-arm';
 import { ProcessTreeSampler } from './proc-sampler';
-import { scrape, sumOf, type Sample } from './prom';
+import { scrape, sumOf, type Sample } from '../../src/harness/prometheus-text';
 import { benchConsumer, RECORD_BYTES } from './records';
 import { MiB, round, type ArmResult } from './result';
 import { ensureTopicsServed } from '../../src/kafka/topic-ready';

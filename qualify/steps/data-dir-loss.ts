@@ -3,7 +3,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
 import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';
-import { ReplicaProcess } from '../../test/support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { createTopicReady, PATIENT_PRODUCER_RETRY } from '../support/topics';
 
 /**

@@ -16,7 +16,7 @@ import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
 import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';
 import type { DiskStage } from '../../src/common/errors';
 import { logValue, writeConsumer, type Produced } from '../../test/support/ingestion-fixture';
-import { ReplicaProcess } from '../../test/support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { smallFs, type SmallFs } from '../../test/support/small-fs';
 import { createTopicReady, PATIENT_PRODUCER_RETRY } from '../support/topics';
 

@@ -2,7 +2,7 @@ import * as lancedb from '@lancedb/lancedb';
 import type { Admin, Kafka } from 'kafkajs';
 import { decodeChain, type OwnershipEpoch } from '../../src/ownership/chain';
 import { produceRecords, type Produced } from './ingestion-fixture';
-import type { LogLine, ReplicaProcess } from './replica-process';
+import type { LogLine, ReplicaProcess } from '../../src/harness/replica-process';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
