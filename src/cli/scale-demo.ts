@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -18,6 +17,7 @@ import {
 import { publishedInRanges, scanRun, type RunRanges, type RunScan } from './demo-summary';
 import { CliError, DemoMismatchError, TableMissingError } from './errors';
 import { formatInspect, inspect, type InspectReport } from './inspect';
+import type { ReplicaProcess } from '../harness/replica-process';
 import { ensureTopicsServed } from '../kafka/topic-ready';
 import { connectAdmin, topicEnds, type PartitionEnds } from './kafka-admin';
 import { openExistingTable } from './lance-read';
@@ -51,7 +51,7 @@ interface Member {
   readonly dataDir: string;
   readonly logFile: string;
   readonly port: number;
-  readonly child: ChildProcess;
+  readonly replica: ReplicaProcess;
   readonly startedAt: number;
   readonly restartOf?: string;
   endedAt?: number;
@@ -106,19 +106,19 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
     const launch = async (label: string, dir: string, restartOf?: string): Promise<Member> => {
       const port = await freePort();
       const logFile = path.join(logsDir, `${label}.log`);
-      const child = startReplica(brokers, dir, port, o.logLevel, logFile, definition);
+      const replica = startReplica(brokers, dir, port, o.logLevel, logFile, definition);
       const m: Member = {
         label,
         dataDir: dir,
         logFile,
         port,
-        child,
+        replica,
         startedAt: Date.now(),
         ...(restartOf ? { restartOf } : {}),
         last: { staged: 0, published: 0, dead: 0, lag: 0 },
       };
       members.push(m);
-      await waitReady(child, port, logFile);
+      await waitReady(replica, logFile);
       return m;
     };
     await Promise.all(Array.from({ length: o.replicas }, (_, i) => launch(`replica-${i + 1}`, dirOf(i + 1))));
@@ -145,7 +145,7 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
     const victim = members[Math.min(1, members.length - 1)]!;
     const produceStart = Date.now();
     const killed = sleep(o.seconds * 333).then(() => {
-      victim.child.kill('SIGKILL');
+      victim.replica.signal('SIGKILL');
       victim.end = 'killed';
       victim.endedAt = Date.now();
       events.push(`${victim.label} killed at ${at()}`);
@@ -179,8 +179,7 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
       const deadline = Date.now() + SETTLE_TIMEOUT_MS;
       for (;;) {
         settled = await publishedInRanges(consumer, ranges, SCALE_TOPIC);
-        if (settled >= expected || Date.now() > deadline || live().some((m) => m.child.exitCode !== null))
-          break;
+        if (settled >= expected || Date.now() > deadline || live().some((m) => !m.replica.alive)) break;
         await sleep(1_000);
       }
       ticker.stop();
@@ -194,7 +193,7 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
     // Graceful stop of every live replica at once: each flushes, commits and finishes its publication.
     await Promise.all(
       live().map(async (m) => {
-        m.end = await stopReplica(m.child);
+        m.end = await stopReplica(m.replica);
         m.endedAt = Date.now();
       }),
     );
@@ -223,7 +222,7 @@ export async function runScaleDemo(o: ScaleDemoOptions): Promise<void> {
     });
     if (problems.length > 0) throw new DemoMismatchError(problems);
   } finally {
-    await Promise.all(members.filter((m) => m.end === undefined).map((m) => stopReplica(m.child)));
+    await Promise.all(members.filter((m) => m.end === undefined).map((m) => stopReplica(m.replica)));
     await admin.disconnect();
     if (embedded.started) {
       spawnSync(KAFKA_LOCAL, ['stop'], { stdio: 'ignore' });
