@@ -105,7 +105,8 @@ function lanceCount(lanceDir: string, table: string): Promise<number> {
   return retryRead(() => readCount(lanceDir, table));
 }
 
-async function readKeys(lanceDir: string, table: string): Promise<[number, number][]> {
+/** The (partition, offset) of every row of a local Lance table; none while it does not exist. */
+export async function readKeys(lanceDir: string, table: string): Promise<[number, number][]> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
     if (!(await db.tableNames()).includes(table)) return [];
