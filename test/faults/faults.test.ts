@@ -1,6 +1,10 @@
+import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { FaultVariableError, NO_FAULTS, parseFaults, type Faults } from '../../src/faults/faults';
 import { shareFaults, threadFaults } from '../../src/faults/thread-faults';
+import { runBounded } from '../support/run-bounded';
+
+const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
 
 describe('parseFaults', () => {
   test('a process started without test variables has no fault', () => {
@@ -54,6 +58,19 @@ describe('parseFaults', () => {
     expect(parse).toThrow(FaultVariableError);
     expect(parse).toThrow(new RegExp(`^${variable} must be .*, not "${value}"$`));
   });
+});
+
+test('kafka-lance run with a bad fault variable stops before it starts, naming the variable', () => {
+  const out = runBounded(
+    process.execPath,
+    [BIN, 'run', '-c', path.resolve(__dirname, '../../consumers/app-logs.ts'), '--brokers', '127.0.0.1:1'],
+    { env: { ...process.env, KAFKA_LANCE_TEST_CRASH_AT: 'after-lunch' }, timeoutMs: 60_000 },
+  );
+  expect(out.status).toBe(1);
+  expect(out.stderr).toMatch(
+    /^kafka-lance: KAFKA_LANCE_TEST_CRASH_AT must be one of after-plan, .*, not "after-lunch"$/m,
+  );
+  expect(out.stdout).not.toContain('replica.start');
 });
 
 describe('shareFaults', () => {
