@@ -15,7 +15,6 @@
  *
  * Brokers: KAFKA_BOOTSTRAP_SERVERS, else a local broker (deploy/kafka-local) started and stopped here.
  */
-import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -28,6 +27,7 @@ import { RecordDecoder, type RawMessage } from '../src/decode/record-decoder';
 import { benchArgs } from './args';
 import { ensureBroker, kafkaClient } from './lib/kafka';
 import { ProcessTreeSampler } from './lib/proc-sampler';
+import { ReplicaProcess } from '../src/harness/replica-process';
 
 const REPO = path.resolve(__dirname, '../..');
 const args = benchArgs();
@@ -133,32 +133,26 @@ async function endToEnd(brokers: readonly string[], encoding: Encoding): Promise
     }),
   );
   const lanceDir = path.join(work, 'data', 'lance');
-  const child = spawn(
-    process.execPath,
-    [path.join(REPO, 'bin/kafka-lance'), 'run', '-c', file, '--data-dir', path.join(work, 'data')].concat([
-      '--brokers',
-      brokers.join(','),
-      '--metrics-port',
-      '0',
-      '--log-level',
-      'warn',
-    ]),
+  const replica = new ReplicaProcess(
+    file,
+    path.join(work, 'data'),
+    brokers,
     {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: {
-        ...withMallocTuning(process.env),
-        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'thread-tag.js')}`,
-        BENCH_THREAD_DIR: tagDir,
-      },
+      ...withMallocTuning(process.env),
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'thread-tag.js')}`,
+      BENCH_THREAD_DIR: tagDir,
     },
+    { logLevel: 'warn' },
   );
-  const sampler = new ProcessTreeSampler(child.pid!, tagDir).start();
-  const exit = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const sampler = new ProcessTreeSampler(replica.pid, tagDir).start();
   try {
     for (;;) {
       const rows = await countRows(lanceDir);
       if (rows >= RECORDS) break;
-      if (child.exitCode !== null) throw new Error(`the replica exited (${child.exitCode}) at ${rows} rows`);
+      if (!replica.alive) {
+        const { code } = await replica.exited;
+        throw new Error(`the replica exited (${code}) at ${rows} rows:\n${replica.tail()}`);
+      }
       await new Promise((r) => setTimeout(r, 200));
     }
     const seconds = sampler.elapsed();
@@ -172,8 +166,7 @@ async function endToEnd(brokers: readonly string[], encoding: Encoding): Promise
     };
     return result;
   } finally {
-    child.kill('SIGTERM');
-    await exit;
+    await replica.kill('SIGTERM');
     sampler.stop();
     await fsp.rm(work, { recursive: true, force: true });
     const cleanup = kafkaClient(brokers).admin();
