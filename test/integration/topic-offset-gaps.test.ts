@@ -95,7 +95,7 @@ async function stopAll(replicas: readonly Named[]): Promise<string[]> {
 }
 
 async function metricsOf(r: Named): Promise<string> {
-  return (await fetch(`http://127.0.0.1:${await r.process.metricsPort()}/metrics`)).text();
+  return r.process.metricsText();
 }
 
 function seeksOf(replicas: readonly Named[]): number {
