@@ -4,7 +4,7 @@ import { ulid } from 'ulid';
 import { lockDataDir, type DataDirLock } from './common/data-dir-lock';
 import { errorMessage } from './common/errors';
 import { SchemaSource } from './schema-registry/schema-source';
-import { REGISTRY_FORMATS } from './config/consumer-definition';
+import { REGISTRY_FORMATS } from './config/formats';
 import { createLogger, type Logger } from './common/logger';
 import {
   ConfigError,

@@ -1,7 +1,7 @@
 import { silentLogger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
 import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
-import { commitCleanupFence, safeCleanupCutoff } from '../lance/lance-table';
+import { commitCleanupFence, safeCleanupCutoff } from '../lance/table-cleanup';
 import { CliError } from './errors';
 import { datasetPathOf, openExistingTable, tableShape, type TableShape } from './lance-read';
 
@@ -52,7 +52,7 @@ export interface CompactResult {
  * a compaction commits like any writer and Lance rebases it; a reader on a removed
  * version must reopen the table. Versions are removed only below a cleanup fence
  * committed first, so that an insert-if-absent merge still in flight from before
- * meets it at its commit (lance-table.ts, commitCleanupFence). Then one round of the
+ * meets it at its commit (table-cleanup.ts, commitCleanupFence). Then one round of the
  * declared indexes (build what the table can train, fold in new rows): on a store without
  * atomic commits, where replicas build none, this is how they are built, in a quiet window.
  */

@@ -3,10 +3,10 @@ import { withMallocTuning } from '../common/malloc-tuning';
 import { mkdirSync, readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
 import { brokersFromEnv, loadConsumer, type ResolvedConsumer } from '../config';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 import { DLQ, TOPIC, publishedInRanges, summarize, type RunRanges } from './demo-summary';
+import { closeDemoBroker, demoKafka } from './demo-broker';
 import { CliError, TableMissingError } from './errors';
 import { ensureTopicsServed } from '../kafka/topic-ready';
 import { ReplicaProcess, ReplicaProcessError } from '../harness/replica-process';
@@ -91,12 +91,7 @@ export async function runDemo(o: DemoOptions, variant: DemoVariant = JSON_LOGS):
   const embedded = startEmbeddedBrokerIfNeeded(o);
   const brokers = embedded.brokers;
   const started = Date.now();
-  const kafka = new Kafka({
-    clientId: 'kafka-lance-demo',
-    brokers,
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 3_000,
-  });
+  const kafka = demoKafka('kafka-lance-demo', brokers);
   const admin = await connectAdmin(kafka, brokers);
   let replica: ReplicaProcess | undefined;
   try {
@@ -171,11 +166,7 @@ export async function runDemo(o: DemoOptions, variant: DemoVariant = JSON_LOGS):
     });
   } finally {
     if (replica) await stopReplica(replica);
-    await admin.disconnect();
-    if (embedded.started) {
-      spawnSync(KAFKA_LOCAL, ['stop'], { stdio: 'ignore' });
-      o.print('Stopped the embedded broker.');
-    }
+    await closeDemoBroker(admin, embedded, o.print);
   }
 }
 

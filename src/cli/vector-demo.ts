@@ -1,6 +1,5 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { loadConsumer, type ResolvedConsumer } from '../config';
 import { indexName, isVectorIndex, vectorMinRows } from '../config/index-spec';
@@ -14,11 +13,12 @@ import {
   waitReady,
   type DemoOptions,
 } from './demo';
+import { closeDemoBroker } from './demo-broker';
 import { CliError } from './errors';
 import { indexLine } from './inspect';
 import { connectAdmin } from './kafka-admin';
 import { indexShapes, openExistingTable } from './lance-read';
-import { KAFKA_LOCAL, ROOT } from './paths';
+import { ROOT } from './paths';
 import type { ReplicaProcess } from '../harness/replica-process';
 import { ensureTopicsServed } from '../kafka/topic-ready';
 
@@ -139,11 +139,7 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
     o.print(`Logs       ${logFile}`);
   } finally {
     if (replica) await stopReplica(replica);
-    await admin.disconnect();
-    if (embedded.started) {
-      spawnSync(KAFKA_LOCAL, ['stop'], { stdio: 'ignore' });
-      o.print('Stopped the embedded broker.');
-    }
+    await closeDemoBroker(admin, embedded, o.print);
   }
 }
 

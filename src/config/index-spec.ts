@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { FieldSpecOutput } from './consumer-definition';
+import type { FieldSpecOutput } from './field-spec';
 
 /**
  * Declared Lance indexes (`indexes: [...]` in a consumer definition): which column, which
@@ -103,41 +103,15 @@ export interface IndexProblem {
   readonly message: string;
 }
 
+const STRING_TYPES = ['string', 'large_string'];
+const INTEGER_TYPES = ['int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32', 'uint64'];
+
+/** The declared types each scalar index takes (the order is the one the error message lists). */
 const SCALAR_COLUMN_TYPES: Readonly<Record<ScalarIndexType, readonly string[]>> = {
-  btree: [
-    'string',
-    'large_string',
-    'int8',
-    'int16',
-    'int32',
-    'int64',
-    'uint8',
-    'uint16',
-    'uint32',
-    'uint64',
-    'float32',
-    'float64',
-    'timestamp',
-    'date',
-    'boolean',
-    'decimal',
-  ],
-  bitmap: [
-    'string',
-    'large_string',
-    'int8',
-    'int16',
-    'int32',
-    'int64',
-    'uint8',
-    'uint16',
-    'uint32',
-    'uint64',
-    'boolean',
-    'date',
-  ],
+  btree: [...STRING_TYPES, ...INTEGER_TYPES, 'float32', 'float64', 'timestamp', 'date', 'boolean', 'decimal'],
+  bitmap: [...STRING_TYPES, ...INTEGER_TYPES, 'boolean', 'date'],
   label_list: ['list'],
-  fts: ['string', 'large_string'],
+  fts: STRING_TYPES,
 };
 
 const typeOf = (spec: FieldSpecOutput) => (typeof spec === 'string' ? { type: spec } : spec);

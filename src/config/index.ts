@@ -1,6 +1,10 @@
 export {
   defineConsumer,
   consumerDefinitionSchema,
+  type ConsumerDefinition,
+  type ConsumerDefinitionInput,
+} from './consumer-definition';
+export {
   FIELD_TYPES,
   COMPOSITE_TYPES,
   VECTOR_ELEMENTS,
@@ -10,14 +14,10 @@ export {
   type DeclaredType,
   type DeclaredField,
   type NamedField,
-  type ConsumerDefinition,
-  type ConsumerDefinitionInput,
   type FieldTypeName,
-  type SourceRecord,
-  type Row,
-  type Transform,
-  type SchemaRegistryOptions,
-} from './consumer-definition';
+} from './field-spec';
+export { type SchemaRegistryOptions } from './formats';
+export { type SourceRecord, type Row, type Transform } from './transform';
 export {
   ConfigError,
   resolveConsumer,

@@ -1,12 +1,7 @@
 import * as path from 'node:path';
 import { KafkaLanceError } from '../common/errors';
-import {
-  consumerDefinitionSchema,
-  type ConsumerDefinition,
-  type DeclaredField,
-  type FieldSpecOutput,
-  type NamedField,
-} from './consumer-definition';
+import { consumerDefinitionSchema, type ConsumerDefinition } from './consumer-definition';
+import type { DeclaredField, FieldSpecOutput, NamedField } from './field-spec';
 
 /** A configuration that fails validation; the message names every offending field. */
 export class ConfigError extends KafkaLanceError {

@@ -1,6 +1,7 @@
 import { DataType } from 'apache-arrow';
-import type { DeclaredField } from './consumer-definition';
-import { COMPOSITE_TYPES, FIELD_TYPES, VECTOR_ELEMENTS, fieldSpec } from './consumer-definition';
+import type { DeclaredField } from './field-spec';
+import { COMPOSITE_TYPES, FIELD_TYPES, VECTOR_ELEMENTS, fieldSpec } from './field-spec';
+import { cell, markdownTable, tableBetweenMarkers, withTableBetweenMarkers } from './markdown-table';
 import { declaredField } from './resolve';
 import { codecOf } from '../decode/typed-codecs';
 
@@ -130,25 +131,22 @@ function declarationOf(text: string): DeclaredField {
   return declaredField(fieldSpec.parse(JSON.parse(json)));
 }
 
-const cell = (text: string): string => text.replace(/\|/g, '\\|');
-
 /** The table as Markdown, laid out as Prettier lays out tables (so `prettier --check` accepts it). */
 export function renderTypesTable(rows: readonly TypeRow[] = typeRows()): string {
-  const body = rows.map((r) => [
-    r.declare
-      .split('<br>')
-      .map((d) => `\`${d}\``)
-      .join('<br>'),
-    r.arrow
-      .split('<br>')
-      .map((a) => `\`${cell(a)}\``)
-      .join('<br>'),
-    cell(r.accepts),
-  ]);
-  const header = ['Declared as', 'Arrow type in Lance', 'Accepts (JSON)'];
-  const widths = header.map((h, i) => Math.max(3, h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: readonly string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  return [line(header), `| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`, ...body.map(line)].join('\n');
+  return markdownTable(
+    ['Declared as', 'Arrow type in Lance', 'Accepts (JSON)'],
+    rows.map((r) => [
+      r.declare
+        .split('<br>')
+        .map((d) => `\`${d}\``)
+        .join('<br>'),
+      r.arrow
+        .split('<br>')
+        .map((a) => `\`${cell(a)}\``)
+        .join('<br>'),
+      cell(r.accepts),
+    ]),
+  );
 }
 
 export const TYPES_START = '<!-- types:start -->';
@@ -156,16 +154,10 @@ export const TYPES_END = '<!-- types:end -->';
 
 /** The table between the README's markers, or undefined when a marker is missing. */
 export function readmeTypesTable(readme: string): string | undefined {
-  const start = readme.indexOf(TYPES_START);
-  const end = readme.indexOf(TYPES_END);
-  if (start < 0 || end < start) return undefined;
-  return readme.slice(start + TYPES_START.length, end).trim();
+  return tableBetweenMarkers(readme, TYPES_START, TYPES_END);
 }
 
 /** The README with the types table between its markers replaced. */
 export function withTypesTable(readme: string, table: string = renderTypesTable()): string {
-  const start = readme.indexOf(TYPES_START);
-  const end = readme.indexOf(TYPES_END);
-  if (start < 0 || end < start) throw new Error(`README lacks ${TYPES_START} ... ${TYPES_END}`);
-  return `${readme.slice(0, start + TYPES_START.length)}\n\n${table}\n\n${readme.slice(end)}`;
+  return withTableBetweenMarkers(readme, TYPES_START, TYPES_END, table);
 }

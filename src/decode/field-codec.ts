@@ -12,7 +12,7 @@ import {
   type FixedWidthBuilder,
   type VariableWidthBuilder,
 } from './column-builder';
-import { isWellFormed } from './column-name';
+import { isWellFormed } from '../config/column-name';
 import { stringifyJsonExact } from './exact-json';
 import { parseTimestamp } from './timestamp';
 

@@ -1,5 +1,5 @@
 import type { DeclaredField, EpochUnit } from '../config';
-import type { KeyFormat } from '../config/consumer-definition';
+import type { KeyFormat } from '../config/formats';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import type { DeadLetterVerdict } from './dead-letter-reason';
 import { FIELD_CODECS, Invalid, type Converted, type FieldCodec } from './field-codec';

@@ -6,7 +6,7 @@ import { ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
 import type { DeadLetterVerdict } from './dead-letter-reason';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
-import { columnNameProblem } from './column-name';
+import { columnNameProblem } from '../config/column-name';
 import {
   FIELD_CODECS,
   INVALID,
@@ -20,7 +20,7 @@ import { codecOf, numbersUnit, typeLabel } from './typed-codecs';
 import { writerSchemasFor } from './registry-formats';
 import type { WriterSchemas } from './registry-writer-schemas';
 import type { NamedField } from '../config';
-import type { KeyFormat } from '../config/consumer-definition';
+import type { KeyFormat } from '../config/formats';
 import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';

@@ -2,6 +2,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { ulid } from 'ulid';
 import { errorMessage } from '../common/errors';
 import { COMMIT_TABLE_KEYS, type CommitTableCheck } from './commit-table';
+import { classifyCommitTableError } from './lance-errors';
 import { ddbEndpointOf, ddbTableNameOf } from './store-config';
 
 export const START_CHECK_TABLE_PREFIX = '_kafka_lance_start_';
@@ -84,7 +85,7 @@ class StartCheckTimeout extends Error {
   }
 }
 
-/** The field to fix for Lance's failure, read from its text (the one place that does). */
+/** The field to fix for Lance's failure (its text read by lance-errors.ts). */
 function explain(
   error: unknown,
   table: string,
@@ -99,13 +100,14 @@ function explain(
       message: `a commit through the DynamoDB commit table ${table} at ${endpoint} got ${text} (${how}; the store, the credentials or DynamoDB did not answer)`,
     };
   }
-  if (/ResourceNotFoundException/.test(text)) {
+  const problem = classifyCommitTableError(error);
+  if (problem === 'missing-table') {
     return {
       field: 'lance.uri',
       message: `the DynamoDB commit table ${table} does not exist at ${endpoint} (${how}): create it with hash key ${COMMIT_TABLE_KEYS.hash.name} (S) and range key ${COMMIT_TABLE_KEYS.range.name} (N) (deploy/dynamodb-local creates one locally)`,
     };
   }
-  if (/Failed to get AWS credentials|credentials/i.test(text)) {
+  if (problem === 'credentials') {
     return {
       field: 'lance.storageOptions.aws_secret_access_key',
       message: `no AWS credentials for the commit table ${table}: none in lance.storageOptions or AWS_* variables, and Lance found none in a profile, a web identity token or an instance role (${text.slice(0, 300)})`,

@@ -1,7 +1,7 @@
 import type { Schema } from 'apache-arrow';
 import type { EpochUnit, ResolvedField } from '../config';
 import { arrowFieldOf, typeLabel } from '../decode/typed-codecs';
-import { sameColumnType } from './lance-table';
+import { sameColumnType } from './table-schema';
 
 /** A declared field whose column already exists in the table with another type. */
 export interface DeclaredTypeChange {

@@ -8,8 +8,8 @@ import {
   type IndexSpec,
   type VectorIndexSpec,
 } from '../config/index-spec';
-import { crashPointAfter } from '../materializer/crash-points';
-import { retryConflicts, WorkStoppedError, type LanceTarget } from './lance-table';
+import { retryConflicts, WorkStoppedError } from './commit-retry';
+import type { LanceTarget } from './lance-table';
 
 /** What one maintenance round did to one declared index, and where it stands after it. */
 export interface IndexReport {
@@ -31,8 +31,12 @@ export interface IndexReport {
   readonly error?: string;
 }
 
-/** How long an index build runs before the test crash point 'during-index-build' fires. */
-const CRASH_INTO_BUILD_MS = 100;
+/**
+ * Called as an index build begins (its one native call has no JavaScript point inside
+ * it); returns what to call when the build ends. The materializer's test crash point
+ * 'during-index-build' arms itself here: typed in lance, given by the caller.
+ */
+export type IndexBuildHook = () => () => void;
 
 /**
  * Builds the declared indexes once the table can train them and keeps them fresh: new
@@ -59,18 +63,20 @@ export class IndexKeeper {
     private readonly db: lancedb.Connection,
     private readonly specs: readonly IndexSpec[],
     private readonly logger: Logger,
+    private readonly onBuild: IndexBuildHook | undefined,
   ) {}
 
   static async connect(
     target: LanceTarget,
     specs: readonly IndexSpec[],
     logger: Logger,
+    onBuild?: IndexBuildHook,
   ): Promise<IndexKeeper> {
     const db = await lancedb.connect(target.uri, {
       readConsistencyInterval: 0,
       ...(target.storageOptions ? { storageOptions: { ...target.storageOptions } } : {}),
     });
-    return new IndexKeeper(target, db, specs, logger);
+    return new IndexKeeper(target, db, specs, logger, onBuild);
   }
 
   /**
@@ -181,7 +187,7 @@ export class IndexKeeper {
       `building index ${name}`,
     );
     const t0 = performance.now();
-    const disarm = crashPointAfter('during-index-build', CRASH_INTO_BUILD_MS);
+    const built = this.onBuild?.();
     try {
       await retryConflicts(
         () => table.createIndex(spec.column, { config: indexConfig(spec), name, replace: true }),
@@ -189,7 +195,7 @@ export class IndexKeeper {
         stopping,
       );
     } finally {
-      disarm();
+      built?.();
     }
     // The rows the index covers now, as indexStats counts them (rows with a null vector
     // included), so that the retrain share compares like with like.

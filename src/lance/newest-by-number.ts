@@ -1,4 +1,5 @@
 import type * as lancedb from '@lancedb/lancedb';
+import { isMissingVersion } from './lance-errors';
 
 /**
  * Checks `probe` out at the table's newest version and returns it: the newer of the
@@ -14,7 +15,7 @@ import type * as lancedb from '@lancedb/lancedb';
  * removes versions by their own age, so with writers' clocks apart (or a cleanup under
  * way) a removed version can sit below a kept one and end a walk early. The walk
  * therefore never decides alone: a count it finds low is read again by the caller on a
- * new listing (publisher.ts), and the highest count is the table's. Starting no lower
+ * new listing (publication-check.ts), and the highest count is the table's. Starting no lower
  * than the listed version keeps it off the versions a cleanup removed long ago.
  *
  * A `from` that no longer exists and is above the listed version (the table was dropped
@@ -47,18 +48,4 @@ export async function checkoutNewestFrom(probe: lancedb.Table, from: number): Pr
     await probe.checkout(listed);
     return listed;
   }
-}
-
-/**
- * Lance's answer to a checkout of a version whose manifest does not exist. On a store
- * it lists itself it tries the V2 name (u64::MAX - version, 20 digits), then the V1 name
- * (the number), and says `Dataset at path …/_versions/<name>.manifest was not found`;
- * with a DynamoDB commit table it says `Not found: …/_versions/<name>.manifest`. Any
- * other failure (the store unreachable) is not an answer.
- */
-export function isMissingVersion(error: unknown, version: number): boolean {
-  const text = error instanceof Error ? error.message : String(error);
-  const v2 = (2n ** 64n - 1n - BigInt(version)).toString().padStart(20, '0');
-  const name = `_versions/(?:${version}|${v2})\\.manifest\\b`;
-  return new RegExp(`${name} was not found|Not found: \\S*${name}`).test(text);
 }

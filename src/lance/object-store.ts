@@ -1,5 +1,5 @@
 import * as lancedb from '@lancedb/lancedb';
-import { errorMessage } from '../common/errors';
+import { classifyStoreError, type StoreProblem } from './lance-errors';
 
 /**
  * One bounded round trip to a Lance database's object store at start so that a
@@ -7,9 +7,6 @@ import { errorMessage } from '../common/errors';
  * seconds with a message naming the cause, instead of surfacing as publications
  * that LanceDB retries for minutes (its default retry budget is 180 s per request).
  */
-
-/** Why the store could not be reached, as far as its answer tells. */
-export type StoreProblem = 'endpoint' | 'credentials' | 'bucket' | 'timeout' | 'other';
 
 export interface StoreCheckResult {
   readonly ok: boolean;
@@ -71,46 +68,4 @@ export async function checkStoreReachable(
   } finally {
     clearTimeout(timer);
   }
-}
-
-/**
- * LanceDB's errors are untyped text (object_store's RetryError with the HTTP status
- * and the S3 error code): this is the one place that reads it.
- */
-export function classifyStoreError(uri: string, error: unknown): { problem: StoreProblem; message: string } {
-  const text = errorMessage(error);
-  const bucket = /^[a-z0-9+]+:\/\/([^/]+)/i.exec(uri)?.[1] ?? uri;
-  if (/NoSuchBucket|status: 404[^]*bucket/i.test(text)) {
-    return {
-      problem: 'bucket',
-      message: `bucket "${bucket}" of ${uri} does not exist on the store (S3: NoSuchBucket)`,
-    };
-  }
-  if (
-    /SignatureDoesNotMatch|InvalidAccessKeyId|AccessDenied|status: 403|status: 401|ExpiredToken/i.test(text)
-  ) {
-    const code = /<Code>([A-Za-z]+)<\/Code>/.exec(text)?.[1] ?? 'HTTP 403';
-    return {
-      problem: 'credentials',
-      message: `the store refused the credentials for ${uri} (${code}): check lance.storageOptions.aws_access_key_id/aws_secret_access_key or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY`,
-    };
-  }
-  if (
-    /kind: Connect|ConnectionRefused|dns error|tcp connect error|error sending request|timed out|Timeout/i.test(
-      text,
-    )
-  ) {
-    const target = /uri: Some\((https?:\/\/[^/?)]+)/.exec(text)?.[1] ?? 'the endpoint';
-    return {
-      problem: 'endpoint',
-      message: `cannot reach ${target} for ${uri}: check lance.storageOptions.endpoint (or AWS_ENDPOINT_URL) and that the store is running`,
-    };
-  }
-  if (/status: 404/i.test(text)) {
-    return {
-      problem: 'bucket',
-      message: `the store answered 404 for ${uri}: wrong endpoint or missing bucket "${bucket}"`,
-    };
-  }
-  return { problem: 'other', message: `the store of ${uri} failed: ${text.slice(0, 300)}` };
 }

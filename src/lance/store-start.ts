@@ -1,7 +1,8 @@
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { ConfigError } from '../config';
-import { checkStoreReachable, type StoreProblem } from './object-store';
+import type { StoreProblem } from './lance-errors';
+import { checkStoreReachable } from './object-store';
 import { checkCommitTable } from './commit-table';
 import { checkCommitTableThroughLance } from './commit-table-probe';
 import { isObjectStoreUri, objectStoreProblems, redactStorageOptions, uriScheme } from './store-config';

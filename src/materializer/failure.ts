@@ -1,8 +1,8 @@
 import { isDiskFull } from '../common/disk-space';
 import { DiskFullError, PartCorruptError } from '../common/errors';
-import { LanceSchemaError } from '../lance/lance-table';
+import { LanceSchemaError } from '../lance/lance-errors';
 import { SourceMissingError } from './preparation';
-import { PublicationMismatchError } from './publisher';
+import { PublicationMismatchError } from './publication-errors';
 
 /** Why a publication failed, as counted in kafka_lance_publication_failures_total{reason}. */
 export type PublicationFailureReason =

@@ -3,18 +3,16 @@ import { Worker } from 'node:worker_threads';
 import { KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { DiskPressure } from '../kafka/disk-pressure';
-import { DeltaTracker, type Metrics } from '../metrics/metrics';
+import type { Metrics } from '../metrics/metrics';
 import { compiledEntry, WORKER_RESOURCE_LIMITS } from '../pool/compiled-entry';
 import type { IndexReport } from '../lance/index-keeper';
-import type { MaterializerStats } from './materializer';
+import type { MaterializerStats } from './materializer-stats';
 import type { MaterializerReply, MaterializerWorkerInit, OwnershipRow } from './worker-protocol';
 
 /** The main thread's handle on the materializer worker. */
 export class MaterializerHost {
   #stats: MaterializerStats | undefined;
   readonly #stopped: Promise<void>;
-
-  readonly #deltas = new DeltaTracker();
 
   private constructor(
     private readonly worker: Worker,
@@ -80,7 +78,7 @@ export class MaterializerHost {
     );
   }
 
-  /** Worker reports → the main registry: totals as counter deltas, recent events as observations. */
+  /** Worker reports → the main registry: what the counts grew by, and recent events as observations. */
   #record(stats: MaterializerStats): void {
     this.#stats = stats;
     // The materializer forgets its disk-full state at its next successful publication.
@@ -88,17 +86,17 @@ export class MaterializerHost {
     else this.diskPressure?.reportWritten('lance');
     const m = this.metrics;
     const { table, mode } = this.labels;
-    m.publishedRecords.inc({ table }, this.#deltas.delta('rows', stats.publishedRows));
-    m.publishedBytes.inc({ table }, this.#deltas.delta('bytes', stats.publishedBytes));
-    m.publications.inc({ table, result: 'success' }, this.#deltas.delta('ok', stats.publications));
-    m.publications.inc({ table, result: 'failure' }, this.#deltas.delta('failed', stats.failedPublications));
-    for (const [reason, n] of Object.entries(stats.failures))
-      m.publicationFailures.inc({ table, reason }, this.#deltas.delta(`failure:${reason}`, n ?? 0));
-    for (const [reason, n] of Object.entries(stats.quarantinedParts))
-      m.quarantinedParts.inc({ table, reason }, this.#deltas.delta(`quarantined:${reason}`, n ?? 0));
+    const grown = stats.counted;
+    m.publishedRecords.inc({ table }, grown.publishedRows);
+    m.publishedBytes.inc({ table }, grown.publishedBytes);
+    m.publications.inc({ table, result: 'success' }, grown.publications);
+    m.publications.inc({ table, result: 'failure' }, grown.failedPublications);
+    for (const [reason, n] of Object.entries(grown.failures)) m.publicationFailures.inc({ table, reason }, n);
+    for (const [reason, n] of Object.entries(grown.quarantinedParts))
+      m.quarantinedParts.inc({ table, reason }, n);
     // Rows of a set-aside publication are dead letters like any other: the table refused their schema.
-    for (const [topic, n] of Object.entries(stats.deadLetteredRows))
-      m.deadLetters.inc({ topic, reason: 'schema-mismatch' }, this.#deltas.delta(`dead:${topic}`, n));
+    for (const [topic, n] of Object.entries(grown.deadLetteredRows))
+      m.deadLetters.inc({ topic, reason: 'schema-mismatch' }, n);
     for (const r of stats.recent) {
       m.publicationDuration.observe({ table, phase: 'prepare' }, r.prepareSeconds);
       m.publicationDuration.observe({ table, phase: 'write' }, r.writeSeconds);

@@ -3,11 +3,16 @@ import type { Logger } from '../common/logger';
 import type { IndexSpec } from '../config/index-spec';
 import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
 import type { LanceTarget } from '../lance/lance-table';
+import { crashPointAfter } from './crash-points';
+
+/** How long an index build runs before the test crash point 'during-index-build' fires. */
+const CRASH_INTO_BUILD_MS = 100;
 
 /** What the upkeep asks of the materializer it runs beside. */
 export interface TableKeeperRole {
   maintainsTable(): boolean;
-  storeCommitsAtomically(): boolean;
+  /** Whether index commits may run beside the publications (commit-rule.ts). */
+  commitsBesidePublications(): boolean;
 }
 
 /**
@@ -39,7 +44,7 @@ export class IndexUpkeep {
     if (this.specs.length === 0 || this.everyMs === 0 || this.#running || this.#stopping.signal.aborted)
       return;
     if (now - this.#last < this.everyMs || !this.role.maintainsTable()) return;
-    if (!this.role.storeCommitsAtomically()) {
+    if (!this.role.commitsBesidePublications()) {
       if (!this.#offLogged) {
         this.#offLogged = true;
         this.logger.info(
@@ -57,7 +62,9 @@ export class IndexUpkeep {
 
   async #round(): Promise<void> {
     try {
-      this.#keeper ??= await IndexKeeper.connect(this.target, this.specs, this.logger);
+      this.#keeper ??= await IndexKeeper.connect(this.target, this.specs, this.logger, () =>
+        crashPointAfter('during-index-build', CRASH_INTO_BUILD_MS),
+      );
       const reports = await this.#keeper.maintain(this.#stopping.signal);
       if (!this.#stopping.signal.aborted) this.onReports(reports);
     } catch (error) {

@@ -10,7 +10,7 @@ import { tpKey } from '../common/offsets';
 import { IndexUpkeep } from './index-upkeep';
 import { Materializer } from './materializer';
 import type { PartitionOwnership } from './planner';
-import { PartialPublicationError } from './publisher';
+import { PartialPublicationError } from './publication-errors';
 import type { MaterializerReply, MaterializerRequest, MaterializerWorkerInit } from './worker-protocol';
 
 async function main(): Promise<void> {

@@ -4,24 +4,23 @@ import * as path from 'node:path';
 import { BoundedBudget } from '../common/bounded-budget';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import { tpKey, type TopicPartitionKey } from '../common/offsets';
-import { nearChainEnd } from '../ownership/publishable-range';
+import type { TopicPartitionKey } from '../common/offsets';
+import {
+  commitSafetyOf,
+  commitsBesidePublications,
+  publicationsInFlight,
+  type CommitSafety,
+} from '../lance/commit-rule';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
 import { ClaimRegistry } from '../staging/claims';
-import { pathExists } from '../common/fs-durable';
-import { QUARANTINE_DIR, quarantinePart } from '../staging/quarantine';
+import { QUARANTINE_DIR } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart, type SealedPart } from '../staging/sealed-part';
+import { compact, maintainsTable } from './compaction';
 import { crashPoint } from './crash-points';
-import type { DiskStage } from '../common/errors';
-import {
-  FailurePolicy,
-  SCHEMA_REASONS,
-  classifyFailure,
-  findDiskFull,
-  type PublicationFailureReason,
-} from './failure';
+import { FailurePolicy, classifyFailure } from './failure';
 import { countKeptRows } from './keep-range';
+import { PublicationCounters, type MaterializerStats } from './materializer-stats';
 import { Permits } from './permits';
 import { ledger, type LedgerEntry, type Plan, type QuarantineRecord } from './plan';
 import {
@@ -31,15 +30,12 @@ import {
   toPlanPart,
   type PartDecision,
   type PartitionOwnership,
+  withAgedEpochs,
 } from './planner';
 import type { PreparationContext } from './preparation';
-import {
-  PartialPublicationError,
-  Publisher,
-  type PreparationMode,
-  type PublicationResult,
-} from './publisher';
-import { quarantinePlan } from './quarantine-plan';
+import { PartialPublicationError } from './publication-errors';
+import { Publisher, type PreparationMode, type PublicationResult } from './publisher';
+import { setAside, type SetAsideContext } from './set-aside';
 
 export interface MaterializerOptions {
   readonly tableDir: string;
@@ -75,53 +71,6 @@ export interface MaterializerOptions {
   readonly onPublished?: (result: PublicationResult) => void;
 }
 
-/** Where a publication met a full disk: the Lance table, or the staging directory (ledger, plans). */
-export interface DiskFullState {
-  readonly stage: DiskStage;
-  readonly path: string;
-  readonly operation: string;
-}
-
-function diskFullState(error: unknown): DiskFullState {
-  const typed = findDiskFull(error);
-  if (typed) return { stage: typed.stage, path: typed.path, operation: typed.operation };
-  // A bare errno error: the materializer writes nothing but the ledger outside Lance.
-  const e = error as { path?: unknown; syscall?: unknown };
-  const text = (v: unknown, otherwise: string) => (typeof v === 'string' ? v : otherwise);
-  return { stage: 'staging', path: text(e.path, ''), operation: text(e.syscall, 'write') };
-}
-
-export interface MaterializerStats {
-  readonly publications: number;
-  readonly failedPublications: number;
-  readonly publishedRows: number;
-  readonly publishedBytes: number;
-  readonly waitingParts: number;
-  readonly unresolvableParts: number;
-  /** Failed publication attempts by reason (failedPublications is their sum). */
-  readonly failures: Readonly<Partial<Record<PublicationFailureReason, number>>>;
-  /** Parts moved to the staging quarantine, by reason. */
-  readonly quarantinedParts: Readonly<Partial<Record<PublicationFailureReason, number>>>;
-  /** Rows of set-aside publications written to the dead-letter file, by topic. */
-  readonly deadLetteredRows: Readonly<Record<string, number>>;
-  /** Plans in the ledger waiting for a retry after a failure. */
-  readonly retryingPlans: number;
-  /** Set while the last publication attempt met a full disk (cleared by the next success). */
-  readonly diskFull?: DiskFullState;
-  readonly permits: {
-    kind: 'fetch' | 'decode';
-    inUse: number;
-    capacity: number;
-    waitSecondsTotal: number;
-    waits: number;
-  }[];
-  readonly reservation: { bytes: number; limit: number; waitSecondsTotal: number };
-  readonly last: PublicationResult | undefined;
-  /** Publications and permit waits since the previous stats() call (drained by it). */
-  readonly recent: readonly PublicationResult[];
-  readonly recentPermitWaits: readonly { kind: 'fetch' | 'decode'; seconds: readonly number[] }[];
-}
-
 /**
  * Turns sealed staging parts into Lance publications: plan (ceiling rule, size and
  * delay bounds), then publish each plan in one Lance commit. Buffered mode runs one
@@ -140,28 +89,19 @@ export class Materializer {
   readonly #reservation: BoundedBudget;
   #inPlan = new Set<string>();
   readonly #failures: FailurePolicy;
-  readonly #deadLetterFile: string;
+  readonly #setAsideContext: SetAsideContext;
+  readonly #commitSafety: CommitSafety;
   #ownership = new Map<TopicPartitionKey, PartitionOwnership>();
-  #stats = {
-    publications: 0,
-    failedPublications: 0,
-    publishedRows: 0,
-    publishedBytes: 0,
-    waitingParts: 0,
-    unresolvableParts: 0,
-  };
-  #failureCounts: Partial<Record<PublicationFailureReason, number>> = {};
-  #diskFull: DiskFullState | undefined;
-  #quarantinedParts: Partial<Record<PublicationFailureReason, number>> = {};
-  #deadLetteredRows: Record<string, number> = {};
-  #last: PublicationResult | undefined;
-  #recent: PublicationResult[] = [];
+  readonly #counters = new PublicationCounters();
+  /** What the last plan left: parts not ready yet, and parts the ownership chain no longer reaches. */
+  #waitingParts = 0;
+  #unresolvableParts = 0;
 
   private constructor(o: MaterializerOptions, lance: LanceTable) {
     this.#o = o;
     this.#lance = lance;
     this.#failures = new FailurePolicy(o.maxPermanentFailures ?? 3);
-    this.#deadLetterFile = o.deadLetterFile ?? path.join(o.tableDir, QUARANTINE_DIR, 'dead-letters.jsonl');
+    this.#commitSafety = commitSafetyOf(o.storeAtomic !== false);
     this.#fetch = new Permits('fetch', o.fetchPermits);
     this.#decode = new Permits('decode', o.decodePermits);
     this.#reservation = new BoundedBudget(Number.MAX_SAFE_INTEGER, o.sourceReservationBytes);
@@ -178,6 +118,14 @@ export class Materializer {
       },
     });
     this.#catalog = new SealedPartCatalog(o.tableDir, new ClaimRegistry(), 'materializer', o.logger);
+    this.#setAsideContext = {
+      tableDir: o.tableDir,
+      deadLetterFile: o.deadLetterFile ?? path.join(o.tableDir, QUARANTINE_DIR, 'dead-letters.jsonl'),
+      catalog: this.#catalog,
+      failures: this.#failures,
+      counters: this.#counters,
+      logger: o.logger,
+    };
   }
 
   static async open(o: MaterializerOptions): Promise<Materializer> {
@@ -211,7 +159,7 @@ export class Materializer {
     // parts of those still waiting for a retry stay out of new plans.
     const results = await this.resume(now, drain);
     const { parts, quarantined } = await this.#catalog.refresh();
-    if (quarantined.length > 0) this.#bump(this.#quarantinedParts, 'part-corrupt', quarantined.length);
+    if (quarantined.length > 0) this.#counters.quarantined('part-corrupt', quarantined.length);
     const out = planPublications({
       parts,
       ownership: this.#ownership,
@@ -223,20 +171,18 @@ export class Materializer {
       maxPublicationDelayMs: drain ? 0 : this.#o.maxPublicationDelayMs,
       now,
     });
-    this.#stats.waitingParts = out.waiting;
-    if (out.unresolvable.length > 0 && out.unresolvable.length !== this.#stats.unresolvableParts) {
+    this.#waitingParts = out.waiting;
+    if (out.unresolvable.length > 0 && out.unresolvable.length !== this.#unresolvableParts) {
       this.#o.logger.error(
         { event: 'publication.unresolvable', parts: out.unresolvable },
         'the ownership chain no longer reaches these parts\u2019 epochs: they are held, not guessed at',
       );
     }
-    this.#stats.unresolvableParts = out.unresolvable.length;
+    this.#unresolvableParts = out.unresolvable.length;
     const plans: Plan[] = [];
     for (const group of out.groups) plans.push(await this.#writePlan(group));
-    // Two publications overlap only where Lance reconciles concurrent commits: on a
-    // declared single writer's non-atomic store, one publication's schema commit
-    // (addColumns) could overwrite the other's add.
-    const inFlight = this.#o.mode === 'streamed' && this.storeCommitsAtomically() ? 2 : 1;
+    // Two publications overlap only where Lance reconciles concurrent commits (commit-rule.ts).
+    const inFlight = publicationsInFlight(this.#commitSafety, this.#o.mode === 'streamed');
     for (let i = 0; i < plans.length; i += inFlight) {
       // A drain starts nothing after its deadline; a plan not started stays in the ledger
       // and is published by the next start on this data directory.
@@ -250,62 +196,26 @@ export class Materializer {
     return results;
   }
 
-  /**
-   * Compaction by one replica at a time: the owner of the first partition of the
-   * first topic (by the chains it was given). A commit conflict with a concurrent
-   * append is retried inside; any other failure is logged, never fatal. Versions that
-   * stopped being the latest `cleanupOlderThanMs` ago are removed with it, only below a
-   * cleanup fence committed first (an insert-if-absent merge in flight from before meets
-   * it at its commit): two compactors for a moment (ownership moving) are harmless, each
-   * keeps what the other's in-flight commits may still need (LanceTable.optimize).
-   */
+  /** Compaction by one replica at a time, the one that keeps the table (compaction.ts). */
   async optimizeIfLeader(): Promise<boolean> {
     // Compaction runs in this loop, between publications: with a declared single writer
-    // on a store without atomic commits it never races one of ours.
+    // on a store without atomic commits it never races one of ours (commit-rule.ts).
     if (!this.maintainsTable()) return false;
-    try {
-      const t0 = performance.now();
-      const outcome = await this.#lance.optimize(this.#o.cleanupOlderThanMs ?? 0);
-      if (!outcome) return false;
-      this.#o.logger.info(
-        {
-          event: 'lance.optimized',
-          seconds: (performance.now() - t0) / 1000,
-          fragmentsRemoved: outcome.fragmentsRemoved,
-          fragmentsAdded: outcome.fragmentsAdded,
-          versionsRemoved: outcome.versionsRemoved,
-          bytesRemoved: outcome.bytesRemoved,
-          ...(outcome.cutoff ? { versionsBefore: outcome.cutoff.toISOString() } : {}),
-        },
-        'compacted the table',
-      );
-      return true;
-    } catch (error) {
-      this.#o.logger.warn(
-        { event: 'lance.optimize.failed', err: error },
-        'compaction failed; will try again',
-      );
-      return false;
-    }
+    return compact(this.#lance, this.#o.cleanupOlderThanMs ?? 0, this.#o.logger);
   }
 
-  /**
-   * Whether this replica keeps the table (compaction, declared indexes): the owner of the
-   * first partition of the first topic, by the chains it was given. Ownership moving can
-   * make two replicas believe it for a moment; both kinds of maintenance tolerate that.
-   */
+  /** Whether this replica keeps the table: compaction and declared indexes (compaction.ts). */
   maintainsTable(): boolean {
-    const first = [...this.#ownership.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))[0];
-    return first !== undefined && first[1].chain.at(-1)?.owner === this.#o.owner;
+    return maintainsTable(this.#ownership, this.#o.owner);
   }
 
   /**
-   * A local directory, or a store whose commits are atomic (put-if-absent, s3+ddb://).
-   * Not a declared single writer's non-atomic store: declared indexes are built on their
-   * own connection beside publications, and there an index commit could overwrite one.
+   * Whether declared indexes may be built on their own connection beside the
+   * publications: not on a declared single writer's non-atomic store, where an index
+   * commit could overwrite one of theirs (commit-rule.ts).
    */
-  storeCommitsAtomically(): boolean {
-    return this.#o.storeAtomic !== false;
+  commitsBesidePublications(): boolean {
+    return commitsBesidePublications(this.#commitSafety);
   }
 
   /** What the last run left: parts not ready, parts held, plans waiting for a retry (nothing drained). */
@@ -315,8 +225,8 @@ export class Materializer {
     readonly retryingPlans: number;
   } {
     return {
-      waitingParts: this.#stats.waitingParts,
-      unresolvableParts: this.#stats.unresolvableParts,
+      waitingParts: this.#waitingParts,
+      unresolvableParts: this.#unresolvableParts,
       retryingPlans: this.#failures.retrying,
     };
   }
@@ -327,18 +237,13 @@ export class Materializer {
     return names.filter((n) => n.endsWith('.arrows')).length;
   }
 
-  /** A snapshot; it drains the recent publications and permit waits it reports. */
+  /** A snapshot; it drains what it reports as recent (publications, permit waits, counts' growth). */
   stats(): MaterializerStats {
-    const recent = this.#recent;
-    this.#recent = [];
     return {
-      recent,
+      ...this.#counters.report(),
       recentPermitWaits: [this.#fetch, this.#decode].map((p) => ({ kind: p.kind, seconds: p.drainWaits() })),
-      ...this.#stats,
-      failures: { ...this.#failureCounts },
-      ...(this.#diskFull ? { diskFull: this.#diskFull } : {}),
-      quarantinedParts: { ...this.#quarantinedParts },
-      deadLetteredRows: { ...this.#deadLetteredRows },
+      waitingParts: this.#waitingParts,
+      unresolvableParts: this.#unresolvableParts,
       retryingPlans: this.#failures.retrying,
       permits: [this.#fetch, this.#decode].map((p) => ({
         kind: p.kind,
@@ -352,7 +257,6 @@ export class Materializer {
         limit: this.#o.sourceReservationBytes,
         waitSecondsTotal: this.#reservation.waitSecondsTotal,
       },
-      last: this.#last,
     };
   }
 
@@ -397,36 +301,18 @@ export class Materializer {
       const late = drain !== undefined && Date.now() >= drain.until;
       if (!late && !this.#failures.waiting(plan.id, now)) {
         const outcome = entry.quarantined
-          ? { pending: !(await this.#setAside(plan, entry.quarantined, now)) }
-          : await this.#attempt(plan, () => this.#resume(this.#withAgedEpochs(entry)), now);
+          ? { pending: !(await setAside(this.#setAsideContext, plan, entry.quarantined, now)) }
+          : await this.#attempt(
+              plan,
+              () => this.#resume(withAgedEpochs(entry, this.#ownership, this.#o.owner)),
+              now,
+            );
         pending = outcome.pending;
         if ('result' in outcome && outcome.result) results.push(outcome.result);
       }
       if (pending) for (const p of plan.parts) held.add(p.path);
     }
     return held;
-  }
-
-  /**
-   * A plan written as an append whose epochs have since dropped out of a full chain, or
-   * come close (a replica back after many rebalances with plans in its ledger): published
-   * insert-if-absent, since a dropped epoch's plan of another replica may hold a redundant
-   * copy of its rows (DESIGN.md, "Scale-down and old epochs"). Decided anew at every
-   * attempt from the current snapshot; the plan file is not rewritten.
-   */
-  #withAgedEpochs(entry: LedgerEntry): LedgerEntry {
-    const { plan } = entry;
-    if (!plan || plan.write === 'insert-if-absent') return entry;
-    const aged = plan.parts.some((part) =>
-      part.ranges.some((r) => {
-        const ownership = this.#ownership.get(tpKey(r.topic, r.partition));
-        return (
-          ownership !== undefined &&
-          nearChainEnd(ownership.chain, part.epoch.owner, part.epoch.epoch, this.#o.owner)
-        );
-      }),
-    );
-    return aged ? { ...entry, plan: { ...plan, write: 'insert-if-absent' } } : entry;
   }
 
   async #resume(entry: LedgerEntry): Promise<PublicationResult | 'finished'> {
@@ -453,14 +339,10 @@ export class Materializer {
     try {
       const result = await run();
       this.#failures.done(plan.id);
-      this.#diskFull = undefined;
+      this.#counters.succeeded();
       for (const p of plan.parts) this.#catalog.forget(p.path);
       if (result === 'finished') return { pending: false };
-      this.#stats.publications += 1;
-      this.#stats.publishedRows += result.rows;
-      this.#stats.publishedBytes += result.bytes;
-      this.#last = result;
-      if (this.#recent.length < 10_000) this.#recent.push(result);
+      this.#counters.published(result);
       this.#o.logger.info(
         { event: 'publication', table: plan.table, parts: plan.parts.length, ...result },
         'published into Lance',
@@ -470,9 +352,7 @@ export class Materializer {
     } catch (error) {
       if (error instanceof PartialPublicationError) throw error;
       const failure = classifyFailure(error);
-      this.#stats.failedPublications += 1;
-      this.#bump(this.#failureCounts, failure.reason);
-      if (failure.reason === 'disk-full') this.#diskFull = diskFullState(error);
+      this.#counters.failed(failure.reason, error);
       const verdict = this.#failures.failed(plan.id, failure, now);
       const facts = {
         id: plan.id,
@@ -498,95 +378,8 @@ export class Materializer {
         attempts: verdict.attempts,
         at: Date.now(),
       };
-      return { pending: !(await this.#setAside(plan, record, now)) };
+      return { pending: !(await setAside(this.#setAsideContext, plan, record, now)) };
     }
-  }
-
-  /** Moves a permanently failed plan out of the way (quarantine-plan.ts); false if that failed (retried later). */
-  async #setAside(plan: Plan, record: QuarantineRecord, now: number): Promise<boolean> {
-    const deadLetterRows = SCHEMA_REASONS.has(record.reason);
-    try {
-      if (await this.#setAsideDamagedPart(plan, record)) return true;
-      const outcome = await quarantinePlan({
-        tableDir: this.#o.tableDir,
-        plan,
-        record,
-        deadLetterFile: this.#deadLetterFile,
-        deadLetterRows,
-      });
-      this.#failures.done(plan.id);
-      for (const p of plan.parts) this.#catalog.forget(p.path);
-      this.#bump(this.#quarantinedParts, record.reason as PublicationFailureReason, outcome.moved.length);
-      let letters = 0;
-      for (const [topic, n] of outcome.deadLetters) {
-        this.#deadLetteredRows[topic] = (this.#deadLetteredRows[topic] ?? 0) + n;
-        letters += n;
-      }
-      this.#o.logger.error(
-        {
-          event: 'publication.quarantined',
-          id: plan.id,
-          ...record.context,
-          table: plan.table,
-          reason: record.reason,
-          attempts: record.attempts,
-          err: record.message,
-          rows: plan.rows,
-          quarantined: outcome.moved,
-          deadLetters: letters,
-          deadLetterFile: deadLetterRows ? this.#deadLetterFile : undefined,
-        },
-        `publication set aside after ${record.attempts} failed attempts (${record.reason}): its parts are in quarantine${deadLetterRows ? ', its rows in the dead-letter file' : ''}; the other publications go on`,
-      );
-      return true;
-    } catch (error) {
-      this.#failures.postpone(plan.id, now);
-      this.#o.logger.error(
-        { event: 'publication.quarantine.failed', id: plan.id, err: errorMessage(error) },
-        'setting a failed publication aside failed; will try again',
-      );
-      return false;
-    }
-  }
-
-  /**
-   * A damaged part (its bytes differ from what its writer hashed) fails its whole plan,
-   * but only that part is unreadable: the plan is dropped (never written: no `writing`)
-   * and only the damaged part goes to quarantine; the plan's other parts are read again
-   * by the catalog (trailer checked) and planned anew. The plan goes first: a kill in
-   * between leaves the damaged part unplanned, and the catalog's read quarantines it.
-   * Before, the whole plan (good parts with it) was set aside, their rows in no table and
-   * no dead-letter file.
-   */
-  async #setAsideDamagedPart(plan: Plan, record: QuarantineRecord): Promise<boolean> {
-    const damaged = record.context.path;
-    if (record.reason !== 'part-corrupt' || typeof damaged !== 'string') return false;
-    if (plan.parts.length < 2 || !plan.parts.some((p) => p.path === damaged)) return false;
-    if (await ledger.isWriting(this.#o.tableDir, plan.id)) return false;
-    await ledger.forget(this.#o.tableDir, plan.id);
-    if (await pathExists(damaged))
-      await quarantinePart(this.#o.tableDir, damaged, record.message, this.#o.logger);
-    this.#failures.done(plan.id);
-    for (const p of plan.parts) this.#catalog.forget(p.path);
-    this.#bump(this.#quarantinedParts, 'part-corrupt', 1);
-    this.#o.logger.error(
-      {
-        event: 'publication.quarantined',
-        id: plan.id,
-        table: plan.table,
-        reason: record.reason,
-        attempts: record.attempts,
-        err: record.message,
-        quarantined: [damaged],
-        replanned: plan.parts.length - 1,
-      },
-      'a damaged part was set aside; the other parts of its publication are planned again',
-    );
-    return true;
-  }
-
-  #bump<K extends string>(counts: Partial<Record<K, number>>, key: K, n = 1): void {
-    counts[key] = (counts[key] ?? 0) + n;
   }
 }
 

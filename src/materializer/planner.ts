@@ -5,7 +5,7 @@ import { nearChainEnd, publishableRange } from '../ownership/publishable-range';
 import { parsePartName } from '../staging/part-name';
 import type { SealedPart } from '../staging/sealed-part';
 import { keptRowsOfRanges } from './keep-range';
-import type { KeepRange, PlanPart, PlanWrite } from './plan';
+import type { KeepRange, LedgerEntry, PlanPart, PlanWrite } from './plan';
 import * as path from 'node:path';
 
 /** What the broker says of a partition: its ownership chain and its last landed commit. */
@@ -223,4 +223,30 @@ export function toPlanPart(d: PartDecision, keptRows: number): PlanPart {
 /** Rows of a range kept when it lies wholly inside or outside its keep range. */
 export function keptRowsWithoutReading(d: PartDecision): number {
   return keptRowsOfRanges(d.part.ranges, d.keep);
+}
+
+/**
+ * A plan written as an append whose epochs have since dropped out of a full chain, or
+ * come close (a replica back after many rebalances with plans in its ledger): published
+ * insert-if-absent, since a dropped epoch's plan of another replica may hold a redundant
+ * copy of its rows (DESIGN.md, "Scale-down and old epochs"). Decided anew at every
+ * attempt from the current snapshot; the plan file is not rewritten.
+ */
+export function withAgedEpochs(
+  entry: LedgerEntry,
+  ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership>,
+  liveOwner: string,
+): LedgerEntry {
+  const { plan } = entry;
+  if (!plan || plan.write === 'insert-if-absent') return entry;
+  const aged = plan.parts.some((part) =>
+    part.ranges.some((r) => {
+      const partition = ownership.get(tpKey(r.topic, r.partition));
+      return (
+        partition !== undefined &&
+        nearChainEnd(partition.chain, part.epoch.owner, part.epoch.epoch, liveOwner)
+      );
+    }),
+  );
+  return aged ? { ...entry, plan: { ...plan, write: 'insert-if-absent' } } : entry;
 }

@@ -1,16 +1,18 @@
 import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import type { BoundedBudget } from '../common/bounded-budget';
-import { KafkaLanceError, asError } from '../common/errors';
+import { asError } from '../common/errors';
 import { fsyncDirectory, pathExists } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
-import { describeRowKey, rowKey, type LanceTable, type WriteMode } from '../lance/lance-table';
-import { ROW_COLUMN, stagedColumns } from '../staging/system-columns';
-import * as path from 'node:path';
+import { countedOutcome } from '../lance/commit-rule';
+import type { LanceTable, WriteMode } from '../lance/lance-table';
 import { crashPoint } from './crash-points';
 import { keptBounds } from './keep-range';
 import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
 import { preparePart, type PreparationContext, type PreparedPart } from './preparation';
+import { PublicationCheck, publicationKeys } from './publication-check';
+import { PartialPublicationError, PublicationMismatchError } from './publication-errors';
 
 export type PreparationMode = 'buffered' | 'streamed';
 
@@ -26,61 +28,6 @@ export interface PublicationResult {
   readonly checkSeconds: number;
   /** Adds made (1; 0 for a publication found in the table by recovery). */
   readonly adds: number;
-}
-
-/** A publication whose descriptors do not add up to its plan: nothing was written. */
-export class PublicationMismatchError extends KafkaLanceError {
-  constructor(planId: string, detail: string) {
-    super('PUBLICATION_MISMATCH', `publication ${planId}: ${detail}`, { context: { planId } });
-  }
-}
-
-/**
- * An insert-if-absent that resolved, yet the table lacks some of its row keys: a
- * commit lost on a store that was taken for atomic. The publication stays `writing`
- * and is retried (its next write inserts only the absent keys).
- */
-export class CommitLostError extends KafkaLanceError {
-  constructor(planId: string, table: string, found: number, rows: number) {
-    super(
-      'LANCE_WRITE_FAILED',
-      `publication ${planId}: the write resolved but table ${table} holds ${found} of its ${rows} rows (a commit was lost)`,
-      { retriable: true, context: { planId, table, found, rows } },
-    );
-  }
-}
-
-/** A publication found half in the table after a crash: it cannot be resolved without a human. */
-export class PartialPublicationError extends KafkaLanceError {
-  constructor(
-    planId: string,
-    table: string,
-    found: number,
-    expected: number,
-    message = `table ${table} holds ${found} of the ${expected} rows of publication ${planId}; a Lance add is atomic, so this is not ours to repair: stopping the table`,
-    context: Readonly<Record<string, unknown>> = {},
-  ) {
-    super('PUBLICATION_PARTIAL', message, { context: { planId, table, found, expected, ...context } });
-  }
-}
-
-/**
- * A row key (_topic, _partition, _offset[, _row]) the table holds more than once in a
- * publication's offset runs: a real duplicate, which no earlier owner or transform
- * explains. It stops the table like a partial publication.
- */
-export class DuplicatedRowsError extends PartialPublicationError {
-  constructor(planId: string, table: string, found: number, expected: number, duplicated: readonly string[]) {
-    const examples = duplicated.slice(0, 5).map(describeRowKey);
-    super(
-      planId,
-      table,
-      found,
-      expected,
-      `table ${table} holds ${duplicated.length} row key(s) of publication ${planId} twice or more (${examples.join(', ')}${duplicated.length > examples.length ? ', ...' : ''}): rows were inserted twice; stopping the table`,
-      { duplicatedKeys: duplicated.length, examples },
-    );
-  }
 }
 
 export interface PublisherOptions {
@@ -100,7 +47,11 @@ export interface PublisherOptions {
  * Buffered and streamed preparation share all of it but the hand-over of batches.
  */
 export class Publisher {
-  constructor(private readonly o: PublisherOptions) {}
+  readonly #check: PublicationCheck;
+
+  constructor(private readonly o: PublisherOptions) {
+    this.#check = new PublicationCheck(o.lance, o.logger);
+  }
 
   async publish(plan: Plan, mode: PreparationMode): Promise<PublicationResult> {
     const started = performance.now();
@@ -150,7 +101,9 @@ export class Publisher {
         async (addError) => {
           const t0 = performance.now();
           try {
-            return await this.#afterAdd(plan, record!, addError, () => publicationKeys(prepared));
+            return await this.#check.afterAdd(plan, this.#writeOf(plan), record!, addError, () =>
+              publicationKeys(prepared),
+            );
           } finally {
             checkSeconds += (performance.now() - t0) / 1000;
           }
@@ -180,75 +133,6 @@ export class Publisher {
   }
 
   /**
-   * After the add: whether the publication's rows are in the table for good. Lance
-   * commits with put-if-absent (an atomic store, s3+ddb://, a local directory) or on a
-   * store whose only writer is this replica (lance.singleWriter), so no concurrent
-   * commit can undo ours: a fulfilled append is done without a look. A rejected add may
-   * still have committed (LanceDB reloads the table after its commit and can fail
-   * there), so it is counted once, at once: that count is final (all there → done; none
-   * → the failure, retried from `writing`; part → not ours to repair). An insert-if-absent
-   * is always counted: other owners may hold some of its rows (#explained).
-   */
-  async #afterAdd(
-    plan: Plan,
-    record: WritingRecord,
-    addError: Error | undefined,
-    keys: () => ReadonlySet<string>,
-  ): Promise<'done'> {
-    const insert = this.#writeOf(plan) === 'insert-if-absent';
-    if (!addError && !insert) return 'done';
-    crashPoint('before-confirm');
-    const found = await this.#count(record);
-    if (found === record.rows) {
-      if (addError) {
-        this.o.logger.warn(
-          {
-            event: 'publication.rejectedButCommitted',
-            id: plan.id,
-            rows: record.rows,
-            err: addError.message,
-          },
-          'the add was rejected after its commit: all its rows are in the table; published',
-        );
-      }
-      return 'done';
-    }
-    const table = this.o.lance.target.table;
-    if (!addError && insert && found > record.rows && (await this.#explained(plan.id, record, found, keys)))
-      return 'done';
-    if (!this.#mayHoldPart(plan, found, record.rows))
-      throw new PartialPublicationError(plan.id, table, found, record.rows);
-    // A rejected add that left nothing (or an insert not all in): retried from `writing`.
-    if (addError) throw addError;
-    throw new CommitLostError(plan.id, table, found, record.rows);
-  }
-
-  /**
-   * The publication's rows in the table's newest version. A count on a listed version
-   * can come out low: a LIST of `_versions/` can come back short and show an older
-   * version (s3proxy's filesystem backend does so under concurrent PUTs), and an add
-   * counted as absent is added again. So the newest version is found by number from a
-   * version seen before the add (`fromVersion`, newest-by-number.ts), which no listing
-   * can hide; a low count is still read again a little later on a new listing (a cleanup
-   * can leave a gap that ends a walk early), and the highest count is the table's: a
-   * committed version never goes away. (A record written before `fromVersion` was kept
-   * is counted on the listed version the same way.)
-   */
-  async #count(record: WritingRecord): Promise<number> {
-    const { intervals, rows, fromVersion } = record;
-    const count = () =>
-      fromVersion === undefined
-        ? this.o.lance.countRows(intervals)
-        : this.o.lance.countRowsFrom(intervals, fromVersion);
-    let found = await count();
-    for (let read = 1; read < COUNT_READS && found < rows; read++) {
-      await new Promise((r) => setTimeout(r, RECOUNT_DELAY_MS * read));
-      found = Math.max(found, await count());
-    }
-    return found;
-  }
-
-  /**
    * Finishes one ledger entry a crash or a failure left (never one being quarantined:
    * the caller finishes those). No plan left → a cleanup was cut short after its
    * sources went: forget the rest; `published` → delete leftover sources; `writing`
@@ -269,8 +153,9 @@ export class Publisher {
     if (!done && writing) {
       // The same rule as after a rejected add: one count, final.
       const t0 = performance.now();
-      const found = await this.#count(writing);
-      if (found === writing.rows) {
+      const found = await this.#check.count(writing);
+      const outcome = countedOutcome(this.#writeOf(plan), found, writing.rows, undefined);
+      if (outcome === 'in-table') {
         await ledger.markPublished(this.o.tableDir, plan.id, undefined);
         await this.#cleanup(plan);
         // Its rows are published now (an add whose answer was lost, or a kill after it):
@@ -286,7 +171,7 @@ export class Publisher {
           checkSeconds,
           adds: 0,
         };
-      } else if (!this.#mayHoldPart(plan, found, writing.rows)) {
+      } else if (outcome === 'partial') {
         throw new PartialPublicationError(plan.id, this.o.lance.target.table, found, writing.rows);
       }
     } else if (!done && plan.parts.length > 0 && (await allMissing(plan.parts.map((p) => p.path)))) {
@@ -314,55 +199,6 @@ export class Publisher {
     }
     this.o.logger.info({ event: 'publication.resume', id: plan.id }, 'publishing an interrupted plan again');
     return this.publish(plan, mode);
-  }
-
-  /**
-   * Whether the table may hold `found` (not `rows`) of a publication's rows without a
-   * fault, so that writing it (again) is right. An append is one commit: all or none.
-   * An insert-if-absent may find part of its rows inserted by another owner's
-   * publication of the same records (a revoked replica's, late), or more rows than it
-   * holds (those records published under an earlier transform that emitted more rows
-   * per record): inserting adds only the absent keys, and the check after the write
-   * (`#explained`) tells a surplus the table explains from a duplicate.
-   */
-  #mayHoldPart(plan: Plan, found: number, rows: number): boolean {
-    if (found === 0) return true;
-    return this.#writeOf(plan) === 'insert-if-absent' && found !== rows;
-  }
-
-  /**
-   * An insert-if-absent publication whose offset runs hold more rows than it does, after
-   * its write: done when the table explains the surplus, i.e. every row key of the
-   * publication is present and no row key in its runs is held twice. The surplus rows are
-   * then other rows of the same records (other `_row`s), published by an earlier owner
-   * under a transform that emitted more rows per record: each record is in the table,
-   * each row key once. A key held twice is a real duplicate (DuplicatedRowsError: the
-   * table stops). A key of the publication absent means its write did not land: false,
-   * and the caller treats it as any write that did not land.
-   */
-  async #explained(
-    planId: string,
-    record: WritingRecord,
-    found: number,
-    keys: () => ReadonlySet<string>,
-  ): Promise<boolean> {
-    const counts = await this.o.lance.rowKeyCounts(record.intervals, record.fromVersion);
-    const table = this.o.lance.target.table;
-    const duplicated = [...counts].filter(([, n]) => n > 1).map(([key]) => key);
-    if (duplicated.length > 0) throw new DuplicatedRowsError(planId, table, found, record.rows, duplicated);
-    for (const key of keys()) if (!counts.has(key)) return false;
-    this.o.logger.warn(
-      {
-        event: 'publication.explained',
-        id: planId,
-        table,
-        rows: record.rows,
-        found,
-        extraRows: found - record.rows,
-      },
-      'the table holds more rows of these records than this publication (an earlier transform emitted more rows per record): each of its row keys is there once; done',
-    );
-    return true;
   }
 
   /** A plan of an epoch the chain dropped is insert-if-absent whatever the replica's mode. */
@@ -418,33 +254,6 @@ export class Publisher {
     crashPoint('after-sources-deleted');
     await ledger.forget(this.o.tableDir, plan.id);
   }
-}
-
-/** Reads of a count that comes out low (see Publisher.#count), and the pause before the next. */
-const COUNT_READS = 3;
-const RECOUNT_DELAY_MS = 100;
-
-/** The row keys of a publication's prepared rows (`_row` 0 where the staged data has none). */
-function publicationKeys(prepared: readonly PreparedPart[]): Set<string> {
-  const keys = new Set<string>();
-  for (const part of prepared) {
-    for (const batch of part.batches) {
-      const reader = stagedColumns(batch);
-      const row = batch.getChild(ROW_COLUMN);
-      for (let i = 0; i < batch.numRows; i++) {
-        const index: unknown = row?.get(i);
-        keys.add(
-          rowKey(
-            reader.topic(i),
-            reader.partition(i),
-            reader.offset(i),
-            typeof index === 'number' ? index : 0,
-          ),
-        );
-      }
-    }
-  }
-  return keys;
 }
 
 /** Source bytes a publication holds while it is prepared and written: fetched + decoded. */

@@ -1,6 +1,7 @@
 import type { SealedPart } from '../staging/sealed-part';
 import type { OwnershipEpoch } from '../ownership/chain';
-import type { MaterializerOptions, MaterializerStats } from './materializer';
+import type { MaterializerOptions } from './materializer';
+import type { MaterializerStats } from './materializer-stats';
 import type { IndexSpec } from '../config/index-spec';
 import type { IndexReport } from '../lance/index-keeper';
 

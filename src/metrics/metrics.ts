@@ -214,14 +214,3 @@ export class Metrics {
     return this.registry.getMetricsAsArray().map((m) => m.name);
   }
 }
-
-/** Turns cumulative totals reported by a worker into counter increments. */
-export class DeltaTracker {
-  readonly #last = new Map<string, number>();
-
-  delta(key: string, total: number): number {
-    const previous = this.#last.get(key) ?? 0;
-    this.#last.set(key, total);
-    return Math.max(0, total - previous);
-  }
-}

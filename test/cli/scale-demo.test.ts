@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
-import { readReplicaLog } from '../../src/cli/scale-demo';
+import { readReplicaLog } from '../../src/cli/scale-demo-verdict';
 import { testBrokers } from '../support/kafka';
 import { tempDir } from '../support/rows';
 

@@ -1,7 +1,7 @@
 import { DataType, type Vector } from 'apache-arrow';
 import fc from 'fast-check';
 import { declaredField, resolveConsumer, type ResolvedConsumer, type SourceRecord } from '../../src/config';
-import { fieldSpec } from '../../src/config/consumer-definition';
+import { fieldSpec } from '../../src/config/field-spec';
 import { Invalid } from '../../src/decode/field-codec';
 import { codecOf } from '../../src/decode/typed-codecs';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';

@@ -73,18 +73,21 @@ export const EXTERNAL_ENV = new Set([
   'NODE_OPTIONS',
 ]);
 
-const MAIN = 'src/cli/main.ts';
+/** Where `kafka-lance run` declares its flags, and where its process lifecycle lives. */
+const RUN_COMMAND = 'src/cli/commands/run.ts';
+const RUN_LIFECYCLE = 'src/cli/replica-lifecycle.ts';
 
-function numericDefault(envName: string): number {
-  const m = new RegExp(`process\\.env\\.${envName} \\?\\? ([0-9_]+)`).exec(read(MAIN));
-  if (!m) throw new Error(`${MAIN} no longer defaults ${envName} to a number`);
+function numericDefault(file: string, envName: string): number {
+  const m = new RegExp(`process\\.env\\.${envName} \\?\\? ([0-9_]+)`).exec(read(file));
+  if (!m) throw new Error(`${file} no longer defaults ${envName} to a number`);
   return Number(m[1]!.replace(/_/g, ''));
 }
 
 /** The CLI's default metrics port (KAFKA_LANCE_METRICS_PORT ?? 9464). */
-export const defaultMetricsPort = (): number => numericDefault('KAFKA_LANCE_METRICS_PORT');
+export const defaultMetricsPort = (): number => numericDefault(RUN_COMMAND, 'KAFKA_LANCE_METRICS_PORT');
 /** The CLI's default graceful-stop timeout in ms. */
-export const defaultShutdownTimeoutMs = (): number => numericDefault('KAFKA_LANCE_SHUTDOWN_TIMEOUT_MS');
+export const defaultShutdownTimeoutMs = (): number =>
+  numericDefault(RUN_LIFECYCLE, 'KAFKA_LANCE_SHUTDOWN_TIMEOUT_MS');
 
 /** The paths src/metrics/server.ts answers. */
 export function metricsServerPaths(): string[] {

@@ -1,4 +1,4 @@
-import { keepFromCutoff, safeCleanupCutoff } from '../../src/lance/lance-table';
+import { keepFromCutoff, safeCleanupCutoff } from '../../src/lance/table-cleanup';
 
 const v = (version: number, ms: number) => ({ version, timestamp: new Date(ms) });
 

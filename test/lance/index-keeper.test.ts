@@ -4,7 +4,7 @@ import { Field, FixedSizeList, Float32, Int64, Schema, Utf8 } from 'apache-arrow
 import { silentLogger } from '../../src/common/logger';
 import { indexSpec, type IndexSpec } from '../../src/config/index-spec';
 import { IndexKeeper, type IndexReport } from '../../src/lance/index-keeper';
-import { retryConflicts, WorkStoppedError } from '../../src/lance/lance-table';
+import { retryConflicts, WorkStoppedError } from '../../src/lance/commit-retry';
 import { tempDir } from '../support/rows';
 
 /**

@@ -12,7 +12,8 @@ import {
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { silentLogger } from '../../src/common/logger';
-import { LanceTable, rowKeyMetadata, type LanceTarget, type WriteMode } from '../../src/lance/lance-table';
+import { LanceTable, type LanceTarget, type WriteMode } from '../../src/lance/lance-table';
+import { rowKeyMetadata } from '../../src/lance/table-schema';
 import { TEST_SCHEMA, range, rowsFor, tempDir } from '../support/rows';
 
 /**

@@ -6,7 +6,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { DiskFullError, PartCorruptError } from '../../src/common/errors';
-import { LanceWriteError } from '../../src/lance/lance-table';
+import { LanceWriteError } from '../../src/lance/lance-errors';
 import { DISK_FULL_RETRY_CAP_MS, FailurePolicy, classifyFailure } from '../../src/materializer/failure';
 import {
   TABLE,

@@ -3,7 +3,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import type { CrashPointName } from '../../src/materializer/crash-points';
-import { PartialPublicationError } from '../../src/materializer/publisher';
+import { PartialPublicationError } from '../../src/materializer/publication-errors';
 import { ledger } from '../../src/materializer/plan';
 import { appendEpoch, mayHaveDroppedEntries, type OwnershipEpoch } from '../../src/ownership/chain';
 import {

@@ -13,7 +13,7 @@ import { RecordDecoder, type DecoderOptions, type RawMessage } from '../../src/d
 import { NO_FAULTS } from '../../src/faults/faults';
 import { shareFaults } from '../../src/faults/thread-faults';
 import { ledger } from '../../src/materializer/plan';
-import { DuplicatedRowsError } from '../../src/materializer/publisher';
+import { DuplicatedRowsError } from '../../src/materializer/publication-errors';
 import { intervalsOf } from '../../src/materializer/preparation';
 import { readSealedPart } from '../../src/staging';
 import {

@@ -1,5 +1,5 @@
 import type { DeclaredField, NamedField } from '../../config';
-import { columnNameProblem } from '../column-name';
+import { columnNameProblem } from '../../config/column-name';
 
 /**
  * How an Avro writer schema becomes columns, and its decoded values become values the

@@ -1,5 +1,5 @@
 import type { DeclaredField, NamedField } from '../../config';
-import { columnNameProblem } from '../column-name';
+import { columnNameProblem } from '../../config/column-name';
 
 /**
  * How a JSON Schema becomes columns. The payload is JSON, read exactly (exact-json.ts),

@@ -1,6 +1,6 @@
 import * as protobuf from 'protobufjs';
 import type { DeclaredField, NamedField } from '../../config';
-import { columnNameProblem } from '../column-name';
+import { columnNameProblem } from '../../config/column-name';
 
 /**
  * How a Protobuf message type becomes columns, and its decoded messages (protobufjs)

@@ -1,19 +1,16 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { consumerDefinitionSchema } from '../../src/config/consumer-definition';
-import {
-  OPTION_TEXTS,
-  optionRows,
-  readmeOptionsTable,
-  renderOptionsTable,
-} from '../../src/config/options-table';
+import { OPTION_TEXTS } from '../../src/config/options-table';
+import { optionRows, readmeOptionsTable, renderOptionsTable } from '../../src/config/options-table-generator';
 
-const README = path.join(__dirname, '../../README.md');
+/** Where the generated table lives: the configuration page of the docs. */
+const CONFIGURATION_PAGE = path.join(__dirname, '../../docs/configuration.md');
 
-describe("README's table of consumer-definition options", () => {
+describe("docs/configuration.md's table of consumer-definition options", () => {
   test('is the table rendered from the zod schema (rewrite it: npm run build && node scripts/options-table.js)', () => {
-    const readme = readFileSync(README, 'utf8');
-    const table = readmeOptionsTable(readme);
+    const page = readFileSync(CONFIGURATION_PAGE, 'utf8');
+    const table = readmeOptionsTable(page);
     expect(table).toBeDefined();
     expect(table).toBe(renderOptionsTable());
   });

@@ -3,10 +3,10 @@ import * as path from 'node:path';
 import { COMPOSITE_TYPES, FIELD_TYPES } from '../../src/config';
 import { TYPE_TEXTS, readmeTypesTable, renderTypesTable, typeRows } from '../../src/config/types-table';
 
-describe("README's table of column types", () => {
+describe("docs/configuration.md's table of column types", () => {
   test('is the table rendered from the codecs (rewrite it: npm run build && node scripts/options-table.js)', () => {
-    const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
-    expect(readmeTypesTable(readme)).toBe(renderTypesTable());
+    const page = readFileSync(path.join(__dirname, '../../docs/configuration.md'), 'utf8');
+    expect(readmeTypesTable(page)).toBe(renderTypesTable());
   });
 
   test('every declarable type has a text, and every text names a type', () => {

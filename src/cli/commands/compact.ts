@@ -1,0 +1,81 @@
+import { type Command, Option } from 'commander';
+import { brokersFromEnv, loadConsumer } from '../../config';
+import { DEFAULT_RETENTION, compact, parseDuration } from '../compact';
+import { CliError } from '../errors';
+import { formatBytes } from '../inspect';
+import { plural } from '../plural';
+import { consumerOption, dataDirOption, duration } from './options';
+
+/** `kafka-lance compact`: compaction and version cleanup of a consumer's table, on demand. */
+export function addCompactCommand(program: Command): void {
+  program
+    .command('compact')
+    .description(
+      'Compact the Lance table of a consumer (LanceDB optimize: merge small fragments, update indexes) and remove versions that stopped being the latest more than --retention ago. Safe while replicas run on a store with atomic commits; not beside a declared single writer (lance.singleWriter).',
+    )
+    .addOption(consumerOption())
+    .addOption(dataDirOption)
+    .addOption(
+      new Option(
+        '--retention <duration>',
+        "keep versions newer than this (e.g. 30m, 1h, 7d); LanceDB's default is 7d",
+      )
+        .argParser(duration)
+        .default(parseDuration(DEFAULT_RETENTION), DEFAULT_RETENTION),
+    )
+    .option(
+      '--writers-stopped',
+      'the table has no running writer (required when the definition declares lance.singleWriter)',
+      false,
+    )
+    .addHelpText(
+      'after',
+      `
+Example:
+  kafka-lance compact -c consumers/app-logs.ts --data-dir data/demo --retention 1h`,
+    )
+    .action(
+      async (opts: { consumer: string; dataDir?: string; retention: number; writersStopped: boolean }) => {
+        // Compaction needs no broker: any value satisfies the definition's broker check.
+        const consumer = loadConsumer(opts.consumer, process.env, {
+          brokers: brokersFromEnv() ?? ['(not needed)'],
+          dataDir: opts.dataDir,
+        });
+        if (consumer.lance.singleWriter && !opts.writersStopped) {
+          // On a store without atomic commits, compact's commits beside the declared single
+          // writer's could overwrite a publication: the operator must say the writer is stopped.
+          throw new CliError(
+            'BAD_ARGUMENT',
+            `${consumer.name} declares lance.singleWriter: compact commits to the table too, so it runs only while that replica is stopped; stop it and pass --writers-stopped`,
+          );
+        }
+        const r = await compact(consumer, opts.retention);
+        const shape = (x: typeof r.before) =>
+          `${plural(x.fragments, 'fragment')} (${x.smallFragments} small), ${plural(x.versions, 'version')} (current ${x.version}), ${x.rows} rows, ${formatBytes(x.bytes)}`;
+        console.log(`Lance table ${consumer.table} at ${r.path}`);
+        console.log(`  before: ${shape(r.before)}`);
+        console.log(`  after:  ${shape(r.after)}`);
+        console.log(
+          `  compaction merged ${r.fragmentsRemoved} fragments into ${r.fragmentsAdded}; cleanup removed ${r.versionsRemoved} versions older than ${formatDuration(r.retentionMs)} (${formatBytes(r.bytesRemoved)})`,
+        );
+        for (const i of r.indexes)
+          console.log(
+            `  index ${i.index} on ${i.column} (${i.type}): ${i.state}, ${i.indexedRows} indexed, ${i.unindexedRows} unindexed${i.error !== undefined ? ` (${i.error})` : ''}`,
+          );
+      },
+    );
+}
+
+/** The largest whole unit of a retention (`1h`, `90m`), as the operator would write it. */
+function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}

@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { loadConsumer } from '../../config';
+import { brokersOption, consumerOption } from './options';
+
+/** `kafka-lance validate`: checks a definition without connecting. */
+export function addValidateCommand(program: Command): void {
+  program
+    .command('validate')
+    .description('Check a consumer definition without connecting; exits non-zero with field-named errors.')
+    .addOption(consumerOption())
+    .addOption(brokersOption)
+    .addHelpText(
+      'after',
+      `
+Example:
+  kafka-lance validate -c consumers/app-logs.ts`,
+    )
+    .action((opts: { consumer: string; brokers?: string[] }) => {
+      const consumer = loadConsumer(opts.consumer, process.env, {
+        brokers: opts.brokers ?? ['(not checked)'],
+      });
+      console.log(
+        `${consumer.source}: valid — consumer ${consumer.name}, group ${consumer.groupId}, ` +
+          `topics ${consumer.topics?.join(',') ?? `/${consumer.topicsRegex}/`}, table ${consumer.table}`,
+      );
+    });
+}

@@ -1,0 +1,243 @@
+import * as lancedb from '@lancedb/lancedb';
+import { Field, Schema, type RecordBatch } from 'apache-arrow';
+import { errorMessage } from '../common/errors';
+import type { Logger } from '../common/logger';
+import {
+  OFFSET_COLUMN,
+  PARTITION_COLUMN,
+  ROW_COLUMN,
+  TOPIC_COLUMN,
+  TOPIC_ID_COLUMN,
+  systemColumnReader,
+} from '../staging/system-columns';
+import { retryConflicts } from './commit-retry';
+import { LanceSchemaError, LanceWriteError, isSchemaRejection } from './lance-errors';
+import { intervalFilter, quote } from './row-counts';
+
+/**
+ * A table's schema and key metadata as kafka-lance keeps them: created with the row key
+ * as Lance's unenforced primary key and the system columns indexed, evolved only by
+ * adding nullable columns, and a staged column's type checked against the table's.
+ */
+
+/**
+ * The columns that identify a row, in key order: Lance's unenforced primary key. The
+ * topic id is last so that the key of a table created before it (which Lance never
+ * changes once set, and which could not take it anyway: a key column must be
+ * non-nullable, and the column added to an existing table is nullable) is a prefix.
+ */
+export const ROW_KEY_COLUMNS: readonly string[] = [
+  TOPIC_COLUMN,
+  PARTITION_COLUMN,
+  OFFSET_COLUMN,
+  ROW_COLUMN,
+  TOPIC_ID_COLUMN,
+];
+const PK_FLAG = 'lance-schema:unenforced-primary-key';
+const PK_POSITION = 'lance-schema:unenforced-primary-key:position';
+
+/** The key columns of a schema (those it has), each with its primary-key metadata. */
+export function rowKeyMetadata(
+  names: readonly string[],
+): { path: string; metadata: Record<string, string> }[] {
+  return ROW_KEY_COLUMNS.filter((c) => names.includes(c)).map((path, i) => ({
+    path,
+    metadata: { [PK_FLAG]: 'true', [PK_POSITION]: String(i + 1) },
+  }));
+}
+
+/** The table's unenforced primary key columns in position order ([] when it has none). */
+function primaryKeyOf(schema: Schema): string[] {
+  return schema.fields
+    .filter((f) => f.metadata.get(PK_FLAG) === 'true')
+    .sort((a, b) => Number(a.metadata.get(PK_POSITION) ?? 0) - Number(b.metadata.get(PK_POSITION) ?? 0))
+    .map((f) => f.name);
+}
+
+/**
+ * Whether staged values of `staged`'s type go into the table's column as they are:
+ * the same Arrow type (named with its parameters: a vector's dimension and element, a
+ * timestamp's unit and zone, a decimal's precision and scale, nested children), or
+ * Int32 into Int64, which LanceDB casts.
+ */
+export function sameColumnType(existing: Field, staged: Field): boolean {
+  const was = String(existing.type);
+  const now = String(staged.type);
+  return was === now || (was === 'Int64' && now === 'Int32');
+}
+
+/**
+ * Creates the table for `schema` (when `current` is undefined), or adds the columns it
+ * lacks (nullable); returns the table. A column typed otherwise in the table, or a name
+ * Lance refuses, is a LanceSchemaError.
+ */
+export async function ensureTableSchema(
+  db: lancedb.Connection,
+  current: lancedb.Table | undefined,
+  name: string,
+  uri: string,
+  schema: Schema,
+  logger: Logger,
+): Promise<lancedb.Table> {
+  const plain = new Schema(schema.fields);
+  for (const f of plain.fields) {
+    // Lance reads "." in a top-level name as a path into a struct and refuses it.
+    if (f.name.includes('.')) {
+      throw new LanceSchemaError(
+        'invalid-column-name',
+        name,
+        `column "${f.name}" (${String(f.type)}) cannot be a Lance column: a top-level name may not contain "."`,
+        { column: f.name, stagedType: String(f.type) },
+      );
+    }
+  }
+  let table = current;
+  if (!table) {
+    // Created with the row key as Lance's unenforced primary key, whatever the write
+    // mode: an insert-if-absent publication needs it, an append ignores it.
+    const keyed = rowKeyMetadata(plain.fields.map((f) => f.name));
+    const withKey = new Schema(
+      plain.fields.map((f) => {
+        const k = keyed.find((x) => x.path === f.name);
+        return k ? new Field(f.name, f.type, f.nullable, new Map(Object.entries(k.metadata))) : f;
+      }),
+    );
+    table = await schemaChange(name, () =>
+      db.createEmptyTable(name, withKey, { mode: 'create', existOk: true }),
+    );
+    await ensureSystemIndexes(table);
+    logger.info({ event: 'lance.table.created', table: name, uri }, 'Lance table created');
+  }
+  const have = new Map((await table.schema()).fields.map((f) => [f.name, f]));
+  const missing: Field[] = [];
+  for (const f of plain.fields) {
+    const existing = have.get(f.name);
+    if (!existing) missing.push(new Field(f.name, f.type, true));
+    else if (!sameColumnType(existing, f)) {
+      throw new LanceSchemaError(
+        'type-conflict',
+        name,
+        `column ${f.name} is ${String(existing.type)} in the table but ${String(f.type)} in the staged data`,
+        { column: f.name, tableType: String(existing.type), stagedType: String(f.type) },
+      );
+    }
+  }
+  if (missing.length > 0) {
+    const evolving = table;
+    await schemaChange(name, () => evolving.addColumns(missing));
+    logger.info(
+      { event: 'lance.schema.evolved', table: name, added: missing.map((f) => f.name) },
+      'added nullable columns',
+    );
+  }
+  return table;
+}
+
+/** BTree on _offset, bitmaps on _partition and _topic_id: every settling count filters on them. */
+async function ensureSystemIndexes(table: lancedb.Table): Promise<void> {
+  const existing = new Set((await table.listIndices()).map((i) => i.columns.join(',')));
+  if (!existing.has(OFFSET_COLUMN)) await table.createIndex(OFFSET_COLUMN, { config: lancedb.Index.btree() });
+  if (!existing.has(PARTITION_COLUMN))
+    await table.createIndex(PARTITION_COLUMN, { config: lancedb.Index.bitmap() });
+  // Few distinct values (one per incarnation of each topic): every settling count filters on it.
+  const hasTopicId = (await table.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
+  if (hasTopicId && !existing.has(TOPIC_ID_COLUMN))
+    await table.createIndex(TOPIC_ID_COLUMN, { config: lancedb.Index.bitmap() });
+}
+
+/** A create or addColumns whose refusal by Lance becomes a LanceSchemaError; anything else stays retriable. */
+async function schemaChange<T>(table: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (!isSchemaRejection(error)) throw error;
+    throw new LanceSchemaError('rejected', table, `schema refused: ${errorMessage(error)}`, {}, error);
+  }
+}
+
+/** The merge-insert key, and whether it is a table's key from before `_topic_id` (see collidesWithOtherIncarnation). */
+export interface InsertKey {
+  readonly columns: string[];
+  readonly legacy: boolean;
+}
+
+/**
+ * The merge-insert key: the table's unenforced primary key, set on the row key
+ * columns if the table has none yet (a table created before it was set at creation).
+ * A key that differs from the row key is refused: inserts would not be checked.
+ */
+export async function ensureInsertKey(
+  table: lancedb.Table,
+  name: string,
+  logger: Logger,
+): Promise<InsertKey> {
+  const schema = await table.schema();
+  // A nullable column cannot be in a Lance key: `_topic_id` added to a table created
+  // before it is nullable, so such a table keeps (and gets) the key without it.
+  const wanted = ROW_KEY_COLUMNS.filter((c) => schema.fields.some((f) => f.name === c && !f.nullable));
+  let key = primaryKeyOf(schema);
+  if (key.length === 0) {
+    try {
+      await retryConflicts(() => table.updateFieldMetadata(rowKeyMetadata(wanted)));
+    } catch (error) {
+      // Another replica set it first (Lance refuses to change a key once set): read it.
+      key = primaryKeyOf(await table.schema());
+      if (key.length === 0) throw error;
+    }
+    key = primaryKeyOf(await table.schema());
+    logger.info(
+      { event: 'lance.key.set', table: name, key },
+      'set the row key as the table\u2019s unenforced primary key (insert-if-absent publications)',
+    );
+  }
+  if (key.join(',') !== wanted.join(',')) {
+    throw new LanceWriteError(
+      `its unenforced primary key is (${key.join(', ')}), not the row key (${wanted.join(', ')}): insert-if-absent publications would not be checked`,
+      undefined,
+      false,
+      name,
+    );
+  }
+  const legacy = !key.includes(TOPIC_ID_COLUMN) && schema.fields.some((f) => f.name === TOPIC_ID_COLUMN);
+  return { columns: key, legacy };
+}
+
+/**
+ * Whether the table holds rows at the batches' (topic, partition, offset) spans whose
+ * topic id is not theirs (another incarnation, or null: rows written before topic
+ * ids). Spans, not exact offsets: a false positive only costs the unchecked merge.
+ */
+export async function collidesWithOtherIncarnation(
+  table: lancedb.Table,
+  batches: readonly RecordBatch[],
+): Promise<boolean> {
+  const spans = new Map<
+    string,
+    { topic: string; partition: number; topicId: string; first: number; last: number }
+  >();
+  for (const b of batches) {
+    const reader = systemColumnReader(b);
+    if (!reader) continue;
+    for (let i = 0; i < b.numRows; i++) {
+      const topicId = reader.topicId(i);
+      if (topicId === undefined) continue;
+      const topic = reader.topic(i);
+      const partition = reader.partition(i);
+      const offset = reader.offset(i);
+      const k = `${topic}\u0000${partition}\u0000${topicId}`;
+      const s = spans.get(k);
+      if (!s) spans.set(k, { topic, partition, topicId, first: offset, last: offset });
+      else {
+        s.first = Math.min(s.first, offset);
+        s.last = Math.max(s.last, offset);
+      }
+    }
+  }
+  for (const s of spans.values()) {
+    // A null id is a row written before topic ids: taken as this incarnation's (an
+    // upgrade re-publishing a predecessor's tail must find it), never as another's.
+    const filter = `${intervalFilter(s)} AND ${TOPIC_ID_COLUMN} IS NOT NULL AND ${TOPIC_ID_COLUMN} <> ${quote(s.topicId)}`;
+    if ((await table.countRows(filter)) > 0) return true;
+  }
+  return false;
+}
