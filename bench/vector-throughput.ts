@@ -21,12 +21,11 @@ import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { Partitioners } from 'kafkajs';
 import { clusteredEmbeddings } from '../src/cli/clustered-embeddings';
-import { withMallocTuning } from '../src/common/malloc-tuning';
 import { resolveConsumer } from '../src/config';
 import { RecordDecoder, type RawMessage } from '../src/decode/record-decoder';
 import { benchArgs } from './args';
 import { ensureBroker, kafkaClient } from './lib/kafka';
-import { ProcessTreeSampler } from './lib/proc-sampler';
+import { ProcessTreeSampler, threadTaggedEnv } from './lib/proc-sampler';
 import { ReplicaProcess } from '../src/harness/replica-process';
 
 const REPO = path.resolve(__dirname, '../..');
@@ -133,17 +132,9 @@ async function endToEnd(brokers: readonly string[], encoding: Encoding): Promise
     }),
   );
   const lanceDir = path.join(work, 'data', 'lance');
-  const replica = new ReplicaProcess(
-    file,
-    path.join(work, 'data'),
-    brokers,
-    {
-      ...withMallocTuning(process.env),
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'thread-tag.js')}`,
-      BENCH_THREAD_DIR: tagDir,
-    },
-    { logLevel: 'warn' },
-  );
+  const replica = new ReplicaProcess(file, path.join(work, 'data'), brokers, threadTaggedEnv(tagDir), {
+    logLevel: 'warn',
+  });
   const sampler = new ProcessTreeSampler(replica.pid, tagDir).start();
   try {
     for (;;) {

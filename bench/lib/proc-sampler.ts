@@ -8,6 +8,20 @@
  */
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import { withMallocTuning } from '../../src/common/malloc-tuning';
+
+/**
+ * The environment of a replica whose threads tag themselves into `tagDir` (thread-tag.js
+ * preloaded), with glibc's malloc tuning as `bin/kafka-lance` run as a program sets it
+ * (glibc reads it only at start).
+ */
+export function threadTaggedEnv(tagDir: string): NodeJS.ProcessEnv {
+  return {
+    ...withMallocTuning(process.env),
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../thread-tag.js')}`,
+    BENCH_THREAD_DIR: tagDir,
+  };
+}
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 const PAGE = 4096;

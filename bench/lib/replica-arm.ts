@@ -5,14 +5,13 @@
  * producer writes at a fixed rate while a replica runs and a poller records when each
  * row becomes visible.
  */
-import { withMallocTuning } from '../../src/common/malloc-tuning';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { produce } from '../../src/cli/produce';
 import { roundAll } from './child-arm';
-import { ProcessTreeSampler } from './proc-sampler';
+import { ProcessTreeSampler, threadTaggedEnv } from './proc-sampler';
 import { scrape, sumOf, type Sample } from '../../src/harness/prometheus-text';
 import { benchConsumer, RECORD_BYTES } from './records';
 import { MiB, round, type ArmResult } from './result';
@@ -54,26 +53,15 @@ export async function startReplica(
     JSON.stringify(benchConsumer(`${name}-${Date.now()}`, topic, path.join(work, 'dlq.jsonl'), extra)),
   );
   const lance = extra.lance as { uri?: string; storageOptions?: Record<string, string> } | undefined;
-  const replicaProcess = new ReplicaProcess(
-    file,
-    path.join(work, 'data'),
-    brokers,
-    {
-      // As `bin/kafka-lance` run as a program would (glibc reads these only at start).
-      ...withMallocTuning(process.env),
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../thread-tag.js')}`,
-      BENCH_THREAD_DIR: tagDir,
+  const replicaProcess = new ReplicaProcess(file, path.join(work, 'data'), brokers, threadTaggedEnv(tagDir), {
+    nodeArgs,
+    // Log lines arrive only after this function has built the replica they update.
+    onLine: (line) => {
+      if (line.event === 'metrics.listening') replica.port = line.port as number;
+      if (line.event === 'kafka.join') replica.joinedAt ??= replica.sampler.elapsed();
+      if (line.level >= 50) process.stderr.write(`  replica: ${JSON.stringify(line)}\n`);
     },
-    {
-      nodeArgs,
-      // Log lines arrive only after this function has built the replica they update.
-      onLine: (line) => {
-        if (line.event === 'metrics.listening') replica.port = line.port as number;
-        if (line.event === 'kafka.join') replica.joinedAt ??= replica.sampler.elapsed();
-        if (line.level >= 50) process.stderr.write(`  replica: ${JSON.stringify(line)}\n`);
-      },
-    },
-  );
+  });
   const sampler = new ProcessTreeSampler(replicaProcess.pid, tagDir).start();
   const replica: Replica = {
     process: replicaProcess,
