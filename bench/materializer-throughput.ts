@@ -27,7 +27,7 @@ import {
 import { silentLogger } from '../src/common/logger';
 import { recordOffset, tpKey } from '../src/common/offsets';
 import { Materializer } from '../src/materializer/materializer';
-import { ClaimRegistry, TableStaging, minuteKeyOf } from '../src/staging';
+import { FileLocks, TableStaging, minuteKeyOf } from '../src/staging';
 import { benchArgs } from './args';
 
 const args = benchArgs();
@@ -50,7 +50,7 @@ async function stage(tableDir: string): Promise<number> {
   const staging = await TableStaging.open({
     tableDir,
     table: 'logs',
-    claims: new ClaimRegistry(),
+    locks: new FileLocks(),
     owner: 'bench',
     logger: silentLogger(),
     maxPartBytes: 16 * 1024 * 1024,

@@ -164,7 +164,10 @@ async function main(): Promise<void> {
     }
   });
   let peakRss = 0;
+  let peakAnon = 0;
+  let peakFile = 0;
   let cpuSeconds = 0;
+  let mainCpuSeconds = 0;
   const ticks = 100; // USER_HZ on Linux
   const samples: number[] = [];
   const rssTimer = setInterval(() => {
@@ -173,6 +176,12 @@ async function main(): Promise<void> {
       .then((s) => {
         const rss = Number(/VmRSS:\s+(\d+)/.exec(s)?.[1] ?? 0) * 1024;
         samples.push(rss);
+        if (rss > peakRss) {
+          // What the peak is made of: anonymous memory (heaps, ArrayBuffers, malloc arenas)
+          // against mapped files (node and LanceDB's native binary, counted once loaded).
+          peakAnon = Number(/RssAnon:\s+(\d+)/.exec(s)?.[1] ?? 0) * 1024;
+          peakFile = Number(/RssFile:\s+(\d+)/.exec(s)?.[1] ?? 0) * 1024;
+        }
         peakRss = Math.max(peakRss, rss);
       })
       .catch(() => undefined);
@@ -182,6 +191,14 @@ async function main(): Promise<void> {
         // Fields after the command name: utime and stime are the 12th and 13th.
         const fields = s.slice(s.lastIndexOf(')') + 2).split(' ');
         if (!doneAt) cpuSeconds = (Number(fields[11]) + Number(fields[12])) / ticks;
+      })
+      .catch(() => undefined);
+    // The main thread alone (its tid is the pid): kafkajs decoding and packing for the workers.
+    void fsp
+      .readFile(`/proc/${child.pid}/task/${child.pid}/stat`, 'utf8')
+      .then((s) => {
+        const fields = s.slice(s.lastIndexOf(')') + 2).split(' ');
+        if (!doneAt) mainCpuSeconds = (Number(fields[11]) + Number(fields[12])) / ticks;
       })
       .catch(() => undefined);
   }, 250);
@@ -206,8 +223,11 @@ async function main(): Promise<void> {
       seconds: Number(seconds.toFixed(2)),
       mibPerSecond: Number((mib / seconds).toFixed(1)),
       peakRssMiB: Math.round(peakRss / 1024 / 1024),
+      peakRssAnonMiB: Math.round(peakAnon / 1024 / 1024),
+      peakRssFileMiB: Math.round(peakFile / 1024 / 1024),
       cpuSeconds,
       cpuSecondsPerGiB: Number((cpuSeconds / (mib / 1024)).toFixed(1)),
+      mainThreadCpuSecondsPerGiB: Number((mainCpuSeconds / (mib / 1024)).toFixed(1)),
       p50RssMiB: Math.round((sorted[Math.floor(sorted.length / 2)] ?? 0) / 1024 / 1024),
       set: args.get('set') ?? '',
       work: args.has('keep') ? work : undefined,

@@ -261,10 +261,9 @@ function machine(): string {
 async function main(): Promise<void> {
   const o = parseOptions(process.argv.slice(2));
   if (process.argv.includes('--render')) {
-    return writeReport(
-      o.out,
-      JSON.parse(await fsp.readFile(path.join(o.out, 'report.json'), 'utf8')) as BenchReport,
-    );
+    const saved = JSON.parse(await fsp.readFile(path.join(o.out, 'report.json'), 'utf8')) as BenchReport;
+    // The targets are judged again from the saved measurements (they may have changed since).
+    return writeReport(o.out, { ...saved, ...ratiosAndTargets(saved.arms, saved.freshness) });
   }
   const broker = ensureBroker(log);
   try {
@@ -285,7 +284,7 @@ async function main(): Promise<void> {
       arms,
       ...(freshness ? { freshness } : {}),
       ...(profile ? { profile } : {}),
-      ...ratiosAndTargets(arms),
+      ...ratiosAndTargets(arms, freshness),
     };
     await writeReport(o.out, report);
     for (const t of report.targets) log(`${t.pass ? 'PASS' : 'FAIL'} ${t.name} (${t.detail})`);

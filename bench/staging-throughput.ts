@@ -38,7 +38,7 @@ import { crc32c } from '@node-rs/crc32';
 import { ulid } from 'ulid';
 import { silentLogger } from '../src/common/logger';
 import { recordOffset } from '../src/common/offsets';
-import { ClaimRegistry, TableStaging, minuteKeyOf } from '../src/staging';
+import { FileLocks, TableStaging, minuteKeyOf } from '../src/staging';
 import { benchArgs } from './args';
 
 const args = benchArgs();
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
   const staging = await TableStaging.open({
     tableDir: dir,
     table: 'bench',
-    claims: new ClaimRegistry(),
+    locks: new FileLocks(),
     owner: 'bench',
     logger: silentLogger(),
     maxPartBytes: 64 * 1024 * 1024,

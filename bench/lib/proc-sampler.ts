@@ -12,13 +12,14 @@ import { withMallocTuning } from '../../src/common/malloc-tuning';
 
 /**
  * The environment of a replica whose threads tag themselves into `tagDir` (thread-tag.js
- * preloaded), with glibc's malloc tuning as `bin/kafka-lance` run as a program sets it
- * (glibc reads it only at start).
+ * preloaded), with the malloc and V8 tuning `bin/kafka-lance` run as a program sets
+ * (glibc and V8 read them only at start).
  */
 export function threadTaggedEnv(tagDir: string): NodeJS.ProcessEnv {
+  const tuned = withMallocTuning(process.env);
   return {
-    ...withMallocTuning(process.env),
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../thread-tag.js')}`,
+    ...tuned,
+    NODE_OPTIONS: `${tuned.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../thread-tag.js')}`,
     BENCH_THREAD_DIR: tagDir,
   };
 }

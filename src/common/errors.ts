@@ -5,7 +5,7 @@
  */
 export type ErrorCode =
   | 'CONFIG_INVALID'
-  | 'CLAIM_CONFLICT'
+  | 'FILE_LOCK_CONFLICT'
   | 'PART_CORRUPT'
   | 'PART_SCHEMA_MISMATCH'
   | 'STAGING_CLOSED'
@@ -46,14 +46,14 @@ export class KafkaLanceError extends Error {
   }
 }
 
-/** A claim was asked for a path that another task already holds. */
-export class ClaimConflictError extends KafkaLanceError {
+/** A file lock was asked for a path that another task already holds. */
+export class FileLockConflictError extends KafkaLanceError {
   constructor(
     readonly path: string,
     readonly holder: string,
     readonly requester: string,
   ) {
-    super('CLAIM_CONFLICT', `${path} is claimed by ${holder}; ${requester} may not work on it`, {
+    super('FILE_LOCK_CONFLICT', `${path} is locked by ${holder}; ${requester} may not work on it`, {
       retriable: true,
       context: { path, holder, requester },
     });

@@ -1,6 +1,7 @@
 import { Bool, Float64, Int32, Int64, TimeUnit, Timestamp, Utf8, type DataType } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
 import type { EpochUnit } from '../config';
+import type { ColumnBuilder } from './column-builder';
 import {
   BoolBuilder,
   newFloat64,
@@ -8,10 +9,9 @@ import {
   newInt64,
   newTimestampMs,
   newUtf8,
-  type ColumnBuilder,
   type FixedWidthBuilder,
-  type VariableWidthBuilder,
-} from './column-builder';
+} from './fixed-width-builders';
+import type { VariableWidthBuilder } from './variable-width-builders';
 import { isWellFormed } from '../config/column-name';
 import { stringifyJsonExact } from './exact-json';
 import { parseTimestamp } from './timestamp';

@@ -1,7 +1,7 @@
 import type { DeclaredField, EpochUnit } from '../config';
 import type { KeyFormat } from '../config/formats';
 import type { WriterSchema } from '../schema-registry/wire-format';
-import type { DeadLetterVerdict } from './dead-letter-reason';
+import type { DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
 import { FIELD_CODECS, Invalid, type Converted, type FieldCodec } from './field-codec';
 import { writerSchemasFor } from './registry-formats';
 import type { WriterSchemas } from './registry-writer-schemas';

@@ -1,22 +1,12 @@
-import { Binary, Field, Int32, RecordBatch, Schema, Struct, makeData, type Data } from 'apache-arrow';
+import type { RecordBatch } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
-import type { EpochUnit, ResolvedConsumer, Row, SourceRecord } from '../config';
+import type { ResolvedConsumer, Row } from '../config';
 import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
-import { ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
-import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8, type ColumnBuilder } from './column-builder';
-import type { DeadLetterVerdict } from './dead-letter-reason';
+import { ROW_COLUMN } from '../staging/system-columns';
+import type { DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
 import { columnNameProblem } from '../config/column-name';
-import {
-  FIELD_CODECS,
-  INVALID,
-  Invalid,
-  inferFieldType,
-  type Converted,
-  type FieldCodec,
-  type InferredTypeName,
-} from './field-codec';
-import { codecOf, numbersUnit, typeLabel } from './typed-codecs';
+import { Invalid, inferFieldType, type Converted, type InferredTypeName } from './field-codec';
 import { writerSchemasFor } from './registry-formats';
 import type { WriterSchemas } from './registry-writer-schemas';
 import type { NamedField } from '../config';
@@ -24,6 +14,18 @@ import type { KeyFormat } from '../config/formats';
 import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';
+import { BatchColumns } from './batch-columns';
+import {
+  convertValue,
+  declaredField,
+  inferredField,
+  mismatch,
+  quoted,
+  writerFieldChanges,
+  type FieldState,
+  type WriterFieldChanges,
+} from './field-state';
+import { normalizeRows, sourceRecord } from './transform-rows';
 
 /** One Kafka message as it crosses into a worker. */
 export interface RawMessage {
@@ -86,22 +88,7 @@ export interface KnownField {
   readonly type: InferredTypeName;
 }
 
-interface FieldState {
-  readonly name: string;
-  /** The type as messages name it (`int32`, `vector<float32>[768]`). */
-  readonly label: string;
-  /** Resolved once per field: the hot path calls it without a lookup by type name. */
-  readonly codec: FieldCodec;
-  readonly nullable: boolean;
-  /** Of numeric timestamps: the field's own unit, else its stored unit, else the consumer's. */
-  readonly epochUnit: EpochUnit;
-}
-
-function inferredField(name: string, type: InferredTypeName, epochUnit: EpochUnit): FieldState {
-  return { name, label: type, codec: FIELD_CODECS[type], nullable: true, epochUnit };
-}
-
-export const KEY_COLUMN = '_key';
+export { KEY_COLUMN } from './batch-columns';
 /** Index of a row among the rows one record's transform produced: keeps (topic, partition, offset, _row) unique. */
 export { ROW_COLUMN };
 
@@ -164,13 +151,7 @@ export class RecordDecoder {
     this.#fields =
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
-        : (options.fields ?? []).map((f) => ({
-            name: f.name,
-            label: typeLabel(f),
-            codec: codecOf(f, options.epochUnit),
-            nullable: f.nullable,
-            epochUnit: numbersUnit(f, options.epochUnit),
-          }));
+        : (options.fields ?? []).map((f) => declaredField(f, options.epochUnit));
     if (this.#infer && this.#fields.length === 0) {
       for (const { name, type } of options.knownFields ?? []) {
         if (columnNameProblem(name) !== undefined || this.#fields.some((f) => f.name === name)) continue;
@@ -197,7 +178,7 @@ export class RecordDecoder {
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
     const newColumns = () =>
-      new Columns(this.#fields, raw, this.#keys, this.#options.transform !== undefined, topic, topicId);
+      new BatchColumns(this.#fields, raw, this.#keys, this.#options.transform !== undefined, topic, topicId);
     let builders = newColumns();
     let eventMinutes: MinuteKey[] = [];
     const ingestMinute = minuteKeyOf(this.#clock());
@@ -270,7 +251,7 @@ export class RecordDecoder {
         if (fields.retyped.length > 0) {
           // A column's type cannot change within a batch: the rows so far keep theirs and go
           // to a part of their own. Whether the table takes the new type is the publication's
-          // decision (sameColumnType, src/lance/lance-table.ts), the one place that knows the
+          // decision (sameColumnType, src/lance/table-schema.ts), the one place that knows the
           // table: a refused publication is set aside with its reason, never a dead letter here.
           const segment = builders.finish();
           if (segment)
@@ -350,43 +331,10 @@ export class RecordDecoder {
     };
   }
 
-  /**
-   * Registry formats: the columns a writer schema has that the decoder does not have yet
-   * (new nullable columns), and the columns it gives another type than the decoder's (each
-   * with its new type's JSON): Lance cannot change a column's type, so the caller starts a
-   * new segment in which the column has the writer's type.
-   */
-  #writerFields(
-    schemaId: number,
-    fields: readonly NamedField[],
-  ): {
-    added: FieldState[];
-    types: (readonly [string, string])[];
-    retyped: (readonly [FieldState, string])[];
-  } {
-    const added: FieldState[] = [];
-    const types: (readonly [string, string])[] = [];
-    const retyped: (readonly [FieldState, string])[] = [];
-    if (this.#admittedSchemas.has(schemaId)) return { added, types, retyped };
-    for (const f of fields) {
-      const type = JSON.stringify(f);
-      const known = this.#writerTypes.get(f.name);
-      if (known === type) continue;
-      const state: FieldState = {
-        name: f.name,
-        label: typeLabel(f),
-        codec: codecOf(f, this.#options.epochUnit),
-        nullable: f.nullable,
-        epochUnit: numbersUnit(f, this.#options.epochUnit),
-      };
-      if (known === undefined) {
-        types.push([f.name, type]);
-        added.push(state);
-      } else {
-        retyped.push([state, type]);
-      }
-    }
-    return { added, types, retyped };
+  /** Registry formats: what a writer schema adds or retypes (writerFieldChanges), nothing for one admitted before. */
+  #writerFields(schemaId: number, fields: readonly NamedField[]): WriterFieldChanges {
+    if (this.#admittedSchemas.has(schemaId)) return { added: [], types: [], retyped: [] };
+    return writerFieldChanges(fields, this.#writerTypes, this.#options.epochUnit);
   }
 
   /**
@@ -453,164 +401,5 @@ export class RecordDecoder {
     const width = this.#fields.length + newFields.length;
     for (const v of values) while (v.length < width) v.push(null);
     return { values, newFields };
-  }
-}
-
-/** A key for a dead-letter detail: escaped (a lone surrogate stays visible), and short. */
-function quoted(name: string): string {
-  return JSON.stringify(name.length > 200 ? `${name.slice(0, 200)}…` : name);
-}
-
-function convertValue(field: FieldState, value: unknown): Converted | Invalid {
-  if (value === null || value === undefined) return field.nullable ? null : INVALID;
-  return field.codec.convert(value, field.epochUnit);
-}
-
-function mismatch(field: FieldState, value: unknown, invalid: Invalid): string {
-  const kind =
-    value === null || value === undefined
-      ? 'null'
-      : Array.isArray(value)
-        ? 'array'
-        : typeof value === 'bigint'
-          ? 'number'
-          : typeof value;
-  const head = `field "${field.name}": expected ${field.label}${field.nullable ? '' : ' (required)'}`;
-  return invalid.why === undefined ? `${head}, got ${kind}` : `${head}: ${invalid.why}`;
-}
-
-function normalizeRows(result: Row | readonly Row[] | null | undefined): readonly Row[] {
-  if (result === null || result === undefined) return [];
-  const rows = Array.isArray(result) ? (result as readonly Row[]) : [result as Row];
-  for (const r of rows) {
-    if (r === null || typeof r !== 'object' || Array.isArray(r))
-      throw new TypeError('a transform must return objects');
-  }
-  return rows;
-}
-
-function sourceRecord(topic: string, partition: number, m: RawMessage, value: unknown): SourceRecord {
-  return {
-    topic,
-    partition,
-    offset: m.offset,
-    timestamp: m.timestamp,
-    key: m.key ? Buffer.from(m.key.buffer, m.key.byteOffset, m.key.byteLength) : null,
-    value:
-      value instanceof Uint8Array ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value,
-  };
-}
-
-/** The builders of one batch: system columns, then data columns in field order. */
-class Columns {
-  readonly #topic = newUtf8();
-  readonly #partition = newInt32();
-  readonly #offset = newInt64();
-  readonly #timestamp = newTimestampMs();
-  /** `_key`: created once the key's type is known (a registry key's, at its first key). */
-  #key: ColumnBuilder | undefined;
-  /** Rows appended before `_key` had a type: all null keys. */
-  #keylessRows = 0;
-  readonly #row = newInt32();
-  readonly #topicId = newUtf8();
-  readonly #data: { field: FieldState | { name: string; raw: true }; builder: ColumnBuilder }[] = [];
-  #rows = 0;
-
-  /** The topic and topic id as UTF-8, encoded once per batch rather than once per row. */
-  readonly #topicBytes: Uint8Array;
-  readonly #topicIdBytes: Uint8Array;
-
-  constructor(
-    fields: readonly FieldState[],
-    private readonly raw: boolean,
-    private readonly keys: KeyColumn | undefined,
-    private readonly rowIndex: boolean,
-    topic: string,
-    topicId: string,
-  ) {
-    this.#topicBytes = Buffer.from(topic, 'utf8');
-    this.#topicIdBytes = Buffer.from(topicId, 'utf8');
-    if (raw) {
-      this.#data.push({ field: { name: 'key', raw: true }, builder: newBinary() });
-      this.#data.push({ field: { name: 'value', raw: true }, builder: newBinary() });
-    } else {
-      for (const f of fields) this.addField(f);
-    }
-  }
-
-  addField(field: FieldState): void {
-    const builder = field.codec.builder();
-    for (let i = 0; i < this.#rows; i++) builder.appendNull();
-    this.#data.push({ field, builder });
-  }
-
-  appendSystem(partition: number, m: RawMessage, rowIndex: number, key: Converted): void {
-    this.#topic.appendBytes(this.#topicBytes);
-    this.#partition.append(partition);
-    // Both are safe integers (the caller checked the timestamp): no BigInt per row.
-    this.#offset.appendSafeInteger(m.offset);
-    this.#timestamp.appendSafeInteger(m.timestamp);
-    this.#topicId.appendBytes(this.#topicIdBytes);
-    if (this.keys) this.#appendKey(key);
-    if (this.rowIndex) this.#row.append(rowIndex);
-    this.#rows += 1;
-  }
-
-  #appendKey(key: Converted): void {
-    const codec = this.keys!.codec;
-    if (!this.#key && codec) {
-      this.#key = codec.builder();
-      for (let i = 0; i < this.#keylessRows; i++) this.#key.appendNull();
-    }
-    if (!this.#key)
-      this.#keylessRows += 1; // only null keys reach here: a key gives the type
-    else if (key === null) this.#key.appendNull();
-    else codec!.append(this.#key, key);
-  }
-
-  appendRaw(m: RawMessage): void {
-    const [key, value] = this.#data;
-    if (m.key) (key!.builder as ReturnType<typeof newBinary>).appendBytes(m.key);
-    else key!.builder.appendNull();
-    (value!.builder as ReturnType<typeof newBinary>).appendBytes(m.value!);
-  }
-
-  appendValues(values: readonly Converted[]): void {
-    values.forEach((v, i) => {
-      const { field, builder } = this.#data[i]!;
-      if (v === null) builder.appendNull();
-      else (field as FieldState).codec.append(builder, v);
-    });
-  }
-
-  finish(): RecordBatch | undefined {
-    if (this.#rows === 0) return undefined;
-    const fields: Field[] = [...SYSTEM_FIELDS];
-    const children: Data[] = [
-      this.#topic.finish(),
-      this.#partition.finish(),
-      this.#offset.finish(),
-      this.#timestamp.finish(),
-      this.#topicId.finish(),
-    ];
-    const keyCodec = this.keys?.codec;
-    if (this.#key && keyCodec) {
-      fields.push(new Field(KEY_COLUMN, keyCodec.arrowType(), true));
-      children.push(this.#key.finish());
-    }
-    if (this.rowIndex) {
-      fields.push(new Field(ROW_COLUMN, new Int32(), false));
-      children.push(this.#row.finish());
-    }
-    for (const { field, builder } of this.#data) {
-      const type = 'raw' in field ? new Binary() : field.codec.arrowType();
-      fields.push(new Field(field.name, type, 'raw' in field ? true : field.nullable));
-      children.push(builder.finish());
-    }
-    const schema = new Schema(fields);
-    return new RecordBatch(
-      schema,
-      makeData({ type: new Struct(fields), length: this.#rows, nullCount: 0, children }),
-    );
   }
 }

@@ -1,6 +1,6 @@
 import type { NamedField } from '../config';
 import { errorMessage } from '../common/errors';
-import type { DeadLetterReason } from './dead-letter-reason';
+import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
 import { frameOf, type WriterSchema } from '../schema-registry/wire-format';
 
 /** One record's row and the columns of its writer schema. */

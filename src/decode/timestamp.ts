@@ -33,9 +33,6 @@ const FORMAT = 'not an RFC 3339 / ISO 8601 timestamp (e.g. 2025-11-30T10:00:00Z)
 const ISO =
   /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
 
-/** Powers of ten from a unit to milliseconds: ms = value × 10^shift. */
-const SHIFT: Readonly<Record<EpochUnit, number>> = { s: 3, ms: 0, us: -3, ns: -6 };
-
 export function parseTimestamp(value: unknown, unit: EpochUnit): TimestampResult {
   if (typeof value === 'string') return parseIsoTimestamp(value);
   if (typeof value === 'number' || typeof value === 'bigint') return epochToMs(value, unit);
@@ -128,21 +125,8 @@ function digits(text: string, start: number, length: number): number {
  */
 function epochToMs(value: number | bigint, unit: EpochUnit): TimestampResult {
   if (unit === 'ms' && Number.isSafeInteger(value)) return inRange(value as number, `${value} ms is`);
-  if (typeof value === 'number' && !Number.isFinite(value))
-    return { invalid: Number.isNaN(value) ? 'NaN is not a time' : `${value} is ${RANGE}` };
-  const d = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(String(value));
-  if (!d) return { invalid: `${String(value)} is not a time` };
-  const fraction = d[3] ?? '';
-  let mantissa = BigInt(`${d[1]}${d[2]}${fraction}`);
-  const exponent = Number(d[4] ?? 0) - fraction.length + SHIFT[unit];
-  // Far outside the range either way: do not build a 10^400 BigInt to find out.
-  if (exponent > 40) return mantissa === 0n ? { ms: 0 } : { invalid: `${String(value)} ${unit} is ${RANGE}` };
-  if (exponent < -400) mantissa = mantissa < 0n ? -1n : 0n;
-  else if (exponent >= 0) mantissa *= 10n ** BigInt(exponent);
-  else mantissa = floorDiv(mantissa, 10n ** BigInt(-exponent));
-  if (mantissa < BigInt(MIN_TIMESTAMP_MS) || mantissa > BigInt(MAX_TIMESTAMP_MS))
-    return { invalid: `${String(value)} ${unit} is ${RANGE}` };
-  return { ms: Number(mantissa) };
+  const scaled = epochTo(value, unit, 'ms');
+  return 'invalid' in scaled ? scaled : { ms: Number(scaled.value) };
 }
 
 /** Decimal digits below the second of each unit. */
@@ -189,7 +173,7 @@ export function parseTimestampIn(value: unknown, unit: EpochUnit, target: EpochU
     : { invalid: `${String(value)} is outside int64 ${target} (years 1677–2262 for ns)` };
 }
 
-/** Like epochToMs, into any unit: exact through the digits, floored below `target`. */
+/** An epoch number in `unit` as a count of `target` units: exact through its decimal digits, floored below `target`, within years 0000–9999. */
 function epochTo(value: number | bigint, unit: EpochUnit, target: EpochUnit): TimeResult {
   if (typeof value === 'number' && !Number.isFinite(value))
     return { invalid: Number.isNaN(value) ? 'NaN is not a time' : `${value} is ${RANGE}` };

@@ -1,10 +1,7 @@
 import {
   Binary,
   DateDay,
-  Decimal,
   Field,
-  FixedSizeList,
-  Float16,
   Float32,
   Int16,
   Int8,
@@ -18,30 +15,19 @@ import {
   Uint32,
   Uint64,
   Uint8,
-  util,
   type DataType,
 } from 'apache-arrow';
-import type {
-  DeclaredField,
-  DeclaredType,
-  EpochUnit,
-  FieldTypeName,
-  NamedField,
-  VectorElement,
-} from '../config';
-import {
-  DecimalBuilder,
-  LargeVariableWidthBuilder,
-  ListBuilder,
-  NumericBuilder,
-  StructBuilder,
-  VectorBuilder,
-  newBinary,
-  type ColumnBuilder,
-  type VariableWidthBuilder,
-} from './column-builder';
+import type { DeclaredField, DeclaredType, EpochUnit, FieldTypeName, NamedField } from '../config';
+import type { ColumnBuilder } from './column-builder';
+import { NumericBuilder } from './declared-builders';
+import { newBinary } from './fixed-width-builders';
+import { ListBuilder, StructBuilder } from './nested-builders';
+import { LargeVariableWidthBuilder, type VariableWidthBuilder } from './variable-width-builders';
 import { FIELD_CODECS, INVALID, Invalid, type Converted, type FieldCodec } from './field-codec';
 import { parseDate, parseTimestampIn } from './timestamp';
+import { fromBase64 } from './base64';
+import { decimalCodec } from './decimal-codec';
+import { vectorCodec } from './vector-codec';
 
 /**
  * The codec of a declared column type: the Arrow type, its builder, and the JSON value
@@ -169,16 +155,6 @@ function integer(
 }
 
 const UINT64_MAX = 2n ** 64n - 1n;
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
-/** Standard base64, padded; anything Buffer.from would quietly skip or guess at is refused. */
-function fromBase64(text: string): Uint8Array | Invalid {
-  if (text.length % 4 !== 0 || !BASE64.test(text))
-    return new Invalid('not base64 (standard alphabet, padded to a multiple of 4 characters)');
-  const bytes = Buffer.from(text, 'base64');
-  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
 function bytesOf(v: unknown): Uint8Array | Invalid {
   if (typeof v === 'string') return fromBase64(v);
   return v instanceof Uint8Array ? v : INVALID;
@@ -261,130 +237,6 @@ const SCALAR_CODECS: Readonly<Record<Exclude<FieldTypeName, 'timestamp'>, FieldC
     'bytes',
   ),
 };
-
-type VectorArray = Float32Array | Uint16Array | Uint8Array;
-
-const ELEMENTS: Readonly<
-  Record<VectorElement, { arrow: () => DataType; bytes: number; create: (n: number) => VectorArray }>
-> = {
-  float32: { arrow: () => new Float32(), bytes: 4, create: (n) => new Float32Array(n) },
-  float16: { arrow: () => new Float16(), bytes: 2, create: (n) => new Uint16Array(n) },
-  uint8: { arrow: () => new Uint8(), bytes: 1, create: (n) => new Uint8Array(n) },
-};
-
-const FLOAT16_MAX = 65504;
-
-function vectorCodec(dim: number, element: VectorElement): FieldCodec {
-  const spec = ELEMENTS[element];
-  // The child is named "item" and nullable, as LanceDB's own vector columns are.
-  const arrowType = new FixedSizeList(dim, new Field('item', spec.arrow(), true));
-  const wrongDim = (actual: number) => new Invalid(`wrong dimension: expected ${dim}, got ${actual}`);
-  const fromNumbers = (items: readonly unknown[]): Converted | Invalid => {
-    if (items.length !== dim) return wrongDim(items.length);
-    const out = spec.create(dim);
-    for (let i = 0; i < dim; i++) {
-      const x = items[i];
-      if (typeof x !== 'number')
-        return new Invalid(
-          `element ${i} is ${x === null ? 'null' : typeof x}, not a number (dimension ${dim})`,
-        );
-      // JSON has no NaN or Infinity, but a transform can return them.
-      if (!Number.isFinite(x)) return new Invalid(`element ${i} is ${x} (dimension ${dim})`);
-      if (element === 'float32') {
-        const f = Math.fround(x);
-        if (!Number.isFinite(f)) return new Invalid(`element ${i} (${x}) is outside float32`);
-        out[i] = f;
-      } else if (element === 'float16') {
-        if (Math.abs(x) > FLOAT16_MAX) return new Invalid(`element ${i} (${x}) is outside float16`);
-        out[i] = util.float64ToUint16(x);
-      } else {
-        if (!Number.isInteger(x) || x < 0 || x > 255)
-          return new Invalid(`element ${i} (${x}) is not a uint8`);
-        out[i] = x;
-      }
-    }
-    return out;
-  };
-  const fromBytes = (bytes: Uint8Array): Converted | Invalid => {
-    if (bytes.byteLength !== dim * spec.bytes) {
-      const actual = bytes.byteLength / spec.bytes;
-      return new Invalid(
-        `wrong dimension: expected ${dim}, got ${Number.isInteger(actual) ? actual : `${bytes.byteLength} bytes (${actual.toFixed(2)} ${element})`}`,
-      );
-    }
-    // Copied into a fresh array: aligned for the element, and little-endian as JavaScript's
-    // typed arrays are on every platform Node supports (x64, arm64).
-    const out = spec.create(dim);
-    new Uint8Array(out.buffer).set(bytes);
-    if (element === 'float32') {
-      const f = out as Float32Array;
-      for (let i = 0; i < dim; i++)
-        if (!Number.isFinite(f[i]!)) return new Invalid(`element ${i} is ${f[i]} (dimension ${dim})`);
-    } else if (element === 'float16') {
-      for (let i = 0; i < dim; i++)
-        if ((out[i]! & 0x7c00) === 0x7c00)
-          return new Invalid(`element ${i} is ${util.uint16ToFloat64(out[i]!)} (dimension ${dim})`);
-    }
-    return out;
-  };
-  return {
-    arrowType: () => arrowType,
-    builder: () => new VectorBuilder(arrowType, dim, spec.create),
-    convert: (v) => {
-      if (Array.isArray(v)) return fromNumbers(v as readonly unknown[]);
-      if (typeof v === 'string') {
-        const bytes = fromBase64(v);
-        return bytes instanceof Invalid ? bytes : fromBytes(bytes);
-      }
-      if (v instanceof Float32Array && element === 'float32') return fromNumbers(Array.from(v));
-      return v instanceof Uint8Array ? fromBytes(v) : INVALID;
-    },
-    append: (b, v) => (b as VectorBuilder<VectorArray>).append(v as VectorArray),
-  };
-}
-
-const DECIMAL = /^([+-]?)(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
-
-function decimalCodec(precision: number, scale: number): FieldCodec {
-  const arrowType = new Decimal(scale, precision, 128);
-  const limit = 10n ** BigInt(precision);
-  const label = `decimal(${precision}, ${scale})`;
-  return {
-    arrowType: () => arrowType,
-    builder: () => new DecimalBuilder(arrowType),
-    convert: (v) => {
-      let text: string;
-      if (typeof v === 'string') text = v;
-      else if (typeof v === 'bigint') text = v.toString();
-      else if (typeof v === 'number') {
-        if (!Number.isFinite(v)) return new Invalid(`${v} is not a decimal`);
-        text = String(v); // the shortest decimal that reads back as this double
-      } else return INVALID;
-      const m = text.length > 200 ? null : DECIMAL.exec(text);
-      if (!m) return new Invalid(`${JSON.stringify(text.slice(0, 60))} is not a decimal number`);
-      const fraction = m[3] ?? '';
-      let unscaled = BigInt(`${m[2]}${fraction}`);
-      if (unscaled === 0n) return 0n;
-      // A power of ten is built only when its size is bounded by the digits at hand: an
-      // exponent like 1e-999999 must be refused, not make a million-digit BigInt.
-      const shift = scale - fraction.length + Number(m[4] ?? 0);
-      const digits = unscaled.toString().length;
-      if (shift >= 0) {
-        if (digits + shift > precision)
-          return new Invalid(`${text} overflows ${label} (more than ${precision} digits)`);
-        unscaled *= 10n ** BigInt(shift);
-      } else {
-        const divisor = -shift > digits ? undefined : 10n ** BigInt(-shift);
-        if (divisor === undefined || unscaled % divisor !== 0n)
-          return new Invalid(`${text} has more than ${scale} fractional digits (${label} would round it)`);
-        unscaled /= divisor;
-      }
-      if (unscaled >= limit) return new Invalid(`${text} overflows ${label} (more than ${precision} digits)`);
-      return m[1] === '-' ? -unscaled : unscaled;
-    },
-    append: (b, v) => (b as DecimalBuilder).append(v as bigint),
-  };
-}
 
 function kindOf(value: unknown): string {
   if (value === null || value === undefined) return 'null';

@@ -1,4 +1,5 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
+import { offsetOutOfRangeIn } from './kafka-errors';
 import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
 
 /**
@@ -135,7 +136,7 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
       try {
         answer = await fetch.call(broker, request);
       } catch (error) {
-        const refused = outOfRange(error);
+        const refused = offsetOutOfRangeIn(error);
         if (!refused) throw error;
         const fetchOffset = request.topics
           .find((t) => t.topic === refused.topic)
@@ -160,12 +161,4 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   }
   marked[HOOKED] = true;
   return broker;
-}
-
-/** kafkajs 2.2.4 fails a whole fetch with KafkaJSOffsetOutOfRange for the first such partition. */
-function outOfRange(error: unknown): { topic: string; partition: number } | undefined {
-  const e = error as { name?: unknown; topic?: unknown; partition?: unknown } | null;
-  if (e?.name !== 'KafkaJSOffsetOutOfRange' || typeof e.topic !== 'string' || typeof e.partition !== 'number')
-    return undefined;
-  return { topic: e.topic, partition: e.partition };
 }

@@ -11,6 +11,8 @@
  * what the fetch covered, never from its last message.
  */
 
+import { installRecordDecoder } from './record-decoding';
+
 /** A record as kafkajs decodes it, with the header of the record batch it came in. */
 interface FetchedRecord {
   readonly offset: string;
@@ -38,6 +40,10 @@ type BatchConstructor = new (topic: string, fetchedOffset: string, partitionData
 /** kafkajs's Batch class: built exactly as its consumer group builds each fetch's batches. */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const KafkajsBatch = require('kafkajs/src/consumer/batch') as BatchConstructor;
+
+// kafkajs decodes the records these batches hold: with plain numbers for offsets and
+// timestamps (record-decoding.ts), installed before the first fetch loads its decoder.
+installRecordDecoder();
 
 export function fetchedBatch(topic: string, fetchedOffset: string, partitionData: unknown): FetchedBatch {
   return new KafkajsBatch(topic, fetchedOffset, partitionData);

@@ -1,7 +1,7 @@
 import { KafkaJSError, type Admin, type Kafka } from 'kafkajs';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import type { Claim, ClaimIo, RecreatedTopic } from '../ownership/claim';
+import type { PartitionClaim, ClaimIo, RecreatedTopic } from '../ownership/claim';
 import {
   METADATA_API_KEY,
   UNKNOWN_TOPIC_OR_PARTITION,
@@ -9,6 +9,7 @@ import {
   encodeMetadataRequest,
   metadataVersionFor,
 } from './metadata-protocol';
+import { REJOIN_ERROR_TYPE } from './kafka-errors';
 
 /** The slice of kafkajs 2.2.4's internal Broker used here (pinned, like coordinator-hook.ts). */
 interface InternalBroker {
@@ -46,7 +47,7 @@ const CREATE_CLUSTER = 'private:Kafka:createCluster';
  * (the watch has logged why already).
  */
 export class TopicRecreatedError extends KafkaJSError {
-  readonly type = 'REBALANCE_IN_PROGRESS';
+  readonly type = REJOIN_ERROR_TYPE;
   override readonly name = 'TopicRecreatedError';
   constructor(
     readonly topic: string,
@@ -244,7 +245,7 @@ export class TopicIds {
 }
 
 /** Topic → id of the claims that know it: what the staging epoch stamps on every row. */
-export function topicIdsOf(claims: readonly Claim[]): Record<string, string> {
+export function topicIdsOf(claims: readonly PartitionClaim[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const c of claims) if (c.topicId !== undefined) out[c.topic] = c.topicId;
   return out;

@@ -1,5 +1,6 @@
 import type { Admin, ITopicConfig } from 'kafkajs';
 import { KafkaLanceError, errorMessage } from '../common/errors';
+import { isFlaggedRetriable } from './kafka-errors';
 
 /** How long a new topic may take to be served before that is an error. */
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -46,8 +47,7 @@ export async function ensureTopicsServed(
       if (missing.length > 0) await admin.createTopics({ topics: [...missing], waitForLeaders: true });
       break;
     } catch (error) {
-      const retriable = (error as { retriable?: unknown }).retriable === true;
-      if (!retriable || Date.now() - started >= timeoutMs) throw error;
+      if (!isFlaggedRetriable(error) || Date.now() - started >= timeoutMs) throw error;
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
   }

@@ -1,7 +1,7 @@
 import type { Logger } from '../common/logger';
 import type { TopicPartitionKey } from '../common/offsets';
 import type { LanceTable } from '../lance/lance-table';
-import type { PartitionOwnership } from './planner';
+import type { PartitionOwnership } from '../ownership/partition-ownership';
 
 /**
  * Whether `owner` keeps the table (compaction, declared indexes): the owner of the first

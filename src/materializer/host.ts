@@ -7,7 +7,8 @@ import type { Metrics } from '../metrics/metrics';
 import { compiledEntry, WORKER_RESOURCE_LIMITS } from '../pool/compiled-entry';
 import type { IndexReport } from '../lance/index-keeper';
 import type { MaterializerStats } from './materializer-stats';
-import type { MaterializerReply, MaterializerWorkerInit, OwnershipRow } from './worker-protocol';
+import type { OwnershipRow } from '../ownership/partition-ownership';
+import type { MaterializerReply, MaterializerWorkerInit } from './worker-protocol';
 
 /** The main thread's handle on the materializer worker. */
 export class MaterializerHost {

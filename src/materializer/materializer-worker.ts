@@ -9,7 +9,7 @@ import { createLogger, type Logger } from '../common/logger';
 import { tpKey } from '../common/offsets';
 import { IndexUpkeep } from './index-upkeep';
 import { Materializer } from './materializer';
-import type { PartitionOwnership } from './planner';
+import type { PartitionOwnership } from '../ownership/partition-ownership';
 import { PartialPublicationError } from './publication-errors';
 import type { MaterializerReply, MaterializerRequest, MaterializerWorkerInit } from './worker-protocol';
 
@@ -43,9 +43,7 @@ async function main(): Promise<void> {
       // Sequenced at the source too; this guards the planner against any reordering on the way.
       if (m.sequence <= ownershipSequence) return;
       ownershipSequence = m.sequence;
-      ownership = new Map(
-        m.partitions.map(([t, p, chain, committed]) => [tpKey(t, p), { chain, committed }]),
-      );
+      ownership = new Map(m.partitions.map(([t, p, partition]) => [tpKey(t, p), partition]));
       materializer.setOwnership(ownership);
     } else if (m.type === 'sealed') {
       materializer.sealed(m.parts);

@@ -12,7 +12,7 @@ import {
   type CommitSafety,
 } from '../lance/commit-rule';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
-import { ClaimRegistry } from '../staging/claims';
+import { FileLocks } from '../staging/file-locks';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart, type SealedPart } from '../staging/sealed-part';
@@ -29,9 +29,9 @@ import {
   planPublications,
   toPlanPart,
   type PartDecision,
-  type PartitionOwnership,
   withAgedEpochs,
 } from './planner';
+import type { PartitionOwnership } from '../ownership/partition-ownership';
 import type { PreparationContext } from './preparation';
 import { PartialPublicationError } from './publication-errors';
 import { Publisher, type PreparationMode, type PublicationResult } from './publisher';
@@ -117,7 +117,7 @@ export class Materializer {
         hooks: o.hooks,
       },
     });
-    this.#catalog = new SealedPartCatalog(o.tableDir, new ClaimRegistry(), 'materializer', o.logger);
+    this.#catalog = new SealedPartCatalog(o.tableDir, new FileLocks(), 'materializer', o.logger);
     this.#setAsideContext = {
       tableDir: o.tableDir,
       deadLetterFile: o.deadLetterFile ?? path.join(o.tableDir, QUARANTINE_DIR, 'dead-letters.jsonl'),

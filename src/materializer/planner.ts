@@ -1,18 +1,13 @@
 import { decodeTime } from 'ulid';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { OwnershipEpoch } from '../ownership/chain';
+import type { PartitionOwnership } from '../ownership/partition-ownership';
 import { nearChainEnd, publishableRange } from '../ownership/publishable-range';
 import { parsePartName } from '../staging/part-name';
 import type { SealedPart } from '../staging/sealed-part';
 import { keptRowsOfRanges } from './keep-range';
 import type { KeepRange, LedgerEntry, PlanPart, PlanWrite } from './plan';
 import * as path from 'node:path';
-
-/** What the broker says of a partition: its ownership chain and its last landed commit. */
-export interface PartitionOwnership {
-  readonly chain: readonly OwnershipEpoch[];
-  readonly committed: number;
-}
 
 /** offsets.commitAfter: what a commit of this replica waits for. */
 export type CommitAfter = 'staged' | 'published';

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { mkdirDurably, pathExists, renameDurably, writeFileAtomically } from '../common/fs-durable';
-import { FileDeadLetterSink, type DeadLetter } from '../kafka/dead-letter';
+import { FileDeadLetterSink, type DeadLetter } from '../dead-letters/dead-letter';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { readSealedPart } from '../staging/sealed-part';
 import {

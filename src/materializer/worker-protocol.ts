@@ -1,5 +1,5 @@
 import type { SealedPart } from '../staging/sealed-part';
-import type { OwnershipEpoch } from '../ownership/chain';
+import type { OwnershipRow } from '../ownership/partition-ownership';
 import type { MaterializerOptions } from './materializer';
 import type { MaterializerStats } from './materializer-stats';
 import type { IndexSpec } from '../config/index-spec';
@@ -17,9 +17,6 @@ export interface MaterializerWorkerInit extends Omit<
   readonly indexEveryMs: number;
   readonly logLevel: string;
 }
-
-/** [topic, partition, chain, committed offset] */
-export type OwnershipRow = readonly [string, number, readonly OwnershipEpoch[], number];
 
 export type MaterializerRequest =
   | {

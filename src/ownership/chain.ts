@@ -1,16 +1,17 @@
+import type { OwnerEpoch } from './owner-epoch';
+
 /**
  * The ownership chain of a partition, kept in Kafka itself: every commit carries in
  * its offset metadata a short chain of (owner, epoch, start offset), and at every
  * group join each member appends an entry for every partition it was assigned
  * (committing its start offset) before it stages a record of it.
  *
- * An entry is one ownership epoch: the epoch number is the staging epoch of the
- * owner process (bumped at each of its joins, recorded in every part it stages), so
- * a part maps to exactly one entry of each of its partitions' chains.
+ * An entry is one ownership epoch (owner-epoch.ts) with the offset it started at: the
+ * epoch number is the staging epoch of the owner process (bumped at each of its joins,
+ * recorded in every part it stages), so a part maps to exactly one entry of each of its
+ * partitions' chains.
  */
-export interface OwnershipEpoch {
-  readonly owner: string;
-  readonly epoch: number;
+export interface OwnershipEpoch extends OwnerEpoch {
   /** The first offset this epoch consumed (the committed offset when it began). */
   readonly start: number;
   /**

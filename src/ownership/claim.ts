@@ -29,7 +29,7 @@ export interface ClaimIo {
   ): Promise<FencedCommitOutcome>;
 }
 
-export interface Claim {
+export interface PartitionClaim {
   readonly topic: string;
   readonly partition: number;
   /** The first offset this epoch consumes: the committed offset when it was claimed. */
@@ -81,9 +81,9 @@ export async function claimPartitions(
   owner: string,
   epoch: number,
   io: ClaimIo,
-): Promise<Claim[]> {
+): Promise<PartitionClaim[]> {
   if (partitions.length === 0) return [];
-  const claims: Claim[] = [];
+  const claims: PartitionClaim[] = [];
   const outcome = await io.commitTurn(async (send) => {
     const committed = await io.committed(partitions);
     // Asked after the committed offsets: a topic recreated in between is seen as recreated.

@@ -1,5 +1,5 @@
 import type { SealedPart } from '../staging/sealed-part';
-import type { DeadLetterVerdict } from '../decode/dead-letter-reason';
+import type { DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
 import type { KnownField } from '../decode/record-decoder';
 import type { StagingEpoch } from '../staging/epoch';
 import type { PackedMessages } from './packed-messages';

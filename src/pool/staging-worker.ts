@@ -10,7 +10,7 @@ import { createLogger } from '../common/logger';
 import { parseTpKey, recordOffset, type DurableOffset } from '../common/offsets';
 import { loadConsumer } from '../config/load';
 import { RecordDecoder } from '../decode/record-decoder';
-import { ClaimRegistry } from '../staging/claims';
+import { FileLocks } from '../staging/file-locks';
 import { StagingFailedError, TableStaging, type FlushResult } from '../staging/table-staging';
 import { unpackMessages } from './packed-messages';
 import type { StagingWorkerInit, WorkerReply, WorkerRequest } from './protocol';
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const staging = await TableStaging.open({
     tableDir: init.tableDir,
     table: consumer.table,
-    claims: new ClaimRegistry(),
+    locks: new FileLocks(),
     owner: `staging-worker-${init.workerIndex}`,
     logger,
     maxPartBytes: init.maxPartBytes,
@@ -152,7 +152,7 @@ async function main(): Promise<void> {
         }
       } catch (error) {
         if (error instanceof DiskFullError) {
-          // Not a failure of staging: the main thread pauses and retries (kafka/ingestion.ts).
+          // Not a failure of staging: the main thread pauses and retries (kafka/durability-tick.ts).
           reply({
             type: 'error',
             id: request.id,

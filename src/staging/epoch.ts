@@ -1,18 +1,16 @@
+import type { OwnerEpoch } from '../ownership/owner-epoch';
+
 /**
  * Who staged a part, and in which ownership period. Every part records its epoch
  * in its Arrow schema metadata, and a part never spans two epochs: the staging
  * seals every open part before a new epoch's first push.
  *
- * The planner maps (owner, epoch) to an ownership epoch of each partition (the
+ * The (owner, epoch) pair is ownership's (ownership/owner-epoch.ts). The planner maps it to an ownership epoch of each partition (the
  * chain kept in the Kafka offset metadata) to find the ceiling below which the
  * part's rows of that partition may be published. Rows at or above it were
  * re-consumed by the next owner and are cut (DESIGN.md, "Ceiling rule").
  */
-export interface StagingEpoch {
-  /** The process instance that staged the part (unique per process start). */
-  readonly owner: string;
-  /** Increases on every change of this instance's assignment. */
-  readonly epoch: number;
+export interface StagingEpoch extends OwnerEpoch {
   /**
    * Topic → Kafka topic id as claimed for this epoch (ownership/claim.ts): every row
    * staged in the epoch carries its topic's (`_topic_id`), so that a topic deleted and

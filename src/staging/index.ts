@@ -1,4 +1,4 @@
-export { ClaimRegistry, Claim, ClaimSet } from './claims';
+export { FileLocks, FileLock, FileLockSet } from './file-locks';
 export { minuteKeyOf, parsePartName, formatPartName, type MinuteKey, type PartName } from './part-name';
 export { schemaKeyOf, type SchemaKey } from './schema-key';
 export { readSealedPart, type SealedPart, type PartOffsetRange } from './sealed-part';

@@ -6,7 +6,7 @@ import { DiskFullError } from '../common/errors';
 import { realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { RecordOffset } from '../common/offsets';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
-import type { Claim, ClaimRegistry } from './claims';
+import type { FileLock, FileLocks } from './file-locks';
 import type { OpenPartLimit } from './open-parts';
 import { epochMetadata, type StagingEpoch } from './epoch';
 import { END_OF_STREAM, encodeBatches, encodeSchema } from './ipc-stream';
@@ -36,7 +36,7 @@ export interface PartWriterFiles {
  *   the close;
  * - batches are appended in memory by `append()` and reach the file only in
  *   `syncPending()` / `finish()`, which run one at a time in call order;
- * - the claim on the open path is held from creation until the part is sealed or
+ * - the lock on the open path is held from creation until the part is sealed or
  *   the writer failed, and is released by this writer only;
  * - a full disk (ENOSPC, EDQUOT) fails the operation with DiskFullError but not the
  *   writer: the bytes not yet written are kept and written first by the next
@@ -73,7 +73,7 @@ export class PartWriter {
   >();
   /** CRC32C of every byte written so far: the trailer's and the plan's checksum, with no read-back. */
   readonly #crc = new RunningCrc();
-  readonly #claim: Claim;
+  readonly #lock: FileLock;
   readonly #directorySync: DirectorySync;
   readonly #openParts: OpenPartLimit<PartWriter> | undefined;
   #chain: Promise<unknown> = Promise.resolve();
@@ -85,7 +85,7 @@ export class PartWriter {
     readonly minute: MinuteKey,
     readonly epoch: StagingEpoch,
     id: string,
-    claims: ClaimRegistry,
+    locks: FileLocks,
     owner: string,
     now: number,
     files: PartWriterFiles = {},
@@ -95,7 +95,7 @@ export class PartWriter {
     this.sealedPath = path.join(dir, formatPartName(base, 'sealed'));
     this.createdAt = now;
     this.schema = new Schema(batchSchema.fields, new Map([...batchSchema.metadata, ...epochMetadata(epoch)]));
-    this.#claim = claims.claim(this.path, owner);
+    this.#lock = locks.lock(this.path, owner);
     this.#directorySync = files.directorySync ?? realDirectorySync;
     this.#openParts = files.openParts;
     // A failure here is kept in #failure and reported by the next sync or finish.
@@ -224,7 +224,7 @@ export class PartWriter {
       await fsp.rename(this.path, this.sealedPath);
       await this.#directorySync.syncDirectory(this.dir);
       this.#state = 'sealed';
-      this.#claim.release();
+      this.#lock.release();
       return {
         path: this.sealedPath,
         schemaKey: this.schemaKey,
@@ -245,7 +245,7 @@ export class PartWriter {
     this.#state = 'failed';
     const handle = this.#handle;
     this.#handle = undefined;
-    this.#claim.release();
+    this.#lock.release();
     await handle?.close().catch(() => undefined);
     this.#openParts?.release(this);
   }
@@ -256,7 +256,7 @@ export class PartWriter {
       try {
         return await op();
       } catch (error) {
-        // A full disk is waited out: the writer keeps its file, its claim and its bytes.
+        // A full disk is waited out: the writer keeps its file, its lock and its bytes.
         if (error instanceof DiskFullError) throw error;
         this.#failure = error;
         await this.abandon();

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { errorMessage } from '../common/errors';
 import { fsyncDirectory, mkdirDurably, pathExists, unlinkDurably } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
-import type { ClaimRegistry } from './claims';
+import type { FileLocks } from './file-locks';
 import { END_OF_STREAM, decodeBatches, scanStream } from './ipc-stream';
 import { RunningCrc, checkDigestTrailer, digestTrailer } from './part-digest';
 import {
@@ -20,7 +20,7 @@ import { offsetRangesOf, type SealedPart } from './sealed-part';
 
 export interface RecoveryOptions {
   readonly tableDir: string;
-  readonly claims: ClaimRegistry;
+  readonly locks: FileLocks;
   readonly owner: string;
   readonly logger: Logger;
 }
@@ -38,8 +38,8 @@ export interface RecoveryReport {
   /** Leftovers of a rewrite a previous recovery did not finish, removed. */
   readonly removedLeftovers: number;
   readonly quarantined: readonly string[];
-  /** Parts another task held a claim on: left untouched. */
-  readonly skippedClaimed: readonly string[];
+  /** Parts another task held a lock on: left untouched. */
+  readonly skippedLocked: readonly string[];
 }
 
 /**
@@ -58,11 +58,11 @@ export interface RecoveryReport {
  * planner's ceiling rule (a part's max offset is no safe threshold: one tick writes
  * several parts, and a crash can keep a later part's write and lose an earlier one's).
  *
- * Every file is claimed before it is touched, and a claimed file is skipped: a live
+ * Every file is locked before it is touched, and a locked file is skipped: a live
  * writer's part or another task's output is never renamed, sealed or deleted.
  */
 export async function recoverTableStaging(options: RecoveryOptions): Promise<RecoveryReport> {
-  const { tableDir, claims, owner, logger } = options;
+  const { tableDir, locks, owner, logger } = options;
   await mkdirDurably(tableDir);
   const names = await fsp.readdir(tableDir);
   const parts = names
@@ -73,12 +73,12 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
 
   const counts = { recoveredParts: 0, tornParts: 0, tornBytes: 0, removedEmpty: 0, removedLeftovers: 0 };
   const quarantined: string[] = [];
-  const skippedClaimed: string[] = [];
+  const skippedLocked: string[] = [];
 
   for (const { file, name } of parts) {
-    using claim = claims.tryClaim(file, owner);
-    if (!claim) {
-      skippedClaimed.push(file);
+    using lock = locks.tryLock(file, owner);
+    if (!lock) {
+      skippedLocked.push(file);
       continue;
     }
     const sibling = (id: string, state: 'open' | 'sealed') =>
@@ -93,7 +93,7 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
       counts.removedLeftovers += 1;
       continue;
     }
-    const outcome = await recoverOpenPart(file, name, tableDir, claims, owner);
+    const outcome = await recoverOpenPart(file, name, tableDir, locks, owner);
     switch (outcome.kind) {
       case 'empty':
         await unlinkDurably(file);
@@ -125,16 +125,16 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
     }
   }
 
-  const catalog = new SealedPartCatalog(tableDir, claims, owner, logger);
+  const catalog = new SealedPartCatalog(tableDir, locks, owner, logger);
   const refreshed = await catalog.refresh();
   quarantined.push(...refreshed.quarantined);
-  skippedClaimed.push(...refreshed.skippedClaimed);
+  skippedLocked.push(...refreshed.skippedLocked);
 
   const report: RecoveryReport = {
     ...counts,
     sealedParts: refreshed.parts,
     quarantined,
-    skippedClaimed,
+    skippedLocked,
   };
   logger.info(
     {
@@ -143,7 +143,7 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
       sealedParts: report.sealedParts.length,
       ...counts,
       quarantined: quarantined.length,
-      skippedClaimed: skippedClaimed.length,
+      skippedLocked: skippedLocked.length,
     },
     'staging recovery finished',
   );
@@ -159,7 +159,7 @@ async function recoverOpenPart(
   file: string,
   name: PartName,
   tableDir: string,
-  claims: ClaimRegistry,
+  locks: FileLocks,
   owner: string,
 ): Promise<OpenPartOutcome> {
   const bytes = await fsp.readFile(file);
@@ -190,7 +190,7 @@ async function recoverOpenPart(
   }
   if (whole) {
     // The writer finished the stream but died before the rename: the file is whole as it is.
-    using _sealed = claims.claim(sealedPath, owner);
+    using _sealed = locks.lock(sealedPath, owner);
     await fsp.rename(file, sealedPath);
     await fsyncDirectory(tableDir);
     return { kind: 'sealed', sealedPath, tornBytes: 0 };
@@ -198,7 +198,7 @@ async function recoverOpenPart(
   const rewrite = { ...name, id: recoveredIdOf(originalIdOf(name.id)) };
   const rewriteOpen = path.join(tableDir, formatPartName(rewrite, 'open'));
   const rewriteSealed = path.join(tableDir, formatPartName(rewrite, 'sealed'));
-  using _claims = claims.claimAll([rewriteOpen, rewriteSealed], owner);
+  using _locks = locks.lockAll([rewriteOpen, rewriteSealed], owner);
   const handle = await fsp.open(rewriteOpen, 'wx');
   try {
     const stream = scan.ended ? prefix : Buffer.concat([prefix, END_OF_STREAM]);

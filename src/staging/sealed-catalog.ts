@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { PartCorruptError } from '../common/errors';
 import type { Logger } from '../common/logger';
-import type { ClaimRegistry } from './claims';
+import type { FileLocks } from './file-locks';
 import { parsePartName } from './part-name';
 import { quarantinePart } from './quarantine';
 import { readSealedPart, type SealedPart } from './sealed-part';
@@ -11,8 +11,8 @@ export interface CatalogRefresh {
   readonly parts: readonly SealedPart[];
   /** Parts moved to quarantine during this refresh. */
   readonly quarantined: readonly string[];
-  /** Sealed parts another task held a claim on: neither read nor listed this time. */
-  readonly skippedClaimed: readonly string[];
+  /** Sealed parts another task held a lock on: neither read nor listed this time. */
+  readonly skippedLocked: readonly string[];
 }
 
 /**
@@ -24,7 +24,7 @@ export class SealedPartCatalog {
 
   constructor(
     readonly tableDir: string,
-    private readonly claims: ClaimRegistry,
+    private readonly locks: FileLocks,
     private readonly owner: string,
     private readonly logger: Logger,
   ) {}
@@ -36,16 +36,16 @@ export class SealedPartCatalog {
     });
     const present = new Set<string>();
     const quarantined: string[] = [];
-    const skippedClaimed: string[] = [];
+    const skippedLocked: string[] = [];
     for (const name of names.sort()) {
       const parsed = parsePartName(name);
       if (!parsed || parsed.state !== 'sealed') continue;
       const file = path.join(this.tableDir, name);
       present.add(file);
       if (this.#known.has(file)) continue;
-      const claim = this.claims.tryClaim(file, this.owner);
-      if (!claim) {
-        skippedClaimed.push(file);
+      const lock = this.locks.tryLock(file, this.owner);
+      if (!lock) {
+        skippedLocked.push(file);
         continue;
       }
       try {
@@ -56,11 +56,11 @@ export class SealedPartCatalog {
         present.delete(file);
         quarantined.push(await quarantinePart(this.tableDir, file, error.message, this.logger));
       } finally {
-        claim.release();
+        lock.release();
       }
     }
     for (const file of this.#known.keys()) if (!present.has(file)) this.#known.delete(file);
-    return { parts: [...this.#known.values()], quarantined, skippedClaimed };
+    return { parts: [...this.#known.values()], quarantined, skippedLocked };
   }
 
   /**

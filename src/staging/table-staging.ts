@@ -1,32 +1,31 @@
 import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { ulid } from 'ulid';
-import { DiskFullError, KafkaLanceError, OffsetOrderError, StagingClosedError } from '../common/errors';
+import { DiskFullError, KafkaLanceError, StagingClosedError } from '../common/errors';
 import { mkdirDurably, realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import {
-  NOTHING_DURABLE,
   recordOffset,
-  tpKey,
   type DurableOffset,
   type RecordOffset,
   type TopicPartitionKey,
 } from '../common/offsets';
-import type { ClaimRegistry } from './claims';
+import type { FileLocks } from './file-locks';
 import type { StagingEpoch } from './epoch';
 import { minuteKeyOf, parsePartName, type MinuteKey } from './part-name';
+import { HighWaters } from './high-waters';
 import { OpenPartLimit } from './open-parts';
 import { PartWriter } from './part-writer';
 import { schemaKeyOf } from './schema-key';
 import type { SealedPart } from './sealed-part';
-import { OFFSET_COLUMN } from './system-columns';
+import { checkNonDecreasing, minuteRuns, offsetsOf } from './push-runs';
 
 export interface TableStagingOptions {
   /** `<dataDir>/staging/<table>`; created when missing. */
   readonly tableDir: string;
   readonly table: string;
-  readonly claims: ClaimRegistry;
-  /** Names this instance in claims and logs (for example `staging-worker-2`). */
+  readonly locks: FileLocks;
+  /** Names this instance in file locks and logs (for example `staging-worker-2`). */
   readonly owner: string;
   readonly logger: Logger;
   /** Seal a part once it holds this many bytes. */
@@ -118,10 +117,7 @@ export class TableStaging {
   /** Seals started outside a flush (to make room for a new part); the next flush reports them. */
   #sealedEarly: Array<Promise<SealedPart>> = [];
   readonly #openParts: OpenPartLimit<PartWriter>;
-  /** Highest offset handed to staging per partition (the redelivery threshold). */
-  readonly #pushed = new Map<TopicPartitionKey, DurableOffset>();
-  /** Highest offset durable per partition: reported by sync(). */
-  readonly #durable = new Map<TopicPartitionKey, DurableOffset>();
+  readonly #highWaters: HighWaters;
   #epoch: StagingEpoch;
   #failure: unknown;
   #closed = false;
@@ -136,10 +132,7 @@ export class TableStaging {
     this.#openParts = new OpenPartLimit(options.maxOpenParts ?? DEFAULT_MAX_OPEN_PARTS, () =>
       this.#relievePressure(),
     );
-    for (const [key, offset] of options.highWaters ?? []) {
-      this.#pushed.set(key, offset);
-      this.#durable.set(key, offset);
-    }
+    this.#highWaters = new HighWaters(options.highWaters);
   }
 
   static async open(options: TableStagingOptions): Promise<TableStaging> {
@@ -153,8 +146,7 @@ export class TableStaging {
 
   push(input: StagingPush): PushResult {
     this.#assertUsable();
-    const key = tpKey(input.topic, input.partition);
-    const highWater = this.#pushed.get(key) ?? NOTHING_DURABLE;
+    const highWater = this.#highWaters.pushedThrough(input.topic, input.partition);
     let staged = 0;
     let skipped = 0;
     if (input.batch && input.batch.numRows > 0) {
@@ -184,7 +176,7 @@ export class TableStaging {
       }
     }
     if (input.handledThrough > highWater)
-      this.#pushed.set(key, input.handledThrough as number as DurableOffset);
+      this.#highWaters.pushed(input.topic, input.partition, input.handledThrough as number as DurableOffset);
     this.#stagedRows += staged;
     this.#skippedRows += skipped;
     return { staged, skipped };
@@ -199,7 +191,7 @@ export class TableStaging {
     this.#assertUsable();
     // Everything pushed before this line is in some writer's buffer; the snapshot
     // becomes durable once those writers have written and fsynced.
-    const snapshot = new Map(this.#pushed);
+    const snapshot = this.#highWaters.pushedSnapshot();
     const writers = [...this.#unsealed.keys()];
     const results = await Promise.allSettled(writers.map((w) => w.syncPending()));
     const failed = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
@@ -210,12 +202,7 @@ export class TableStaging {
       if (other === undefined && failed[0] instanceof DiskFullError) throw failed[0];
       throw this.#fail(other);
     }
-    for (const [key, offset] of snapshot) {
-      // A revoke may have lowered the high-water while we were syncing: never raise past it.
-      const ceiling = this.#pushed.get(key) ?? NOTHING_DURABLE;
-      const next = Math.min(offset, ceiling) as DurableOffset;
-      if (next > (this.#durable.get(key) ?? NOTHING_DURABLE)) this.#durable.set(key, next);
-    }
+    this.#highWaters.durable(snapshot);
     return this.durableOffsets();
   }
 
@@ -291,18 +278,12 @@ export class TableStaging {
    * broker's committed offset are staged again (the planner cuts the old copies).
    */
   lowerHighWater(topic: string, partition: number, ceiling: DurableOffset): void {
-    const key = tpKey(topic, partition);
-    for (const map of [this.#pushed, this.#durable]) {
-      if ((map.get(key) ?? NOTHING_DURABLE) > ceiling) map.set(key, ceiling);
-    }
+    this.#highWaters.lower(topic, partition, ceiling);
   }
 
   /** Raises the redelivery threshold (for example to the broker's committed offset at assignment). */
   raiseHighWater(topic: string, partition: number, offset: DurableOffset): void {
-    const key = tpKey(topic, partition);
-    for (const map of [this.#pushed, this.#durable]) {
-      if ((map.get(key) ?? NOTHING_DURABLE) < offset) map.set(key, offset);
-    }
+    this.#highWaters.raise(topic, partition, offset);
   }
 
   /**
@@ -321,7 +302,7 @@ export class TableStaging {
   }
 
   durableOffsets(): ReadonlyMap<TopicPartitionKey, DurableOffset> {
-    return new Map(this.#durable);
+    return this.#highWaters.durableOffsets();
   }
 
   stats(): StagingStats {
@@ -362,7 +343,7 @@ export class TableStaging {
         minute,
         this.#epoch,
         ulid(),
-        this.#options.claims,
+        this.#options.locks,
         this.#options.owner,
         this.#clock(),
         { directorySync: this.#options.directorySync ?? realDirectorySync, openParts: this.#openParts },
@@ -443,53 +424,6 @@ export class TableStaging {
   #assertUsable(): void {
     if (this.#failure !== undefined) throw new StagingFailedError(this.table, this.#failure);
     if (this.#closed) throw new StagingClosedError(this.table);
-  }
-}
-
-/** The `_offset` column as plain numbers (Kafka offsets fit in 2^53). */
-function offsetsOf(batch: RecordBatch): Float64Array {
-  const column = batch.getChild(OFFSET_COLUMN);
-  if (!column)
-    throw new KafkaLanceError('PART_SCHEMA_MISMATCH', `a staged batch lacks the ${OFFSET_COLUMN} column`);
-  const out = new Float64Array(batch.numRows);
-  for (let i = 0; i < out.length; i++) out[i] = Number(column.get(i) as bigint);
-  return out;
-}
-
-/**
- * Rows of one record share its offset (a multi-row transform numbers them in `_row`),
- * so equal neighbours are one record's rows; only a step back is a bug upstream.
- */
-function checkNonDecreasing(topic: string, partition: number, offsets: Float64Array, from: number): void {
-  for (let i = from + 1; i < offsets.length; i++) {
-    if (offsets[i]! < offsets[i - 1]!)
-      throw new OffsetOrderError(topic, partition, offsets[i - 1]!, offsets[i]!);
-  }
-}
-
-/**
- * Contiguous runs of rows that share a minute, from row `from` on. A run never ends
- * inside a record (rows of equal offset): a record's rows stay in one part, so one
- * publication holds all of them or none, and a publication's offset runs never count
- * another publication's rows.
- */
-function* minuteRuns(
-  minute: MinuteKey | readonly MinuteKey[],
-  offsets: Float64Array,
-  from: number,
-  to: number,
-): Generator<{ minute: MinuteKey; from: number; to: number }> {
-  if (typeof minute === 'string') {
-    if (from < to) yield { minute, from, to };
-    return;
-  }
-  if (minute.length !== to) throw new RangeError(`${minute.length} minutes for ${to} rows`);
-  let start = from;
-  for (let i = from + 1; i <= to; i++) {
-    if (i === to || (minute[i] !== minute[start] && offsets[i] !== offsets[i - 1])) {
-      yield { minute: minute[start]!, from: start, to: i };
-      start = i;
-    }
   }
 }
 

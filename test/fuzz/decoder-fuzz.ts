@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { DecoderOptions, RawMessage } from '../../src/decode/record-decoder';
 import { RecordDecoder } from '../../src/decode/record-decoder';
-import type { DeadLetterReason } from '../../src/decode/dead-letter-reason';
+import type { DeadLetterReason } from '../../src/dead-letters/dead-letter-reason';
 import { parseTimestamp } from '../../src/decode/timestamp';
 import { FIELD_CODECS } from '../../src/decode/field-codec';
 import { parseJsonExact } from '../../src/decode/exact-json';

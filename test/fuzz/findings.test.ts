@@ -19,7 +19,7 @@ import {
 import { payloadOf, range, tempDir } from '../support/rows';
 import { damage, samplePart } from './part-fuzz';
 import { silentLogger } from '../../src/common/logger';
-import { ClaimRegistry, recoverTableStaging } from '../../src/staging';
+import { FileLocks, recoverTableStaging } from '../../src/staging';
 import { formatPartName, parsePartName } from '../../src/staging/part-name';
 import { decodeBatches, scanStream } from '../../src/staging/ipc-stream';
 
@@ -67,7 +67,7 @@ describe('fuzz findings: parts', () => {
     );
     const report = await recoverTableStaging({
       tableDir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'recovery',
       logger: silentLogger(),
     });
@@ -114,7 +114,7 @@ describe('fuzz findings: parts', () => {
     await fsp.writeFile(path.join(tableDir, formatPartName(name, 'open')), damaged);
     const report = await recoverTableStaging({
       tableDir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'recovery',
       logger: silentLogger(),
     });

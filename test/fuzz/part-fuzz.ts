@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { PartCorruptError } from '../../src/common/errors';
 import { silentLogger } from '../../src/common/logger';
 import { recordOffset } from '../../src/common/offsets';
-import { ClaimRegistry, TableStaging, readSealedPart, recoverTableStaging } from '../../src/staging';
+import { FileLocks, TableStaging, readSealedPart, recoverTableStaging } from '../../src/staging';
 import { formatPartName, parsePartName } from '../../src/staging/part-name';
 import { MINUTE, payloadOf, range, rowsFor } from '../support/rows';
 import type { PropertyRun } from './decoder-fuzz';
@@ -59,7 +59,7 @@ export async function samplePart(dir: string): Promise<{ file: string; bytes: Ui
   const staging = await TableStaging.open({
     tableDir: dir,
     table: 'events',
-    claims: new ClaimRegistry(),
+    locks: new FileLocks(),
     owner: 'fuzz',
     logger: silentLogger(),
     maxPartBytes: 1 << 30,
@@ -157,7 +157,7 @@ export async function fuzzParts(numRuns: number, seed: number, workDir: string):
       try {
         const report = await recoverTableStaging({
           tableDir: dir,
-          claims: new ClaimRegistry(),
+          locks: new FileLocks(),
           owner: 'recovery',
           logger: silentLogger(),
         });

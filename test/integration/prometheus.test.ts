@@ -43,7 +43,7 @@ const MAY_BE_NAN = [/kafka_lance_permit_wait_seconds_bucket/];
 /**
  * Gauges that have a series only while something is wrong, labelled with what it is:
  * kafka_lance_partition_stopped{topic,partition,reason} exists once a partition stopped
- * (src/kafka/dead-letter-outbox.ts). A healthy run has none; the query must still run.
+ * (src/dead-letters/dead-letter-outbox.ts). A healthy run has none; the query must still run.
  */
 const ONLY_WHEN_FAILING = [/kafka_lance_partition_stopped/];
 

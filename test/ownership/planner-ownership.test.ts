@@ -1,6 +1,7 @@
 import { tpKey, type RecordOffset } from '../../src/common/offsets';
 import fc from 'fast-check';
-import { planPublications, type PartitionOwnership } from '../../src/materializer/planner';
+import { planPublications } from '../../src/materializer/planner';
+import type { PartitionOwnership } from '../../src/ownership/partition-ownership';
 import { appendEpoch, mayHaveDroppedEntries, type OwnershipEpoch } from '../../src/ownership/chain';
 import type { SealedPart } from '../../src/staging/sealed-part';
 import type { MinuteKey } from '../../src/staging/part-name';

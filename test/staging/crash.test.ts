@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { silentLogger } from '../../src/common/logger';
-import { ClaimRegistry, recoverTableStaging } from '../../src/staging';
+import { FileLocks, recoverTableStaging } from '../../src/staging';
 import { payloadOf, readSealedRows, tempDir } from '../support/rows';
 
 const CHILD = path.resolve(__dirname, '../../dist/test/support/staging-child.js');
@@ -44,7 +44,7 @@ describe('staging under SIGKILL', () => {
         const durable = await runAndKill(dir, 100 + Math.floor(Math.random() * 900));
         const report = await recoverTableStaging({
           tableDir: dir,
-          claims: new ClaimRegistry(),
+          locks: new FileLocks(),
           owner: 'recovery',
           logger: silentLogger(),
         });

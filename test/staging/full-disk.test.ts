@@ -7,7 +7,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { DiskFullError } from '../../src/common/errors';
 import { recordOffset, tpKey } from '../../src/common/offsets';
-import { ClaimRegistry, recoverTableStaging } from '../../src/staging';
+import { FileLocks, recoverTableStaging } from '../../src/staging';
 import { silentLogger } from '../../src/common/logger';
 import { MINUTE, openStaging, partFiles, range, readSealedRows, rowsFor, tempDir } from '../support/rows';
 import { canMountTmpfs, smallFs, type SmallFs } from '../support/small-fs';
@@ -92,7 +92,7 @@ describe.each(['tmpfs', 'injection'] as const)('full staging disk (%s)', (method
     await fs.free();
     const report = await recoverTableStaging({
       tableDir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'recovery',
       logger: silentLogger(),
     });

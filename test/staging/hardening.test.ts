@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { OffsetOrderError } from '../../src/common/errors';
 import { realDirectorySync, type DirectorySync } from '../../src/common/fs-durable';
 import { resolveConsumer } from '../../src/config';
-import { FileDeadLetterSink } from '../../src/kafka/dead-letter';
+import { FileDeadLetterSink } from '../../src/dead-letters/dead-letter';
 import { recordOffset, tpKey } from '../../src/common/offsets';
 import { minuteKeyOf } from '../../src/staging';
 import { MINUTE, openStaging, partFiles, readSealedRows, rowsFor, tempDir } from '../support/rows';

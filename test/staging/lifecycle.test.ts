@@ -1,10 +1,10 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { ClaimConflictError, OffsetOrderError, PartCorruptError } from '../../src/common/errors';
+import { FileLockConflictError, OffsetOrderError, PartCorruptError } from '../../src/common/errors';
 import { silentLogger } from '../../src/common/logger';
 import { recordOffset, tpKey, type DurableOffset } from '../../src/common/offsets';
 import {
-  ClaimRegistry,
+  FileLocks,
   SealedPartCatalog,
   minuteKeyOf,
   parsePartName,
@@ -76,7 +76,7 @@ describe('staging lifecycle regressions', () => {
     expect(paths.size).toBe(20);
 
     // Force a collision: a writer whose path already exists must fail, leaving the file's bytes alone.
-    const claims = new ClaimRegistry();
+    const locks = new FileLocks();
     const victim = path.join(dir, [...paths][0]!.split('/').pop()!.replace('.arrows', '.arrows.part'));
     const name = parsePartName(path.basename(victim))!;
     await fsp.writeFile(victim, 'precious');
@@ -87,14 +87,14 @@ describe('staging lifecycle regressions', () => {
       name.minute,
       { owner: 'o', epoch: 1 },
       name.id,
-      claims,
+      locks,
       'w',
       FIXED_NOW,
     );
     writer.append(rowsFor(T, 0, [1]), T, 0, recordOffset(1), recordOffset(1));
     await expect(writer.syncPending()).rejects.toMatchObject({ code: 'EEXIST' });
     expect(await fsp.readFile(victim, 'utf8')).toBe('precious');
-    expect(claims.size).toBe(0);
+    expect(locks.size).toBe(0);
   });
 
   test('recovery never renames or seals a live part', async () => {
@@ -104,11 +104,11 @@ describe('staging lifecycle regressions', () => {
     const [live] = await partFiles(dir, 'open');
     const report = await recoverTableStaging({
       tableDir: dir,
-      claims: h.claims,
+      locks: h.locks,
       owner: 'recovery',
       logger: silentLogger(),
     });
-    expect(report.skippedClaimed).toEqual([path.join(dir, live!)]);
+    expect(report.skippedLocked).toEqual([path.join(dir, live!)]);
     expect(report.recoveredParts).toBe(0);
     expect(await partFiles(dir, 'open')).toEqual([live]);
     // The writer is unharmed and seals its part itself.
@@ -123,8 +123,8 @@ describe('staging lifecycle regressions', () => {
     const { sealed } = await h.staging.flush({ force: true });
     const published = sealed[0]!.path;
     // Another task (a publication) holds the sealed part; break its bytes so recovery would quarantine it if it dared.
-    const claims = new ClaimRegistry();
-    using _publication = claims.claim(published, 'publication-1');
+    const locks = new FileLocks();
+    using _publication = locks.lock(published, 'publication-1');
     const before = await fsp.readFile(published);
     await fsp.truncate(published, before.byteLength - 3);
     // And another task's rewrite output in progress.
@@ -132,27 +132,27 @@ describe('staging lifecycle regressions', () => {
       .replace(/\.arrows$/, '-r.arrows.part')
       .replace(/(\.[0-9A-Z]{26})-r/, '$1-r');
     await fsp.writeFile(otherOutput, 'half-written');
-    using _rewrite = claims.claim(otherOutput, 'recovery-elsewhere');
+    using _rewrite = locks.lock(otherOutput, 'recovery-elsewhere');
     const planFile = path.join(dir, 'plan-123.json.tmp-1');
     await fsp.writeFile(planFile, '{}');
 
     const report = await recoverTableStaging({
       tableDir: dir,
-      claims,
+      locks,
       owner: 'recovery',
       logger: silentLogger(),
     });
-    expect([...report.skippedClaimed].sort()).toEqual([otherOutput, published].sort());
+    expect([...report.skippedLocked].sort()).toEqual([otherOutput, published].sort());
     expect(report.quarantined).toEqual([]);
     expect((await fsp.stat(published)).size).toBe(before.byteLength - 3);
     expect(await fsp.readFile(otherOutput, 'utf8')).toBe('half-written');
     expect(await fsp.readFile(planFile, 'utf8')).toBe('{}');
   });
 
-  test('a failed seal releases only its own claims', async () => {
-    const claims = new ClaimRegistry();
-    const h = await openStaging(dir, { claims });
-    using unrelated = claims.claim(path.join(dir, 'unrelated'), 'someone-else');
+  test('a failed seal releases only its own file locks', async () => {
+    const locks = new FileLocks();
+    const h = await openStaging(dir, { locks });
+    using unrelated = locks.lock(path.join(dir, 'unrelated'), 'someone-else');
     h.staging.push({
       topic: T,
       partition: 0,
@@ -167,10 +167,10 @@ describe('staging lifecycle regressions', () => {
     const doomed = path.join(dir, open[0]!.replace(/\.part$/, ''));
     await fsp.mkdir(doomed);
     await expect(h.staging.flush({ force: true })).rejects.toThrow(/failed on disk/);
-    expect(claims.holderOf(path.join(dir, open[0]!))).toBeUndefined();
-    expect(claims.holderOf(path.join(dir, open[1]!))).toBeUndefined();
-    expect(claims.holderOf(unrelated.path)).toBe('someone-else');
-    expect(claims.size).toBe(1);
+    expect(locks.holderOf(path.join(dir, open[0]!))).toBeUndefined();
+    expect(locks.holderOf(path.join(dir, open[1]!))).toBeUndefined();
+    expect(locks.holderOf(unrelated.path)).toBe('someone-else');
+    expect(locks.size).toBe(1);
     // The other part sealed; the failed one is still on disk for recovery, nothing lost.
     expect((await fsp.stat(doomed)).isDirectory()).toBe(true);
     expect((await partFiles(dir, 'sealed')).filter((n) => path.join(dir, n) !== doomed)).toEqual([
@@ -182,7 +182,7 @@ describe('staging lifecycle regressions', () => {
     await fsp.rmdir(doomed);
     await recoverTableStaging({
       tableDir: dir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'r',
       logger: silentLogger(),
     });
@@ -202,7 +202,7 @@ describe('staging lifecycle regressions', () => {
     await fsp.appendFile(file, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x40, 0x01, 0, 0, 1, 2, 3]));
     const report = await recoverTableStaging({
       tableDir: dir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'r',
       logger: silentLogger(),
     });
@@ -228,7 +228,7 @@ describe('staging lifecycle regressions', () => {
     });
     const report = await recoverTableStaging({
       tableDir: dir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'r',
       logger: silentLogger(),
     });
@@ -247,7 +247,7 @@ describe('staging lifecycle regressions', () => {
     await expect(import('../../src/staging').then((m) => m.readSealedPart(file))).rejects.toBeInstanceOf(
       PartCorruptError,
     );
-    const catalog = new SealedPartCatalog(dir, new ClaimRegistry(), 'planner', silentLogger());
+    const catalog = new SealedPartCatalog(dir, new FileLocks(), 'planner', silentLogger());
     const refreshed = await catalog.refresh();
     expect(refreshed.parts).toEqual([]);
     expect(refreshed.quarantined).toEqual([path.join(dir, 'quarantine', path.basename(file))]);
@@ -264,7 +264,7 @@ describe('staging lifecycle regressions', () => {
     const { readSealedPart } = await import('../../src/staging');
     for (const part of sealed) expect((await readSealedPart(part.path)).part).toEqual(part);
 
-    const catalog = new SealedPartCatalog(dir, new ClaimRegistry(), 'planner', silentLogger());
+    const catalog = new SealedPartCatalog(dir, new FileLocks(), 'planner', silentLogger());
     // A description under another spelling of the directory is not taken (it would be known twice).
     catalog.remember({ ...sealed[0]!, path: `${dir}/./${path.basename(sealed[0]!.path)}` });
     catalog.remember({ ...sealed[0]!, rows: 999 });
@@ -309,14 +309,14 @@ describe('staging lifecycle regressions', () => {
     // Crash 1: the rewrite was half-written.
     const rewriteOpen = original.replace('.arrows.part', '-r.arrows.part');
     await fsp.writeFile(rewriteOpen, (await fsp.readFile(original)).subarray(0, 100));
-    const claims = new ClaimRegistry();
-    await recoverTableStaging({ tableDir: dir, claims, owner: 'r', logger: silentLogger() });
+    const locks = new FileLocks();
+    await recoverTableStaging({ tableDir: dir, locks, owner: 'r', logger: silentLogger() });
     expect(offsetsOf(await readSealedRows(dir))).toEqual(range(0, 30));
 
     // Crash 2: the rewrite was sealed but the original not yet removed.
     const [sealedName] = await partFiles(dir, 'sealed');
     await fsp.writeFile(original, await fsp.readFile(path.join(dir, sealedName!)));
-    const report = await recoverTableStaging({ tableDir: dir, claims, owner: 'r', logger: silentLogger() });
+    const report = await recoverTableStaging({ tableDir: dir, locks, owner: 'r', logger: silentLogger() });
     expect(report.removedLeftovers).toBe(1);
     expect(await partFiles(dir, 'open')).toEqual([]);
     expect(offsetsOf(await readSealedRows(dir))).toEqual(range(0, 30));
@@ -395,19 +395,19 @@ describe('staging lifecycle regressions', () => {
     expect(push(h, 0, 30, 60)).toEqual({ staged: 30, skipped: 0 });
   });
 
-  test('claims: a conflicting claim names the holder; only the claim object releases it', () => {
-    const claims = new ClaimRegistry();
-    const a = claims.claim('/x', 'task-a');
-    expect(() => claims.claim('/x', 'task-b')).toThrow(ClaimConflictError);
-    expect(() => claims.claim('/x', 'task-b')).toThrow(/claimed by task-a/);
-    expect(() => claims.claimAll(['/y', '/x'], 'task-c')).toThrow(ClaimConflictError);
-    expect(claims.holderOf('/y')).toBeUndefined();
+  test('file locks: a conflicting lock names the holder; only the lock object releases it', () => {
+    const locks = new FileLocks();
+    const a = locks.lock('/x', 'task-a');
+    expect(() => locks.lock('/x', 'task-b')).toThrow(FileLockConflictError);
+    expect(() => locks.lock('/x', 'task-b')).toThrow(/locked by task-a/);
+    expect(() => locks.lockAll(['/y', '/x'], 'task-c')).toThrow(FileLockConflictError);
+    expect(locks.holderOf('/y')).toBeUndefined();
     a.release();
-    const b = claims.claim('/x', 'task-b');
-    a.release(); // a stale release must not free b's claim
-    expect(claims.holderOf('/x')).toBe('task-b');
+    const b = locks.lock('/x', 'task-b');
+    a.release(); // a stale release must not free b's lock
+    expect(locks.holderOf('/x')).toBe('task-b');
     b.release();
-    expect(claims.size).toBe(0);
+    expect(locks.size).toBe(0);
   });
 
   test('a part whose stream was finished but not renamed before a crash is sealed as it is', async () => {
@@ -418,7 +418,7 @@ describe('staging lifecycle regressions', () => {
     await fsp.rename(file, `${file}.part`);
     const report = await recoverTableStaging({
       tableDir: dir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'r',
       logger: silentLogger(),
     });

@@ -7,7 +7,7 @@ import { recordOffset } from '../../src/common/offsets';
 import { Permits } from '../../src/materializer/permits';
 import { preparePart } from '../../src/materializer/preparation';
 import type { PlanPart } from '../../src/materializer/plan';
-import { ClaimRegistry, readSealedPart, recoverTableStaging } from '../../src/staging';
+import { FileLocks, readSealedPart, recoverTableStaging } from '../../src/staging';
 import { DIGEST_TRAILER_BYTES, matchesPartChecksum } from '../../src/staging/part-digest';
 import type { SealedPart } from '../../src/staging/sealed-part';
 import { MINUTE, openStaging, partFiles, range, readSealedRows, rowsFor, tempDir } from '../support/rows';
@@ -126,7 +126,7 @@ describe('part checksums across the upgrade from SHA-256 to CRC32C', () => {
     await fsp.rm(written.path);
     const report = await recoverTableStaging({
       tableDir: dir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'r',
       logger: silentLogger(),
     });
@@ -138,7 +138,7 @@ describe('part checksums across the upgrade from SHA-256 to CRC32C', () => {
     await fsp.rm(written.path);
     const torn = await recoverTableStaging({
       tableDir: dir,
-      claims: new ClaimRegistry(),
+      locks: new FileLocks(),
       owner: 'r',
       logger: silentLogger(),
     });

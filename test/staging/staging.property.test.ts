@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { ulid } from 'ulid';
 import { silentLogger } from '../../src/common/logger';
 import { parseTpKey, recordOffset, tpKey, type DurableOffset } from '../../src/common/offsets';
-import { ClaimRegistry, minuteKeyOf, recoverTableStaging, type StagingEpoch } from '../../src/staging';
+import { FileLocks, minuteKeyOf, recoverTableStaging, type StagingEpoch } from '../../src/staging';
 import { openStaging, partFiles, payloadOf, range, readSealedRows, rowsFor, tempDir } from '../support/rows';
 import type { StagingHarness } from '../support/rows';
 
@@ -139,7 +139,7 @@ async function runScenario(actions: readonly Action[]): Promise<void> {
           }
           const report = await recoverTableStaging({
             tableDir: dir,
-            claims: new ClaimRegistry(),
+            locks: new FileLocks(),
             owner: 'recovery',
             logger: silentLogger(),
           });

@@ -5,8 +5,8 @@ import { createLogger, silentLogger, type Logger } from '../../src/common/logger
 import { recordOffset, tpKey, type TopicPartitionKey } from '../../src/common/offsets';
 import type { OwnershipEpoch } from '../../src/ownership/chain';
 import { Materializer, type MaterializerOptions } from '../../src/materializer/materializer';
-import type { PartitionOwnership } from '../../src/materializer/planner';
-import { ClaimRegistry, TableStaging, minuteKeyOf, type StagingEpoch } from '../../src/staging';
+import type { PartitionOwnership } from '../../src/ownership/partition-ownership';
+import { FileLocks, TableStaging, minuteKeyOf, type StagingEpoch } from '../../src/staging';
 import { Field, Float64, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from 'apache-arrow';
 import { payloadOf, range, rowsFor } from './rows';
 
@@ -21,7 +21,7 @@ export function openFixtureStaging(
   return TableStaging.open({
     tableDir,
     table: TABLE,
-    claims: new ClaimRegistry(),
+    locks: new FileLocks(),
     owner: 'fixture',
     logger: silentLogger(),
     maxPartBytes: 1 << 30,

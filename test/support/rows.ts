@@ -18,7 +18,7 @@ import {
 import { ulid } from 'ulid';
 import { silentLogger } from '../../src/common/logger';
 import {
-  ClaimRegistry,
+  FileLocks,
   TableStaging,
   minuteKeyOf,
   readSealedPart,
@@ -96,7 +96,7 @@ export const MINUTE: MinuteKey = minuteKeyOf(FIXED_NOW);
 
 export interface StagingHarness {
   readonly staging: TableStaging;
-  readonly claims: ClaimRegistry;
+  readonly locks: FileLocks;
   readonly tableDir: string;
   readonly clock: { now: number };
 }
@@ -106,12 +106,12 @@ export async function openStaging(
   overrides: Partial<TableStagingOptions> = {},
 ): Promise<StagingHarness> {
   const clock = { now: FIXED_NOW };
-  const claims = overrides.claims ?? new ClaimRegistry();
+  const locks = overrides.locks ?? new FileLocks();
   const epoch: StagingEpoch = overrides.epoch ?? { owner: ulid(), epoch: 1 };
   const staging = await TableStaging.open({
     tableDir,
     table: 'events',
-    claims,
+    locks,
     owner: 'test-writer',
     logger: silentLogger(),
     maxPartBytes: 64 * 1024 * 1024,
@@ -120,7 +120,7 @@ export async function openStaging(
     ...overrides,
     epoch,
   });
-  return { staging, claims, tableDir, clock };
+  return { staging, locks, tableDir, clock };
 }
 
 export interface StagedRow {

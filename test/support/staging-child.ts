@@ -8,7 +8,7 @@
 import { ulid } from 'ulid';
 import { silentLogger } from '../../src/common/logger';
 import { parseTpKey, recordOffset } from '../../src/common/offsets';
-import { ClaimRegistry, TableStaging, minuteKeyOf } from '../../src/staging';
+import { FileLocks, TableStaging, minuteKeyOf } from '../../src/staging';
 import { rowsFor, range } from './rows';
 
 const TOPIC = 'crash';
@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const staging = await TableStaging.open({
     tableDir,
     table: 'crash',
-    claims: new ClaimRegistry(),
+    locks: new FileLocks(),
     owner: 'child',
     logger: silentLogger(),
     maxPartBytes: 256 * 1024,

@@ -1,5 +1,6 @@
-import type { DeclaredField, NamedField } from '../../config';
+import type { NamedField } from '../../config';
 import { columnNameProblem } from '../../config/column-name';
+import { identity, structField, type Mapped } from '../column-mapping';
 
 /**
  * How an Avro writer schema becomes columns, and its decoded values become values the
@@ -34,13 +35,6 @@ export class UnsupportedAvroSchema extends Error {}
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
-type ToValue = (value: unknown) => unknown;
-interface Mapped {
-  readonly field: DeclaredField;
-  readonly toValue: ToValue;
-}
-
-const identity: ToValue = (v) => v;
 export const VALUE_COLUMN = 'value';
 
 export function avroColumns(schema: Json): AvroColumns {
@@ -98,11 +92,7 @@ function mapType(schema: Json, namespace: string, names: NamedTypes): Mapped {
       try {
         const fields = recordFields(resolved, inner, names);
         return {
-          field: {
-            type: 'struct',
-            fields: fields.map(({ name, mapped }) => ({ name, ...mapped.field })),
-            nullable: false,
-          },
+          field: structField(fields, false),
           toValue: (v) => {
             const record = v as Record<string, unknown>;
             const out: Record<string, unknown> = {};

@@ -1,6 +1,7 @@
 import * as protobuf from 'protobufjs';
 import type { DeclaredField, NamedField } from '../../config';
 import { columnNameProblem } from '../../config/column-name';
+import { identity, structField, type Mapped, type ToValue } from '../column-mapping';
 
 /**
  * How a Protobuf message type becomes columns, and its decoded messages (protobufjs)
@@ -39,14 +40,6 @@ export class UnsupportedProtobufSchema extends Error {}
 
 /** A value that has no exact column value (a Timestamp with sub-microsecond nanoseconds). */
 export class InexactProtobufValue extends Error {}
-
-type ToValue = (value: unknown) => unknown;
-interface Mapped {
-  readonly field: DeclaredField;
-  readonly toValue: ToValue;
-}
-
-const identity: ToValue = (v) => v;
 
 export function protobufColumns(type: protobuf.Type): ProtobufColumns {
   const mapping = new MessageMapping();
@@ -193,11 +186,7 @@ class MessageMapping {
     if (fields.length === 0)
       throw new UnsupportedProtobufSchema(`message ${name} has no fields (Arrow has no empty struct)`);
     return {
-      field: {
-        type: 'struct',
-        fields: fields.map(({ name, mapped }) => ({ name, ...mapped.field })),
-        nullable: true,
-      },
+      field: structField(fields, true),
       toValue: (v) => {
         if (v === null || v === undefined) return null;
         const out: Record<string, unknown> = {};

@@ -8,7 +8,7 @@ import {
 import type { Logger } from '../common/logger';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { ResolvedConsumer } from '../config';
-import type { DeadLetterVerdict } from '../decode/dead-letter-reason';
+import type { DeadLetterVerdict } from './dead-letter-reason';
 import type { Metrics } from '../metrics/metrics';
 import type { DeadLetter, DeadLetterSink } from './dead-letter';
 import { DeadLetterWindow, type RatioExceeded } from './dead-letter-window';

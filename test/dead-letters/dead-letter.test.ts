@@ -2,7 +2,8 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
 import { DeadLetterWriteError } from '../../src/common/errors';
-import { FileDeadLetterSink, classifyProduceError, type DeadLetter } from '../../src/kafka/dead-letter';
+import { FileDeadLetterSink, type DeadLetter } from '../../src/dead-letters/dead-letter';
+import { classifyProduceError } from '../../src/kafka/dead-letter-topic';
 import { tempDir } from '../support/rows';
 
 const protocolError = (type: string, retriable: boolean) =>

@@ -1,4 +1,4 @@
-import type { DeadLetterReason, DeadLetterVerdict } from '../decode/dead-letter-reason';
+import type { DeadLetterReason, DeadLetterVerdict } from './dead-letter-reason';
 
 /** The most frequent kind of dead letter in a window, with one example of its detail. */
 export interface CommonCause {

@@ -1,9 +1,9 @@
 import type { KafkaMessage } from 'kafkajs';
 import { DeadLetterWriteError } from '../../src/common/errors';
 import { createLogger } from '../../src/common/logger';
-import type { DeadLetterVerdict } from '../../src/decode/dead-letter-reason';
-import type { DeadLetter, DeadLetterSink } from '../../src/kafka/dead-letter';
-import { DeadLetterOutbox, type ErrorHandling } from '../../src/kafka/dead-letter-outbox';
+import type { DeadLetterVerdict } from '../../src/dead-letters/dead-letter-reason';
+import type { DeadLetter, DeadLetterSink } from '../../src/dead-letters/dead-letter';
+import { DeadLetterOutbox, type ErrorHandling } from '../../src/dead-letters/dead-letter-outbox';
 import { Metrics } from '../../src/metrics/metrics';
 
 /** An outbox wired to recording fakes of the consumer (pause) and the offset tracker (hold, resolved). */

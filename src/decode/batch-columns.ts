@@ -1,0 +1,124 @@
+import { Binary, Field, Int32, RecordBatch, Schema, Struct, makeData, type Data } from 'apache-arrow';
+import { ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
+import type { ColumnBuilder } from './column-builder';
+import type { Converted } from './field-codec';
+import type { FieldState } from './field-state';
+import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8 } from './fixed-width-builders';
+import type { KeyColumn } from './key-column';
+import type { RawMessage } from './record-decoder';
+
+export const KEY_COLUMN = '_key';
+
+/** The builders of one batch: system columns, then data columns in field order. */
+export class BatchColumns {
+  readonly #topic = newUtf8();
+  readonly #partition = newInt32();
+  readonly #offset = newInt64();
+  readonly #timestamp = newTimestampMs();
+  /** `_key`: created once the key's type is known (a registry key's, at its first key). */
+  #key: ColumnBuilder | undefined;
+  /** Rows appended before `_key` had a type: all null keys. */
+  #keylessRows = 0;
+  readonly #row = newInt32();
+  readonly #topicId = newUtf8();
+  readonly #data: { field: FieldState | { name: string; raw: true }; builder: ColumnBuilder }[] = [];
+  #rows = 0;
+
+  /** The topic and topic id as UTF-8, encoded once per batch rather than once per row. */
+  readonly #topicBytes: Uint8Array;
+  readonly #topicIdBytes: Uint8Array;
+
+  constructor(
+    fields: readonly FieldState[],
+    private readonly raw: boolean,
+    private readonly keys: KeyColumn | undefined,
+    private readonly rowIndex: boolean,
+    topic: string,
+    topicId: string,
+  ) {
+    this.#topicBytes = Buffer.from(topic, 'utf8');
+    this.#topicIdBytes = Buffer.from(topicId, 'utf8');
+    if (raw) {
+      this.#data.push({ field: { name: 'key', raw: true }, builder: newBinary() });
+      this.#data.push({ field: { name: 'value', raw: true }, builder: newBinary() });
+    } else {
+      for (const f of fields) this.addField(f);
+    }
+  }
+
+  addField(field: FieldState): void {
+    const builder = field.codec.builder();
+    for (let i = 0; i < this.#rows; i++) builder.appendNull();
+    this.#data.push({ field, builder });
+  }
+
+  appendSystem(partition: number, m: RawMessage, rowIndex: number, key: Converted): void {
+    this.#topic.appendBytes(this.#topicBytes);
+    this.#partition.append(partition);
+    // Both are safe integers (the caller checked the timestamp): no BigInt per row.
+    this.#offset.appendSafeInteger(m.offset);
+    this.#timestamp.appendSafeInteger(m.timestamp);
+    this.#topicId.appendBytes(this.#topicIdBytes);
+    if (this.keys) this.#appendKey(key);
+    if (this.rowIndex) this.#row.append(rowIndex);
+    this.#rows += 1;
+  }
+
+  #appendKey(key: Converted): void {
+    const codec = this.keys!.codec;
+    if (!this.#key && codec) {
+      this.#key = codec.builder();
+      for (let i = 0; i < this.#keylessRows; i++) this.#key.appendNull();
+    }
+    if (!this.#key)
+      this.#keylessRows += 1; // only null keys reach here: a key gives the type
+    else if (key === null) this.#key.appendNull();
+    else codec!.append(this.#key, key);
+  }
+
+  appendRaw(m: RawMessage): void {
+    const [key, value] = this.#data;
+    if (m.key) (key!.builder as ReturnType<typeof newBinary>).appendBytes(m.key);
+    else key!.builder.appendNull();
+    (value!.builder as ReturnType<typeof newBinary>).appendBytes(m.value!);
+  }
+
+  appendValues(values: readonly Converted[]): void {
+    values.forEach((v, i) => {
+      const { field, builder } = this.#data[i]!;
+      if (v === null) builder.appendNull();
+      else (field as FieldState).codec.append(builder, v);
+    });
+  }
+
+  finish(): RecordBatch | undefined {
+    if (this.#rows === 0) return undefined;
+    const fields: Field[] = [...SYSTEM_FIELDS];
+    const children: Data[] = [
+      this.#topic.finish(),
+      this.#partition.finish(),
+      this.#offset.finish(),
+      this.#timestamp.finish(),
+      this.#topicId.finish(),
+    ];
+    const keyCodec = this.keys?.codec;
+    if (this.#key && keyCodec) {
+      fields.push(new Field(KEY_COLUMN, keyCodec.arrowType(), true));
+      children.push(this.#key.finish());
+    }
+    if (this.rowIndex) {
+      fields.push(new Field(ROW_COLUMN, new Int32(), false));
+      children.push(this.#row.finish());
+    }
+    for (const { field, builder } of this.#data) {
+      const type = 'raw' in field ? new Binary() : field.codec.arrowType();
+      fields.push(new Field(field.name, type, 'raw' in field ? true : field.nullable));
+      children.push(builder.finish());
+    }
+    const schema = new Schema(fields);
+    return new RecordBatch(
+      schema,
+      makeData({ type: new Struct(fields), length: this.#rows, nullCount: 0, children }),
+    );
+  }
+}

@@ -1,0 +1,22 @@
+import type { DeclaredField } from '../config';
+
+/**
+ * What the registry formats' schema mappings (avro/, protobuf/) share: a schema's
+ * field mapped to a column type, with how its decoded value becomes the column's.
+ */
+export type ToValue = (value: unknown) => unknown;
+
+export interface Mapped {
+  readonly field: DeclaredField;
+  readonly toValue: ToValue;
+}
+
+export const identity: ToValue = (v) => v;
+
+/** The struct column of a record or message whose fields are mapped one by one. */
+export function structField(
+  fields: readonly { readonly name: string; readonly mapped: Mapped }[],
+  nullable: boolean,
+): DeclaredField {
+  return { type: 'struct', fields: fields.map(({ name, mapped }) => ({ name, ...mapped.field })), nullable };
+}

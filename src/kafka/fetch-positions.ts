@@ -1,0 +1,199 @@
+import type { Consumer } from 'kafkajs';
+import { errorMessage } from '../common/errors';
+import { tpKey, type TopicPartitionKey } from '../common/offsets';
+import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
+import { StagingPoolClosedError } from '../pool/staging-pool';
+import { coveredThrough, type FetchedBatch } from './fetched-batch';
+import type { IngestionState } from './ingestion-state';
+import type { LogBounds } from './partition-offsets';
+
+/** Where the next batch of a partition must have been fetched from, in one epoch. */
+export interface FetchPosition {
+  readonly epoch: number;
+  next: number;
+}
+
+/**
+ * Per partition, the offset the next batch must have been fetched from in the
+ * current epoch: the claim's start, then just after the last admitted batch. A
+ * batch fetched elsewhere (queued by another broker's fetcher before the claim) is
+ * never staged: staging takes a batch as covering everything below its last offset.
+ *
+ * Also what moves a position without a batch: offsets that hold nothing to consume
+ * (a compacted tail, aborted records, transaction markers) and a position the broker
+ * no longer has (retention, deleteRecords) or not yet (a truncated log).
+ */
+export class FetchPositions {
+  readonly #state: IngestionState;
+  readonly #consumer: Consumer;
+  readonly #outbox: DeadLetterOutbox;
+  readonly #positions = new Map<TopicPartitionKey, FetchPosition>();
+  /** Positions beyond the log end already reported (once each). */
+  readonly #aheadOfLogLogged = new Set<string>();
+
+  constructor(state: IngestionState, consumer: Consumer, outbox: DeadLetterOutbox) {
+    this.#state = state;
+    this.#consumer = consumer;
+    this.#outbox = outbox;
+  }
+
+  /** A claim of `epoch` starts the partition at `start`. */
+  claimed(topic: string, partition: number, epoch: number, start: number): void {
+    this.#positions.set(tpKey(topic, partition), { epoch, next: start });
+  }
+
+  /** Where the partition's next fetch is expected, in whatever epoch set it. */
+  next(topic: string, partition: number): number | undefined {
+    return this.#positions.get(tpKey(topic, partition))?.next;
+  }
+
+  /**
+   * The position this epoch expects the next fetch of a partition from, if the
+   * partition is being consumed now (claimed in the current epoch, not paused).
+   */
+  consuming(topic: string, partition: number): FetchPosition | undefined {
+    const s = this.#state;
+    const position = this.#positions.get(tpKey(topic, partition));
+    if (
+      !position ||
+      position.epoch !== s.epoch ||
+      s.stopping ||
+      !s.tracker.owns(topic, partition) ||
+      this.#outbox.isStopped(topic, partition) ||
+      s.options.diskPressure.full
+    )
+      return undefined;
+    return position;
+  }
+
+  /**
+   * Moves a partition past offsets that hold nothing to consume, through `through`:
+   * the position follows, kafkajs is sought there, and an empty batch through the
+   * partition's staging worker (after every batch admitted before it) lets the commit
+   * pass the gap even when no record follows it (a transaction marker at the log end).
+   */
+  #skipGap(topic: string, partition: number, position: FetchPosition, through: number): void {
+    position.next = through + 1;
+    this.#consumer.seek({ topic, partition, offset: String(through + 1) });
+    const admitted = this.#state.options.pool
+      .admit(topic, partition, [], position.epoch, through)
+      .then(({ done }) => done);
+    // A graceful stop closed the pool: the gap is found again by the next owner.
+    this.#state.track(admitted, (error) => error instanceof StagingPoolClosedError);
+  }
+
+  /**
+   * Every fetch answer, before kafkajs hands its batches out. A batch with nothing
+   * deliverable (aborted records, transaction markers, the tail of a record batch whose
+   * records were compacted away) never reaches eachBatch: kafkajs moves its own position past it
+   * (one offset per fetch for a compacted tail), and ours would stay behind and seek
+   * back forever. Such a batch, fetched from where this epoch expects, moves the
+   * position past everything it covers.
+   */
+  onFetched(batches: readonly FetchedBatch[]): void {
+    for (const batch of batches) {
+      if (!batch.isEmpty()) continue;
+      const through = coveredThrough(batch);
+      const position = this.consuming(batch.topic, batch.partition);
+      if (through === undefined || !position || position.next !== Number(batch.fetchedOffset)) continue;
+      this.#skipGap(batch.topic, batch.partition, position, through);
+    }
+  }
+
+  /**
+   * The broker has no offset `fetchOffset` in the partition any more (retention or
+   * deleteRecords moved the log start past it) or not yet (the log was truncated below
+   * it). kafkajs would reset the position and commit a default offset without the
+   * ownership chain; instead the position moves to the log start, and the offsets that
+   * were gone before anyone read them are counted and named once.
+   */
+  async onOffsetOutOfRange(topic: string, partition: number, fetchOffset: number): Promise<void> {
+    const { options: o, offsets, topicIds } = this.#state;
+    // A topic deleted and recreated under its name is out of range at the old position:
+    // once the topic-id watch has seen it, rejoin (thrown out of the fetch, kafkajs
+    // rejoins on the error's type) so that the next claim takes the new incarnation.
+    topicIds.assertCurrent(topic);
+    let bounds: LogBounds | undefined;
+    try {
+      // Bounded: this runs inside the fetch of every partition the broker leads.
+      [bounds] = await withTimeout(offsets.bounds([[topic, partition]]), 5_000);
+    } catch (error) {
+      o.logger.warn(
+        { event: 'kafka.offsets.bounds-failed', topic, partition, err: errorMessage(error) },
+        'could not read the log bounds of a partition whose position is out of range; retrying',
+      );
+      return this.#hold(topic, partition, 1_000);
+    }
+    const position = this.consuming(topic, partition);
+    if (!position) return this.#hold(topic, partition, 1_000); // not ours to move now: a claim seeks it
+    if (position.next !== fetchOffset) {
+      // A fetch from a stale position: the epoch's own position is where to go.
+      this.#consumer.seek({ topic, partition, offset: String(position.next) });
+      return;
+    }
+    const { low, high } = bounds!;
+    if (fetchOffset < low) {
+      const lost = low - fetchOffset;
+      o.metrics.offsetsLost.inc({ topic, partition: String(partition) }, lost);
+      o.logger.warn(
+        {
+          event: 'kafka.offsets.lost',
+          topic,
+          partition,
+          from: fetchOffset,
+          to: low - 1,
+          count: lost,
+          low,
+          high,
+        },
+        `offsets ${fetchOffset}-${low - 1} of ${topic}[${partition}] were removed from the log (retention or deleteRecords) before this group read them; consuming from ${low}`,
+      );
+      this.#skipGap(topic, partition, position, low - 1);
+      return;
+    }
+    // Beyond the log end: the log was truncated below what this group consumed (an
+    // unclean leader election). Records written at those offsets now are other records
+    // than the staged ones, under offsets already published: the partition waits (the
+    // others go on) and is tried again every few seconds, shown meanwhile.
+    o.metrics.offsetsAheadOfLog.set({ topic, partition: String(partition) }, fetchOffset - high);
+    const key = `${tpKey(topic, partition)}@${fetchOffset}`;
+    if (!this.#aheadOfLogLogged.has(key)) {
+      this.#aheadOfLogLogged.add(key);
+      // A warning: a topic being recreated passes through here for a moment (until the
+      // topic-id watch rejoins); a truncated log stays here, and its alert fires.
+      o.logger.warn(
+        { event: 'kafka.offsets.ahead-of-log', topic, partition, position: fetchOffset, low, high },
+        `the position ${fetchOffset} of ${topic}[${partition}] is beyond its log end ${high} (the log was truncated, or the topic is being recreated); the partition waits`,
+      );
+    }
+    this.#hold(topic, partition, 5_000);
+  }
+
+  /**
+   * Pauses one partition for a while: its fetch keeps failing (kafkajs fails the whole
+   * fetch of a broker for one partition out of range), so it must leave the fetch for the
+   * other partitions of that broker to go on. Resumed after `ms` unless something else
+   * holds it (the dead-letter outbox, a full disk, a stop); a join resumes it anyway.
+   */
+  #hold(topic: string, partition: number, ms: number): void {
+    this.#consumer.pause([{ topic, partitions: [partition] }]);
+    setTimeout(() => {
+      if (
+        this.#state.stopping ||
+        this.#state.options.diskPressure.full ||
+        this.#outbox.isStopped(topic, partition)
+      )
+        return;
+      this.#consumer.resume([{ topic, partitions: [partition] }]);
+    }, ms).unref();
+  }
+}
+
+/** Rejects when `work` takes longer than `ms` (the work itself goes on, its result unused). */
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,116 @@
+import type { Admin, Kafka } from 'kafkajs';
+import type { Logger } from '../common/logger';
+import type { ResolvedConsumer } from '../config';
+import type { DeadLetterSink } from '../dead-letters/dead-letter';
+import type { Metrics } from '../metrics/metrics';
+import { CommitFence } from '../ownership/commit-fence';
+import { GroupMembership } from '../ownership/membership';
+import type { OffsetTracker } from '../ownership/offset-tracker';
+import { PublicationGate } from '../ownership/publication-gate';
+import type { StagingPool } from '../pool/staging-pool';
+import type { SchemaSource } from '../schema-registry/schema-source';
+import type { DiskPressure } from './disk-pressure';
+import { PartitionOffsets } from './partition-offsets';
+import { TopicIds } from './topic-ids';
+
+export interface IngestionOptions {
+  readonly consumer: ResolvedConsumer;
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly pool: StagingPool;
+  /** Decides every commit; staging's batch reports reach it too (staged-batch-reports.ts). */
+  readonly tracker: OffsetTracker;
+  readonly deadLetters: DeadLetterSink;
+  /** This process instance: the owner recorded in parts and in the ownership chain. */
+  readonly owner: string;
+  readonly logger: Logger;
+  /** The epoch the pool's staging starts in (before the first join). */
+  readonly initialEpoch: number;
+  readonly metrics: Metrics;
+  /** The table's staging directory ('published' commits wait for its parts to be published). */
+  readonly tableDir: string;
+  /** Full disks of this process: consumption pauses while any is full. */
+  readonly diskPressure: DiskPressure;
+  /** Registry formats: fetches the writer schemas of each batch before it goes to staging. */
+  readonly schemas?: SchemaSource;
+  /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
+  readonly killAtCommit?: number;
+}
+
+export interface IngestionStats {
+  readonly consumedRecords: number;
+  readonly consumedBytes: number;
+  readonly deadLetters: number;
+  readonly commits: number;
+  readonly refusedCommits: number;
+  /** Commits kafkajs returned from without sending (its runner was restarting): retried at the next tick. */
+  readonly unsentCommits: number;
+  readonly joins: number;
+}
+
+/**
+ * What the roles of the ingestion (the join's claims, the fetch positions, the batch
+ * runner, the durability tick and the commits) share: the ownership rules they all
+ * consult (tracker, membership, fence, gate), the broker reads, the staging epoch and
+ * whether the ingestion is stopping. One instance per Ingestion.
+ */
+export class IngestionState {
+  readonly options: IngestionOptions;
+  readonly tracker: OffsetTracker;
+  readonly membership = new GroupMembership();
+  readonly fence: CommitFence;
+  readonly offsets: PartitionOffsets;
+  /** Topic incarnations (Kafka topic ids): claimed with each partition, stamped on its rows. */
+  readonly topicIds: TopicIds;
+  /** offsets.commitAfter 'published': holds each commit until the parts below it are published. */
+  readonly gate: PublicationGate | undefined;
+  /** The staging epoch: bumped at every join, before its claim. */
+  epoch: number;
+  /** True once the consumer joined its group and its assignment is set up. */
+  ready = false;
+  stopping = false;
+  readonly stats = {
+    consumedRecords: 0,
+    consumedBytes: 0,
+    commits: 0,
+    refusedCommits: 0,
+    unsentCommits: 0,
+    joins: 0,
+  };
+  readonly #inFlight = new Set<Promise<unknown>>();
+  #fatal: ((error: Error) => void) | undefined;
+
+  constructor(options: IngestionOptions) {
+    this.options = options;
+    this.tracker = options.tracker;
+    this.epoch = options.initialEpoch;
+    this.gate = options.consumer.offsets.commitAfter === 'published' ? new PublicationGate() : undefined;
+    this.fence = new CommitFence(this.membership, options.consumer.groupId);
+    this.offsets = new PartitionOffsets(options.kafka, options.admin, options.consumer.groupId);
+    this.topicIds = new TopicIds(options.kafka, options.logger);
+  }
+
+  /** Where an error the replica cannot go on after is reported (given at start). */
+  onFatal(report: (error: Error) => void): void {
+    this.#fatal = report;
+  }
+
+  fail(error: unknown): void {
+    this.#fatal?.(error instanceof Error ? error : new Error(String(error)));
+  }
+
+  /** Work that runs on after its batch left eachBatch: a stop waits for it; its failure is fatal unless `ignore` says otherwise. */
+  track(work: Promise<unknown>, ignore: (error: unknown) => boolean = () => false): void {
+    this.#inFlight.add(work);
+    void work
+      .catch((error: unknown) => {
+        if (!ignore(error)) this.fail(error);
+      })
+      .finally(() => this.#inFlight.delete(work));
+  }
+
+  /** Settles when every tracked work has. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#inFlight]);
+  }
+}

@@ -1,0 +1,66 @@
+import type { Consumer } from 'kafkajs';
+import { errorMessage } from '../common/errors';
+import type { PartitionCommit } from '../ownership/offset-tracker';
+import type { IngestionState } from './ingestion-state';
+
+/**
+ * Sends the commits the offset tracker decides, fenced to the generation they were
+ * decided in, each with its partition's ownership chain as metadata; records what
+ * landed. The claims of a join send through it too (`send`), inside their own fence turn.
+ */
+export class OffsetCommitter {
+  readonly #state: IngestionState;
+  readonly #consumer: Consumer;
+  #dataCommits = 0;
+
+  constructor(state: IngestionState, consumer: Consumer) {
+    this.#state = state;
+    this.#consumer = consumer;
+  }
+
+  /** Commits decided now (in the current generation), fenced to it. */
+  async commit(commits: readonly PartitionCommit[]): Promise<void> {
+    const s = this.#state;
+    const generation = s.membership.current;
+    if (commits.length === 0 || !generation) return;
+    const outcome = await s.fence.commit(generation, () => this.send(commits));
+    if (outcome.kind === 'landed') {
+      this.#dataCommits += 1;
+      if (s.options.killAtCommit !== undefined && this.#dataCommits >= s.options.killAtCommit) {
+        // Test-only: the answer arrived but this replica dies before it records it.
+        process.kill(process.pid, 'SIGKILL');
+      }
+      s.tracker.landed(commits);
+      s.stats.commits += 1;
+      for (const c of commits) {
+        s.options.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.offset);
+      }
+    } else if (outcome.kind === 'not-sent') {
+      // kafkajs's runner was not running (a crash-restart or rejoin): nothing reached
+      // the broker. The next tick recomputes the commit from what is still owned.
+      s.stats.unsentCommits += 1;
+      s.options.logger.warn({ event: 'kafka.commit.unsent' }, 'offset commit not sent (consumer restarting)');
+    } else {
+      // A refused commit (rebalance, stale generation, fenced) did not land; it is never
+      // retried into a generation that no longer owns the partition: the next tick
+      // recomputes commits from the current assignment.
+      s.stats.refusedCommits += 1;
+      s.options.logger.warn(
+        { event: 'kafka.commit.refused', err: errorMessage(outcome.error) },
+        'offset commit refused',
+      );
+    }
+  }
+
+  /** Commits exactly these offsets, each with its partition's ownership chain as metadata. */
+  async send(commits: readonly PartitionCommit[]): Promise<void> {
+    await this.#consumer.commitOffsets(
+      commits.map((c) => ({
+        topic: c.topic,
+        partition: c.partition,
+        offset: String(c.offset),
+        metadata: c.metadata,
+      })),
+    );
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * kafkajs 2.2.4 decodes every record's offset and timestamp through its BigInt `Long`
+ * (protocol/recordBatch/record/v0/decoder.js): `Long.fromValue(firstOffset)` parses the
+ * batch's first offset from its string for each record, adds the delta and prints the
+ * sum; the timestamp delta is read as a varlong one BigInt per byte. On the main thread
+ * that was ~8 % of its time (bench/hot-path-levers.md). `decodeRecord` gives the same
+ * record with plain numbers whenever they are exact (every offset and timestamp below
+ * 2^53), and kafkajs's own arithmetic otherwise.
+ */
+
+/** kafkajs 2.2.4's Decoder, the part a record decoder reads. */
+interface KafkajsDecoder {
+  readonly buffer: Buffer;
+  offset: number;
+  readInt8(): number;
+  readVarInt(): number;
+  readVarLong(): KafkajsLong;
+  readVarIntBytes(): Buffer | null;
+  readVarIntArray<T>(reader: (decoder: KafkajsDecoder) => T): T[];
+}
+
+interface KafkajsLong {
+  add(other: KafkajsLong | number): KafkajsLong;
+  toString(): string;
+}
+
+interface KafkajsLongClass {
+  fromValue(value: string | number | KafkajsLong): KafkajsLong;
+}
+
+/** The record batch header kafkajs passes to each record (recordBatch/v0/decoder.js). */
+interface RecordBatchContext {
+  readonly firstOffset: string;
+  readonly firstTimestamp: string;
+  readonly magicByte: number;
+  readonly isControlBatch?: boolean;
+  readonly timestampType: number;
+  readonly maxTimestamp: string;
+}
+
+type RecordDecoderFunction = (decoder: KafkajsDecoder, batchContext?: RecordBatchContext) => unknown;
+
+/* eslint-disable @typescript-eslint/no-require-imports -- kafkajs internals, pinned at 2.2.4 */
+const Long = require('kafkajs/src/utils/long') as KafkajsLongClass;
+const HeaderDecoder = require('kafkajs/src/protocol/recordBatch/header/v0/decoder') as (
+  decoder: KafkajsDecoder,
+) => { key: string; value: Buffer | null };
+const TimestampTypes = require('kafkajs/src/protocol/timestampTypes') as { LOG_APPEND_TIME: number };
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+/**
+ * A varlong of at most 7 bytes (49 bits before the zigzag) as a number, else undefined
+ * with the decoder where it was: such a value is exact in a double.
+ */
+function readShortVarLong(decoder: KafkajsDecoder): number | undefined {
+  const buffer = decoder.buffer;
+  let at = decoder.offset;
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < 7; i++) {
+    const byte = buffer[at++];
+    if (byte === undefined) return undefined;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) {
+      decoder.offset = at;
+      // Zigzag: 2n for n >= 0, -2n - 1 for n < 0.
+      return value % 2 === 0 ? value / 2 : -(value + 1) / 2;
+    }
+    scale *= 128;
+  }
+  return undefined;
+}
+
+/** `first` (a decimal int64 string) + `delta`, printed, exactly as kafkajs's Long does. */
+function offsetFrom(first: string, delta: number | KafkajsLong): string {
+  if (typeof delta === 'number') {
+    const sum = Number(first) + delta;
+    if (Number.isSafeInteger(sum) && Number.isSafeInteger(Number(first))) return String(sum);
+  }
+  return Long.fromValue(first).add(delta).toString();
+}
+
+/** kafkajs's fold of a record's headers (a repeated key collects its values in an array); none: `{}`. */
+function headersOf(headers: readonly { key: string; value: Buffer | null }[]): Record<string, unknown> {
+  if (headers.length === 0) return {};
+  return headers.reduce<Record<string, unknown>>((obj, { key, value }) => {
+    const seen = obj[key];
+    return {
+      ...obj,
+      [key]: seen === undefined ? value : Array.isArray(seen) ? seen.concat([value]) : [seen, value],
+    };
+  }, {});
+}
+
+/** kafkajs 2.2.4's record decoder (v0), field for field, with exact numbers where they suffice. */
+export const decodeRecord: RecordDecoderFunction = (decoder, batchContext) => {
+  const {
+    firstOffset,
+    firstTimestamp,
+    magicByte,
+    isControlBatch = false,
+    timestampType,
+    maxTimestamp,
+  } = batchContext ?? ({} as Partial<RecordBatchContext>);
+  const attributes = decoder.readInt8();
+  const timestampDelta = readShortVarLong(decoder) ?? decoder.readVarLong();
+  const timestamp =
+    timestampType === TimestampTypes.LOG_APPEND_TIME && maxTimestamp
+      ? maxTimestamp
+      : offsetFrom(firstTimestamp as string, timestampDelta);
+  const offsetDelta = decoder.readVarInt();
+  const offset = offsetFrom(firstOffset as string, offsetDelta);
+  const key = decoder.readVarIntBytes();
+  const value = decoder.readVarIntBytes();
+  const headers = headersOf(decoder.readVarIntArray(HeaderDecoder));
+  return {
+    magicByte,
+    attributes,
+    timestamp,
+    offset,
+    key,
+    value,
+    headers,
+    isControlRecord: isControlBatch,
+    batchContext,
+  };
+};
+
+const RECORD_DECODER = 'kafkajs/src/protocol/recordBatch/record/v0/decoder';
+const RECORD_BATCH_DECODER = 'kafkajs/src/protocol/recordBatch/v0/decoder';
+
+/**
+ * Makes kafkajs's record batch decoder use `decodeRecord`. It binds its record decoder
+ * when it is first loaded (at the first fetch), so this must run before then; later it
+ * changes nothing and says so. Under a module registry without `require.cache` (jest)
+ * it does nothing either.
+ */
+export function installRecordDecoder(): boolean {
+  const recordPath = require.resolve(RECORD_DECODER);
+  if (require.cache[require.resolve(RECORD_BATCH_DECODER)] !== undefined) {
+    return require.cache[recordPath]?.exports === decodeRecord;
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require(recordPath);
+  const loaded = require.cache[recordPath];
+  if (loaded === undefined) return false;
+  loaded.exports = decodeRecord;
+  return true;
+}

@@ -1,0 +1,13 @@
+import type { OwnershipEpoch } from './chain';
+
+/** What the broker says of a partition: its ownership chain and its last landed commit. */
+export interface PartitionOwnership {
+  readonly chain: readonly OwnershipEpoch[];
+  readonly committed: number;
+}
+
+/**
+ * One partition's ownership in a snapshot of the group's committed offsets, as it
+ * crosses to the materializer's thread: [topic, partition, ownership].
+ */
+export type OwnershipRow = readonly [topic: string, partition: number, ownership: PartitionOwnership];

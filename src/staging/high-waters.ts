@@ -1,0 +1,62 @@
+import { NOTHING_DURABLE, tpKey, type DurableOffset, type TopicPartitionKey } from '../common/offsets';
+
+/**
+ * A table staging's two thresholds per partition: the highest offset handed to it
+ * (pushed: records at or below are redeliveries, skipped) and the highest offset durable
+ * (reported by sync). A revoke lowers both, an assignment raises both; durability never
+ * passes what is pushed.
+ */
+export class HighWaters {
+  /** Highest offset handed to staging per partition (the redelivery threshold). */
+  readonly #pushed = new Map<TopicPartitionKey, DurableOffset>();
+  /** Highest offset durable per partition: reported by sync(). */
+  readonly #durable = new Map<TopicPartitionKey, DurableOffset>();
+
+  constructor(initial: ReadonlyMap<TopicPartitionKey, DurableOffset> = new Map()) {
+    for (const [key, offset] of initial) {
+      this.#pushed.set(key, offset);
+      this.#durable.set(key, offset);
+    }
+  }
+
+  pushedThrough(topic: string, partition: number): DurableOffset {
+    return this.#pushed.get(tpKey(topic, partition)) ?? NOTHING_DURABLE;
+  }
+
+  pushed(topic: string, partition: number, through: DurableOffset): void {
+    this.#pushed.set(tpKey(topic, partition), through);
+  }
+
+  /** What is pushed now: it becomes durable once the writers holding it have written and fsynced. */
+  pushedSnapshot(): ReadonlyMap<TopicPartitionKey, DurableOffset> {
+    return new Map(this.#pushed);
+  }
+
+  /** A snapshot taken before a sync is durable now. */
+  durable(snapshot: ReadonlyMap<TopicPartitionKey, DurableOffset>): void {
+    for (const [key, offset] of snapshot) {
+      // A revoke may have lowered the high-water while we were syncing: never raise past it.
+      const ceiling = this.#pushed.get(key) ?? NOTHING_DURABLE;
+      const next = Math.min(offset, ceiling) as DurableOffset;
+      if (next > (this.#durable.get(key) ?? NOTHING_DURABLE)) this.#durable.set(key, next);
+    }
+  }
+
+  lower(topic: string, partition: number, ceiling: DurableOffset): void {
+    const key = tpKey(topic, partition);
+    for (const map of [this.#pushed, this.#durable]) {
+      if ((map.get(key) ?? NOTHING_DURABLE) > ceiling) map.set(key, ceiling);
+    }
+  }
+
+  raise(topic: string, partition: number, offset: DurableOffset): void {
+    const key = tpKey(topic, partition);
+    for (const map of [this.#pushed, this.#durable]) {
+      if ((map.get(key) ?? NOTHING_DURABLE) < offset) map.set(key, offset);
+    }
+  }
+
+  durableOffsets(): ReadonlyMap<TopicPartitionKey, DurableOffset> {
+    return new Map(this.#durable);
+  }
+}

@@ -1,0 +1,121 @@
+import * as path from 'node:path';
+import type { Admin } from 'kafkajs';
+import { errorMessage } from './common/errors';
+import type { Logger } from './common/logger';
+import { ConfigError, type ResolvedConsumer, type ResolvedField } from './config';
+import type { KnownField } from './decode/record-decoder';
+import { groupTopics } from './kafka/group-topics';
+import { declaredTypeChanges } from './lance/declared-schema';
+import { readKnownFields, readTableSchema } from './lance/known-fields';
+import type { LanceTarget } from './lance/lance-table';
+
+/*
+ * What a replica reads and checks before it consumes: each function stops the start
+ * with a named cause, or logs and lets it go on where the later stages still guard.
+ */
+
+/** The consumer's Lance table: its uri (default: `lance` in the data directory), name and store options. */
+export function lanceTargetOf(consumer: ResolvedConsumer): LanceTarget {
+  return {
+    uri: consumer.lance.uri ?? path.join(consumer.dataDir, 'lance'),
+    table: consumer.table,
+    ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
+  };
+}
+
+/**
+ * `schema: 'infer'`: the Lance table's column types, so that every staging worker of
+ * every replica infers the same ones. A table that cannot be read yet (first start,
+ * store unreachable) seeds nothing: the publication-side checks still hold.
+ */
+export async function tableColumns(consumer: ResolvedConsumer, logger: Logger): Promise<KnownField[]> {
+  const target = lanceTargetOf(consumer);
+  if (consumer.fields !== undefined || consumer.format !== 'json') return [];
+  try {
+    const fields = await readKnownFields(target);
+    if (fields.length > 0)
+      logger.info({ event: 'schema.seeded', columns: fields }, 'inferred columns seeded from the table');
+    return fields;
+  } catch (error) {
+    logger.warn(
+      { event: 'schema.seed.failed', err: errorMessage(error) },
+      'could not read the table schema to seed inferred columns',
+    );
+    return [];
+  }
+}
+
+/**
+ * A declared schema against the existing table: a field whose type changed is refused
+ * here, naming it and both types (declared-schema.ts). A table that cannot be read
+ * (first start, store unreachable) is not checked: publications still refuse a
+ * conflicting column and set the parts aside.
+ */
+export async function checkDeclaredTypes(
+  consumer: ResolvedConsumer,
+  fields: readonly ResolvedField[],
+  logger: Logger,
+): Promise<void> {
+  const target = lanceTargetOf(consumer);
+  let schema;
+  try {
+    schema = await readTableSchema(target);
+  } catch (error) {
+    logger.warn(
+      { event: 'schema.check.failed', err: errorMessage(error) },
+      'could not read the table schema to check the declared types',
+    );
+    return;
+  }
+  if (!schema) return;
+  const changes = declaredTypeChanges(fields, schema, consumer.table, consumer.epochUnit);
+  if (changes.length > 0) {
+    throw new ConfigError(
+      consumer.source,
+      changes.map((c) => ({ field: `schema.fields.${c.field}`, message: c.message })),
+    );
+  }
+}
+
+/** A missing topic is a configuration error: say which, instead of kafkajs's "does not host this topic-partition". */
+export async function checkTopicsExist(admin: Admin, consumer: ResolvedConsumer): Promise<void> {
+  if (!consumer.topics) return;
+  const existing = new Set(await admin.listTopics());
+  const missing = consumer.topics.filter((t) => !existing.has(t));
+  if (missing.length > 0) {
+    throw new ConfigError(consumer.source, [
+      {
+        field: 'topics',
+        message: `${missing.join(', ')} ${missing.length === 1 ? 'does' : 'do'} not exist on ${consumer.brokers.join(',')}; create ${missing.length === 1 ? 'it' : 'them'} or fix the name`,
+      },
+    ]);
+  }
+}
+
+/** Logs the group's committed offsets at start (a read that fails is logged, not fatal). */
+export async function logCommittedOffsets(
+  admin: Admin,
+  consumer: ResolvedConsumer,
+  logger: Logger,
+): Promise<void> {
+  const topics = await groupTopics(admin, consumer);
+  if (topics.length === 0) return;
+  try {
+    const committed = await admin.fetchOffsets({ groupId: consumer.groupId, topics });
+    logger.info(
+      {
+        event: 'replica.committed-offsets',
+        committed: committed.map((t) => ({
+          topic: t.topic,
+          partitions: t.partitions.map((p) => ({ partition: p.partition, offset: p.offset })),
+        })),
+      },
+      'committed offsets of the group',
+    );
+  } catch (error) {
+    logger.warn(
+      { event: 'replica.committed-offsets.failed', err: errorMessage(error) },
+      'could not read committed offsets',
+    );
+  }
+}

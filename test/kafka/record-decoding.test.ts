@@ -1,0 +1,132 @@
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
+import { decodeRecord } from '../../src/kafka/record-decoding';
+
+/* eslint-disable @typescript-eslint/no-require-imports -- kafkajs 2.2.4 internals, the reference */
+const Decoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) => unknown;
+const encodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0') as (record: {
+  offsetDelta: number;
+  timestampDelta: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers?: Record<string, string | string[]>;
+}) => { buffer: Buffer };
+const kafkajsDecodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/decoder') as (
+  decoder: unknown,
+  batchContext: unknown,
+) => unknown;
+const Long = require('kafkajs/src/utils/long') as { fromValue(v: bigint | string): unknown };
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+/** One record's bytes as a record batch holds them, and a decoder over its body (what kafkajs passes). */
+function bodyDecoder(record: Parameters<typeof encodeRecord>[0]): unknown {
+  const framed = new Decoder(encodeRecord(record).buffer) as { readVarIntBytes(): Buffer };
+  return new Decoder(framed.readVarIntBytes());
+}
+
+function context(firstOffset: string, firstTimestamp: string, logAppendTime = false) {
+  return {
+    firstOffset,
+    firstTimestamp,
+    maxTimestamp: '1796000009999',
+    magicByte: 2,
+    isControlBatch: false,
+    timestampType: logAppendTime ? 1 : 0,
+    lastOffsetDelta: 9,
+    producerId: '-1',
+    inTransaction: false,
+  };
+}
+
+describe('decodeRecord gives what kafkajs 2.2.4 decodes', () => {
+  const cases: [string, ReturnType<typeof context>, Parameters<typeof encodeRecord>[0]][] = [
+    [
+      'small offsets',
+      context('0', '1796000000000'),
+      { offsetDelta: 3, timestampDelta: 17, key: null, value: Buffer.from('{}') },
+    ],
+    [
+      'no timestamp (-1)',
+      context('42', '-1'),
+      { offsetDelta: 0, timestampDelta: 0, key: Buffer.from('k'), value: null },
+    ],
+    [
+      'a negative timestamp delta',
+      context('42', '1796000000000'),
+      { offsetDelta: 1, timestampDelta: -1234, key: null, value: Buffer.from('v') },
+    ],
+    [
+      'a timestamp delta beyond 49 bits (a varlong of 8 bytes)',
+      context('7', '0'),
+      {
+        offsetDelta: 1,
+        timestampDelta: Long.fromValue(2n ** 52n + 3n) as number,
+        key: null,
+        value: null,
+      },
+    ],
+    [
+      'offsets beyond 2^53',
+      context('9007199254740990', '1796000000000'),
+      { offsetDelta: 9, timestampDelta: 5, key: null, value: Buffer.from('x') },
+    ],
+    [
+      'the largest int64 offset',
+      context('9223372036854775800', '1796000000000'),
+      { offsetDelta: 7, timestampDelta: 5, key: null, value: Buffer.from('x') },
+    ],
+    [
+      'a first timestamp beyond 2^53',
+      context('0', '9007199254740993'),
+      { offsetDelta: 0, timestampDelta: 2, key: null, value: Buffer.from('x') },
+    ],
+    [
+      'log append time',
+      context('5', '1796000000000', true),
+      { offsetDelta: 2, timestampDelta: 3, key: null, value: Buffer.from('x') },
+    ],
+    [
+      'headers, a repeated key and __proto__',
+      context('5', '1796000000000'),
+      {
+        offsetDelta: 2,
+        timestampDelta: 3,
+        key: null,
+        value: Buffer.from('x'),
+        headers: { a: 'x', b: ['y', 'z'], ['__proto__']: 'p' },
+      },
+    ],
+  ];
+
+  it.each(cases)('%s', (_name, batchContext, record) => {
+    const ours = decodeRecord(bodyDecoder(record) as Parameters<typeof decodeRecord>[0], batchContext);
+    const theirs = kafkajsDecodeRecord(bodyDecoder(record), batchContext);
+    expect(ours).toEqual(theirs);
+    expect(Object.getPrototypeOf((ours as { headers: object }).headers)).toBe(Object.prototype);
+  });
+
+  it('reads a 32-bit timestamp delta and large offsets as kafkajs does, record after record', () => {
+    for (const delta of [0, 1, 63, 64, 8191, 8192, 2 ** 31 - 1, -(2 ** 31), 2 ** 40, -(2 ** 48)]) {
+      const record = { offsetDelta: 2 ** 31 - 1, timestampDelta: delta, key: null, value: null };
+      const batchContext = context('123456789012', '1796000000000');
+      expect(decodeRecord(bodyDecoder(record) as Parameters<typeof decodeRecord>[0], batchContext)).toEqual(
+        kafkajsDecodeRecord(bodyDecoder(record), batchContext),
+      );
+    }
+  });
+});
+
+describe('installRecordDecoder', () => {
+  // jest's module registry has no require.cache to patch: a plain node process, on the build.
+  it("makes kafkajs's record batch decoder call decodeRecord, when installed before it loads", () => {
+    const script = `
+      const m = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/kafka/record-decoding.js'))});
+      const installed = m.installRecordDecoder();
+      const used = require('kafkajs/src/protocol/recordBatch/record/v0/decoder') === m.decodeRecord;
+      require('kafkajs/src/protocol/recordBatch/v0/decoder');
+      process.stdout.write(JSON.stringify({ installed, used, again: m.installRecordDecoder() }));
+    `;
+    const out = execFileSync(process.execPath, ['-e', script], { cwd: path.resolve(__dirname, '../..') });
+    expect(JSON.parse(out.toString())).toEqual({ installed: true, used: true, again: true });
+  });
+});
