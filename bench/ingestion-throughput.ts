@@ -10,12 +10,12 @@
  * Brokers: KAFKA_BOOTSTRAP_SERVERS (default 127.0.0.1:9092). The broker shares the
  * machine's cores with the replica, as in every run here.
  */
-import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { benchArgs } from './args';
+import { ReplicaProcess } from '../src/harness/replica-process';
 
 const args = benchArgs();
 const RECORDS = Number(args.get('records') ?? 300_000);
@@ -87,37 +87,26 @@ async function main(): Promise<void> {
   };
   const file = path.join(work, 'consumer.json');
   await fsp.writeFile(file, JSON.stringify(definition));
-  const bin = path.resolve(__dirname, '../../bin/kafka-lance');
-  const child = spawn(
-    process.execPath,
-    [
-      // --cpu-prof DIR: a V8 CPU profile of every thread of the replica (not allowed in NODE_OPTIONS).
-      ...(args.has('cpu-prof')
-        ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args.get('cpu-prof')!)}`]
-        : []),
-      bin,
-      'run',
-      '-c',
-      file,
-      '--data-dir',
-      work,
-      '--brokers',
-      brokers.join(','),
-      '--metrics-port',
-      '0',
-    ],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
   let joinedAt = 0;
   let peakRss = 0;
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    if (!joinedAt && chunk.includes('"event":"kafka.join"')) joinedAt = performance.now();
-  });
+  const replica = new ReplicaProcess(
+    file,
+    work,
+    brokers,
+    {},
+    {
+      // --cpu-prof DIR: a V8 CPU profile of every thread of the replica (not allowed in NODE_OPTIONS).
+      nodeArgs: args.has('cpu-prof')
+        ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args.get('cpu-prof')!)}`]
+        : [],
+      onLine: (line) => {
+        if (!joinedAt && line.event === 'kafka.join') joinedAt = performance.now();
+      },
+    },
+  );
   const rssTimer = setInterval(() => {
     void fsp
-      .readFile(`/proc/${child.pid}/status`, 'utf8')
+      .readFile(`/proc/${replica.pid}/status`, 'utf8')
       .then((s) => (peakRss = Math.max(peakRss, Number(/VmRSS:\s+(\d+)/.exec(s)?.[1] ?? 0) * 1024)))
       .catch(() => undefined);
   }, 200);
@@ -131,8 +120,7 @@ async function main(): Promise<void> {
   }
   const seconds = (performance.now() - joinedAt) / 1000;
   clearInterval(rssTimer);
-  child.kill('SIGTERM');
-  await new Promise((r) => child.on('exit', r));
+  await replica.kill('SIGTERM');
   await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
   await admin.disconnect();
   await fsp.rm(work, { recursive: true, force: true });

@@ -15,19 +15,18 @@
  *
  * Brokers: KAFKA_BOOTSTRAP_SERVERS, else a local broker (deploy/kafka-local) started and stopped here.
  */
-import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { Partitioners } from 'kafkajs';
 import { clusteredEmbeddings } from '../src/cli/clustered-embeddings';
-import { withMallocTuning } from '../src/common/malloc-tuning';
 import { resolveConsumer } from '../src/config';
 import { RecordDecoder, type RawMessage } from '../src/decode/record-decoder';
 import { benchArgs } from './args';
 import { ensureBroker, kafkaClient } from './lib/kafka';
-import { ProcessTreeSampler } from './lib/proc-sampler';
+import { ProcessTreeSampler, threadTaggedEnv } from './lib/proc-sampler';
+import { ReplicaProcess } from '../src/harness/replica-process';
 
 const REPO = path.resolve(__dirname, '../..');
 const args = benchArgs();
@@ -133,32 +132,18 @@ async function endToEnd(brokers: readonly string[], encoding: Encoding): Promise
     }),
   );
   const lanceDir = path.join(work, 'data', 'lance');
-  const child = spawn(
-    process.execPath,
-    [path.join(REPO, 'bin/kafka-lance'), 'run', '-c', file, '--data-dir', path.join(work, 'data')].concat([
-      '--brokers',
-      brokers.join(','),
-      '--metrics-port',
-      '0',
-      '--log-level',
-      'warn',
-    ]),
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: {
-        ...withMallocTuning(process.env),
-        NODE_OPTIONS: `${withMallocTuning(process.env).NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'thread-tag.js')}`,
-        BENCH_THREAD_DIR: tagDir,
-      },
-    },
-  );
-  const sampler = new ProcessTreeSampler(child.pid!, tagDir).start();
-  const exit = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const replica = new ReplicaProcess(file, path.join(work, 'data'), brokers, threadTaggedEnv(tagDir), {
+    logLevel: 'warn',
+  });
+  const sampler = new ProcessTreeSampler(replica.pid, tagDir).start();
   try {
     for (;;) {
       const rows = await countRows(lanceDir);
       if (rows >= RECORDS) break;
-      if (child.exitCode !== null) throw new Error(`the replica exited (${child.exitCode}) at ${rows} rows`);
+      if (!replica.alive) {
+        const { code } = await replica.exited;
+        throw new Error(`the replica exited (${code}) at ${rows} rows:\n${replica.tail()}`);
+      }
       await new Promise((r) => setTimeout(r, 200));
     }
     const seconds = sampler.elapsed();
@@ -172,8 +157,7 @@ async function endToEnd(brokers: readonly string[], encoding: Encoding): Promise
     };
     return result;
   } finally {
-    child.kill('SIGTERM');
-    await exit;
+    await replica.kill('SIGTERM');
     sampler.stop();
     await fsp.rm(work, { recursive: true, force: true });
     const cleanup = kafkaClient(brokers).admin();

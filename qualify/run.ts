@@ -248,7 +248,9 @@ export function writeReport(r: QualifyReport, outDir: string): { md: string; jso
 
 async function main(): Promise<void> {
   const program = new Command('qualify')
-    .description('The qualification campaign of kafka-lance (issue 13)')
+    .description(
+      'The qualification campaign of kafka-lance: its guarantees against real processes, brokers and stores',
+    )
     .option('--only <names>', 'comma-separated step names')
     .option('--short', 'the short variant (smaller volumes, fewer kills)', false)
     .option('--seed <n>', 'seed of every random choice', String(Date.now() % 1_000_000))

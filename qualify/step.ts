@@ -1,5 +1,5 @@
 /**
- * One step of the qualification campaign (`npm run qualify`, issue 13). Each step is a
+ * One step of the qualification campaign (`npm run qualify`). Each step is a
  * module under qualify/steps/ that exports `step: QualifyStep`; qualify/run.ts runs them
  * one after another and writes qualify/report.md from their reports. A step proves one
  * guarantee against real processes (a real broker, real LanceDB tables on disk, SIGKILLs)

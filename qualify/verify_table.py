@@ -1,4 +1,4 @@
-"""The independent reader of the qualification campaign (issue 13, item 6).
+"""The independent reader of the qualification campaign (a second reader of the table).
 
 Opens a Lance dataset written by kafka-lance (LanceDB for Node) with the Python
 `pylance` package, not through LanceDB, and reports as JSON on stdout:

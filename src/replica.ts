@@ -24,6 +24,9 @@ import { SchemaSource } from './schema-registry/schema-source';
 import { FileLocks } from './staging/file-locks';
 import { recoverTableStaging } from './staging/recovery';
 import { tableStagingDir } from './staging/table-staging';
+import { NO_FAULTS, type Faults } from './faults/faults';
+import { replicaHooks } from './faults/replica-hooks';
+import { shareFaults } from './faults/thread-faults';
 import {
   checkDeclaredTypes,
   checkTopicsExist,
@@ -31,7 +34,6 @@ import {
   logCommittedOffsets,
   tableColumns,
 } from './startup-checks';
-import { testHooks } from './testing-hooks';
 
 export interface ReplicaOptions {
   readonly consumerPath: string;
@@ -39,8 +41,11 @@ export interface ReplicaOptions {
   readonly logger?: Logger;
   /** The registry the replica reports into (the CLI serves it on /metrics). */
   readonly metrics?: Metrics;
-  /** Test-only: SIGKILL at the Nth data commit's answer (KAFKA_LANCE_TEST_KILL_AT_COMMIT). */
-  readonly killAtCommit?: number;
+  /**
+   * Test-only faults (src/faults/faults.ts), parsed once at process start; absent, none.
+   * They reach the worker threads this replica starts (shareFaults).
+   */
+  readonly faults?: Faults;
 }
 
 /** What a started replica holds until its stop (Replica.stop orders their ends). */
@@ -97,6 +102,9 @@ export class Replica {
     dataDirLock: DataDirLock,
   ): Promise<Replica> {
     const metrics = options.metrics ?? new Metrics();
+    const faults = options.faults ?? NO_FAULTS;
+    // Before any worker thread starts: each takes the faults shared at its start.
+    if (options.faults) shareFaults(options.faults);
     const owner = ulid();
     const log = logger.child({ consumer: consumer.name, owner });
     const lanceUri = lanceTargetOf(consumer).uri;
@@ -148,8 +156,7 @@ export class Replica {
     await logCommittedOffsets(admin, consumer, log);
 
     const tableDir = tableStagingDir(consumer.dataDir, consumer.table);
-    const recoveryDelay = Number(process.env.KAFKA_LANCE_TEST_RECOVERY_DELAY_MS ?? 0);
-    if (recoveryDelay > 0) await new Promise((r) => setTimeout(r, recoveryDelay)); // test-only: a slow recovery
+    if (faults.recoveryDelayMs > 0) await new Promise((r) => setTimeout(r, faults.recoveryDelayMs)); // test-only: a slow recovery
     await recoverTableStaging({
       tableDir,
       locks: new FileLocks(),
@@ -173,7 +180,7 @@ export class Replica {
         createPartitioner: Partitioners.DefaultPartitioner,
       }),
     );
-    const hooks = testHooks(process.env, log); // test-only fault injection (KAFKA_LANCE_TEST_*)
+    const hooks = replicaHooks(faults, log); // test-only fault injection
     const knownFields = await tableColumns(consumer, log);
     const diskPressure = new DiskPressure(log, metrics);
     // Before the staging pool, whose sealed parts it takes: made in the order they report to each other.
@@ -233,7 +240,7 @@ export class Replica {
       initialEpoch: 0,
       metrics,
       tableDir,
-      killAtCommit: options.killAtCommit,
+      killAtCommit: faults.killAtCommit,
     });
     await ingestion.start(reportFailure);
     return new Replica({

@@ -8,6 +8,21 @@
  */
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import { withMallocTuning } from '../../src/common/malloc-tuning';
+
+/**
+ * The environment of a replica whose threads tag themselves into `tagDir` (thread-tag.js
+ * preloaded), with the malloc and V8 tuning `bin/kafka-lance` run as a program sets
+ * (glibc and V8 read them only at start).
+ */
+export function threadTaggedEnv(tagDir: string): NodeJS.ProcessEnv {
+  const tuned = withMallocTuning(process.env);
+  return {
+    ...tuned,
+    NODE_OPTIONS: `${tuned.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../thread-tag.js')}`,
+    BENCH_THREAD_DIR: tagDir,
+  };
+}
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 const PAGE = 4096;

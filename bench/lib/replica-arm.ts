@@ -5,24 +5,21 @@
  * producer writes at a fixed rate while a replica runs and a poller records when each
  * row becomes visible.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { withMallocTuning } from '../../src/common/malloc-tuning';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { produce } from '../../src/cli/produce';
 import { roundAll } from './child-arm';
-import { ProcessTreeSampler } from './proc-sampler';
-import { scrape, sumOf, type Sample } from './prom';
+import { ProcessTreeSampler, threadTaggedEnv } from './proc-sampler';
+import { scrape, sumOf, type Sample } from '../../src/harness/prometheus-text';
 import { benchConsumer, RECORD_BYTES } from './records';
 import { MiB, round, type ArmResult } from './result';
 import { ensureTopicsServed } from '../../src/kafka/topic-ready';
-
-const REPO = path.resolve(__dirname, '../../..');
+import { ReplicaProcess } from '../../src/harness/replica-process';
 
 export interface Replica {
-  readonly child: ChildProcess;
+  readonly process: ReplicaProcess;
   readonly sampler: ProcessTreeSampler;
   readonly work: string;
   readonly lanceUri: string;
@@ -55,37 +52,19 @@ export async function startReplica(
     file,
     JSON.stringify(benchConsumer(`${name}-${Date.now()}`, topic, path.join(work, 'dlq.jsonl'), extra)),
   );
-  const child = spawn(
-    process.execPath,
-    [
-      ...nodeArgs,
-      path.join(REPO, 'bin/kafka-lance'),
-      'run',
-      '-c',
-      file,
-      '--data-dir',
-      path.join(work, 'data'),
-      '--brokers',
-      brokers.join(','),
-      '--metrics-port',
-      '0',
-      '--metrics-host',
-      '127.0.0.1',
-    ],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      // As `bin/kafka-lance` run as a program would (glibc reads these only at start).
-      env: {
-        ...withMallocTuning(process.env),
-        NODE_OPTIONS: `${withMallocTuning(process.env).NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../thread-tag.js')}`,
-        BENCH_THREAD_DIR: tagDir,
-      },
-    },
-  );
-  const sampler = new ProcessTreeSampler(child.pid!, tagDir).start();
   const lance = extra.lance as { uri?: string; storageOptions?: Record<string, string> } | undefined;
+  const replicaProcess = new ReplicaProcess(file, path.join(work, 'data'), brokers, threadTaggedEnv(tagDir), {
+    nodeArgs,
+    // Log lines arrive only after this function has built the replica they update.
+    onLine: (line) => {
+      if (line.event === 'metrics.listening') replica.port = line.port as number;
+      if (line.event === 'kafka.join') replica.joinedAt ??= replica.sampler.elapsed();
+      if (line.level >= 50) process.stderr.write(`  replica: ${JSON.stringify(line)}\n`);
+    },
+  });
+  const sampler = new ProcessTreeSampler(replicaProcess.pid, tagDir).start();
   const replica: Replica = {
-    child,
+    process: replicaProcess,
     sampler,
     work,
     lanceUri: lance?.uri ?? path.join(work, 'data', 'lance'),
@@ -94,29 +73,14 @@ export async function startReplica(
     port: undefined,
     joinedAt: undefined,
     exited: false,
-    exit: new Promise((r) => child.on('exit', (c) => r(c))),
+    exit: replicaProcess.exited.then((e) => e.code),
   };
   void replica.exit.then(() => (replica.exited = true));
-  let buffer = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    buffer += chunk;
-    let nl: number;
-    while ((nl = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, nl);
-      buffer = buffer.slice(nl + 1);
-      if (line.includes('"metrics.listening"')) replica.port = (JSON.parse(line) as { port: number }).port;
-      if (line.includes('"kafka.join"')) replica.joinedAt ??= sampler.elapsed();
-      if (/"level":(50|60)/.test(line)) process.stderr.write(`  replica: ${line}\n`);
-    }
-  });
   return replica;
 }
 
 export async function stopReplica(r: Replica): Promise<number | null> {
-  if (!r.exited) r.child.kill('SIGTERM');
-  const timer = setTimeout(() => r.child.kill('SIGKILL'), 60_000);
-  const code = await r.exit;
-  clearTimeout(timer);
+  const { code } = await r.process.stop(60_000);
   r.sampler.stop();
   return code;
 }

@@ -6,7 +6,7 @@ const MiB = 1024 * 1024;
 /** The broker stopped and restarted (same data dir, same port) mid-run. */
 export const step: QualifyStep = {
   name: 'broker-outage',
-  title: 'Item 2: broker outage',
+  title: 'Broker outage: Kafka stopped and restarted mid-run, nothing lost or duplicated',
   needs: ['broker-control'],
   run: (ctx: QualifyContext) =>
     runOutage({

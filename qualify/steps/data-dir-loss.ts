@@ -3,7 +3,8 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
 import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';
-import { ReplicaProcess } from '../../test/support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
+import { sleep, until } from '../../test/support/faults';
 import { createTopicReady, PATIENT_PRODUCER_RETRY } from '../support/topics';
 
 /**
@@ -372,20 +373,4 @@ function ranges(offsets: readonly number[]): string {
     i = j + 1;
   }
   return out.join(',');
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(
-  what: string,
-  check: () => Promise<T | undefined> | T | undefined,
-  timeoutMs: number,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(250);
-  }
 }

@@ -11,12 +11,12 @@
  */
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import * as lancedb from '@lancedb/lancedb';
 import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
 import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';
 import type { DiskStage } from '../../src/common/errors';
 import { logValue, writeConsumer, type Produced } from '../../test/support/ingestion-fixture';
-import { ReplicaProcess } from '../../test/support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
+import { readKeys } from '../../test/support/faults';
 import { smallFs, type SmallFs } from '../../test/support/small-fs';
 import { createTopicReady, PATIENT_PRODUCER_RETRY } from '../support/topics';
 
@@ -80,19 +80,7 @@ async function behind(admin: Admin, groupId: string, topic: string): Promise<num
 }
 
 async function tableKeys(lanceDir: string): Promise<string[]> {
-  const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
-  try {
-    if (!(await db.tableNames()).includes(TABLE)) return [];
-    const t = await db.openTable(TABLE);
-    const rows = (await t.query().select(['_partition', '_offset']).toArray()) as {
-      _partition: number;
-      _offset: bigint;
-    }[];
-    t.close();
-    return rows.map((r) => `${r._partition}:${Number(r._offset)}`);
-  } finally {
-    db.close();
-  }
+  return (await readKeys(lanceDir, TABLE)).map(([partition, offset]) => `${partition}:${offset}`);
 }
 
 async function diskFullGauge(replica: ReplicaProcess, port: number, stage: DiskStage): Promise<number> {
@@ -266,7 +254,7 @@ export async function runFullDisk(
 
 export const step: QualifyStep = {
   name: 'full-disk',
-  title: 'Full disk: pause on ENOSPC, resume by itself, nothing lost (issue 13, item 4)',
+  title: 'Full disk: pause on ENOSPC, resume by itself, nothing lost',
   async run(context: QualifyContext): Promise<QualifyStepReport> {
     const outcomes: StageOutcome[] = [];
     const failures: string[] = [];

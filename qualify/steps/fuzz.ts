@@ -17,7 +17,7 @@ import { fuzzThroughPool, type PoolFuzzReport } from '../../test/fuzz/pool-fuzz'
 
 export const step: QualifyStep = {
   name: 'fuzz',
-  title: 'Fuzzed input: decoders, staging worker pool, damaged parts (issue 13, item 5)',
+  title: 'Fuzzed input: decoders, staging worker pool, damaged parts',
   async run(context: QualifyContext): Promise<QualifyStepReport> {
     const decoderRuns = context.short ? 1_000 : 20_000;
     const partRuns = context.short ? 200 : 2_000;

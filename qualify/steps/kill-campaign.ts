@@ -20,7 +20,7 @@ type Aim = 'publication' | 'recovery' | 'group join' | 'random moment';
  */
 export const step: QualifyStep = {
   name: 'kill-campaign',
-  title: 'Item 1: kill campaign and zombie',
+  title: 'Kill campaign: replicas SIGKILLed at publications, recoveries and joins, and a zombie',
   run: (ctx: QualifyContext) =>
     runKillCampaign(ctx, {
       name: 'kill',
@@ -43,7 +43,7 @@ export interface KillCampaignOptions {
   readonly zombieInAdd?: boolean;
 }
 
-/** The kill campaign of item 1, on whatever store `o.lance` names. */
+/** The kill campaign (SIGKILLs and a zombie), on whatever store `o.lance` names. */
 export async function runKillCampaign(
   ctx: QualifyContext,
   o: KillCampaignOptions,

@@ -6,7 +6,7 @@ const MiB = 1024 * 1024;
 /** S3proxy (an object-storage table, `lance.uri: s3://...`) stopped and restarted mid-run. */
 export const step: QualifyStep = {
   name: 's3-outage',
-  title: 'Item 2: object-store (S3) outage',
+  title: 'Object-store outage: S3 stopped and restarted mid-run, nothing lost or duplicated',
   needs: ['object-store'],
   run: (ctx: QualifyContext) => {
     const store = ctx.objectStore;

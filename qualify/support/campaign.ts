@@ -267,9 +267,8 @@ export class Campaign {
   /** The Prometheus text of a live run's metrics endpoint (its port from its `metrics.listening` event). */
   async metrics(run: ReplicaRun): Promise<string> {
     const listening = await run.seen('metrics.listening', 30_000);
-    const port = Number(listening?.line.port);
-    if (!listening || !Number.isInteger(port)) throw new Error(`${run.label} logged no metrics port`);
-    return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    if (!listening) throw new Error(`${run.label} logged no metrics port`);
+    return run.process.metricsText();
   }
 
   /** Gracefully stops every live replica (flush, commit, finish publications). */

@@ -1,7 +1,4 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { createWriteStream, type WriteStream } from 'node:fs';
-import type { Readable } from 'node:stream';
-import { BIN } from './paths';
+import { ReplicaProcess, type Exit, type LogLine } from '../../src/harness/replica-process';
 
 /** One JSON log line of a replica, reduced to what the campaign reads. */
 export interface ReplicaEvent {
@@ -9,32 +6,26 @@ export interface ReplicaEvent {
   readonly time: number;
   readonly event: string;
   readonly level: number;
-  readonly line: Record<string, unknown>;
+  readonly line: LogLine;
 }
 
-export type Exit = { code: number | null; signal: NodeJS.Signals | null };
+export type { Exit };
 
 /**
- * One run of a replica (`bin/kafka-lance run`) as a child process: its output goes to a
- * log file (appended: every run of a data dir in one file) and its JSON events are kept
- * in memory so that the campaign can wait for them (kill it during a publication, a
- * recovery, a group join) and say afterwards what a kill interrupted.
+ * One run of a replica (the harness's ReplicaProcess at debug level) as the campaign
+ * sees it: its output goes to a log file (appended: every run of a data dir in one file)
+ * and its JSON events are kept so that the campaign can wait for them (kill it during a
+ * publication, a recovery, a group join) and say afterwards what a kill interrupted.
  */
 export class ReplicaRun {
-  static readonly #live = new Set<ReplicaRun>();
-
   /** SIGKILLs every replica still running (the runner's SIGINT and failure path). */
   static killAll(): void {
-    for (const r of ReplicaRun.#live) r.signal('SIGKILL');
+    void ReplicaProcess.killAll();
   }
 
   readonly events: ReplicaEvent[] = [];
-  readonly startedAt = Date.now();
-  readonly exited: Promise<Exit>;
-  stopped = false;
-  readonly #child: ChildProcessByStdio<null, Readable, Readable>;
-  readonly #log: WriteStream;
-  readonly #waiters: { test: (e: ReplicaEvent) => boolean; resolve: (e: ReplicaEvent) => void }[] = [];
+  readonly process: ReplicaProcess;
+  readonly #eventOf = new WeakMap<LogLine, ReplicaEvent>();
 
   constructor(
     readonly label: string,
@@ -44,99 +35,47 @@ export class ReplicaRun {
     logFile: string,
     env: NodeJS.ProcessEnv = {},
   ) {
-    this.#log = createWriteStream(logFile, { flags: 'a' });
-    this.#child = spawn(
-      process.execPath,
-      [
-        BIN,
-        'run',
-        '-c',
-        definitionFile,
-        '--data-dir',
-        dataDir,
-        '--brokers',
-        brokers.join(','),
-        // debug: `staging.sealed` marks a publication about to start (the kill targeting reads it).
-        '--log-level',
-        'debug',
-        '--metrics-port',
-        '0',
-        '--metrics-host',
-        '127.0.0.1',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
-    );
-    let buffered = '';
-    this.#child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      this.#log.write(chunk);
-      buffered += chunk;
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const text of lines) this.#take(text);
+    this.process = new ReplicaProcess(definitionFile, dataDir, brokers, env, {
+      // debug: `staging.sealed` marks a publication about to start (the kill targeting reads it).
+      logLevel: 'debug',
+      logFile,
+      onLine: (line) => {
+        if (typeof line.event !== 'string') return;
+        const e: ReplicaEvent = {
+          time: Number(line.time ?? Date.now()),
+          event: line.event,
+          level: Number(line.level ?? 30),
+          line,
+        };
+        this.#eventOf.set(line, e);
+        this.events.push(e);
+      },
     });
-    this.#child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      this.#log.write(chunk);
-    });
-    ReplicaRun.#live.add(this);
-    this.exited = new Promise((resolve) =>
-      this.#child.on('exit', (code, signal) => {
-        ReplicaRun.#live.delete(this);
-        this.stopped = true;
-        this.#log.end();
-        resolve({ code, signal });
-      }),
-    );
   }
 
   get pid(): number {
-    return this.#child.pid!;
+    return this.process.pid;
+  }
+
+  get startedAt(): number {
+    return this.process.startedAt;
+  }
+
+  get exited(): Promise<Exit> {
+    return this.process.exited;
   }
 
   get alive(): boolean {
-    return !this.stopped;
-  }
-
-  #take(text: string): void {
-    if (!text.startsWith('{')) return;
-    let line: Record<string, unknown>;
-    try {
-      line = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      return;
-    }
-    if (typeof line.event !== 'string') return;
-    const e: ReplicaEvent = {
-      time: Number(line.time ?? Date.now()),
-      event: line.event,
-      level: Number(line.level ?? 30),
-      line,
-    };
-    this.events.push(e);
-    for (const w of [...this.#waiters]) {
-      if (w.test(e)) {
-        this.#waiters.splice(this.#waiters.indexOf(w), 1);
-        w.resolve(e);
-      }
-    }
+    return this.process.alive;
   }
 
   /** The next event (from now on) that passes `test`; undefined when the time is up or the process ended. */
-  next(test: (e: ReplicaEvent) => boolean, timeoutMs: number): Promise<ReplicaEvent | undefined> {
-    return new Promise((resolve) => {
-      const waiter = {
-        test,
-        resolve: (e: ReplicaEvent | undefined) => {
-          clearTimeout(timer);
-          resolve(e);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
-        resolve(undefined);
-      }, timeoutMs);
-      this.#waiters.push(waiter);
-      void this.exited.then(() => waiter.resolve(undefined));
-    });
+  async next(test: (e: ReplicaEvent) => boolean, timeoutMs: number): Promise<ReplicaEvent | undefined> {
+    const line = await this.process.next((l) => {
+      const e = this.#eventOf.get(l);
+      return e !== undefined && test(e);
+    }, timeoutMs);
+    return line && this.#eventOf.get(line);
   }
 
   /** The first event (already seen or still to come) named `event`. */
@@ -146,24 +85,16 @@ export class ReplicaRun {
   }
 
   signal(signal: NodeJS.Signals): void {
-    if (this.stopped) return;
-    // A stopped (zombie) process cannot act on SIGTERM: wake it first.
-    if (signal === 'SIGTERM') this.#child.kill('SIGCONT');
-    this.#child.kill(signal);
+    this.process.signal(signal);
   }
 
-  async kill(): Promise<Exit> {
-    this.signal('SIGKILL');
-    return this.exited;
+  kill(): Promise<Exit> {
+    return this.process.kill('SIGKILL');
   }
 
   /** SIGTERM (flush, commit, finish the publication), SIGKILL after `timeoutMs`. */
-  async stop(timeoutMs = 90_000): Promise<Exit> {
-    this.signal('SIGTERM');
-    const timer = setTimeout(() => this.signal('SIGKILL'), timeoutMs);
-    const exit = await this.exited;
-    clearTimeout(timer);
-    return exit;
+  stop(timeoutMs = 90_000): Promise<Exit> {
+    return this.process.stop(timeoutMs);
   }
 }
 

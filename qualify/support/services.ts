@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { ulid } from 'ulid';
+import { s3DatabaseUri, storageOptions } from '../../test/support/s3-local';
 import type { CommitTable, ObjectStoreControl, SchemaRegistryControl } from '../step';
 import { DYNAMODB_LOCAL, KAFKA_LOCAL, S3_LOCAL, SCHEMA_REGISTRY_LOCAL } from './paths';
 
@@ -56,28 +56,17 @@ export class LocalBroker extends LocalServer {
   }
 }
 
-/** The fixed local credentials of deploy/s3-local (overridable there by the same variables). */
-const ACCESS_KEY = process.env.S3_LOCAL_ACCESS_KEY_ID ?? 'kafka-lance';
-const SECRET_KEY = process.env.S3_LOCAL_SECRET_ACCESS_KEY ?? 'kafka-lance-secret';
-const BUCKET = process.env.S3_LOCAL_BUCKET ?? 'kafka-lance';
-
 /** s3proxy of deploy/s3-local on its own port, as the ObjectStoreControl a step gets. */
 export class LocalObjectStore extends LocalServer implements ObjectStoreControl {
   readonly storageOptions: Readonly<Record<string, string>>;
 
   constructor(port: number) {
     super(port, S3_LOCAL, 'S3_LOCAL_PORT');
-    this.storageOptions = {
-      endpoint: `http://127.0.0.1:${port}`,
-      aws_access_key_id: ACCESS_KEY,
-      aws_secret_access_key: SECRET_KEY,
-      region: 'us-east-1',
-      allow_http: 'true',
-    };
+    this.storageOptions = storageOptions(port);
   }
 
   databaseUri(prefix: string): string {
-    return `s3://${BUCKET}/${prefix}-${ulid().toLowerCase()}`;
+    return s3DatabaseUri(prefix);
   }
 }
 

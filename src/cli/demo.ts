@@ -1,6 +1,6 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { withMallocTuning } from '../common/malloc-tuning';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { brokersFromEnv, loadConsumer, type ResolvedConsumer } from '../config';
@@ -9,6 +9,7 @@ import { DLQ, TOPIC, publishedInRanges, summarize, type RunRanges } from './demo
 import { closeDemoBroker, demoKafka } from './demo-broker';
 import { CliError, TableMissingError } from './errors';
 import { ensureTopicsServed } from '../kafka/topic-ready';
+import { ReplicaProcess, ReplicaProcessError } from '../harness/replica-process';
 import { connectAdmin, topicEnds, type PartitionEnds } from './kafka-admin';
 import { openExistingTable, quote } from './lance-read';
 import { badCount } from './log-records';
@@ -27,7 +28,6 @@ export interface DemoOptions {
   readonly progress: (line: string, final?: boolean) => void;
 }
 
-export const BIN = path.join(ROOT, 'bin/kafka-lance');
 export const CONSUMER = path.join(ROOT, 'consumers/app-logs.ts');
 export const PARTITIONS = 6;
 /** One line in 200 is broken on purpose, to show the dead-letter topic at work. */
@@ -93,7 +93,7 @@ export async function runDemo(o: DemoOptions, variant: DemoVariant = JSON_LOGS):
   const started = Date.now();
   const kafka = demoKafka('kafka-lance-demo', brokers);
   const admin = await connectAdmin(kafka, brokers);
-  let replica: ChildProcess | undefined;
+  let replica: ReplicaProcess | undefined;
   try {
     await ensureTopicsServed(admin, [
       { topic, numPartitions: PARTITIONS },
@@ -106,7 +106,7 @@ export async function runDemo(o: DemoOptions, variant: DemoVariant = JSON_LOGS):
 
     const port = await freePort();
     replica = startReplica(brokers, dataDir, port, o.logLevel, logFile, variant.consumerFile);
-    await waitReady(replica, port, logFile);
+    await waitReady(replica, logFile);
 
     const count = o.seconds * o.rate;
     let produced = 0;
@@ -136,12 +136,7 @@ export async function runDemo(o: DemoOptions, variant: DemoVariant = JSON_LOGS):
           published: await publishedInRanges(consumer, ranges, topic),
           dead: sumHigh(await topicEnds(admin, dlq)) - dlqStart,
         };
-        if (
-          settled.published + settled.dead >= produced ||
-          Date.now() > deadline ||
-          replica.exitCode !== null
-        )
-          break;
+        if (settled.published + settled.dead >= produced || Date.now() > deadline || !replica.alive) break;
         await new Promise((r) => setTimeout(r, 1_000));
       }
       ticker.stop();
@@ -225,6 +220,7 @@ async function refuseForeignTable(
   }
 }
 
+/** One replica as `kafka-lance run` in a child: its JSON logs (and its workers') go to the file, not the terminal. */
 export function startReplica(
   brokers: readonly string[],
   dataDir: string,
@@ -232,66 +228,27 @@ export function startReplica(
   level: string,
   logFile: string,
   consumerFile: string = CONSUMER,
-): ChildProcess {
-  // The replica runs as `kafka-lance run` in a child: its JSON logs (and its workers') go to the file, not the terminal.
-  const fd = openSync(logFile, 'a');
-  try {
-    return spawn(
-      process.execPath,
-      [
-        BIN,
-        'run',
-        '-c',
-        consumerFile,
-        '--data-dir',
-        dataDir,
-        '--brokers',
-        brokers.join(','),
-        '--log-level',
-        level,
-        '--metrics-port',
-        String(port),
-        '--metrics-host',
-        '127.0.0.1',
-      ],
-      { stdio: ['ignore', fd, fd], env: withMallocTuning() },
-    );
-  } finally {
-    closeSync(fd);
-  }
+): ReplicaProcess {
+  return new ReplicaProcess(consumerFile, dataDir, brokers, withMallocTuning(), {
+    logLevel: level,
+    metricsPort: port,
+    logFile,
+    parseLogs: false,
+  });
 }
 
-export async function waitReady(child: ChildProcess, port: number, logFile: string): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) {
-      throw new CliError(
-        'REPLICA_FAILED',
-        `the replica exited (code ${child.exitCode}) before it was ready; its log: ${logFile}\n${tail(logFile)}`,
-      );
-    }
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 250));
+export async function waitReady(replica: ReplicaProcess, logFile: string): Promise<void> {
+  try {
+    await replica.waitReady(90_000);
+  } catch (error) {
+    if (!(error instanceof ReplicaProcessError)) throw error;
+    throw new CliError('REPLICA_FAILED', `${error.message}; its log: ${logFile}\n${tail(logFile)}`);
   }
-  throw new CliError(
-    'REPLICA_FAILED',
-    `the replica did not join the group within 90 s; its log: ${logFile}\n${tail(logFile)}`,
-  );
 }
 
 /** SIGTERM: the replica stops fetching, flushes, commits and finishes its publication, then exits 0. */
-export async function stopReplica(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const code = await exited;
-  clearTimeout(timer);
-  return code;
+export async function stopReplica(replica: ReplicaProcess): Promise<number | null> {
+  return (await replica.stop(60_000)).code;
 }
 
 export function tail(file: string, lines = 10): string {

@@ -1,5 +1,5 @@
-import type { ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
+import type { ReplicaProcess } from '../harness/replica-process';
 import { freePort, scrape, startReplica, stopReplica, waitReady } from './demo';
 
 /**
@@ -12,7 +12,7 @@ export interface Member {
   readonly dataDir: string;
   readonly logFile: string;
   readonly port: number;
-  readonly child: ChildProcess;
+  readonly replica: ReplicaProcess;
   readonly startedAt: number;
   readonly restartOf?: string;
   endedAt?: number;
@@ -37,19 +37,19 @@ export class ScaleReplicas {
 
   /** Starts a replica on `dataDir` and waits until it joined; it is a member (stopped at the end) from its spawn on. */
   async launch(label: string, dataDir: string, restartOf?: string): Promise<Member> {
-    const { child, port, logFile } = await spawnReplica(this.launchWith, label, dataDir);
+    const { replica, port, logFile } = await spawnReplica(this.launchWith, label, dataDir);
     const m: Member = {
       label,
       dataDir,
       logFile,
       port,
-      child,
+      replica,
       startedAt: Date.now(),
       ...(restartOf ? { restartOf } : {}),
       last: { staged: 0, published: 0, dead: 0, lag: 0 },
     };
     this.members.push(m);
-    await waitReady(child, port, logFile);
+    await waitReady(replica, logFile);
     return m;
   }
 
@@ -59,7 +59,7 @@ export class ScaleReplicas {
   }
 
   kill(m: Member): void {
-    m.child.kill('SIGKILL');
+    m.replica.signal('SIGKILL');
     m.end = 'killed';
     m.endedAt = Date.now();
   }
@@ -77,7 +77,7 @@ export class ScaleReplicas {
   async stopLive(): Promise<void> {
     await Promise.all(
       this.live().map(async (m) => {
-        m.end = await stopReplica(m.child);
+        m.end = await stopReplica(m.replica);
         m.endedAt = Date.now();
       }),
     );
@@ -85,7 +85,7 @@ export class ScaleReplicas {
 
   /** After a failure: whatever still runs is stopped, without recording how (the run is reported as failed). */
   async stopRemaining(): Promise<void> {
-    await Promise.all(this.live().map((m) => stopReplica(m.child)));
+    await Promise.all(this.live().map((m) => stopReplica(m.replica)));
   }
 }
 
@@ -94,9 +94,9 @@ async function spawnReplica(
   l: ReplicaLaunch,
   label: string,
   dataDir: string,
-): Promise<{ child: ChildProcess; port: number; logFile: string }> {
+): Promise<{ replica: ReplicaProcess; port: number; logFile: string }> {
   const port = await freePort();
   const logFile = path.join(l.logsDir, `${label}.log`);
-  const child = startReplica(l.brokers, dataDir, port, l.logLevel, logFile, l.definition);
-  return { child, port, logFile };
+  const replica = startReplica(l.brokers, dataDir, port, l.logLevel, logFile, l.definition);
+  return { replica, port, logFile };
 }

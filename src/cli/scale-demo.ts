@@ -171,8 +171,7 @@ async function produceThroughKillAndRestart(
     const deadline = Date.now() + SETTLE_TIMEOUT_MS;
     for (;;) {
       settled = await publishedInRanges(c.consumer, ranges, SCALE_TOPIC);
-      if (settled >= expected || Date.now() > deadline || group.live().some((m) => m.child.exitCode !== null))
-        break;
+      if (settled >= expected || Date.now() > deadline || group.live().some((m) => !m.replica.alive)) break;
       await sleep(1_000);
     }
     ticker.stop();

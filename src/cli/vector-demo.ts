@@ -1,6 +1,5 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { loadConsumer, type ResolvedConsumer } from '../config';
 import { indexName, isVectorIndex, vectorMinRows } from '../config/index-spec';
@@ -20,6 +19,7 @@ import { indexLine } from './inspect';
 import { connectAdmin } from './kafka-admin';
 import { indexShapes, openExistingTable } from './lance-read';
 import { ROOT } from './paths';
+import type { ReplicaProcess } from '../harness/replica-process';
 import { ensureTopicsServed } from '../kafka/topic-ready';
 
 export const DOCUMENTS_CONSUMER = path.join(ROOT, 'consumers/documents.ts');
@@ -84,7 +84,7 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
   const brokers = embedded.brokers;
   const kafka = new Kafka({ clientId: 'kafka-lance-vector-demo', brokers, logLevel: logLevel.NOTHING });
   const admin = await connectAdmin(kafka, brokers);
-  let replica: ChildProcess | undefined;
+  let replica: ReplicaProcess | undefined;
   try {
     await ensureTopicsServed(admin, [
       { topic: TOPIC, numPartitions: PARTITIONS },
@@ -95,7 +95,7 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
     if (!vectorIndex) throw new CliError('DEMO_MISMATCH', `${DOCUMENTS_CONSUMER} declares no vector index`);
     const port = await freePort();
     replica = startReplica(brokers, dataDir, port, o.logLevel, logFile, DOCUMENTS_CONSUMER);
-    await waitReady(replica, port, logFile);
+    await waitReady(replica, logFile);
 
     const started = Date.now();
     const data = clusteredEmbeddings({ dim: DIM, clusters: SUBJECTS.length, seed: Date.now() % 100_000 });
@@ -117,7 +117,7 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
       while (
         (state.rows < firstId + produced || (trains && state.unindexed !== 0)) &&
         Date.now() < deadline &&
-        replica.exitCode === null
+        replica.alive
       ) {
         await new Promise((r) => setTimeout(r, 1_000));
         state = await tableState(consumer, indexName(vectorIndex));

@@ -70,7 +70,6 @@ function installTypeScriptHook(): void {
   const extensions = (
     Module as unknown as { _extensions: Record<string, (m: NodeModule, f: string) => void> }
   )._extensions;
-  if (extensions['.ts'] && process.env.JEST_WORKER_ID !== undefined) return; // jest compiles .ts itself
   extensions['.ts'] = (module: NodeModule, filename: string) => {
     const source = readFileSync(filename, 'utf8');
     const { outputText } = ts.transpileModule(source, {

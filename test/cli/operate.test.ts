@@ -4,7 +4,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { brokerSuite, untilHosted } from '../support/broker-suite';
 import { writeConsumer } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 import { runBounded } from '../support/run-bounded';
 import type { InspectReport } from '../../src/cli/inspect';

@@ -4,7 +4,7 @@ import { brokerSuite, topicAndConsumer, untilHosted } from '../support/broker-su
 import { checkFaultRun, settle, waitForJoin, assignedOf, type Named } from '../support/faults';
 import { produceRecords } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**
  * Partitions added to a live topic: a replica started when the topic had one partition

@@ -4,7 +4,7 @@ import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { assignedOf, checkFaultRun, settle, until, waitForJoin, type Named } from '../support/faults';
 import { produceRecords } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**
  * `offsets.commitAfter: 'published'` puts rows into Lance before their offsets are

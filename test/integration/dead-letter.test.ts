@@ -3,7 +3,7 @@ import { ConfigResourceTypes } from 'kafkajs';
 import { brokerSuite, topicAndConsumer, untilHosted } from '../support/broker-suite';
 import { logValue, readStaged } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess, type LogLine } from '../support/replica-process';
+import { ReplicaProcess, type LogLine } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 
 /**

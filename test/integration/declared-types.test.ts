@@ -4,7 +4,7 @@ import * as lancedb from '@lancedb/lancedb';
 import type { Vector } from 'apache-arrow';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 
 /**

@@ -19,7 +19,7 @@ import {
 import { produceRecords } from '../support/ingestion-fixture';
 import { TEST_BROKER_PORT } from '../support/kafka-local';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**
  * Real-broker faults around group membership, each ending with the same check

@@ -5,7 +5,7 @@
  * test name cannot know in advance, so each run prints which one ran.
  * Run after `npm run build` (the replica runs from dist/).
  */
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { testBrokers } from '../support/kafka';
 import { tempDir } from '../support/rows';
 import { runFullDisk } from '../../qualify/steps/full-disk';

@@ -8,7 +8,7 @@ import {
 } from '../support/ingestion-fixture';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 
 /**

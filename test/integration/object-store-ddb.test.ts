@@ -5,7 +5,7 @@ import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { DDB_COMMIT_TABLE, ddbEndpoint, ddbLocalSuite } from '../support/dynamodb-local';
 import { checkFaultRun, produceInBackground, settle, sleep, type Named } from '../support/faults';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 import { NON_ATOMIC_S3_PORT, NON_ATOMIC_S3_VERSION, S3_BUCKET, s3LocalSuite } from '../support/s3-local';
 import { ulid } from 'ulid';

@@ -4,7 +4,7 @@ import type * as S3Local from '../support/s3-local';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { checkFaultRun, produceInBackground, settle, sleep, type Named } from '../support/faults';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 import { NON_ATOMIC_S3_PORT, NON_ATOMIC_S3_VERSION, s3DatabaseUri, s3LocalSuite } from '../support/s3-local';
 
@@ -66,7 +66,7 @@ test('a replica declared the only writer publishes on that store, through a SIGK
   const first = start('A');
   const declared = await first.waitForEvent('lance.store.singleWriter');
   expect(declared.basis).toBe('probe');
-  const metrics = await (await fetch(`http://127.0.0.1:${await first.metricsPort()}/metrics`)).text();
+  const metrics = await first.metricsText();
   expect(metrics).toMatch(/^kafka_lance_store_atomic_commits\{table="logs"\} 0$/m);
   const production = produceInBackground(suite.kafka, topic, 4, 8_000, 16, 500);
   await first.waitForEvent('publication');

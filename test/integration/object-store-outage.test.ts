@@ -1,7 +1,7 @@
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { checkFaultRun, produceInBackground, settle, sleep, type Named } from '../support/faults';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 import type * as OnS3 from '../support/lancedb-on-s3';
 import type * as S3Local from '../support/s3-local';

@@ -3,7 +3,7 @@ import type * as S3Local from '../support/s3-local';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { checkFaultRun, produceInBackground, settle, sleep, type Named } from '../support/faults';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 import { s3DatabaseUri, s3LocalSuite } from '../support/s3-local';
 
@@ -60,7 +60,7 @@ test('three replicas, one s3:// table on a store with conditional writes, SIGKIL
     const probe = await r.waitForEvent('lance.store.probe');
     expect([probe.atomic, probe.basis]).toEqual([true, 'probe']);
   }
-  const metrics = await (await fetch(`http://127.0.0.1:${await b.metricsPort()}/metrics`)).text();
+  const metrics = await b.metricsText();
   expect(metrics).toMatch(/^kafka_lance_store_atomic_commits\{table="logs"\} 1$/m);
   const production = produceInBackground(suite.kafka, topic, PARTITIONS, RECORDS, 12, 500);
 

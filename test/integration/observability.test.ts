@@ -1,7 +1,7 @@
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { produceRecords, waitForCommittedAtEnd } from '../support/ingestion-fixture';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 
 const suite = brokerSuite('kl-obs');

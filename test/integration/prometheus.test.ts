@@ -12,7 +12,7 @@ import {
   substitute,
   type Expression,
 } from '../support/promql-expressions';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 
 /**

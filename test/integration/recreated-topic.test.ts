@@ -5,7 +5,7 @@ import { brokerSuite, topicAndConsumer, untilHosted } from '../support/broker-su
 import { sleep, until } from '../support/faults';
 import { produceRecords, writeConsumer } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**
  * A topic deleted and recreated with the same name starts its offsets at 0 again, so

@@ -13,7 +13,7 @@ import {
 } from '../support/faults';
 import { produceRecords, writeConsumer, type Produced } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**
  * Scale-down in 'staged' mode: a replica leaves committed but unpublished parts on its

@@ -11,7 +11,7 @@ import {
   until,
 } from '../support/registry-round-trip';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 import {
   EVERYTHING_ARROW_TYPES,

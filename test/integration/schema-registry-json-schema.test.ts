@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { brokerSuite } from '../support/broker-suite';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 import { plainColumn } from '../support/avro-fixtures';
 import {

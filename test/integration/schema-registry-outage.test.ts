@@ -5,7 +5,7 @@ import * as lancedb from '@lancedb/lancedb';
 import * as protobuf from 'protobufjs';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 import { plainColumn } from '../support/avro-fixtures';
 import { protobufFramed } from '../support/protobuf-fixtures';

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 import { plainColumn } from '../support/avro-fixtures';
 import { schemaRegistrySuite } from '../support/schema-registry-local';

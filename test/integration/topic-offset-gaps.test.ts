@@ -6,7 +6,7 @@ import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { checkFaultRun, settle, sleep, until, type Named } from '../support/faults';
 import { logValue, produceRecords, type Produced } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**
  * Partitions whose offsets have gaps that no record fills: a compacted topic (the
@@ -95,7 +95,7 @@ async function stopAll(replicas: readonly Named[]): Promise<string[]> {
 }
 
 async function metricsOf(r: Named): Promise<string> {
-  return (await fetch(`http://127.0.0.1:${await r.process.metricsPort()}/metrics`)).text();
+  return r.process.metricsText();
 }
 
 function seeksOf(replicas: readonly Named[]): number {

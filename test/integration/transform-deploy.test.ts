@@ -5,7 +5,7 @@ import { brokerSuite, untilHosted } from '../support/broker-suite';
 import { until } from '../support/faults';
 import { produceRecords } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
-import { ReplicaProcess, type LogLine } from '../support/replica-process';
+import { ReplicaProcess, type LogLine } from '../../src/harness/replica-process';
 
 /**
  * `offsets.commitAfter: 'published'`: replica A publishes records into Lance and is

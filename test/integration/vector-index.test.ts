@@ -3,7 +3,7 @@ import { clusteredEmbeddings } from '../../src/cli/clustered-embeddings';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { produceRecords } from '../support/ingestion-fixture';
 import { testBrokers } from '../support/kafka';
-import { ReplicaProcess } from '../support/replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
 
 /**

@@ -10,6 +10,8 @@ import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { recordOffset } from '../../src/common/offsets';
 import { RecordDecoder, type DecoderOptions, type RawMessage } from '../../src/decode/record-decoder';
+import { NO_FAULTS } from '../../src/faults/faults';
+import { shareFaults } from '../../src/faults/thread-faults';
 import { ledger } from '../../src/materializer/plan';
 import { DuplicatedRowsError } from '../../src/materializer/publication-errors';
 import { intervalsOf } from '../../src/materializer/preparation';
@@ -277,14 +279,14 @@ describe('insert-if-absent over records an earlier transform published', () => {
     // publication is left `writing`, as a crash before the merge leaves it.
     const flag = path.join(dir, 'disk-full');
     await fsp.writeFile(flag, '');
-    process.env.KAFKA_LANCE_TEST_DISK_FULL_LANCE = flag;
+    shareFaults({ ...NO_FAULTS, diskFullFlags: { lance: flag } });
     try {
       const first = await openMaterializer(dirB, lanceDir, { commitAfter: 'published', owner: 'B' });
       first.setOwnership(ownershipOf(1, chainB, 0));
       expect(await first.runOnce()).toEqual([]);
       first.close();
     } finally {
-      delete process.env.KAFKA_LANCE_TEST_DISK_FULL_LANCE;
+      shareFaults(NO_FAULTS);
     }
     expect((await ledger.list(dirB)).some((e) => e.writing !== undefined)).toBe(true);
 

@@ -4,7 +4,7 @@ import type { Admin, Kafka } from 'kafkajs';
 import { ensureTopicsServed, untilTopicServed } from '../../src/kafka/topic-ready';
 import { writeConsumer } from './ingestion-fixture';
 import { testKafka, uniqueName } from './kafka';
-import { ReplicaProcess } from './replica-process';
+import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from './rows';
 
 export interface BrokerSuite {

@@ -2,7 +2,7 @@ import * as lancedb from '@lancedb/lancedb';
 import type { Admin, Kafka } from 'kafkajs';
 import { decodeChain, type OwnershipEpoch } from '../../src/ownership/chain';
 import { produceRecords, type Produced } from './ingestion-fixture';
-import type { LogLine, ReplicaProcess } from './replica-process';
+import type { LogLine, ReplicaProcess } from '../../src/harness/replica-process';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -105,7 +105,8 @@ function lanceCount(lanceDir: string, table: string): Promise<number> {
   return retryRead(() => readCount(lanceDir, table));
 }
 
-async function readKeys(lanceDir: string, table: string): Promise<[number, number][]> {
+/** The (partition, offset) of every row of a local Lance table; none while it does not exist. */
+export async function readKeys(lanceDir: string, table: string): Promise<[number, number][]> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
     if (!(await db.tableNames()).includes(table)) return [];

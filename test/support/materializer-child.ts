@@ -4,9 +4,13 @@
  *
  *   node dist/test/support/materializer-child.js <tableDir> <lanceDir> <partitions> <committed> <mode> [maxPermanentFailures]
  */
+import { parseFaults } from '../../src/faults/faults';
+import { shareFaults } from '../../src/faults/thread-faults';
 import { ownershipOf, openMaterializer, sealedPartCount } from './materializer-fixture';
 
 async function main(): Promise<void> {
+  // The process start, as the CLI's run command: its crash point comes from its variables.
+  shareFaults(parseFaults(process.env));
   const [tableDir, lanceDir, partitions, committed, mode, maxPermanentFailures] = process.argv.slice(2);
   const m = await openMaterializer(tableDir!, lanceDir!, {
     mode: mode === 'streamed' ? 'streamed' : 'buffered',

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { DiskStage } from '../../src/common/errors';
+import { shareFaults, threadFaults } from '../../src/faults/thread-faults';
 
 /**
  * A small file system of the test's own, to fill and free. Where the
@@ -87,8 +88,10 @@ export async function smallFs(
   }
   const flag = path.join(parent, `disk-full-${stage}.flag`);
   const variable = `KAFKA_LANCE_TEST_DISK_FULL_${stage.toUpperCase()}`;
-  const previous = process.env[variable];
-  process.env[variable] = flag;
+  // In this process (and the worker threads it starts from now on) through its faults;
+  // in a child process through the variable its start parses.
+  const previous = threadFaults();
+  shareFaults({ ...previous, diskFullFlags: { ...previous.diskFullFlags, [stage]: flag } });
   let full = false;
   return {
     method: 'injection',
@@ -105,8 +108,7 @@ export async function smallFs(
     },
     async dispose() {
       await fsp.rm(flag, { force: true });
-      if (previous === undefined) delete process.env[variable];
-      else process.env[variable] = previous;
+      shareFaults(previous);
       await fsp.rm(dir, { recursive: true, force: true });
     },
   };

@@ -1,8 +1,9 @@
 import { type Command, Option } from 'commander';
 import { loadConsumer } from '../../config';
+import { parseFaults } from '../../faults/faults';
 import { Replica } from '../../replica';
 import { runReplicaLifecycle } from '../replica-lifecycle';
-import { brokersOption, consumerOption, dataDirOption, logLevelOption, positiveInt } from './options';
+import { brokersOption, consumerOption, dataDirOption, logLevelOption } from './options';
 
 interface RunOptions {
   consumer: string;
@@ -11,7 +12,6 @@ interface RunOptions {
   logLevel: string;
   metricsPort: number;
   metricsHost: string;
-  testKillAtCommit?: number;
 }
 
 /** `kafka-lance run`: one replica of a consumer, in this process until a signal or a failure. */
@@ -35,11 +35,6 @@ export function addRunCommand(program: Command): void {
         process.env.KAFKA_LANCE_METRICS_HOST ?? '0.0.0.0',
       ),
     )
-    .addOption(
-      new Option('--test-kill-at-commit <n>', 'test only: SIGKILL when the nth offset commit is answered')
-        .argParser(positiveInt)
-        .hideHelp(),
-    )
     .addHelpText(
       'after',
       `
@@ -47,6 +42,8 @@ Example:
   KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 kafka-lance run -c consumers/app-logs.ts --data-dir /var/lib/kafka-lance`,
     )
     .action(async (opts: RunOptions) => {
+      // Test-only faults, read once here: a bad KAFKA_LANCE_TEST_* value stops the start.
+      const faults = parseFaults(process.env);
       const overrides = { brokers: opts.brokers, dataDir: opts.dataDir };
       // Resolved here too, so that an unreachable broker can be reported by its address.
       const { brokers } = loadConsumer(opts.consumer, process.env, overrides);
@@ -61,13 +58,8 @@ Example:
             overrides,
             logger,
             metrics,
-            killAtCommit: opts.testKillAtCommit ?? envInt('KAFKA_LANCE_TEST_KILL_AT_COMMIT'),
+            faults,
           }),
       });
     });
-}
-
-function envInt(name: string): number | undefined {
-  const raw = process.env[name];
-  return raw ? positiveInt(raw) : undefined;
 }

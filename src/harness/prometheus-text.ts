@@ -1,4 +1,4 @@
-/** Reading a Prometheus text exposition (the replica's /metrics) without a client library. */
+/** Reading a Prometheus text exposition (a replica's /metrics) without a client library. */
 
 export interface Sample {
   readonly name: string;
@@ -26,6 +26,7 @@ export function sumOf(samples: readonly Sample[], name: string, match: Record<st
     .reduce((n, s) => n + s.value, 0);
 }
 
+/** The samples a metrics server on this machine serves. */
 export async function scrape(port: number): Promise<Sample[]> {
   const response = await fetch(`http://127.0.0.1:${port}/metrics`);
   return parsePrometheus(await response.text());
