@@ -9,7 +9,9 @@ import { FileDeadLetterSink, type DeadLetterSink } from './dead-letters/dead-let
 import { createKafka } from './kafka/client';
 import { KafkaDeadLetterSink } from './kafka/dead-letter-topic';
 import { DiskPressure } from './kafka/disk-pressure';
+import { RECORD_DECODER_INSTALLED } from './kafka/fetched-batch';
 import { Ingestion } from './kafka/ingestion';
+import { chainBound } from './ownership/chain';
 import { OwnershipFeed } from './kafka/ownership-feed';
 import { StagedBatchReports } from './kafka/staged-batch-reports';
 import { redactStorageOptions } from './lance/store-config';
@@ -105,6 +107,7 @@ export class Replica {
     const faults = options.faults ?? NO_FAULTS;
     // Before any worker thread starts: each takes the faults shared at its start.
     if (options.faults) shareFaults(options.faults);
+    chainBound(); // a test's lowered chain bound too small to hold two epochs stops the start here
     const owner = ulid();
     const log = logger.child({ consumer: consumer.name, owner });
     const lanceUri = lanceTargetOf(consumer).uri;
@@ -149,6 +152,12 @@ export class Replica {
     let reportFailure!: (error: Error) => void;
     const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
 
+    if (!RECORD_DECODER_INSTALLED) {
+      log.warn(
+        { event: 'kafka.recordDecoder.fallback' },
+        "kafkajs's own record decoder is in use (the same records, more CPU per record)",
+      );
+    }
     const kafka = createKafka(consumer, log);
     const admin = kafka.admin();
     await admin.connect();
@@ -196,53 +205,62 @@ export class Replica {
     // The offset tracker hears from staging (each batch's dead letters) and decides the ingestion's commits.
     const tracker = new OffsetTracker();
     const stagedBatches = new StagedBatchReports(tracker, metrics, consumer.table);
-    const pool = await StagingPool.start({
-      workers: consumer.workers,
-      consumerPath: consumer.source,
-      knownFields,
-      brokers: consumer.brokers,
-      tableDir,
-      epoch: { owner, epoch: 0 },
-      maxPartBytes: consumer.staging.maxPartBytes,
-      maxPartAgeMs: consumer.staging.maxPartAgeMs,
-      maxOpenParts: consumer.staging.maxOpenParts,
-      maxQueueRecords: consumer.queue.maxRecords,
-      maxQueueBytes: consumer.queue.maxBytes,
-      logger: log,
-      onBatchDone: (topic, partition, result) => {
-        stagedBatches.onBatchDone(topic, partition, result);
-        hooks.onBatchDone();
-      },
-      onFatal: reportFailure,
-      // The catalog takes what the writers know instead of reading each part back.
-      onSealed: (parts) => materializer?.sealed(parts),
+    const { pool, ingestion } = await Replica.#startConsuming(
+      () =>
+        StagingPool.start({
+          workers: consumer.workers,
+          consumerPath: consumer.source,
+          knownFields,
+          brokers: consumer.brokers,
+          tableDir,
+          epoch: { owner, epoch: 0 },
+          maxPartBytes: consumer.staging.maxPartBytes,
+          maxPartAgeMs: consumer.staging.maxPartAgeMs,
+          maxOpenParts: consumer.staging.maxOpenParts,
+          maxQueueRecords: consumer.queue.maxRecords,
+          maxQueueBytes: consumer.queue.maxBytes,
+          logger: log,
+          onBatchDone: (topic, partition, result) => {
+            stagedBatches.onBatchDone(topic, partition, result);
+            hooks.onBatchDone();
+          },
+          onFatal: reportFailure,
+          // The catalog takes what the writers know instead of reading each part back.
+          onSealed: (parts) => materializer?.sealed(parts),
+        }),
+      (pool) =>
+        new Ingestion({
+          consumer,
+          diskPressure,
+          ...(consumer.schemaRegistry
+            ? {
+                schemas: new SchemaSource(
+                  consumer.schemaRegistry,
+                  log,
+                  metrics,
+                  (REGISTRY_FORMATS as readonly string[]).includes(consumer.keyFormat),
+                ),
+              }
+            : {}),
+          kafka: hooks.kafka(kafka),
+          admin: hooks.admin(admin),
+          pool,
+          tracker,
+          deadLetters,
+          owner,
+          logger: log,
+          initialEpoch: 0,
+          metrics,
+          tableDir,
+          killAtCommit: faults.killAtCommit,
+        }),
+      reportFailure,
+    ).catch(async (error: unknown) => {
+      // A failed start leaves nothing running: the materializer thread would otherwise
+      // keep the process (and the table's handle) alive beside the next start.
+      await materializer?.stop(Date.now()).catch(() => undefined);
+      throw error;
     });
-    const ingestion = new Ingestion({
-      consumer,
-      diskPressure,
-      ...(consumer.schemaRegistry
-        ? {
-            schemas: new SchemaSource(
-              consumer.schemaRegistry,
-              log,
-              metrics,
-              (REGISTRY_FORMATS as readonly string[]).includes(consumer.keyFormat),
-            ),
-          }
-        : {}),
-      kafka: hooks.kafka(kafka),
-      admin: hooks.admin(admin),
-      pool,
-      tracker,
-      deadLetters,
-      owner,
-      logger: log,
-      initialEpoch: 0,
-      metrics,
-      tableDir,
-      killAtCommit: faults.killAtCommit,
-    });
-    await ingestion.start(reportFailure);
     return new Replica({
       consumer,
       owner,
@@ -263,6 +281,23 @@ export class Replica {
       gaugeTimer: startReplicaGauges(pool, ingestion, admin, metrics, consumer.table),
       dataDirLock,
     });
+  }
+
+  /** Starts the staging pool, then the ingestion on it; a failed ingestion start closes the pool. */
+  static async #startConsuming(
+    startPool: () => Promise<StagingPool>,
+    ingestionOn: (pool: StagingPool) => Ingestion,
+    reportFailure: (error: Error) => void,
+  ): Promise<{ pool: StagingPool; ingestion: Ingestion }> {
+    const pool = await startPool();
+    try {
+      const ingestion = ingestionOn(pool);
+      await ingestion.start(reportFailure);
+      return { pool, ingestion };
+    } catch (error) {
+      await pool.close().catch(() => undefined);
+      throw error;
+    }
   }
 
   /** Resolves with the error when the replica cannot go on (for example staging failed on disk). */

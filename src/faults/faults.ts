@@ -12,8 +12,7 @@ import { KafkaLanceError, type DiskStage } from '../common/errors';
  * - diskFull: src/common/disk-space.ts (staging workers, materializer worker);
  * - killAtCommit: src/kafka/ingestion.ts; recoveryDelayMs: src/replica.ts;
  * - blockLoop*, failFirstClaim: src/faults/replica-hooks.ts (main thread).
- * The ownership chain's lowered bound (KAFKA_LANCE_TEST_MAX_CHAIN_BYTES) is still read
- * by src/ownership/chain.ts itself, in every thread.
+ * - maxChainBytes: src/ownership/chain.ts (main thread, where claims append epochs).
  */
 export interface Faults {
   /** KAFKA_LANCE_TEST_CRASH_AT=<point>: SIGKILL the process at that crash point. */
@@ -44,6 +43,11 @@ export interface Faults {
    * that file exists, every staging part write (Lance add) fails with ENOSPC.
    */
   readonly diskFullFlags: Readonly<Partial<Record<DiskStage, string>>>;
+  /**
+   * KAFKA_LANCE_TEST_MAX_CHAIN_BYTES=<bytes>: the ownership chain's bound lowered, so
+   * that a chain drops its oldest epochs after a few rebalances instead of ~85.
+   */
+  readonly maxChainBytes?: number;
 }
 
 export interface LoopBlock {
@@ -105,7 +109,11 @@ export function parseFaults(env: NodeJS.ProcessEnv): Faults {
   const failFirstClaim = read('KAFKA_LANCE_TEST_FAIL_FIRST_CLAIM');
   const diskFullStaging = read('KAFKA_LANCE_TEST_DISK_FULL_STAGING');
   const diskFullLance = read('KAFKA_LANCE_TEST_DISK_FULL_LANCE');
+  const maxChainBytes = read('KAFKA_LANCE_TEST_MAX_CHAIN_BYTES');
   return {
+    ...(maxChainBytes !== undefined
+      ? { maxChainBytes: chainBytes('KAFKA_LANCE_TEST_MAX_CHAIN_BYTES', maxChainBytes) }
+      : {}),
     ...(crashAt !== undefined ? { crashAt: crashPointName('KAFKA_LANCE_TEST_CRASH_AT', crashAt) } : {}),
     ...(stopAt !== undefined ? { stopAt: crashPointName('KAFKA_LANCE_TEST_STOP_AT', stopAt) } : {}),
     ...(killAtCommit !== undefined
@@ -134,6 +142,14 @@ function crashPointName(variable: string, value: string): CrashPointName {
   if (name === undefined)
     throw new FaultVariableError(variable, value, `one of ${CRASH_POINT_NAMES.join(', ')}`);
   return name;
+}
+
+/** The chain's default bound (src/ownership/chain.ts) is the most a test may set. */
+function chainBytes(variable: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1 || n > 3_800)
+    throw new FaultVariableError(variable, value, 'a number of bytes up to 3800');
+  return n;
 }
 
 function positiveInteger(variable: string, value: string): number {

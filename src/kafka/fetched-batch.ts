@@ -43,7 +43,8 @@ const KafkajsBatch = require('kafkajs/src/consumer/batch') as BatchConstructor;
 
 // kafkajs decodes the records these batches hold: with plain numbers for offsets and
 // timestamps (record-decoding.ts), installed before the first fetch loads its decoder.
-installRecordDecoder();
+// False when kafkajs's own decoder stays (the same records, slower): the replica says so.
+export const RECORD_DECODER_INSTALLED = installRecordDecoder();
 
 export function fetchedBatch(topic: string, fetchedOffset: string, partitionData: unknown): FetchedBatch {
   return new KafkajsBatch(topic, fetchedOffset, partitionData);

@@ -128,6 +128,8 @@ export const decodeRecord: RecordDecoderFunction = (decoder, batchContext) => {
 
 const RECORD_DECODER = 'kafkajs/src/protocol/recordBatch/record/v0/decoder';
 const RECORD_BATCH_DECODER = 'kafkajs/src/protocol/recordBatch/v0/decoder';
+/** The kafkajs release whose record decoder `decodeRecord` reproduces. */
+const KAFKAJS_VERSION = '2.2.4';
 
 /**
  * Makes kafkajs's record batch decoder use `decodeRecord`. It binds its record decoder
@@ -136,6 +138,9 @@ const RECORD_BATCH_DECODER = 'kafkajs/src/protocol/recordBatch/v0/decoder';
  * it does nothing either.
  */
 export function installRecordDecoder(): boolean {
+  // The decoder mirrors kafkajs 2.2.4's internals: any other release keeps its own.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return false;
   const recordPath = require.resolve(RECORD_DECODER);
   if (require.cache[require.resolve(RECORD_BATCH_DECODER)] !== undefined) {
     return require.cache[recordPath]?.exports === decodeRecord;

@@ -1,4 +1,5 @@
 import type { OwnerEpoch } from './owner-epoch';
+import { threadFaults } from '../faults/thread-faults';
 
 /**
  * The ownership chain of a partition, kept in Kafka itself: every commit carries in
@@ -30,22 +31,22 @@ const WIDEST_ENTRY_BYTES = Buffer.byteLength(
 
 /**
  * The broker's default offset.metadata.max.bytes is 4096; keep well inside it. A test
- * may lower it (KAFKA_LANCE_TEST_MAX_CHAIN_BYTES, src/testing-hooks.ts) so that a chain
- * drops its oldest entries after a few rebalances instead of ~85; read once per thread
- * (worker threads inherit the environment), so every thread of a process agrees.
+ * may lower it (the maxChainBytes fault, src/faults/) so that a chain drops its oldest
+ * entries after a few rebalances instead of ~85.
  */
-export const MAX_CHAIN_BYTES = maxChainBytes(process.env);
+export const MAX_CHAIN_BYTES = 3_800;
 const TAG = 'kl1';
 
-function maxChainBytes(env: NodeJS.ProcessEnv): number {
-  const raw = env.KAFKA_LANCE_TEST_MAX_CHAIN_BYTES;
-  if (raw === undefined || raw === '') return 3_800;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 2 * WIDEST_ENTRY_BYTES || n > 3_800)
+/** This thread's bound: MAX_CHAIN_BYTES, or the lowered one of a test's faults. */
+export function chainBound(): number {
+  const lowered = threadFaults().maxChainBytes;
+  if (lowered === undefined) return MAX_CHAIN_BYTES;
+  // Two entries at least: the newest epoch and the one it may still have to resolve.
+  if (lowered < 2 * WIDEST_ENTRY_BYTES)
     throw new Error(
-      `KAFKA_LANCE_TEST_MAX_CHAIN_BYTES must be an integer in [${2 * WIDEST_ENTRY_BYTES}, 3800], not ${raw}`,
+      `KAFKA_LANCE_TEST_MAX_CHAIN_BYTES must be at least ${2 * WIDEST_ENTRY_BYTES}, not ${lowered}`,
     );
-  return n;
+  return lowered;
 }
 
 /**
@@ -92,7 +93,7 @@ export function decodeChain(metadata: string | null | undefined): OwnershipEpoch
 /** Appends an epoch, dropping the oldest entries until the encoded chain fits. */
 export function appendEpoch(chain: readonly OwnershipEpoch[], entry: OwnershipEpoch): OwnershipEpoch[] {
   const next = [...chain, entry];
-  while (next.length > 1 && Buffer.byteLength(encodeChain(next)) > MAX_CHAIN_BYTES) next.shift();
+  while (next.length > 1 && Buffer.byteLength(encodeChain(next)) > chainBound()) next.shift();
   return next;
 }
 
@@ -110,7 +111,7 @@ export function mayHaveDroppedEntries(chain: readonly OwnershipEpoch[]): boolean
   // objects (one per partition per snapshot): encode each once.
   let full = fullness.get(chain);
   if (full === undefined) {
-    full = chain.length > 0 && Buffer.byteLength(encodeChain(chain)) + WIDEST_ENTRY_BYTES > MAX_CHAIN_BYTES;
+    full = chain.length > 0 && Buffer.byteLength(encodeChain(chain)) + WIDEST_ENTRY_BYTES > chainBound();
     fullness.set(chain, full);
   }
   return full;

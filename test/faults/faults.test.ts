@@ -23,6 +23,7 @@ describe('parseFaults', () => {
         KAFKA_LANCE_TEST_FAIL_FIRST_CLAIM: 'commit',
         KAFKA_LANCE_TEST_DISK_FULL_STAGING: '/tmp/staging.flag',
         KAFKA_LANCE_TEST_DISK_FULL_LANCE: '/tmp/lance.flag',
+        KAFKA_LANCE_TEST_MAX_CHAIN_BYTES: '260',
       }),
     ).toEqual<Faults>({
       crashAt: 'after-add',
@@ -36,6 +37,7 @@ describe('parseFaults', () => {
       blockLoopOnSignalMs: 12000,
       failFirstClaim: 'commit',
       diskFullFlags: { staging: '/tmp/staging.flag', lance: '/tmp/lance.flag' },
+      maxChainBytes: 260,
     });
   });
 
@@ -53,6 +55,7 @@ describe('parseFaults', () => {
     ['KAFKA_LANCE_TEST_BLOCK_LOOP_AT', '3-100'],
     ['KAFKA_LANCE_TEST_BLOCK_LOOP_ON_SIGNAL', '-5'],
     ['KAFKA_LANCE_TEST_FAIL_FIRST_CLAIM', 'join'],
+    ['KAFKA_LANCE_TEST_MAX_CHAIN_BYTES', '4096'],
   ])('a bad value of %s stops the start, naming the variable', (variable, value) => {
     const parse = () => parseFaults({ [variable]: value });
     expect(parse).toThrow(FaultVariableError);

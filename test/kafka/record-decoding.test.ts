@@ -129,4 +129,17 @@ describe('installRecordDecoder', () => {
     const out = execFileSync(process.execPath, ['-e', script], { cwd: path.resolve(__dirname, '../..') });
     expect(JSON.parse(out.toString())).toEqual({ installed: true, used: true, again: true });
   });
+
+  // An import order that loads kafkajs's batch decoder first would quietly keep its slow one.
+  it('is in place once the replica module is loaded, before any fetch', () => {
+    const script = `
+      require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/replica.js'))});
+      const f = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/kafka/fetched-batch.js'))});
+      const m = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/kafka/record-decoding.js'))});
+      const used = require('kafkajs/src/protocol/recordBatch/record/v0/decoder') === m.decodeRecord;
+      process.stdout.write(JSON.stringify({ installed: f.RECORD_DECODER_INSTALLED, used }));
+    `;
+    const out = execFileSync(process.execPath, ['-e', script], { cwd: path.resolve(__dirname, '../..') });
+    expect(JSON.parse(out.toString())).toEqual({ installed: true, used: true });
+  });
 });
