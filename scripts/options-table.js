@@ -4,7 +4,7 @@
  * Rewrites docs/configuration.md's table of consumer-definition options (between
  * `<!-- options:start -->` and `<!-- options:end -->`) from the zod schema, through
  * the compiled src/config/options-table-generator.ts, and its table of column types (between
- * `<!-- types:start -->` and `<!-- types:end -->`) from src/config/types-table.ts:
+ * `<!-- types:start -->` and `<!-- types:end -->`) from src/decode/types-table.ts:
  * run `npm run build` first. With `--check` it only says whether the page is up to
  * date (exit 1 when not), as the jest tests test/docs/options-table.test.ts and
  * types-table.test.ts do.
@@ -19,7 +19,7 @@ let table;
 let types;
 try {
   table = require(path.join(root, 'dist/src/config/options-table-generator.js'));
-  types = require(path.join(root, 'dist/src/config/types-table.js'));
+  types = require(path.join(root, 'dist/src/decode/types-table.js'));
 } catch (error) {
   console.error(
     `options-table: cannot load the compiled renderer (${error.message}); run npm run build first`,

@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ConsumerFileMissingError } from './errors';
 
-// The repository: two levels up from src/cli, three from dist/src/cli.
-const UP = path.resolve(__dirname, '../..');
-export const ROOT = path.basename(UP) === 'dist' ? path.dirname(UP) : UP;
+import { ROOT } from '../common/repo-root';
+
+export { ROOT };
 export const KAFKA_LOCAL = path.join(ROOT, 'deploy/kafka-local/kafka-local');
 
 /** The version in package.json, read at run time: the compiled CLI has no copy of it. */

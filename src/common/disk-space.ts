@@ -1,6 +1,5 @@
-import { existsSync, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { threadFaults } from '../faults/thread-faults';
 import { DiskFullError, type DiskStage } from './errors';
 
 /**
@@ -44,22 +43,4 @@ export async function freeBytes(file: string): Promise<number | undefined> {
       if (dir === path.dirname(dir)) return undefined;
     }
   }
-}
-
-/**
- * Test-only fault injection at the file-system layer, for machines where a test cannot
- * mount a small file system of its own (no CAP_SYS_ADMIN): while the file named by
- * Faults.diskFullFlags (KAFKA_LANCE_TEST_DISK_FULL_STAGING or `..._LANCE`) exists, every
- * staging part write (or Lance add) fails with ENOSPC, exactly as a full disk makes it
- * fail. Without that fault (always, outside tests), it costs one property read per write.
- */
-export function injectedDiskFull(stage: DiskStage, file: string): NodeJS.ErrnoException | undefined {
-  const flag = threadFaults().diskFullFlags[stage];
-  if (!flag || !existsSync(flag)) return undefined;
-  return Object.assign(new Error(`ENOSPC: no space left on device (injected), write '${file}'`), {
-    code: 'ENOSPC',
-    errno: -28,
-    syscall: 'write',
-    path: file,
-  });
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OBJECT_STORE_SCHEMES, ddbTableNameOf, isObjectStoreUri, uriScheme } from '../lance/store-config';
+import { OBJECT_STORE_SCHEMES, ddbTableNameOf, isObjectStoreUri, uriScheme } from './store-uri';
 
 /** Where the Lance table lives: a directory (default <dataDir>/lance) or s3://, gs://, az:// with storageOptions. */
 export const lanceOptions = z

@@ -5,7 +5,7 @@ import type { Converted } from './field-codec';
 import type { FieldState } from './field-state';
 import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8 } from './fixed-width-builders';
 import type { KeyColumn } from './key-column';
-import type { RawMessage } from './record-decoder';
+import type { RawMessage } from './raw-message';
 
 export const KEY_COLUMN = '_key';
 

@@ -26,15 +26,9 @@ import {
   type WriterFieldChanges,
 } from './field-state';
 import { normalizeRows, sourceRecord } from './transform-rows';
+import type { RawMessage } from './raw-message';
 
-/** One Kafka message as it crosses into a worker. */
-export interface RawMessage {
-  readonly offset: number;
-  /** Kafka timestamp, epoch ms. */
-  readonly timestamp: number;
-  readonly key: Uint8Array | null;
-  readonly value: Uint8Array | null;
-}
+export type { RawMessage } from './raw-message';
 
 export interface DecodedBatch {
   /** Rows with the system columns; undefined when no record produced a row. */

@@ -1,5 +1,5 @@
 import type { Row, SourceRecord } from '../config';
-import type { RawMessage } from './record-decoder';
+import type { RawMessage } from './raw-message';
 
 /** What a transform returned, as rows: nothing, one object or an array of objects. */
 export function normalizeRows(result: Row | readonly Row[] | null | undefined): readonly Row[] {

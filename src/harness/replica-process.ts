@@ -11,7 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, createWriteStream, openSync, type WriteStream } from 'node:fs';
 import * as path from 'node:path';
-import { ROOT } from '../cli/paths';
+import { ROOT } from '../common/repo-root';
 import { scrape, type Sample } from './prometheus-text';
 
 /** bin/kafka-lance of this checkout (or installed package). */

@@ -1,6 +1,6 @@
 import * as lancedb from '@lancedb/lancedb';
 import { Table as ArrowTable, type RecordBatch, type Schema } from 'apache-arrow';
-import { injectedDiskFull } from '../common/disk-space';
+import { injectedDiskFull } from '../faults/disk-full';
 import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { TOPIC_ID_COLUMN } from '../staging/system-columns';

@@ -1,4 +1,4 @@
-import type { RawMessage } from '../decode/record-decoder';
+import type { RawMessage } from '../decode/raw-message';
 
 /**
  * A Kafka batch packed into two transferable buffers, so crossing into a worker

@@ -1,7 +1,8 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { Schema, type RecordBatch } from 'apache-arrow';
-import { diskFullError, injectedDiskFull } from '../common/disk-space';
+import { diskFullError } from '../common/disk-space';
+import { injectedDiskFull } from '../faults/disk-full';
 import { DiskFullError } from '../common/errors';
 import { realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { RecordOffset } from '../common/offsets';

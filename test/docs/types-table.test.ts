@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { COMPOSITE_TYPES, FIELD_TYPES } from '../../src/config';
-import { TYPE_TEXTS, readmeTypesTable, renderTypesTable, typeRows } from '../../src/config/types-table';
+import { TYPE_TEXTS, readmeTypesTable, renderTypesTable, typeRows } from '../../src/decode/types-table';
 
 describe("docs/configuration.md's table of column types", () => {
   test('is the table rendered from the codecs (rewrite it: npm run build && node scripts/options-table.js)', () => {

@@ -8,7 +8,7 @@ import { shareFaults, threadFaults } from '../../src/faults/thread-faults';
  * A small file system of the test's own, to fill and free. Where the
  * machine lets the test mount (root with CAP_SYS_ADMIN) it is a real tmpfs of `bytes`,
  * filled with a filler file; elsewhere it falls back to fault injection at the
- * file-system layer (src/common/disk-space.ts: while a flag file exists, the stage's
+ * file-system layer (src/faults/disk-full.ts: while a flag file exists, the stage's
  * writes fail with ENOSPC). `method` says which one ran, for test names and reports.
  */
 export interface SmallFs {

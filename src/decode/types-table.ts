@@ -1,9 +1,9 @@
 import { DataType } from 'apache-arrow';
-import type { DeclaredField } from './field-spec';
-import { COMPOSITE_TYPES, FIELD_TYPES, VECTOR_ELEMENTS, fieldSpec } from './field-spec';
-import { cell, markdownTable, tableBetweenMarkers, withTableBetweenMarkers } from './markdown-table';
-import { declaredField } from './resolve';
-import { codecOf } from '../decode/typed-codecs';
+import type { DeclaredField } from '../config/field-spec';
+import { COMPOSITE_TYPES, FIELD_TYPES, VECTOR_ELEMENTS, fieldSpec } from '../config/field-spec';
+import { cell, markdownTable, tableBetweenMarkers, withTableBetweenMarkers } from '../config/markdown-table';
+import { declaredField } from '../config/resolve';
+import { codecOf } from './typed-codecs';
 
 /**
  * The README's table of column types, rendered from the code that stores them: the
