@@ -1,4 +1,4 @@
-import type { Data } from 'apache-arrow';
+import type { Data, DataType } from 'apache-arrow';
 
 /**
  * Column builders that write straight into typed arrays and one value buffer per
@@ -24,6 +24,14 @@ export class Validity {
 
   bitmap(length: number): Uint8Array {
     return this.bits.subarray(0, (length + 7) >> 3);
+  }
+
+  /** What every column's makeData takes from its type, length and validity. */
+  header<T extends DataType>(
+    type: T,
+    length: number,
+  ): { type: T; length: number; nullCount: number; nullBitmap: Uint8Array } {
+    return { type, length, nullCount: this.nullCount, nullBitmap: this.bitmap(length) };
   }
 }
 

@@ -20,3 +20,29 @@ export function structField(
 ): DeclaredField {
   return { type: 'struct', fields: fields.map(({ name, mapped }) => ({ name, ...mapped.field })), nullable };
 }
+
+/**
+ * A map: a list of {key, value} structs, in the map's order (the registry formats'
+ * maps, Avro's with string keys, Protobuf's with scalar ones).
+ */
+export function mapEntries(key: Mapped, value: Mapped): Mapped {
+  return {
+    field: {
+      type: 'list',
+      items: {
+        type: 'struct',
+        fields: [
+          { name: 'key', ...key.field },
+          { name: 'value', ...value.field },
+        ],
+        nullable: false,
+      },
+      nullable: false,
+    },
+    toValue: (v) =>
+      Object.entries((v ?? {}) as Record<string, unknown>).map(([k, x]) => ({
+        key: key.toValue(k),
+        value: value.toValue(x),
+      })),
+  };
+}

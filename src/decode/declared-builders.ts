@@ -42,10 +42,7 @@ export class NumericBuilder<T extends NumericArray> implements ColumnBuilder {
 
   finish(): Data {
     return makeData({
-      type: this.type,
-      length: this.#length,
-      nullCount: this.#validity.nullCount,
-      nullBitmap: this.#validity.bitmap(this.#length),
+      ...this.#validity.header(this.type, this.#length),
       data: this.#values.subarray(0, this.#length),
     } as never);
   }
@@ -83,10 +80,7 @@ export class DecimalBuilder implements ColumnBuilder {
 
   finish(): Data {
     return makeData({
-      type: this.type,
-      length: this.#length,
-      nullCount: this.#validity.nullCount,
-      nullBitmap: this.#validity.bitmap(this.#length),
+      ...this.#validity.header(this.type, this.#length),
       data: this.#words.subarray(0, this.#length * 4),
     });
   }

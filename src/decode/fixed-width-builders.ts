@@ -64,10 +64,7 @@ export class FixedWidthBuilder<T extends FixedArray> implements ColumnBuilder {
 
   finish(): Data {
     return makeData({
-      type: this.type,
-      length: this.#length,
-      nullCount: this.#validity.nullCount,
-      nullBitmap: this.#validity.bitmap(this.#length),
+      ...this.#validity.header(this.type, this.#length),
       data: this.#values.subarray(0, this.#length),
     } as never);
   }

@@ -50,10 +50,7 @@ export class VectorBuilder<T extends Float32Array | Uint16Array | Uint8Array> im
       data: this.#values.subarray(0, this.#length * this.dim),
     } as never);
     return makeData({
-      type: this.type,
-      length: this.#length,
-      nullCount: this.#validity.nullCount,
-      nullBitmap: this.#validity.bitmap(this.#length),
+      ...this.#validity.header(this.type, this.#length),
       child: values,
     });
   }
@@ -90,10 +87,7 @@ export class ListBuilder implements ColumnBuilder {
 
   finish(): Data {
     return makeData({
-      type: this.type,
-      length: this.#length,
-      nullCount: this.#validity.nullCount,
-      nullBitmap: this.#validity.bitmap(this.#length),
+      ...this.#validity.header(this.type, this.#length),
       valueOffsets: this.#offsets.subarray(0, this.#length + 1),
       child: this.child.finish(),
     } as never);
@@ -136,10 +130,7 @@ export class StructBuilder implements ColumnBuilder {
 
   finish(): Data {
     return makeData({
-      type: this.type,
-      length: this.#length,
-      nullCount: this.#validity.nullCount,
-      nullBitmap: this.#validity.bitmap(this.#length),
+      ...this.#validity.header(this.type, this.#length),
       children: this.children.map((c) => c.finish()),
     });
   }

@@ -68,10 +68,7 @@ class VariableWidthColumn implements ColumnBuilder {
 
   finish(): Data {
     return makeData({
-      type: this.type,
-      length: this.#length,
-      nullCount: this.#validity.nullCount,
-      nullBitmap: this.#validity.bitmap(this.#length),
+      ...this.#validity.header(this.type, this.#length),
       valueOffsets: this.offsets.view(this.#length),
       data: this.#values.view(),
     } as never);

@@ -1,6 +1,6 @@
 import type { NamedField } from '../../config';
 import { columnNameProblem } from '../../config/column-name';
-import { identity, structField, type Mapped } from '../column-mapping';
+import { identity, mapEntries, structField, type Mapped } from '../column-mapping';
 
 /**
  * How an Avro writer schema becomes columns, and its decoded values become values the
@@ -116,26 +116,9 @@ function mapType(schema: Json, namespace: string, names: NamedTypes): Mapped {
       };
     }
     case 'map': {
-      const values = mapType(resolved.values ?? null, namespace, names);
-      return {
-        field: {
-          type: 'list',
-          items: {
-            type: 'struct',
-            fields: [
-              { name: 'key', type: 'string', nullable: false },
-              { name: 'value', ...values.field },
-            ],
-            nullable: false,
-          },
-          nullable: false,
-        },
-        toValue: (v) =>
-          Object.entries(v as Record<string, unknown>).map(([key, value]) => ({
-            key,
-            value: values.toValue(value),
-          })),
-      };
+      // Avro's map keys are strings.
+      const keys: Mapped = { field: { type: 'string', nullable: false }, toValue: identity };
+      return mapEntries(keys, mapType(resolved.values ?? null, namespace, names));
     }
     default:
       // { "type": "string" } and the like: a primitive written as an object.

@@ -1,7 +1,7 @@
 import * as protobuf from 'protobufjs';
 import type { DeclaredField, NamedField } from '../../config';
 import { columnNameProblem } from '../../config/column-name';
-import { identity, structField, type Mapped, type ToValue } from '../column-mapping';
+import { identity, mapEntries, structField, type Mapped, type ToValue } from '../column-mapping';
 
 /**
  * How a Protobuf message type becomes columns, and its decoded messages (protobufjs)
@@ -116,27 +116,7 @@ class MessageMapping {
 
   #fieldType(f: protobuf.Field): Mapped {
     if (f instanceof protobuf.MapField) {
-      const key = scalar(f.keyType, true);
-      const value = this.#valueType(f);
-      return {
-        field: {
-          type: 'list',
-          items: {
-            type: 'struct',
-            fields: [
-              { name: 'key', ...key.field },
-              { name: 'value', ...value.field },
-            ],
-            nullable: false,
-          },
-          nullable: false,
-        },
-        toValue: (v) =>
-          Object.entries((v ?? {}) as Record<string, unknown>).map(([k, x]) => ({
-            key: key.toValue(k),
-            value: value.toValue(x),
-          })),
-      };
+      return mapEntries(scalar(f.keyType, true), this.#valueType(f));
     }
     const one = this.#valueType(f);
     if (!f.repeated) return { field: { ...one.field, nullable: this.#hasPresence(f) }, toValue: one.toValue };
