@@ -1,5 +1,6 @@
 import { Campaign } from '../support/campaign';
-import { finalCheck, settle } from '../support/final-check';
+import { finalCheck } from '../support/final-check';
+import { settle } from '../support/settle';
 import {
   connectedProducer,
   keysOf,

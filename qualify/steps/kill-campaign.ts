@@ -1,6 +1,7 @@
 import { Campaign, TABLE, type Slot } from '../support/campaign';
 import { openPublications } from '../support/ledger-state';
-import { finalCheck, settle } from '../support/final-check';
+import { finalCheck } from '../support/final-check';
+import { settle } from '../support/settle';
 import { campaignDetails } from '../support/report-lines';
 import { sleep } from '../support/random';
 import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';

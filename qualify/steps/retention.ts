@@ -1,6 +1,9 @@
 import { decodeChain } from '../../src/ownership/chain';
 import { Campaign } from '../support/campaign';
-import { finalCheck, ranges, settle, type ReadableOffsets } from '../support/final-check';
+import type { ReadableOffsets } from '../support/expected-offsets';
+import { finalCheck } from '../support/final-check';
+import { ranges } from '../support/log-offsets';
+import { settle } from '../support/settle';
 import {
   connectedProducer,
   keysOf,

@@ -1,6 +1,7 @@
 import { decodeChain } from '../../src/ownership/chain';
 import { Campaign, TABLE, type Slot } from '../support/campaign';
-import { finalCheck, settle } from '../support/final-check';
+import { finalCheck } from '../support/final-check';
+import { settle } from '../support/settle';
 import { MiB } from '../support/gapped-topics';
 import { leftOver } from '../support/ledger-state';
 import { sleep } from '../support/random';

@@ -1,6 +1,7 @@
 import type { Producer, Transaction } from 'kafkajs';
 import { Campaign, type KillRecord } from '../support/campaign';
-import { finalCheck, settle } from '../support/final-check';
+import { finalCheck } from '../support/final-check';
+import { settle } from '../support/settle';
 import {
   connectedProducer,
   keysOf,

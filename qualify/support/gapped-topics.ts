@@ -2,7 +2,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import type { Campaign } from './campaign';
 import { TABLE } from './campaign';
-import type { ReadableOffsets } from './final-check';
+import type { ReadableOffsets } from './expected-offsets';
 import { checksummedValue, notJson } from './producer';
 import type { Random } from './random';
 import { sleep } from './random';

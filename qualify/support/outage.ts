@@ -1,5 +1,6 @@
 import { Campaign, type CampaignOptions } from './campaign';
-import { finalCheck, settle } from './final-check';
+import { finalCheck } from './final-check';
+import { settle } from './settle';
 import { campaignDetails } from './report-lines';
 import { sleep } from './random';
 import type { QualifyContext, QualifyStepReport } from '../step';

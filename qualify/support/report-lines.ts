@@ -1,5 +1,5 @@
 import type { Campaign } from './campaign';
-import type { FinalCheck } from './final-check';
+import type { FinalCheck } from './final-check-result';
 
 /** The report lines every campaign step shares: the kill log, the replicas' events, the check. */
 export function campaignDetails(c: Campaign, check: FinalCheck, extra: readonly string[] = []): string[] {
