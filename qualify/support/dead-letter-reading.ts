@@ -24,3 +24,16 @@ export function readDeadLetters(c: Campaign, file: (name: string) => string): Ma
   }
   return out;
 }
+
+/** The records dead-lettered and the rows of set-aside publications, per partition, with their counts. */
+export function readSetAside(c: Campaign): {
+  dead: Map<number, Set<number>>;
+  setAside: Map<number, Set<number>>;
+  deadCount: number;
+  setAsideCount: number;
+} {
+  const dead = readDeadLetters(c, (n) => `${n}.jsonl`);
+  const setAside = readDeadLetters(c, (n) => `${n}.publications.jsonl`);
+  const count = (m: Map<number, Set<number>>) => [...m.values()].reduce((n, s) => n + s.size, 0);
+  return { dead, setAside, deadCount: count(dead), setAsideCount: count(setAside) };
+}

@@ -4,11 +4,11 @@ import { datasetPathOf } from '../../src/cli/lance-read';
 import type { Campaign } from './campaign';
 import { TABLE } from './campaign';
 import { commitAndDataDirs } from './commit-check';
-import { readDeadLetters } from './dead-letter-reading';
+import { readSetAside } from './dead-letter-reading';
 import type { Incarnations, ReadableOffsets } from './expected-offsets';
 import type { FinalCheck } from './final-check-result';
 import { incarnationCheck } from './incarnation-check';
-import { readIndependently, type IndependentReading } from './independent-reader';
+import { independentProblems, readIndependently, type IndependentReading } from './independent-reader';
 import { logRecords, ranges } from './log-offsets';
 import type { NodeReading } from './table-reading';
 import { readWithLanceDb } from './table-reading';
@@ -32,10 +32,7 @@ export async function finalCheck(
   const problems: string[] = stalled ? [`stall: ${stalled}`] : [];
   const lines: string[] = [];
   const log = await logRecords(c);
-  const dead = readDeadLetters(c, (n) => `${n}.jsonl`);
-  const setAside = readDeadLetters(c, (n) => `${n}.publications.jsonl`);
-  const deadCount = [...dead.values()].reduce((n, s) => n + s.size, 0);
-  const setAsideCount = [...setAside.values()].reduce((n, s) => n + s.size, 0);
+  const { dead, deadCount, setAsideCount } = readSetAside(c);
   const node = await readWithLanceDb(c);
   const produced = c.production;
   const readable = options.readable;
@@ -242,24 +239,9 @@ async function checkWithPylance(
       c.topic,
       expectedFile,
     );
-    if (independent.rows !== expected)
-      problems.push(`pylance: ${independent.rows} rows, expected ${expected}`);
-    if ((independent.missing ?? 0) > 0)
-      problems.push(
-        `pylance: ${independent.missing} expected rows absent (${JSON.stringify(independent.missingExamples)})`,
-      );
-    if ((independent.unexpected ?? 0) > 0)
-      problems.push(
-        `pylance: ${independent.unexpected} rows at offsets the reader did not read (${JSON.stringify(independent.unexpectedExamples)})`,
-      );
-    if (independent.duplicates > 0)
-      problems.push(
-        `pylance: ${independent.duplicates} duplicate triples (${JSON.stringify(independent.duplicateExamples)})`,
-      );
-    if (independent.checksumMismatches > 0)
-      problems.push(
-        `pylance: ${independent.checksumMismatches} checksum mismatches (${JSON.stringify(independent.mismatchExamples)})`,
-      );
+    problems.push(
+      ...independentProblems(independent, expected, 'rows at offsets the reader did not read', 'triples'),
+    );
   } catch (error) {
     problems.push(`pylance could not read the table: ${String(error).slice(0, 400)}`);
   }

@@ -4,10 +4,10 @@ import { datasetPathOf } from '../../src/cli/lance-read';
 import type { Campaign } from './campaign';
 import { TABLE } from './campaign';
 import { commitAndDataDirs } from './commit-check';
-import { readDeadLetters } from './dead-letter-reading';
+import { readSetAside } from './dead-letter-reading';
 import { incarnationCount, type Incarnations } from './expected-offsets';
 import type { FinalCheck } from './final-check-result';
-import { readIndependently, type IndependentReading } from './independent-reader';
+import { independentProblems, readIndependently, type IndependentReading } from './independent-reader';
 import { logRecords, ranges } from './log-offsets';
 import { groupKey, readIncarnations } from './table-reading';
 
@@ -26,10 +26,7 @@ export async function incarnationCheck(
   const problems: string[] = stalled ? [`stall: ${stalled}`] : [];
   const lines: string[] = [];
   const log = await logRecords(c);
-  const dead = readDeadLetters(c, (n) => `${n}.jsonl`);
-  const setAside = readDeadLetters(c, (n) => `${n}.publications.jsonl`);
-  const deadCount = [...dead.values()].reduce((n, s) => n + s.size, 0);
-  const setAsideCount = [...setAside.values()].reduce((n, s) => n + s.size, 0);
+  const { deadCount, setAsideCount } = readSetAside(c);
   const node = await readIncarnations(c);
   const expected = incarnationCount(incarnations);
   const short = (id: string) => id.slice(0, 8);
@@ -105,24 +102,9 @@ export async function incarnationCheck(
       expectedFile,
       true,
     );
-    if (independent.rows !== expected)
-      problems.push(`pylance: ${independent.rows} rows, expected ${expected}`);
-    if ((independent.missing ?? 0) > 0)
-      problems.push(
-        `pylance: ${independent.missing} expected rows absent (${JSON.stringify(independent.missingExamples)})`,
-      );
-    if ((independent.unexpected ?? 0) > 0)
-      problems.push(
-        `pylance: ${independent.unexpected} rows not expected in their incarnation (${JSON.stringify(independent.unexpectedExamples)})`,
-      );
-    if (independent.duplicates > 0)
-      problems.push(
-        `pylance: ${independent.duplicates} duplicate 4-tuples (${JSON.stringify(independent.duplicateExamples)})`,
-      );
-    if (independent.checksumMismatches > 0)
-      problems.push(
-        `pylance: ${independent.checksumMismatches} checksum mismatches (${JSON.stringify(independent.mismatchExamples)})`,
-      );
+    problems.push(
+      ...independentProblems(independent, expected, 'rows not expected in their incarnation', '4-tuples'),
+    );
   } catch (error) {
     problems.push(`pylance could not read the table: ${String(error).slice(0, 400)}`);
   }

@@ -92,3 +92,35 @@ export async function readIndependently(
     }
   }
 }
+
+/**
+ * What pylance's reading says is wrong, as report lines: a row count other than
+ * `expected`, expected rows absent, rows it did not expect (`unexpectedRows` says which),
+ * duplicate keys (`keys`: "triples" or "4-tuples") and checksum mismatches.
+ */
+export function independentProblems(
+  independent: IndependentReading,
+  expected: number,
+  unexpectedRows: string,
+  keys: string,
+): string[] {
+  const problems: string[] = [];
+  if (independent.rows !== expected) problems.push(`pylance: ${independent.rows} rows, expected ${expected}`);
+  if ((independent.missing ?? 0) > 0)
+    problems.push(
+      `pylance: ${independent.missing} expected rows absent (${JSON.stringify(independent.missingExamples)})`,
+    );
+  if ((independent.unexpected ?? 0) > 0)
+    problems.push(
+      `pylance: ${independent.unexpected} ${unexpectedRows} (${JSON.stringify(independent.unexpectedExamples)})`,
+    );
+  if (independent.duplicates > 0)
+    problems.push(
+      `pylance: ${independent.duplicates} duplicate ${keys} (${JSON.stringify(independent.duplicateExamples)})`,
+    );
+  if (independent.checksumMismatches > 0)
+    problems.push(
+      `pylance: ${independent.checksumMismatches} checksum mismatches (${JSON.stringify(independent.mismatchExamples)})`,
+    );
+  return problems;
+}

@@ -4,16 +4,20 @@ import { TABLE } from './campaign';
 import { sha256 } from './producer';
 import { sleep } from './random';
 
-export interface NodeReading {
+/** What a read of every row found: its keys grouped (by partition, or incarnation and partition), duplicates and damaged payloads. */
+interface Reading<K> {
   readonly rows: number;
   readonly duplicates: number;
   readonly duplicateExamples: string[];
   readonly mismatches: number;
   readonly mismatchExamples: string[];
-  /** Offsets per partition found in the table. */
-  readonly offsets: Map<number, Set<number>>;
+  /** Offsets per group found in the table. */
+  readonly offsets: Map<K, Set<number>>;
   readonly foreign: number;
 }
+
+export type NodeReading = Reading<number>;
+type IncarnationReading = Reading<string>;
 
 async function retrying<T>(read: () => Promise<T>, attempts = 20): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -52,75 +56,37 @@ export async function countRows(c: Campaign): Promise<number> {
 }
 
 /** Every row through LanceDB for Node, streamed: keys, duplicates, and the payload checksum recomputed. */
-export async function readWithLanceDb(c: Campaign): Promise<NodeReading> {
-  return retrying(async () => {
-    const db = await connect(c);
-    const offsets = new Map<number, Set<number>>();
-    let rows = 0;
-    let duplicates = 0;
-    let mismatches = 0;
-    let foreign = 0;
-    const duplicateExamples: string[] = [];
-    const mismatchExamples: string[] = [];
-    try {
-      if (!(await db.tableNames()).includes(TABLE))
-        return { rows, duplicates, duplicateExamples, mismatches, mismatchExamples, offsets, foreign };
-      const t = await db.openTable(TABLE);
-      try {
-        for await (const batch of t.query().select(['_topic', '_partition', '_offset', 'payload', 'sha'])) {
-          const topic = batch.getChild('_topic')!;
-          const partition = batch.getChild('_partition')!;
-          const offset = batch.getChild('_offset')!;
-          const payload = batch.getChild('payload')!;
-          const sha = batch.getChild('sha')!;
-          for (let i = 0; i < batch.numRows; i++) {
-            rows += 1;
-            if (topic.get(i) !== c.topic) {
-              foreign += 1;
-              continue;
-            }
-            const p = Number(partition.get(i));
-            const o = Number(offset.get(i));
-            let set = offsets.get(p);
-            if (!set) offsets.set(p, (set = new Set()));
-            if (set.has(o)) {
-              duplicates += 1;
-              if (duplicateExamples.length < 10) duplicateExamples.push(`p${p}@${o}`);
-            } else set.add(o);
-            const text = payload.get(i) as string | null;
-            if (text === null || sha256(text) !== sha.get(i)) {
-              mismatches += 1;
-              if (mismatchExamples.length < 10) mismatchExamples.push(`p${p}@${o}`);
-            }
-          }
-        }
-      } finally {
-        t.close();
-      }
-    } finally {
-      db.close();
-    }
-    return { rows, duplicates, duplicateExamples, mismatches, mismatchExamples, offsets, foreign };
-  }, 5);
+export function readWithLanceDb(c: Campaign): Promise<NodeReading> {
+  return readRows(
+    c,
+    [],
+    (row) => Number(row('_partition')),
+    (p) => `p${p}`,
+  );
 }
 
 /** "<id>/<partition>" → offsets, as verify_table.py --by-topic-id reads them. */
 export const groupKey = (id: string, partition: number): string => `${id}/${partition}`;
 
-interface IncarnationReading {
-  readonly rows: number;
-  readonly duplicates: number;
-  readonly duplicateExamples: string[];
-  readonly mismatches: number;
-  readonly mismatchExamples: string[];
-  readonly offsets: Map<string, Set<number>>;
-  readonly foreign: number;
+/** The same read, grouped by topic incarnation and partition. */
+export function readIncarnations(c: Campaign): Promise<IncarnationReading> {
+  return readRows(
+    c,
+    ['_topic_id'],
+    (row) => groupKey(String(row('_topic_id')), Number(row('_partition'))),
+    (key) => key,
+  );
 }
 
-export async function readIncarnations(c: Campaign): Promise<IncarnationReading> {
+async function readRows<K>(
+  c: Campaign,
+  extraColumns: readonly string[],
+  groupOf: (row: (column: string) => unknown) => K,
+  label: (group: K) => string,
+): Promise<Reading<K>> {
   return retrying(async () => {
     const db = await connect(c);
-    const offsets = new Map<string, Set<number>>();
+    const offsets = new Map<K, Set<number>>();
     let rows = 0;
     let duplicates = 0;
     let mismatches = 0;
@@ -132,11 +98,9 @@ export async function readIncarnations(c: Campaign): Promise<IncarnationReading>
         return { rows, duplicates, duplicateExamples, mismatches, mismatchExamples, offsets, foreign };
       const t = await db.openTable(TABLE);
       try {
-        const columns = ['_topic', '_topic_id', '_partition', '_offset', 'payload', 'sha'];
+        const columns = ['_topic', ...extraColumns, '_partition', '_offset', 'payload', 'sha'];
         for await (const batch of t.query().select(columns)) {
           const topic = batch.getChild('_topic')!;
-          const id = batch.getChild('_topic_id')!;
-          const partition = batch.getChild('_partition')!;
           const offset = batch.getChild('_offset')!;
           const payload = batch.getChild('payload')!;
           const sha = batch.getChild('sha')!;
@@ -146,18 +110,18 @@ export async function readIncarnations(c: Campaign): Promise<IncarnationReading>
               foreign += 1;
               continue;
             }
-            const key = groupKey(String(id.get(i)), Number(partition.get(i)));
+            const group = groupOf((column) => batch.getChild(column)!.get(i));
             const o = Number(offset.get(i));
-            let set = offsets.get(key);
-            if (!set) offsets.set(key, (set = new Set()));
+            let set = offsets.get(group);
+            if (!set) offsets.set(group, (set = new Set()));
             if (set.has(o)) {
               duplicates += 1;
-              if (duplicateExamples.length < 10) duplicateExamples.push(`${key}@${o}`);
+              if (duplicateExamples.length < 10) duplicateExamples.push(`${label(group)}@${o}`);
             } else set.add(o);
             const text = payload.get(i) as string | null;
             if (text === null || sha256(text) !== sha.get(i)) {
               mismatches += 1;
-              if (mismatchExamples.length < 10) mismatchExamples.push(`${key}@${o}`);
+              if (mismatchExamples.length < 10) mismatchExamples.push(`${label(group)}@${o}`);
             }
           }
         }
