@@ -1,7 +1,8 @@
 /**
  * Decode throughput: the staging workers' decoder (src/decode) on the bench's ~800-byte
  * JSON log records in the bench's declared schema (bench/lib/records.ts), in this one
- * thread, nothing staged. Rates are per CPU second of this process, so that other load
+ * thread, nothing staged: the native JSON decoder (native/json-columns) and the
+ * TypeScript one in alternating rounds (`cpuSecondsPerGiB` per round in `rounds`). Rates are per CPU second of this process, so that other load
  * on a shared machine moves them less than wall time would; the median of the rounds
  * is the figure, the rounds show the spread.
  *
@@ -19,6 +20,7 @@ import * as avro from 'avsc';
 import { resolveConsumer } from '../src/config';
 import { mayHoldUnsafeInteger, parseJsonExact } from '../src/decode/exact-json';
 import { RecordDecoder, type RawMessage } from '../src/decode/record-decoder';
+import { packMessages, unpackMessages } from '../src/pool/packed-messages';
 import { benchArgs } from './args';
 import { BENCH_FIELDS, benchRecord } from './lib/records';
 
@@ -54,58 +56,80 @@ function avroValue(json: string): Buffer {
   return Buffer.concat([header, payload]);
 }
 
-const decoder = new RecordDecoder(
-  resolveConsumer(
-    FORMAT === 'avro'
-      ? {
-          name: 'bench',
-          brokers: ['127.0.0.1:1'],
-          topics: ['bench'],
-          format: 'avro',
-          schema: 'infer',
-          schemaRegistry: { url: 'http://127.0.0.1:1' },
-        }
-      : { name: 'bench', brokers: ['127.0.0.1:1'], topics: ['bench'], schema: { fields: BENCH_FIELDS } },
-    'bench',
-  ),
+const consumer = resolveConsumer(
+  FORMAT === 'avro'
+    ? {
+        name: 'bench',
+        brokers: ['127.0.0.1:1'],
+        topics: ['bench'],
+        format: 'avro',
+        schema: 'infer',
+        schemaRegistry: { url: 'http://127.0.0.1:1' },
+      }
+    : { name: 'bench', brokers: ['127.0.0.1:1'], topics: ['bench'], schema: { fields: BENCH_FIELDS } },
+  'bench',
 );
+/** Both JSON decoders, timed in alternating rounds (Avro has only the TypeScript one). */
+const decoders = {
+  native: new RecordDecoder(consumer, Date.now, 'native'),
+  typescript: new RecordDecoder(consumer, Date.now, 'typescript'),
+};
+if (FORMAT === 'json' && !decoders.native.native)
+  throw new Error('the native JSON decoder is not built (npm run build builds it when cargo is on PATH)');
+const ways = FORMAT === 'json' ? (['native', 'typescript'] as const) : (['typescript'] as const);
 const schemas =
   FORMAT === 'avro' ? [{ id: AVRO_ID, schemaType: 'AVRO', schema: JSON.stringify(AVRO_SCHEMA) }] : [];
 const now = Date.now();
+// Packed and unpacked as the staging pool hands batches to its workers: views into one buffer.
 const pool: RawMessage[][] = Array.from({ length: 10 }, (_, b) =>
-  Array.from({ length: BATCH_ROWS }, (_, i) => {
-    const json = benchRecord(b * BATCH_ROWS + i, now);
-    return {
-      offset: b * BATCH_ROWS + i,
-      timestamp: now,
-      key: null,
-      value: FORMAT === 'avro' ? avroValue(json) : Buffer.from(json),
-    };
-  }),
+  unpackMessages(
+    packMessages(
+      Array.from({ length: BATCH_ROWS }, (_, i) => {
+        const json = benchRecord(b * BATCH_ROWS + i, now);
+        return {
+          offset: String(b * BATCH_ROWS + i),
+          timestamp: String(now),
+          key: null,
+          value: FORMAT === 'avro' ? avroValue(json) : Buffer.from(json),
+        };
+      }),
+    ),
+  ),
 );
 const batchBytes = pool.flat().reduce((n, m) => n + m.value!.byteLength, 0) / pool.length;
-for (let w = 0; w < 20; w++) decoder.decode('bench', 0, pool[w % pool.length]!, '', schemas); // warm-up (JIT)
+for (const way of ways)
+  for (let w = 0; w < 20; w++) decoders[way].decode('bench', 0, pool[w % pool.length]!, '', schemas); // warm-up (JIT)
 
 const GIB = 1024 ** 3;
 const cpuSeconds = (used: NodeJS.CpuUsage) => (used.user + used.system) / 1e6;
 
-const rounds: { recordsPerCpuSecond: number; mibPerCpuSecond: number; cpuSecondsPerGiB: number }[] = [];
-for (let r = 0; r < ROUNDS; r++) {
+type Round = { recordsPerCpuSecond: number; mibPerCpuSecond: number; cpuSecondsPerGiB: number };
+const roundsOf: Record<(typeof ways)[number], Round[]> = { native: [], typescript: [] };
+for (let r = 0; r < ROUNDS * ways.length; r++) {
+  const way = ways[r % ways.length]!;
   const start = process.cpuUsage();
   let rows = 0;
   for (let b = 0; b < BATCHES; b++) {
-    const out = decoder.decode('bench', 0, pool[b % pool.length]!, '', schemas);
+    const out = decoders[way].decode('bench', 0, pool[b % pool.length]!, '', schemas);
     if (out.deadLetters.length > 0) throw new Error(`${out.deadLetters.length} dead letters`);
     rows += out.rows;
   }
   const seconds = cpuSeconds(process.cpuUsage(start));
-  rounds.push({
+  roundsOf[way].push({
     recordsPerCpuSecond: Math.round(rows / seconds),
     mibPerCpuSecond: Number(((batchBytes * BATCHES) / seconds / 1024 / 1024).toFixed(1)),
     cpuSecondsPerGiB: Number(((seconds * GIB) / (batchBytes * BATCHES)).toFixed(2)),
   });
 }
-const sorted = [...rounds].sort((a, b) => a.recordsPerCpuSecond - b.recordsPerCpuSecond);
+const summary = (rounds: Round[]) =>
+  rounds.length === 0
+    ? undefined
+    : {
+        median: [...rounds].sort((a, b) => a.recordsPerCpuSecond - b.recordsPerCpuSecond)[
+          Math.floor(rounds.length / 2)
+        ],
+        rounds: rounds.map((r) => r.cpuSecondsPerGiB),
+      };
 
 // The JSON stage alone (UTF-8 decode included), old and new way in alternating rounds.
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -133,8 +157,8 @@ console.log(
       format: FORMAT,
       recordBytes: Math.round(batchBytes / BATCH_ROWS),
       records: BATCHES * BATCH_ROWS,
-      median: sorted[Math.floor(sorted.length / 2)],
-      rounds: rounds.map((r) => r.recordsPerCpuSecond),
+      native: summary(roundsOf.native),
+      typescript: summary(roundsOf.typescript),
       jsonStageCpuSecondsPerGiB: {
         walk: perGiB(medianOf(parseSeconds.walk)),
         scan: perGiB(medianOf(parseSeconds.scan)),

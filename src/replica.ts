@@ -35,6 +35,7 @@ import {
   lanceTargetOf,
   logCommittedOffsets,
   tableColumns,
+  logJsonDecoder,
 } from './startup-checks';
 
 export interface ReplicaOptions {
@@ -158,6 +159,7 @@ export class Replica {
         "kafkajs's own record decoder is in use (the same records, more CPU per record)",
       );
     }
+    logJsonDecoder(consumer, log);
     const kafka = createKafka(consumer, log);
     const admin = kafka.admin();
     await admin.connect();

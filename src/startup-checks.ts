@@ -3,7 +3,8 @@ import type { Admin } from 'kafkajs';
 import { errorMessage } from './common/errors';
 import type { Logger } from './common/logger';
 import { ConfigError, type ResolvedConsumer, type ResolvedField } from './config';
-import type { KnownField } from './decode/record-decoder';
+import { NATIVE_MODULE_PATH, nativeJsonModule } from './decode/native-json-columns';
+import { RecordDecoder, type KnownField } from './decode/record-decoder';
 import { groupTopics } from './kafka/group-topics';
 import { declaredTypeChanges } from './lance/declared-schema';
 import { readKnownFields, readTableSchema } from './lance/known-fields';
@@ -116,6 +117,30 @@ export async function logCommittedOffsets(
     logger.warn(
       { event: 'replica.committed-offsets.failed', err: errorMessage(error) },
       'could not read committed offsets',
+    );
+  }
+}
+
+/**
+ * Which decoder reads this consumer's JSON: the native one (native/json-columns) where
+ * it is built and takes every declared field, the TypeScript one otherwise. Not built
+ * is a warning: the rows are the same, the CPU per record is not.
+ */
+export function logJsonDecoder(consumer: ResolvedConsumer, logger: Logger): void {
+  if (consumer.format !== 'json') return;
+  if (new RecordDecoder(consumer).native) {
+    logger.info({ event: 'decode.json.native' }, 'JSON values are read by the native decoder');
+  } else if (nativeJsonModule() === undefined) {
+    logger.warn(
+      { event: 'decode.json.fallback', module: NATIVE_MODULE_PATH },
+      'the native JSON decoder is not built (npm run build builds it where cargo is on PATH): ' +
+        'the TypeScript decoder reads every record (the same rows, more CPU per record)',
+    );
+  } else {
+    logger.info(
+      { event: 'decode.json.typescript' },
+      'JSON values are read by the TypeScript decoder: the native one takes declared string, int32, ' +
+        'int64, float64, boolean, timestamp (ms) and json fields without keys or a transform',
     );
   }
 }

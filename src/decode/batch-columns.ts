@@ -92,6 +92,22 @@ export class BatchColumns {
   }
 
   finish(): RecordBatch | undefined {
+    return this.#finish(this.#data.map(({ builder }) => builder.finish()));
+  }
+
+  /**
+   * The batch with the data columns made elsewhere (the native JSON decoder), one per
+   * field in field order and as many rows as `appendSystem` appended.
+   */
+  finishWith(data: readonly Data[]): RecordBatch | undefined {
+    if (data.length !== this.#data.length || data.some((d) => d.length !== this.#rows))
+      throw new Error(
+        `finishWith: ${data.length} columns for ${this.#data.length} fields, or rows ≠ ${this.#rows}`,
+      );
+    return this.#finish(data);
+  }
+
+  #finish(data: readonly Data[]): RecordBatch | undefined {
     if (this.#rows === 0) return undefined;
     const fields: Field[] = [...SYSTEM_FIELDS];
     const children: Data[] = [
@@ -110,11 +126,11 @@ export class BatchColumns {
       fields.push(new Field(ROW_COLUMN, new Int32(), false));
       children.push(this.#row.finish());
     }
-    for (const { field, builder } of this.#data) {
+    this.#data.forEach(({ field }, i) => {
       const type = 'raw' in field ? new Binary() : field.codec.arrowType();
       fields.push(new Field(field.name, type, 'raw' in field ? true : field.nullable));
-      children.push(builder.finish());
-    }
+      children.push(data[i]!);
+    });
     const schema = new Schema(fields);
     return new RecordBatch(
       schema,

@@ -13,7 +13,8 @@ import type { NamedField } from '../config';
 import type { KeyFormat } from '../config/formats';
 import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
-import { parseTimestamp } from './timestamp';
+import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS, parseTimestamp } from './timestamp';
+import { NativeJsonColumns } from './native-json-columns';
 import { BatchColumns } from './batch-columns';
 import {
   convertValue,
@@ -133,8 +134,18 @@ export class RecordDecoder {
   readonly #keys: KeyColumn | undefined;
   /** Registry formats: writer schemas whose every field is a column of its type (checked once per id). */
   readonly #admittedSchemas = new Set<number>();
+  /** Declared JSON fields the native decoder takes: it reads each batch first. */
+  readonly #native: NativeJsonColumns | undefined;
 
-  constructor(options: DecoderOptions, clock: () => number = Date.now) {
+  /**
+   * `jsonDecoder`: 'typescript' keeps every record in this file's decoder (the reference
+   * the native decoder is tested against); 'native' uses the native one where it can.
+   */
+  constructor(
+    options: DecoderOptions,
+    clock: () => number = Date.now,
+    jsonDecoder: 'native' | 'typescript' = 'native',
+  ) {
     this.#options = options;
     this.#registry = writerSchemasFor(options.format);
     this.#keys = options.includeKey
@@ -154,6 +165,18 @@ export class RecordDecoder {
     }
     for (const f of this.#fields) this.#byName.set(f.name, f);
     this.#clock = clock;
+    // Declared fields only: the native decoder keeps no state between records.
+    const declaredJson =
+      options.format === 'json' && !options.transform && !this.#infer && !this.#registry && !this.#keys;
+    this.#native =
+      declaredJson && jsonDecoder === 'native'
+        ? NativeJsonColumns.for(this.#fields, options.eventTimeField)
+        : undefined;
+  }
+
+  /** Whether batches go to the native JSON decoder first (native-json-columns.ts). */
+  get native(): boolean {
+    return this.#native !== undefined;
   }
 
   /**
@@ -161,6 +184,61 @@ export class RecordDecoder {
    * `schemas`: registry formats, what the registry said of every schema id in the messages.
    */
   decode(
+    topic: string,
+    partition: number,
+    messages: readonly RawMessage[],
+    topicId = '',
+    schemas: readonly WriterSchema[] = [],
+  ): DecodedBatch {
+    const native = this.#native && this.#decodeNative(this.#native, topic, partition, messages, topicId);
+    return native || this.#decodeEach(topic, partition, messages, topicId, schemas);
+  }
+
+  /**
+   * The batch through the native JSON decoder, or undefined when a record needs the
+   * TypeScript decoder's row (the caller then decodes the whole batch with it). Every
+   * record the native decoder does not take (rejected, or not plainly stageable: null,
+   * too large, a wild Kafka timestamp) is decided alone by #decodeEach: its verdict, if
+   * any, joins the batch's; the rows are the native decoder's, in offset order.
+   */
+  #decodeNative(
+    native: NativeJsonColumns,
+    topic: string,
+    partition: number,
+    messages: readonly RawMessage[],
+    topicId: string,
+  ): DecodedBatch | undefined {
+    const max = this.#options.maxRecordBytes;
+    const plain = (m: RawMessage) =>
+      m.value !== null &&
+      (m.key?.byteLength ?? 0) + m.value.byteLength <= max &&
+      Number.isSafeInteger(m.timestamp) &&
+      m.timestamp >= MIN_TIMESTAMP_MS &&
+      m.timestamp <= MAX_TIMESTAMP_MS;
+    const candidates = messages.filter(plain);
+    const decoded = native.decode(candidates);
+    const rejected = new Set(decoded.rejected.map((i) => candidates[i]!));
+    const deadLetters: DeadLetterVerdict[] = [];
+    for (const message of messages) {
+      if (plain(message) && !rejected.has(message)) continue;
+      const alone = this.#decodeEach(topic, partition, [message], topicId);
+      if (alone.rows > 0) return undefined;
+      deadLetters.push(...alone.deadLetters);
+    }
+    const columns = new BatchColumns(this.#fields, false, undefined, false, topic, topicId);
+    for (const message of candidates)
+      if (!rejected.has(message)) columns.appendSystem(partition, message, 0, null);
+    const batch = columns.finishWith(decoded.children);
+    let minute: MinuteKey | MinuteKey[] = minuteKeyOf(this.#clock());
+    if (this.#options.eventTimeField !== undefined) {
+      const at = this.#fields.findIndex((f) => f.name === this.#options.eventTimeField);
+      const times = decoded.children[at]!.values as BigInt64Array;
+      minute = Array.from({ length: decoded.rows }, (_, i) => minuteKeyOf(Number(times[i])));
+    }
+    return { batch, minute, earlier: [], deadLetters, rows: decoded.rows };
+  }
+
+  #decodeEach(
     topic: string,
     partition: number,
     messages: readonly RawMessage[],

@@ -1,0 +1,171 @@
+//! JSON records into Arrow column buffers, for kafka-lance's staging workers.
+//!
+//! The TypeScript decoder (src/decode/record-decoder.ts) is the reference: this one
+//! takes only records whose every declared value it reads exactly as that decoder
+//! would, and returns the others as rejected, in order, for it to decide (a dead letter
+//! with its reason, or a form only it reads). It allocates no per-record objects in
+//! JavaScript: that garbage, not the parsing, was most of the staging workers' time.
+
+mod canonical;
+mod columns;
+mod fields;
+mod reader;
+
+use columns::{Column, Values};
+use fields::{append_record, read_record, EpochUnit, Field, Kind, Pending};
+use napi::bindgen_prelude::{Buffer, Uint32Array, Uint8Array};
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+
+/// One column's Arrow buffers.
+#[napi(object)]
+pub struct ColumnBuffers {
+    /// Fixed-width values, boolean bits, or Utf8 bytes.
+    pub data: Buffer,
+    /// Utf8 only: rows + 1 little-endian i32 offsets.
+    pub offsets: Option<Buffer>,
+    /// One bit per row; absent when no row is null.
+    pub validity: Option<Buffer>,
+    pub null_count: u32,
+}
+
+#[napi(object)]
+pub struct DecodedColumns {
+    /// Rows appended: the records not rejected, in order.
+    pub rows: u32,
+    /// Indices (into the spans) of the records left to the TypeScript decoder, ascending.
+    pub rejected: Vec<u32>,
+    pub columns: Vec<ColumnBuffers>,
+}
+
+/// A consumer's declared fields, ready to decode batches.
+#[napi]
+pub struct JsonColumns {
+    fields: Vec<Field>,
+    event_time: Option<usize>,
+}
+
+#[napi]
+impl JsonColumns {
+    /// `kinds` and `units`: the codes of fields.rs; `event_time`: the index of the
+    /// event-time field (a timestamp field), or -1.
+    #[napi(constructor)]
+    pub fn new(
+        names: Vec<String>,
+        kinds: Vec<u32>,
+        nullable: Vec<bool>,
+        units: Vec<u32>,
+        event_time: i32,
+    ) -> Result<Self> {
+        if kinds.len() != names.len() || nullable.len() != names.len() || units.len() != names.len() {
+            return Err(Error::new(
+                Status::InvalidArg,
+                "names, kinds, nullable and units differ in length",
+            ));
+        }
+        let mut fields = Vec::with_capacity(names.len());
+        for (i, name) in names.into_iter().enumerate() {
+            let kind = Kind::from_code(kinds[i])
+                .ok_or_else(|| Error::new(Status::InvalidArg, format!("unknown kind {}", kinds[i])))?;
+            let unit = EpochUnit::from_code(units[i])
+                .ok_or_else(|| Error::new(Status::InvalidArg, format!("unknown unit {}", units[i])))?;
+            fields.push(Field {
+                name: name.into_bytes(),
+                kind,
+                nullable: nullable[i],
+                unit,
+            });
+        }
+        let event_time = usize::try_from(event_time).ok();
+        if let Some(e) = event_time {
+            if fields.get(e).map(|f| f.kind) != Some(Kind::Timestamp) {
+                return Err(Error::new(
+                    Status::InvalidArg,
+                    "the event-time field is not a timestamp field",
+                ));
+            }
+        }
+        Ok(JsonColumns { fields, event_time })
+    }
+
+    /// Decodes the records at `spans` (start, length pairs into `data`).
+    #[napi]
+    pub fn decode(&self, data: Uint8Array, spans: Uint32Array) -> Result<DecodedColumns> {
+        let bytes: &[u8] = &data;
+        let spans: &[u32] = &spans;
+        if !spans.len().is_multiple_of(2) {
+            return Err(Error::new(
+                Status::InvalidArg,
+                "spans must be (start, length) pairs",
+            ));
+        }
+        let mut columns: Vec<Column> = self.fields.iter().map(|f| f.kind.column()).collect();
+        let mut pending = vec![Pending::Absent; self.fields.len()];
+        let mut scratch = Vec::with_capacity(1024);
+        let mut rejected = Vec::new();
+        let mut rows = 0u32;
+        for (index, span) in spans.chunks_exact(2).enumerate() {
+            let (start, length) = (span[0] as usize, span[1] as usize);
+            let record = bytes
+                .get(start..start + length)
+                .ok_or_else(|| Error::new(Status::InvalidArg, "a span lies outside the data"))?;
+            // TextDecoder (fatal) refuses the same bytes; a UTF-8 BOM it would strip is not JSON here.
+            let accepted = std::str::from_utf8(record).is_ok()
+                && read_record(&self.fields, record, &mut pending, &mut scratch).is_ok()
+                && append_record(
+                    &self.fields,
+                    &pending,
+                    record,
+                    &scratch,
+                    self.event_time,
+                    &mut columns,
+                )
+                .is_ok();
+            if accepted {
+                rows += 1;
+            } else {
+                rejected.push(index as u32);
+            }
+        }
+        if columns.iter().any(|c| c.value_bytes() > i32::MAX as usize) {
+            return Err(Error::new(
+                Status::GenericFailure,
+                "a string column passed 2 GiB in one batch",
+            ));
+        }
+        Ok(DecodedColumns {
+            rows,
+            rejected,
+            columns: columns.into_iter().map(buffers).collect(),
+        })
+    }
+}
+
+fn buffers(column: Column) -> ColumnBuffers {
+    let null_count = column.validity.zeros as u32;
+    let validity = if null_count > 0 {
+        Some(column.validity.bytes.into())
+    } else {
+        None
+    };
+    match column.values {
+        Values::Utf8 { offsets, data } => ColumnBuffers {
+            data: data.into(),
+            offsets: Some(offsets.into()),
+            validity,
+            null_count,
+        },
+        Values::Fixed { data } => ColumnBuffers {
+            data: data.into(),
+            offsets: None,
+            validity,
+            null_count,
+        },
+        Values::Bool { bits } => ColumnBuffers {
+            data: bits.bytes.into(),
+            offsets: None,
+            validity,
+            null_count,
+        },
+    }
+}

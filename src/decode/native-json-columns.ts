@@ -1,0 +1,207 @@
+import * as path from 'node:path';
+import { Bool, Float64, Int32, Int64, TimeUnit, Timestamp, Utf8, makeData, type Data } from 'apache-arrow';
+import { ROOT } from '../common/repo-root';
+import type { EpochUnit } from '../config';
+import { FIELD_CODECS, type InferredTypeName } from './field-codec';
+import type { FieldState } from './field-state';
+import type { RawMessage } from './raw-message';
+
+/**
+ * The native JSON decoder (native/json-columns, Rust through N-API), built by
+ * `npm run build` when cargo is on the machine. It reads a batch's JSON values straight
+ * into Arrow column buffers, without a JavaScript object per record, and takes only the
+ * records it reads exactly as the TypeScript decoder would; the rest come back as
+ * rejected, for that decoder to decide. Without the built module, or with
+ * `KAFKA_LANCE_NATIVE_JSON=off`, every record takes the TypeScript decoder.
+ */
+export const NATIVE_MODULE_PATH = path.join(ROOT, 'native', 'json-columns', 'json-columns.node');
+
+interface ColumnBuffers {
+  readonly data: Buffer;
+  readonly offsets: Buffer | null | undefined;
+  readonly validity: Buffer | null | undefined;
+  readonly nullCount: number;
+}
+
+interface NativeDecoded {
+  readonly rows: number;
+  readonly rejected: readonly number[];
+  readonly columns: readonly ColumnBuffers[];
+}
+
+interface NativeDecoder {
+  decode(data: Uint8Array, spans: Uint32Array): NativeDecoded;
+}
+
+interface NativeModule {
+  readonly JsonColumns: new (
+    names: string[],
+    kinds: number[],
+    nullable: boolean[],
+    units: number[],
+    eventTime: number,
+  ) => NativeDecoder;
+}
+
+/** The kinds' codes in native/json-columns/src/fields.rs. */
+const KINDS: readonly InferredTypeName[] = [
+  'string',
+  'int32',
+  'int64',
+  'float64',
+  'boolean',
+  'timestamp',
+  'json',
+];
+const UNITS: readonly EpochUnit[] = ['s', 'ms', 'us', 'ns'];
+
+let loaded: NativeModule | null | undefined;
+
+/** The built module, or undefined (not built, or turned off). Loaded once per thread. */
+export function nativeJsonModule(): NativeModule | undefined {
+  if (loaded === undefined) {
+    loaded = null;
+    if (process.env.KAFKA_LANCE_NATIVE_JSON !== 'off') {
+      try {
+        const module = { exports: {} };
+        process.dlopen(module, NATIVE_MODULE_PATH);
+        loaded = module.exports as NativeModule;
+      } catch {
+        // Not built here (no cargo): the TypeScript decoder reads every record.
+      }
+    }
+  }
+  return loaded ?? undefined;
+}
+
+/** What the native decoder made of a batch's candidate records. */
+export interface NativeColumns {
+  readonly rows: number;
+  /** Indices into the candidates, ascending: the records it left to the TypeScript decoder. */
+  readonly rejected: readonly number[];
+  /** One per declared field, in field order. */
+  readonly children: Data[];
+}
+
+/**
+ * A consumer's declared fields, when the native decoder can take all of them: seven
+ * scalar types (string, int32, int64, float64, boolean, millisecond timestamp, json),
+ * names no plain object inherits (a missing "constructor" key reads as a function in
+ * the TypeScript decoder), and an event-time field, if any, that is one of its
+ * timestamp fields. Anything else (vectors, decimals, nested types, keys, transforms,
+ * registry formats, inference) keeps the TypeScript decoder for the whole consumer.
+ */
+export class NativeJsonColumns {
+  readonly #decoder: NativeDecoder;
+  readonly #kinds: readonly InferredTypeName[];
+
+  private constructor(decoder: NativeDecoder, kinds: readonly InferredTypeName[]) {
+    this.#decoder = decoder;
+    this.#kinds = kinds;
+  }
+
+  static for(
+    fields: readonly FieldState[],
+    eventTimeField: string | undefined,
+    module: NativeModule | undefined = nativeJsonModule(),
+  ): NativeJsonColumns | undefined {
+    if (!module || fields.length === 0) return undefined;
+    const kinds: InferredTypeName[] = [];
+    for (const field of fields) {
+      const kind = KINDS.find((k) => FIELD_CODECS[k] === field.codec);
+      if (kind === undefined || field.name in Object.prototype) return undefined;
+      kinds.push(kind);
+    }
+    const eventTime = eventTimeField === undefined ? -1 : fields.findIndex((f) => f.name === eventTimeField);
+    if (eventTimeField !== undefined && kinds[eventTime] !== 'timestamp') return undefined;
+    const decoder = new module.JsonColumns(
+      fields.map((f) => f.name),
+      kinds.map((k) => KINDS.indexOf(k)),
+      fields.map((f) => f.nullable),
+      fields.map((f) => UNITS.indexOf(f.epochUnit)),
+      eventTime,
+    );
+    return new NativeJsonColumns(decoder, kinds);
+  }
+
+  /** Decodes the values of `messages` (none null). */
+  decode(messages: readonly RawMessage[]): NativeColumns {
+    const { data, spans } = spansOf(messages);
+    const decoded = this.#decoder.decode(data, spans);
+    const children = decoded.columns.map((c, i) => columnData(this.#kinds[i]!, decoded.rows, c));
+    return { rows: decoded.rows, rejected: decoded.rejected, children };
+  }
+}
+
+/**
+ * The values as (start, length) pairs into one byte array: the staging worker's
+ * messages are views into one transferred buffer, read in place; others are copied together.
+ */
+function spansOf(messages: readonly RawMessage[]): { data: Uint8Array; spans: Uint32Array } {
+  const spans = new Uint32Array(messages.length * 2);
+  const shared = messages[0]?.value?.buffer;
+  if (shared !== undefined && messages.every((m) => m.value!.buffer === shared)) {
+    messages.forEach((m, i) => {
+      spans[i * 2] = m.value!.byteOffset;
+      spans[i * 2 + 1] = m.value!.byteLength;
+    });
+    return { data: new Uint8Array(shared), spans };
+  }
+  let position = 0;
+  messages.forEach((m, i) => {
+    spans[i * 2] = position;
+    spans[i * 2 + 1] = m.value!.byteLength;
+    position += m.value!.byteLength;
+  });
+  return { data: Buffer.concat(messages.map((m) => m.value!)), spans };
+}
+
+/** A view of `bytes` whose offset suits `width`-byte values (copied when it does not). */
+function aligned(bytes: Buffer, width: number): Uint8Array {
+  const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return bytes.byteOffset % width === 0 ? view : view.slice();
+}
+
+function columnData(kind: InferredTypeName, length: number, c: ColumnBuffers): Data {
+  const header = { length, nullCount: c.nullCount, nullBitmap: c.validity ?? undefined };
+  switch (kind) {
+    case 'string':
+    case 'json': {
+      const offsets = aligned(c.offsets!, 4);
+      return makeData({
+        ...header,
+        type: new Utf8(),
+        valueOffsets: new Int32Array(offsets.buffer, offsets.byteOffset, length + 1),
+        data: aligned(c.data, 1),
+      });
+    }
+    case 'boolean':
+      return makeData({ ...header, type: new Bool(), data: aligned(c.data, 1) });
+    case 'int32': {
+      const data = aligned(c.data, 4);
+      return makeData({
+        ...header,
+        type: new Int32(),
+        data: new Int32Array(data.buffer, data.byteOffset, length),
+      });
+    }
+    case 'float64': {
+      const data = aligned(c.data, 8);
+      return makeData({
+        ...header,
+        type: new Float64(),
+        data: new Float64Array(data.buffer, data.byteOffset, length),
+      });
+    }
+    case 'int64':
+    case 'timestamp': {
+      const data = aligned(c.data, 8);
+      const type = kind === 'int64' ? new Int64() : new Timestamp(TimeUnit.MILLISECOND);
+      return makeData({
+        ...header,
+        type,
+        data: new BigInt64Array(data.buffer, data.byteOffset, length),
+      } as never);
+    }
+  }
+}
