@@ -4,6 +4,7 @@ import { injectedDiskFull } from '../faults/disk-full';
 import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { TOPIC_ID_COLUMN } from '../staging/system-columns';
+import { appendArrowTable, takesArrowAdd } from './arrow-add';
 import { retryConflicts } from './commit-retry';
 import { LanceSchemaError, LanceWriteError, isLanceDiskFull, isSchemaRejection } from './lance-errors';
 import { checkoutNewestFrom } from './newest-by-number';
@@ -52,6 +53,7 @@ export type AfterAdd = (addError: LanceWriteError | undefined) => Promise<'done'
  */
 export class LanceTable {
   #table: lancedb.Table | undefined;
+  readonly #arrowAdd = new WeakMap<lancedb.Table, boolean>();
   /** Schema changes (create, indexes, new columns) one at a time in this process. */
   #schemaChanges: Promise<unknown> = Promise.resolve();
   /**
@@ -152,8 +154,9 @@ export class LanceTable {
         'rows of a recreated topic share (topic, partition, offset) with rows of its deleted incarnation, and the table’s key predates _topic_id: inserting on the key plus _topic_id',
       );
     }
+    const direct = await this.#takesArrowAdd(table);
     const write = async () => {
-      if (!on) return table.add(arrowTable, { mode: 'append' });
+      if (!on) return appendArrowTable(table, arrowTable, direct);
       // useIndex(false): the scan join is the path whose inserted keys Lance checks
       // against concurrent merge-inserts (measured; with a single indexed key column
       // four concurrent merges of the same rows all inserted them).
@@ -171,7 +174,7 @@ export class LanceTable {
         );
         this.#adds = add.catch(() => undefined);
         const result = await add;
-        version = (result as { version?: number }).version;
+        version = result.version;
       } catch (error) {
         if (isSchemaRejection(error))
           throw new LanceSchemaError(
@@ -189,6 +192,13 @@ export class LanceTable {
       }
       if ((await afterAdd(addError)) === 'done') return { rows, version, adds };
     }
+  }
+
+  /** Whether appends to this handle skip LanceDB's extra copy (arrow-add.ts): one schema read per handle. */
+  async #takesArrowAdd(table: lancedb.Table): Promise<boolean> {
+    let direct = this.#arrowAdd.get(table);
+    if (direct === undefined) this.#arrowAdd.set(table, (direct = await takesArrowAdd(table)));
+    return direct;
   }
 
   /** The merge-insert key (table-schema.ts), read once per process: a key never changes once set. */

@@ -1,4 +1,14 @@
-import { DataType, Field, Int32, Int64, TimeUnit, Timestamp, Utf8, type RecordBatch } from 'apache-arrow';
+import {
+  DataType,
+  Field,
+  Int32,
+  Int64,
+  TimeUnit,
+  Timestamp,
+  Utf8,
+  type Data,
+  type RecordBatch,
+} from 'apache-arrow';
 
 /**
  * Columns kafka-lance adds to every staged row and every Lance table. The triple
@@ -66,38 +76,20 @@ export function systemColumnReader(batch: RecordBatch): SystemColumnReader | und
   )
     return undefined;
   // apache-arrow slices these buffers with the Data (Data.slice): row i is at index i.
-  const valueOffsets = t.valueOffsets as Int32Array;
-  const bytes = t.values as Uint8Array;
   const partitionValues = p.values as Int32Array;
   const offsetValues = o.values as BigInt64Array;
   const halves = new Uint32Array(offsetValues.buffer, offsetValues.byteOffset, offsetValues.length * 2);
-  const decoder = new TextDecoder();
+  const topic = repeatedUtf8(t as Data<Utf8>);
   const ids = batch.getChild(TOPIC_ID_COLUMN);
-  let lastStart = -1;
-  let lastEnd = -1;
-  let lastTopic = '';
+  // Read per row by intervalsOf: decoded once per run of equal ids, like the topic.
+  const id =
+    ids && ids.data.length === 1 && DataType.isUtf8(ids.type)
+      ? repeatedUtf8(ids.data[0] as Data<Utf8>)
+      : (row: number) => (ids?.get(row) as string | null | undefined) ?? null;
   return {
-    topic(row) {
-      const start = valueOffsets[row]!;
-      const end = valueOffsets[row + 1]!;
-      if (lastStart >= 0 && end - start === lastEnd - lastStart) {
-        let same = true;
-        for (let i = 0; i < end - start; i++) {
-          if (bytes[start + i] !== bytes[lastStart + i]) {
-            same = false;
-            break;
-          }
-        }
-        if (same) return lastTopic;
-      }
-      lastStart = start;
-      lastEnd = end;
-      lastTopic = decoder.decode(bytes.subarray(start, end));
-      return lastTopic;
-    },
+    topic: (row) => topic(row) ?? '',
+    topicId: (row) => id(row) ?? undefined,
     partition: (row) => partitionValues[row]!,
-    // Rare per row (intervals, ranges): apache-arrow's get is fine; ids repeat, no decode cache needed.
-    topicId: (row) => (ids ? ((ids.get(row) as string | null) ?? undefined) : undefined),
     offset(row) {
       const i = 2 * row;
       return halves[i]! + halves[i + 1]! * 0x1_0000_0000;
@@ -110,4 +102,36 @@ export function stagedColumns(batch: RecordBatch): SystemColumnReader {
   const reader = systemColumnReader(batch);
   if (!reader) throw new Error('a staged batch without its _topic/_partition/_offset columns');
   return reader;
+}
+
+/**
+ * A Utf8 column's value per row (null where the row is null), decoded again only when
+ * its bytes differ from the previous row's: topics and topic ids repeat for a whole part.
+ */
+function repeatedUtf8(data: Data<Utf8>): (row: number) => string | null {
+  const valueOffsets = data.valueOffsets;
+  const bytes = data.values;
+  const decoder = new TextDecoder();
+  let lastStart = -1;
+  let lastEnd = -1;
+  let last = '';
+  return (row) => {
+    if (!data.getValid(row)) return null;
+    const start = valueOffsets[row]!;
+    const end = valueOffsets[row + 1]!;
+    if (lastStart >= 0 && end - start === lastEnd - lastStart) {
+      let same = true;
+      for (let i = 0; i < end - start; i++) {
+        if (bytes[start + i] !== bytes[lastStart + i]) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return last;
+    }
+    lastStart = start;
+    lastEnd = end;
+    last = decoder.decode(bytes.subarray(start, end));
+    return last;
+  };
 }
