@@ -72,17 +72,39 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
   };
   process.once('SIGINT', onSigint);
   const outcomes: StepOutcome[] = [];
+  // A failure before a step's check (the reader's venv, a service that does not start, the
+  // step's own set-up) is that step's outcome: the run always ends with its report.
+  const failedBefore = (name: string, title: string, since: number, e: unknown): StepOutcome => {
+    const error = e instanceof Error ? (e.stack ?? e.message) : String(e);
+    return {
+      name,
+      title,
+      seconds: Math.round((Date.now() - since) / 1000),
+      passed: false,
+      summary: `The step failed before its check: ${String(e)}`,
+      details: ['```', error, '```'],
+      error,
+    };
+  };
   try {
-    await ensureIndependentReader(o.log);
-    const shared = o.brokers ? undefined : new LocalBroker(o.brokerPort);
-    if (shared) {
-      if (await shared.running())
-        throw new Error(
-          `a broker already runs on port ${o.brokerPort}: pass --brokers to use it, or another port`,
-        );
-      o.log(`starting the runner's Kafka broker on 127.0.0.1:${o.brokerPort}`);
-      cleanups.push(() => shared.stop());
-      await shared.start();
+    let shared: LocalBroker | undefined;
+    try {
+      await ensureIndependentReader(o.log);
+      shared = o.brokers ? undefined : new LocalBroker(o.brokerPort);
+      if (shared) {
+        const b = shared;
+        if (await b.running())
+          throw new Error(
+            `a broker already runs on port ${o.brokerPort}: pass --brokers to use it, or another port`,
+          );
+        o.log(`starting the runner's Kafka broker on 127.0.0.1:${o.brokerPort}`);
+        cleanups.push(() => b.stop());
+        await b.start();
+      }
+    } catch (e) {
+      outcomes.push(failedBefore('set-up', "The independent reader and the runner's broker", started, e));
+      o.log(`── set-up: FAILED: ${String(e)}`);
+      return report();
     }
     let own: LocalBroker | undefined;
     let store: LocalObjectStore | undefined;
@@ -92,93 +114,86 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
       const needs = s.needs ?? [];
       let broker: LocalBroker | undefined = shared;
       let brokers = o.brokers ?? shared!.brokers;
-      if (!shared && needs.includes('broker-control')) {
-        // Never stop a broker this run did not start: a shared one serves other suites.
-        if (!own) {
-          own = new LocalBroker(o.ownBrokerPort ?? o.brokerPort + 2);
-          o.log(`starting a broker of its own for ${s.name} on 127.0.0.1:${own.port}`);
-          const b = own;
-          cleanups.push(() => b.stop());
-          await own.start();
-        }
-        broker = own;
-        brokers = own.brokers;
-      }
-      if (needs.includes('object-store') && !store) {
-        store = new LocalObjectStore(o.s3Port);
-        if (!(await store.running())) {
-          o.log(`starting s3proxy on 127.0.0.1:${o.s3Port}`);
-          const st = store;
-          cleanups.push(() => st.stop());
-          await store.start();
-        }
-      }
-      if (needs.includes('commit-table') && !commitTable) {
-        commitTable = new LocalCommitTable(o.ddbPort);
-        if (!(await commitTable.running())) {
-          o.log(`starting moto's DynamoDB on 127.0.0.1:${o.ddbPort}`);
-          const ct = commitTable;
-          cleanups.push(() => ct.stop());
-          // Its first start installs moto from PyPI into the script's venv.
-          await commitTable.start();
-        } else {
-          // Running already: start only makes sure the commit table is there.
-          await commitTable.start();
-        }
-      }
-      if (needs.includes('schema-registry') && !registry) {
-        registry = new LocalSchemaRegistry(o.registryPort);
-        if (!(await registry.running())) {
-          o.log(`starting the Schema Registry on 127.0.0.1:${o.registryPort}`);
-          const r = registry;
-          cleanups.push(() => r.stop());
-          await registry.start();
-        }
-      }
-      const workDir = path.join(o.workDir, s.name);
-      mkdirSync(workDir, { recursive: true });
-      const context: QualifyContext = {
-        brokers,
-        broker: {
-          stop: async () => {
-            if (!broker) throw new Error(`${s.name}: no broker of this run to stop`);
-            await broker.stop();
-          },
-          start: async () => {
-            if (!broker) throw new Error(`${s.name}: no broker of this run to start`);
-            await broker.start();
-          },
-        },
-        workDir,
-        short: o.short,
-        seed: o.seed,
-        log: (line) => o.log(`[${s.name}] ${line}`),
-        ...(store ? { objectStore: store } : {}),
-        ...(commitTable ? { commitTable } : {}),
-        ...(registry ? { schemaRegistry: registry } : {}),
-      };
-      o.log(`── ${s.name}: ${s.title}${o.short ? ' (short)' : ''}; work dir ${workDir}`);
       const stepStarted = Date.now();
-      let report: QualifyStepReport;
-      let error: string | undefined;
+      let outcome: StepOutcome;
       try {
-        report = await s.run(context);
-      } catch (e) {
-        error = e instanceof Error ? (e.stack ?? e.message) : String(e);
-        report = {
-          passed: false,
-          summary: `The step failed before its check: ${String(e)}`,
-          details: ['```', error, '```'],
+        if (!shared && needs.includes('broker-control')) {
+          // Never stop a broker this run did not start: a shared one serves other suites.
+          if (!own) {
+            own = new LocalBroker(o.ownBrokerPort ?? o.brokerPort + 2);
+            o.log(`starting a broker of its own for ${s.name} on 127.0.0.1:${own.port}`);
+            const b = own;
+            cleanups.push(() => b.stop());
+            await own.start();
+          }
+          broker = own;
+          brokers = own.brokers;
+        }
+        if (needs.includes('object-store') && !store) {
+          store = new LocalObjectStore(o.s3Port);
+          if (!(await store.running())) {
+            o.log(`starting s3proxy on 127.0.0.1:${o.s3Port}`);
+            const st = store;
+            cleanups.push(() => st.stop());
+            await store.start();
+          }
+        }
+        if (needs.includes('commit-table') && !commitTable) {
+          commitTable = new LocalCommitTable(o.ddbPort);
+          if (!(await commitTable.running())) {
+            o.log(`starting moto's DynamoDB on 127.0.0.1:${o.ddbPort}`);
+            const ct = commitTable;
+            cleanups.push(() => ct.stop());
+            // Its first start installs moto from PyPI into the script's venv.
+            await commitTable.start();
+          } else {
+            // Running already: start only makes sure the commit table is there.
+            await commitTable.start();
+          }
+        }
+        if (needs.includes('schema-registry') && !registry) {
+          registry = new LocalSchemaRegistry(o.registryPort);
+          if (!(await registry.running())) {
+            o.log(`starting the Schema Registry on 127.0.0.1:${o.registryPort}`);
+            const r = registry;
+            cleanups.push(() => r.stop());
+            await registry.start();
+          }
+        }
+        const workDir = path.join(o.workDir, s.name);
+        mkdirSync(workDir, { recursive: true });
+        const context: QualifyContext = {
+          brokers,
+          broker: {
+            stop: async () => {
+              if (!broker) throw new Error(`${s.name}: no broker of this run to stop`);
+              await broker.stop();
+            },
+            start: async () => {
+              if (!broker) throw new Error(`${s.name}: no broker of this run to start`);
+              await broker.start();
+            },
+          },
+          workDir,
+          short: o.short,
+          seed: o.seed,
+          log: (line) => o.log(`[${s.name}] ${line}`),
+          ...(store ? { objectStore: store } : {}),
+          ...(commitTable ? { commitTable } : {}),
+          ...(registry ? { schemaRegistry: registry } : {}),
         };
+        o.log(`── ${s.name}: ${s.title}${o.short ? ' (short)' : ''}; work dir ${workDir}`);
+        const stepReport = await s.run(context);
+        outcome = {
+          name: s.name,
+          title: s.title,
+          seconds: Math.round((Date.now() - stepStarted) / 1000),
+          ...stepReport,
+        };
+      } catch (e) {
+        outcome = failedBefore(s.name, s.title, stepStarted, e);
       }
       ReplicaRun.killAll();
-      const outcome: StepOutcome = {
-        name: s.name,
-        title: s.title,
-        seconds: Math.round((Date.now() - stepStarted) / 1000),
-        ...report,
-        ...(error ? { error } : {}),
-      };
       outcomes.push(outcome);
       o.log(
         `── ${s.name}: ${outcome.passed ? 'PASSED' : 'FAILED'} in ${outcome.seconds} s: ${outcome.summary}`,
@@ -188,16 +203,20 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
     await cleanUp();
     process.removeListener('SIGINT', onSigint);
   }
-  return {
-    passed: outcomes.length === steps.length && outcomes.every((s) => s.passed),
-    startedAt,
-    seconds: Math.round((Date.now() - started) / 1000),
-    seed: o.seed,
-    short: o.short,
-    command: `npm run qualify --${o.only ? ` --only ${o.only.join(',')}` : ''}${o.short ? ' --short' : ''} --seed ${o.seed}`,
-    machine: `${os.cpus().length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`,
-    steps: outcomes,
-  };
+  return report();
+
+  function report(): QualifyReport {
+    return {
+      passed: outcomes.length === steps.length && outcomes.every((s) => s.passed),
+      startedAt,
+      seconds: Math.round((Date.now() - started) / 1000),
+      seed: o.seed,
+      short: o.short,
+      command: `npm run qualify --${o.only ? ` --only ${o.only.join(',')}` : ''}${o.short ? ' --short' : ''} --seed ${o.seed}`,
+      machine: `${os.cpus().length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`,
+      steps: outcomes,
+    };
+  }
 }
 
 function selectSteps(only: readonly string[] | undefined): QualifyStep[] {

@@ -60,7 +60,13 @@ test('qualification, short variant: every step passes', async () => {
     child.on('error', reject);
     child.on('exit', (exitCode) => resolve(exitCode));
   });
-  const report = JSON.parse(await fsp.readFile(path.join(work, 'report.json'), 'utf8')) as QualifyReport;
+  const reportText = await fsp.readFile(path.join(work, 'report.json'), 'utf8').catch(() => undefined);
+  if (reportText === undefined) {
+    // The runner ended before its report: what it printed is all there is to say why.
+    console.log(output.join(''));
+    throw new Error(`the qualification runner exited ${code} without a report (its output is above)`);
+  }
+  const report = JSON.parse(reportText) as QualifyReport;
   const markdown = await fsp.readFile(path.join(work, 'report.md'), 'utf8');
   if (!report.passed || code !== 0) console.log(`${output.join('')}\n\n${markdown}`);
   else console.log(report.steps.map((s) => `${s.name}: ${s.summary}`).join('\n'));
