@@ -60,13 +60,20 @@ export async function takesArrowAdd(table: lancedb.Table): Promise<boolean> {
   return !schema.metadata.has('embedding_functions');
 }
 
-/** Appends `data` (LanceDB's `add` with mode `append`); `direct`: from `takesArrowAdd`. */
+/**
+ * Appends `data` (LanceDB's `add` with mode `append`): an Arrow table, or the bytes of an
+ * Arrow IPC file, which only a direct add takes. `direct`: from `takesArrowAdd`.
+ */
 export function appendArrowTable(
   table: lancedb.Table,
-  data: ArrowTable,
+  data: ArrowTable | Uint8Array,
   direct: boolean,
 ): Promise<{ version?: number }> {
   const inner = direct ? nativeTableOf(table) : undefined;
+  if (data instanceof Uint8Array) {
+    if (!inner) return Promise.reject(new TypeError('an IPC file is appended only through the native add'));
+    return inner.add(Buffer.from(data.buffer, data.byteOffset, data.byteLength), 'append');
+  }
   if (!inner) return table.add(data, { mode: 'append' });
   const ipc = tableToIPC(data, 'file');
   return inner.add(Buffer.from(ipc.buffer, ipc.byteOffset, ipc.byteLength), 'append');

@@ -128,6 +128,7 @@ export class LanceTable {
     beforeCommit: BeforeAdd,
     afterAdd: AfterAdd = (e) => (e ? Promise.reject(e) : Promise.resolve('done')),
     mode: WriteMode = 'append',
+    ipcFile?: () => Uint8Array | undefined,
   ): Promise<{ rows: number; version: number | undefined; adds: number }> {
     const collected: RecordBatch[] = [];
     for await (const b of batches) collected.push(b);
@@ -155,8 +156,10 @@ export class LanceTable {
       );
     }
     const direct = await this.#takesArrowAdd(table);
+    // The batches' own IPC file, when the caller has one (asked for once all are in).
+    const file = direct && !on ? ipcFile?.() : undefined;
     const write = async () => {
-      if (!on) return appendArrowTable(table, arrowTable, direct);
+      if (!on) return appendArrowTable(table, file ?? arrowTable, direct);
       // useIndex(false): the scan join is the path whose inserted keys Lance checks
       // against concurrent merge-inserts (measured; with a single indexed key column
       // four concurrent merges of the same rows all inserted them).

@@ -30,6 +30,10 @@ export interface Descriptor {
 export interface PreparedPart {
   readonly descriptor: Descriptor;
   readonly batches: readonly RecordBatch[];
+  /** The part's schema (without its metadata, as the batches have it). */
+  readonly schema: Schema;
+  /** Whether the part's bytes are the slot they were asked into (not a buffer of their own). */
+  readonly inSlot: boolean;
 }
 
 export interface PreparationContext {
@@ -49,10 +53,14 @@ export interface PreparationContext {
  * before any of its parts is fetched. A task that has started is never abandoned
  * midway: cancellation is checked only before it starts.
  */
-export async function preparePart(part: PlanPart, ctx: PreparationContext): Promise<PreparedPart> {
+export async function preparePart(
+  part: PlanPart,
+  ctx: PreparationContext,
+  slot?: Buffer,
+): Promise<PreparedPart> {
   ctx.signal?.throwIfAborted();
   const bytes = await ctx.fetch.run(async () => {
-    const read = await fsp.readFile(part.path).catch((error: NodeJS.ErrnoException) => {
+    const read = await readPart(part.path, slot).catch((error: NodeJS.ErrnoException) => {
       throw error.code === 'ENOENT' ? new SourceMissingError(part.path) : error;
     });
     crashPoint('during-prepare');
@@ -63,18 +71,42 @@ export async function preparePart(part: PlanPart, ctx: PreparationContext): Prom
   if (!matchesPartChecksum(bytes, part.checksum))
     throw new PartCorruptError(part.path, 'checksum differs from the plan');
   const checksum = part.checksum;
-  const batches = await ctx.decode.run(async () => {
+  const { batches, schema } = await ctx.decode.run(async () => {
     // Every row kept (the usual case: no ownership change cut the part): no per-row test.
     const keep = part.keptRows === part.rows ? 'all' : part.keep;
-    const kept = keepRows(decodeBatches(bytes).batches, keep);
+    const decoded = decodeBatches(bytes);
+    const kept = keepRows(decoded.batches, keep);
     await ctx.hooks?.decoded?.(part);
-    return kept;
+    return { batches: kept, schema: new Schema(decoded.schema.fields) };
   });
   const rows = batches.reduce((n, b) => n + b.numRows, 0);
   return {
     descriptor: { path: part.path, rows, bytes: part.bytes, checksum, intervals: intervalsOf(batches) },
     batches,
+    schema,
+    inSlot: slot !== undefined && bytes.buffer === slot.buffer && bytes.byteOffset === slot.byteOffset,
   };
+}
+
+/**
+ * The part's bytes: read into `slot` when the file is the slot's size (the plan's), else
+ * into a buffer of their own (a file of another size fails its checksum there).
+ */
+async function readPart(file: string, slot: Buffer | undefined): Promise<Buffer> {
+  if (!slot) return fsp.readFile(file);
+  const handle = await fsp.open(file, 'r');
+  try {
+    const { size } = await handle.stat();
+    if (size !== slot.byteLength) return await handle.readFile();
+    for (let at = 0; at < size;) {
+      const { bytesRead } = await handle.read(slot, at, size - at, at);
+      if (bytesRead === 0) return await fsp.readFile(file); // it shrank while read
+      at += bytesRead;
+    }
+    return slot;
+  } finally {
+    await handle.close();
+  }
 }
 
 /** The rows inside the keep ranges, as slices (no copy), with the part's schema metadata dropped. */

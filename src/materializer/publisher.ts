@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import type { RecordBatch } from 'apache-arrow';
+import { type RecordBatch } from 'apache-arrow';
+import { compareSchemas } from 'apache-arrow/visitor/typecomparator';
 import type { BoundedBudget } from '../common/bounded-budget';
 import { asError } from '../common/errors';
 import { fsyncDirectory, pathExists } from '../common/fs-durable';
@@ -11,8 +12,10 @@ import { crashPoint } from './crash-points';
 import { keptBounds } from './keep-range';
 import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
 import { preparePart, type PreparationContext, type PreparedPart } from './preparation';
+import { publicationLayout, sealPublicationFile } from './publication-file';
 import { PublicationCheck, publicationKeys } from './publication-check';
 import { PartialPublicationError, PublicationMismatchError } from './publication-errors';
+import { SourceBuffers } from './source-buffers';
 
 export type PreparationMode = 'buffered' | 'streamed';
 
@@ -48,6 +51,8 @@ export interface PublisherOptions {
  */
 export class Publisher {
   readonly #check: PublicationCheck;
+  /** Two publications are in flight at most (streamed preparation). */
+  readonly #buffers = new SourceBuffers(2);
 
   constructor(private readonly o: PublisherOptions) {
     this.#check = new PublicationCheck(o.lance, o.logger);
@@ -62,7 +67,23 @@ export class Publisher {
     // budget is admitted once nothing else holds any, so it runs alone instead.
     const reserved = reservationFor(plan);
     await this.o.reservation.acquire(0, reserved);
-    const tasks = plan.parts.map((part) => preparePart(part, this.o.preparation));
+    // The parts are read into one buffer laid out as the publication's IPC file
+    // (publication-file.ts), which LanceDB's add can take as it is.
+    const layout = publicationLayout(plan.parts.map((p) => p.bytes));
+    const buffer = this.#buffers.lease(layout.capacity);
+    const tasks = plan.parts.map((part, i) => {
+      const slot = layout.slots[i]!;
+      return preparePart(part, this.o.preparation, buffer.subarray(slot.offset, slot.offset + slot.length));
+    });
+    const ipcFile = () => {
+      const first = prepared[0];
+      const whole =
+        first !== undefined &&
+        prepared.length === plan.parts.length &&
+        plan.parts.every((p) => p.keptRows === p.rows) &&
+        prepared.every((p) => p.inSlot && compareSchemas(p.schema, first.schema));
+      return whole ? sealPublicationFile(buffer, layout, first.schema) : undefined;
+    };
     // Every admitted task finishes (the reservation stays held until then) before a
     // failure is returned: settle() waits for all of them, once.
     const prepared: PreparedPart[] = [];
@@ -109,11 +130,15 @@ export class Publisher {
           }
         },
         this.#writeOf(plan),
+        ipcFile,
       );
       crashPoint('after-add');
     } finally {
-      // The batches are in Lance (or the publication failed): the source reservation goes back.
+      // The batches are in Lance (or the publication failed): the buffer they were read
+      // into and the source reservation go back. Nothing holds the batches after this.
       await settle();
+      prepared.length = 0;
+      this.#buffers.release(buffer);
       this.o.reservation.release(0, reserved);
     }
     await ledger.markPublished(this.o.tableDir, plan.id, written.version);

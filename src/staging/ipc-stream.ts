@@ -42,44 +42,105 @@ export interface StreamScan {
   readonly trailingBytes: number;
 }
 
+/** One whole message of a stream: where it starts and ends, and what it holds. */
+interface FramedMessage {
+  readonly offset: number;
+  /** The 8-byte prefix plus the (padded) flatbuffer metadata. */
+  readonly metadataBytes: number;
+  readonly bodyLength: number;
+  readonly end: number;
+  readonly headerType: MessageHeader;
+}
+
+/**
+ * The whole messages from the start of `bytes`, then 'end-of-stream' if the marker
+ * follows them; stops silently at the first message that is not whole.
+ */
+function* framedMessages(bytes: Uint8Array): Generator<FramedMessage | 'end-of-stream'> {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let pos = 0;
+  while (pos + 8 <= bytes.byteLength) {
+    if (view.getInt32(pos, true) !== -1) return;
+    const metadataLength = view.getInt32(pos + 4, true);
+    if (metadataLength === 0) {
+      yield 'end-of-stream';
+      return;
+    }
+    if (metadataLength < 0 || pos + 8 + metadataLength > bytes.byteLength) return;
+    let message: Message;
+    try {
+      message = Message.decode(bytes.subarray(pos + 8, pos + 8 + metadataLength));
+    } catch {
+      return;
+    }
+    const bodyLength = Number(message.bodyLength);
+    const end = pos + 8 + metadataLength + bodyLength;
+    if (end > bytes.byteLength) return;
+    yield {
+      offset: pos,
+      metadataBytes: 8 + metadataLength,
+      bodyLength,
+      end,
+      headerType: message.headerType as MessageHeader,
+    };
+    pos = end;
+  }
+}
+
 /**
  * Walks the message framing without decoding bodies. It never throws on a torn
  * tail: that is the normal state of an open part after a crash.
  */
 export function scanStream(bytes: Uint8Array): StreamScan {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let pos = 0;
   let hasSchema = false;
   let batchCount = 0;
   let ended = false;
-  while (pos + 8 <= bytes.byteLength) {
-    if (view.getInt32(pos, true) !== -1) break;
-    const metadataLength = view.getInt32(pos + 4, true);
-    if (metadataLength === 0) {
+  for (const m of framedMessages(bytes)) {
+    if (m === 'end-of-stream') {
       ended = true;
       pos += 8;
       break;
     }
-    if (metadataLength < 0 || pos + 8 + metadataLength > bytes.byteLength) break;
-    let message: Message;
-    try {
-      message = Message.decode(bytes.subarray(pos + 8, pos + 8 + metadataLength));
-    } catch {
-      break;
-    }
-    const end = pos + 8 + metadataLength + Number(message.bodyLength);
-    if (end > bytes.byteLength) break;
-    if (message.headerType === MessageHeader.Schema) {
-      if (pos !== 0) break;
+    if (m.headerType === MessageHeader.Schema) {
+      if (m.offset !== 0) break;
       hasSchema = true;
     } else if (!hasSchema) {
       break;
-    } else if (message.headerType === MessageHeader.RecordBatch) {
+    } else if (m.headerType === MessageHeader.RecordBatch) {
       batchCount += 1;
     }
-    pos = end;
+    pos = m.end;
   }
   return { validLength: pos, ended, hasSchema, batchCount, trailingBytes: bytes.byteLength - pos };
+}
+
+/** Where one record batch message lies in a stream, as an IPC file's footer names it. */
+export interface RecordBatchBlock {
+  readonly offset: number;
+  readonly metaDataLength: number;
+  readonly bodyLength: number;
+}
+
+/**
+ * The record batch messages of a whole stream (a schema message, batches, end-of-stream),
+ * or undefined if it holds anything else (a dictionary batch: an IPC file cannot hold
+ * several parts' dictionaries under one id) or is not whole.
+ */
+export function recordBatchBlocks(bytes: Uint8Array): RecordBatchBlock[] | undefined {
+  const blocks: RecordBatchBlock[] = [];
+  let first = true;
+  for (const m of framedMessages(bytes)) {
+    if (m === 'end-of-stream') return first ? undefined : blocks;
+    if (first) {
+      if (m.headerType !== MessageHeader.Schema) return undefined;
+      first = false;
+      continue;
+    }
+    if (m.headerType !== MessageHeader.RecordBatch) return undefined;
+    blocks.push({ offset: m.offset, metaDataLength: m.metadataBytes, bodyLength: m.bodyLength });
+  }
+  return undefined;
 }
 
 /** Decodes the batches of a stream known to hold whole messages only. */

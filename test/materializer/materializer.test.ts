@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
+import * as arrowAdd from '../../src/lance/arrow-add';
 import type { CrashPointName } from '../../src/materializer/crash-points';
 import { PartialPublicationError } from '../../src/materializer/publication-errors';
 import { ledger } from '../../src/materializer/plan';
@@ -53,8 +54,14 @@ describe.each(['buffered', 'streamed'] as const)('materializer (%s)', (mode) => 
     await stageRows(tableDir, { partitions: 3, perPartition: 20_000, rowsPerPart: 2_500 });
     const m = await openMaterializer(tableDir, lanceDir, { mode, maxPublicationBytes: 1024 * 1024 });
     m.setOwnership(ownershipOf(3, chainA, 20_000));
+    const adds = jest.spyOn(arrowAdd, 'appendArrowTable');
     const results = await m.runOnce();
     expect(results.length).toBeGreaterThan(1); // the size bound split the backlog
+    // Whole parts go to LanceDB as their own bytes (publication-file.ts), never re-encoded.
+    expect(adds.mock.calls.map(([, data]) => (data instanceof Uint8Array ? 'file' : 'table'))).toEqual(
+      results.map(() => 'file'),
+    );
+    adds.mockRestore();
     expectExactly(await readLance(lanceDir), 3, () => 20_000);
     expect(await sealedPartCount(tableDir)).toBe(0);
     expect(await ledgerFiles(tableDir)).toEqual([]);
@@ -75,7 +82,11 @@ test("the ceiling rule: an ended epoch's rows at or above the next owner's start
     committed: 2_000,
   });
   m.setOwnership(ownership);
+  const adds = jest.spyOn(arrowAdd, 'appendArrowTable');
   await m.runOnce();
+  // A part cut by the rule goes as the rows kept: its bytes hold the cut rows too.
+  expect(adds.mock.calls.some(([, data]) => !(data instanceof Uint8Array))).toBe(true);
+  adds.mockRestore();
   expectExactly(await readLance(lanceDir), 2, (p) => (p === 0 ? 450 : 1_000));
   expect(await sealedPartCount(tableDir)).toBe(0);
   m.close();
