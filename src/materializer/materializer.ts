@@ -111,6 +111,7 @@ export class Materializer {
       reservation: this.#reservation,
       logger: o.logger,
       write: o.commitAfter === 'published' ? 'insert-if-absent' : 'append',
+      maxPublicationBytes: o.maxPublicationBytes,
       preparation: {
         fetch: this.#fetch,
         decode: this.#decode,

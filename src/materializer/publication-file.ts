@@ -18,9 +18,11 @@ import { recordBatchBlocks } from '../staging/ipc-stream';
 const MAGIC = Buffer.from('ARROW1', 'latin1');
 /** The magic and its padding to 8 bytes. */
 const HEAD_BYTES = 8;
-/** Room kept after the parts for the footer: its schema and 24 bytes per record batch. */
+/**
+ * Room kept after the parts for the footer: its schema and 24 bytes per record batch
+ * (~2,500 batches). A publication of more batches takes the decoded rows instead.
+ */
 const FOOTER_ROOM_BYTES = 64 * 1024;
-const FOOTER_ROOM_PER_PART = 4 * 1024;
 
 /** Where one part's bytes go in the publication's buffer. */
 export interface PartSlot {
@@ -44,13 +46,20 @@ export function publicationLayout(partBytes: readonly number[]): PublicationLayo
     slots.push({ offset: at, length });
     at = align8(at + length);
   }
-  return { slots, capacity: at + FOOTER_ROOM_BYTES + FOOTER_ROOM_PER_PART * partBytes.length };
+  return { slots, capacity: at + FOOTER_ROOM_BYTES };
+}
+
+/** What the reader of a part decoded from it: the file must hold exactly that. */
+export interface DecodedPart {
+  readonly batches: number;
+  readonly rows: number;
 }
 
 /**
  * Writes the head and the footer around parts already read into `buffer` at their
  * slots; returns the file's bytes (a view of `buffer`), or undefined when a part is not
- * a plain stream (a dictionary batch, a torn message) or the footer does not fit: the
+ * a plain stream (a dictionary batch, a torn message), its record batches are not the
+ * batches and rows `decoded` says were read from it, or the footer does not fit: the
  * caller then encodes the rows it decoded instead. `schema`: the one every part holds
  * (without the parts' metadata, as the decoded batches are given to LanceDB).
  */
@@ -58,12 +67,18 @@ export function sealPublicationFile(
   buffer: Buffer,
   layout: PublicationLayout,
   schema: Schema,
+  decoded: readonly DecodedPart[],
 ): Uint8Array | undefined {
+  if (decoded.length !== layout.slots.length) return undefined;
   const blocks: FileBlock[] = [];
   let end = HEAD_BYTES;
-  for (const slot of layout.slots) {
+  for (const [i, slot] of layout.slots.entries()) {
     const found = recordBatchBlocks(buffer.subarray(slot.offset, slot.offset + slot.length));
     if (!found) return undefined;
+    // Two readers of the same bytes (apache-arrow's for the checks, this walk for the
+    // footer) must agree, or the rows LanceDB reads are not the rows that were checked.
+    const rows = found.reduce((n, b) => n + b.rows, 0);
+    if (found.length !== decoded[i]!.batches || rows !== decoded[i]!.rows) return undefined;
     for (const b of found) blocks.push(new FileBlock(b.metaDataLength, b.bodyLength, slot.offset + b.offset));
     end = align8(slot.offset + slot.length);
   }

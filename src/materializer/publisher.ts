@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { type RecordBatch } from 'apache-arrow';
 import { compareSchemas } from 'apache-arrow/visitor/typecomparator';
 import type { BoundedBudget } from '../common/bounded-budget';
-import { asError } from '../common/errors';
+import { asError, errorMessage } from '../common/errors';
 import { fsyncDirectory, pathExists } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import { countedOutcome } from '../lance/commit-rule';
@@ -12,12 +12,14 @@ import { crashPoint } from './crash-points';
 import { keptBounds } from './keep-range';
 import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
 import { preparePart, type PreparationContext, type PreparedPart } from './preparation';
-import { publicationLayout, sealPublicationFile } from './publication-file';
+import { publicationLayout, sealPublicationFile, type PublicationLayout } from './publication-file';
 import { PublicationCheck, publicationKeys } from './publication-check';
 import { PartialPublicationError, PublicationMismatchError } from './publication-errors';
 import { SourceBuffers } from './source-buffers';
 
 export type PreparationMode = 'buffered' | 'streamed';
+
+const DEFAULT_MAX_PUBLICATION_BYTES = 32 * 1024 * 1024;
 
 export interface PublicationResult {
   readonly id: string;
@@ -41,6 +43,8 @@ export interface PublisherOptions {
   readonly logger: Logger;
   /** 'insert-if-absent' in 'published' commit mode (another owner may hold some of the rows); default 'append'. */
   readonly write?: WriteMode;
+  /** The usual publication's bytes (materializer.maxPublicationBytes): a larger one's buffer is not kept for reuse. */
+  readonly maxPublicationBytes?: number;
 }
 
 /**
@@ -51,11 +55,14 @@ export interface PublisherOptions {
  */
 export class Publisher {
   readonly #check: PublicationCheck;
-  /** Two publications are in flight at most (streamed preparation). */
-  readonly #buffers = new SourceBuffers(2);
+  readonly #buffers: SourceBuffers;
 
   constructor(private readonly o: PublisherOptions) {
     this.#check = new PublicationCheck(o.lance, o.logger);
+    // Two publications are in flight at most (streamed preparation). A buffer also holds
+    // the file's head, the parts' alignment and the footer's room, and is rounded to a MiB.
+    const usual = publicationLayout([o.maxPublicationBytes ?? DEFAULT_MAX_PUBLICATION_BYTES]).capacity;
+    this.#buffers = new SourceBuffers(2, usual + 2 * 1024 * 1024);
   }
 
   async publish(plan: Plan, mode: PreparationMode): Promise<PublicationResult> {
@@ -70,20 +77,18 @@ export class Publisher {
     // The parts are read into one buffer laid out as the publication's IPC file
     // (publication-file.ts), which LanceDB's add can take as it is.
     const layout = publicationLayout(plan.parts.map((p) => p.bytes));
-    const buffer = this.#buffers.lease(layout.capacity);
+    let buffer: Buffer;
+    try {
+      buffer = this.#buffers.lease(layout.capacity);
+    } catch (error) {
+      this.o.reservation.release(0, reserved);
+      throw error;
+    }
     const tasks = plan.parts.map((part, i) => {
       const slot = layout.slots[i]!;
       return preparePart(part, this.o.preparation, buffer.subarray(slot.offset, slot.offset + slot.length));
     });
-    const ipcFile = () => {
-      const first = prepared[0];
-      const whole =
-        first !== undefined &&
-        prepared.length === plan.parts.length &&
-        plan.parts.every((p) => p.keptRows === p.rows) &&
-        prepared.every((p) => p.inSlot && compareSchemas(p.schema, first.schema));
-      return whole ? sealPublicationFile(buffer, layout, first.schema) : undefined;
-    };
+    const ipcFile = () => this.#publicationFile(plan, prepared, buffer, layout);
     // Every admitted task finishes (the reservation stays held until then) before a
     // failure is returned: settle() waits for all of them, once.
     const prepared: PreparedPart[] = [];
@@ -256,6 +261,41 @@ export class Publisher {
     if (rows !== plan.rows)
       throw new PublicationMismatchError(plan.id, `${rows} rows prepared, plan has ${plan.rows}`);
     return { id: plan.id, rows, intervals: prepared.flatMap((p) => p.descriptor.intervals) };
+  }
+
+  /**
+   * The publication's IPC file over its parts' bytes, when it holds exactly the rows the
+   * decoded batches hold: every part whole (no cut), read into its slot, of one schema,
+   * with as many record batches and rows in its blocks as were decoded. Otherwise, or if
+   * it cannot be made, undefined: LanceDB then takes the decoded rows.
+   */
+  #publicationFile(
+    plan: Plan,
+    prepared: readonly PreparedPart[],
+    buffer: Buffer,
+    layout: PublicationLayout,
+  ): Uint8Array | undefined {
+    const first = prepared[0];
+    const whole =
+      first !== undefined &&
+      prepared.length === plan.parts.length &&
+      plan.parts.every((p) => p.keptRows === p.rows) &&
+      prepared.every((p) => p.inSlot && compareSchemas(p.schema, first.schema));
+    if (!whole) return undefined;
+    try {
+      return sealPublicationFile(
+        buffer,
+        layout,
+        first.schema,
+        prepared.map((p) => ({ batches: p.batches.length, rows: p.descriptor.rows })),
+      );
+    } catch (error) {
+      this.o.logger.warn(
+        { event: 'publication.file.failed', id: plan.id, err: errorMessage(error) },
+        'the publication’s parts did not make an IPC file; LanceDB takes the decoded rows',
+      );
+      return undefined;
+    }
   }
 
   /** Batches in plan order (buffered: all ready) or as each part becomes ready (streamed). */

@@ -11,8 +11,15 @@
 export class SourceBuffers {
   readonly #free: Buffer[] = [];
 
-  /** `keep`: free buffers kept (the publications in flight at once: two when streamed). */
-  constructor(private readonly keep: number) {}
+  /**
+   * `keep`: free buffers kept (the publications in flight at once: two when streamed);
+   * `keepUpTo`: the largest buffer kept (a rare larger publication's is let go, so that
+   * idle memory stays within what the usual publication needs).
+   */
+  constructor(
+    private readonly keep: number,
+    private readonly keepUpTo: number,
+  ) {}
 
   /** A buffer of at least `bytes` (its capacity rounded up to a MiB, so that sizes near each other share buffers). */
   lease(bytes: number): Buffer {
@@ -26,6 +33,7 @@ export class SourceBuffers {
 
   /** Gives `buffer` back: nothing may read or write it afterwards. */
   release(buffer: Buffer): void {
+    if (buffer.byteLength > this.keepUpTo) return;
     this.#free.push(buffer);
     this.#free.sort((a, b) => b.byteLength - a.byteLength);
     this.#free.length = Math.min(this.#free.length, this.keep);

@@ -49,6 +49,7 @@ interface FramedMessage {
   readonly metadataBytes: number;
   readonly bodyLength: number;
   readonly end: number;
+  readonly message: Message;
   readonly headerType: MessageHeader;
 }
 
@@ -76,13 +77,8 @@ function* framedMessages(bytes: Uint8Array): Generator<FramedMessage | 'end-of-s
     const bodyLength = Number(message.bodyLength);
     const end = pos + 8 + metadataLength + bodyLength;
     if (end > bytes.byteLength) return;
-    yield {
-      offset: pos,
-      metadataBytes: 8 + metadataLength,
-      bodyLength,
-      end,
-      headerType: message.headerType as MessageHeader,
-    };
+    const headerType = message.headerType as MessageHeader;
+    yield { offset: pos, metadataBytes: 8 + metadataLength, bodyLength, end, message, headerType };
     pos = end;
   }
 }
@@ -120,6 +116,8 @@ export interface RecordBatchBlock {
   readonly offset: number;
   readonly metaDataLength: number;
   readonly bodyLength: number;
+  /** Rows, as the message's header says. */
+  readonly rows: number;
 }
 
 /**
@@ -138,7 +136,14 @@ export function recordBatchBlocks(bytes: Uint8Array): RecordBatchBlock[] | undef
       continue;
     }
     if (m.headerType !== MessageHeader.RecordBatch) return undefined;
-    blocks.push({ offset: m.offset, metaDataLength: m.metadataBytes, bodyLength: m.bodyLength });
+    const header = m.message.header() as { length: number | bigint } | null;
+    if (!header) return undefined;
+    blocks.push({
+      offset: m.offset,
+      metaDataLength: m.metadataBytes,
+      bodyLength: m.bodyLength,
+      rows: Number(header.length),
+    });
   }
   return undefined;
 }

@@ -75,6 +75,9 @@ async function prepareInto(buffer: Buffer, parts: readonly PlanPart[]): Promise<
   );
 }
 
+const decodedOf = (prepared: readonly PreparedPart[]) =>
+  prepared.map((p) => ({ batches: p.batches.length, rows: p.descriptor.rows }));
+
 const plainRows = (table: ArrowTable) => table.toArray().map((r: Record<string, unknown>) => ({ ...r }));
 
 let dir: string;
@@ -91,11 +94,11 @@ test('the parts read in place form an IPC file of exactly their rows, in plan or
   expect(sealed.every((s) => s.batches >= 3)).toBe(true);
   const parts = sealed.map(planPartOf);
   const layout = publicationLayout(parts.map((p) => p.bytes));
-  const buffer = new SourceBuffers(2).lease(layout.capacity);
+  const buffer = new SourceBuffers(2, 1 << 30).lease(layout.capacity);
   const prepared = await prepareInto(buffer, parts);
   expect(prepared.every((p) => p.inSlot)).toBe(true);
 
-  const file = sealPublicationFile(buffer, layout, prepared[0]!.schema);
+  const file = sealPublicationFile(buffer, layout, prepared[0]!.schema, decodedOf(prepared));
   expect(file).toBeDefined();
   const read = tableFromIPC(file!);
   const decoded = new ArrowTable(prepared.flatMap((p) => p.batches));
@@ -111,9 +114,9 @@ test('the parts read in place form an IPC file of exactly their rows, in plan or
 test('LanceDB takes the file through its native add and holds what the public add of the decoded rows holds', async () => {
   const parts = (await stagedParts(dir)).map(planPartOf);
   const layout = publicationLayout(parts.map((p) => p.bytes));
-  const buffer = new SourceBuffers(2).lease(layout.capacity);
+  const buffer = new SourceBuffers(2, 1 << 30).lease(layout.capacity);
   const prepared = await prepareInto(buffer, parts);
-  const file = sealPublicationFile(buffer, layout, prepared[0]!.schema)!;
+  const file = sealPublicationFile(buffer, layout, prepared[0]!.schema, decodedOf(prepared))!;
   const decoded = new ArrowTable(prepared.flatMap((p) => p.batches));
 
   const db = await lancedb.connect(path.join(dir, 'lance'));
@@ -142,13 +145,28 @@ test('a part holding a dictionary batch, or a buffer with no room for the footer
   const layout = publicationLayout([stream.byteLength]);
   const buffer = Buffer.alloc(layout.capacity);
   stream.copy(buffer, layout.slots[0]!.offset);
-  expect(sealPublicationFile(buffer, layout, dictionary.schema)).toBeUndefined();
+  expect(sealPublicationFile(buffer, layout, dictionary.schema, [{ batches: 1, rows: 3 }])).toBeUndefined();
 
   const parts = (await stagedParts(dir)).map(planPartOf);
   const fitted = publicationLayout(parts.map((p) => p.bytes));
   const exact = Buffer.alloc(fitted.slots.at(-1)!.offset + fitted.slots.at(-1)!.length);
   const prepared = await prepareInto(exact, parts);
-  expect(sealPublicationFile(exact, fitted, prepared[0]!.schema)).toBeUndefined();
+  expect(sealPublicationFile(exact, fitted, prepared[0]!.schema, decodedOf(prepared))).toBeUndefined();
+});
+
+test('a file whose blocks are not the batches and rows the checks decoded is refused', async () => {
+  const parts = (await stagedParts(dir)).map(planPartOf);
+  const layout = publicationLayout(parts.map((p) => p.bytes));
+  const buffer = Buffer.alloc(layout.capacity);
+  const prepared = await prepareInto(buffer, parts);
+  const decoded = decodedOf(prepared);
+  const schema = prepared[0]!.schema;
+  expect(sealPublicationFile(buffer, layout, schema, decoded)).toBeDefined();
+  const oneRowMore = decoded.map((d, i) => (i === 1 ? { ...d, rows: d.rows + 1 } : d));
+  expect(sealPublicationFile(buffer, layout, schema, oneRowMore)).toBeUndefined();
+  const oneBatchFewer = decoded.map((d, i) => (i === 2 ? { ...d, batches: d.batches - 1 } : d));
+  expect(sealPublicationFile(buffer, layout, schema, oneBatchFewer)).toBeUndefined();
+  expect(sealPublicationFile(buffer, layout, schema, decoded.slice(1))).toBeUndefined();
 });
 
 test('a part whose file is not the size the plan gives is read into a buffer of its own', async () => {
@@ -159,8 +177,11 @@ test('a part whose file is not the size the plan gives is read into a buffer of 
   expect(prepared.descriptor.rows).toBe(part!.rows);
 });
 
-test('a reused buffer is the smallest free one that holds the request; at most `keep` are kept', () => {
-  const buffers = new SourceBuffers(2);
+test('a reused buffer is the smallest free one that holds the request; at most `keep` are kept, none above `keepUpTo`', () => {
+  const buffers = new SourceBuffers(2, 32 * 1024 * 1024);
+  const large = buffers.lease(40 * 1024 * 1024);
+  buffers.release(large);
+  expect(buffers.lease(33 * 1024 * 1024)).not.toBe(large);
   const a = buffers.lease(3 * 1024 * 1024);
   const b = buffers.lease(10 * 1024 * 1024);
   expect(a.byteLength).toBe(3 * 1024 * 1024);
