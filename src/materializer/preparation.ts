@@ -75,9 +75,11 @@ export async function preparePart(
     // Every row kept (the usual case: no ownership change cut the part): no per-row test.
     const keep = part.keptRows === part.rows ? 'all' : part.keep;
     const decoded = decodeBatches(bytes);
-    const kept = keepRows(decoded.batches, keep);
+    // The part's schema without its metadata (epoch, owner): what the table is given.
+    const plain = new Schema(decoded.schema.fields);
+    const kept = keepRows(decoded.batches, plain, keep);
     await ctx.hooks?.decoded?.(part);
-    return { batches: kept, schema: new Schema(decoded.schema.fields) };
+    return { batches: kept, schema: plain };
   });
   const rows = batches.reduce((n, b) => n + b.numRows, 0);
   return {
@@ -109,11 +111,15 @@ async function readPart(file: string, slot: Buffer | undefined): Promise<Buffer>
   }
 }
 
-/** The rows inside the keep ranges, as slices (no copy), with the part's schema metadata dropped. */
-function keepRows(batches: readonly RecordBatch[], keep: readonly KeepRange[] | 'all'): RecordBatch[] {
+/** The rows inside the keep ranges, as slices (no copy), under `schema` (the part's, without its metadata). */
+function keepRows(
+  batches: readonly RecordBatch[],
+  schema: Schema,
+  keep: readonly KeepRange[] | 'all',
+): RecordBatch[] {
   const out: RecordBatch[] = [];
   for (const batch of batches) {
-    const plain = new RecordBatch(new Schema(batch.schema.fields), batch.data);
+    const plain = new RecordBatch(schema, batch.data);
     if (keep === 'all') {
       out.push(plain);
       continue;

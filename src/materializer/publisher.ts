@@ -19,8 +19,6 @@ import { SourceBuffers } from './source-buffers';
 
 export type PreparationMode = 'buffered' | 'streamed';
 
-const DEFAULT_MAX_PUBLICATION_BYTES = 32 * 1024 * 1024;
-
 export interface PublicationResult {
   readonly id: string;
   readonly rows: number;
@@ -44,7 +42,7 @@ export interface PublisherOptions {
   /** 'insert-if-absent' in 'published' commit mode (another owner may hold some of the rows); default 'append'. */
   readonly write?: WriteMode;
   /** The usual publication's bytes (materializer.maxPublicationBytes): a larger one's buffer is not kept for reuse. */
-  readonly maxPublicationBytes?: number;
+  readonly maxPublicationBytes: number;
 }
 
 /**
@@ -61,7 +59,7 @@ export class Publisher {
     this.#check = new PublicationCheck(o.lance, o.logger);
     // Two publications are in flight at most (streamed preparation). A buffer also holds
     // the file's head, the parts' alignment and the footer's room, and is rounded to a MiB.
-    const usual = publicationLayout([o.maxPublicationBytes ?? DEFAULT_MAX_PUBLICATION_BYTES]).capacity;
+    const usual = publicationLayout([o.maxPublicationBytes]).capacity;
     this.#buffers = new SourceBuffers(2, usual + 2 * 1024 * 1024);
   }
 
