@@ -217,7 +217,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       'Part files open at once in a replica. Event time opens one part per minute; past the bound the oldest part is sealed.',
   },
-  workers: { meaning: 'Staging worker threads; each partition is staged by one of them.' },
+  workers: {
+    meaning: 'Staging worker threads; each partition is staged by one of them.',
+    computedDefault: '`1` with 2 CPU cores or fewer, else `2`',
+  },
   'lance.uri': {
     meaning:
       'Where the Lance table lives: a directory, or `s3://`, `s3+ddb://bucket/prefix?ddbTableName=T` (commits claimed in a DynamoDB table), `gs://`, `az://` with `storageOptions`.',

@@ -1,3 +1,4 @@
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { KafkaLanceError } from '../common/errors';
 import { consumerDefinitionSchema, type ConsumerDefinition } from './consumer-definition';
@@ -23,9 +24,10 @@ export type ResolvedField = NamedField;
 /** A validated definition with every default and environment fallback applied. */
 export interface ResolvedConsumer extends Omit<
   ConsumerDefinition,
-  'brokers' | 'groupId' | 'table' | 'dataDir'
+  'brokers' | 'groupId' | 'table' | 'dataDir' | 'workers'
 > {
   readonly brokers: string[];
+  readonly workers: number;
   readonly groupId: string;
   readonly table: string;
   readonly dataDir: string;
@@ -43,6 +45,18 @@ export function brokersFromEnv(env: NodeJS.ProcessEnv = process.env): string[] |
     .map((b) => b.trim())
     .filter(Boolean);
   return list && list.length > 0 ? list : undefined;
+}
+
+/**
+ * Staging workers when the definition names none: one on a machine of two cores or
+ * fewer, two above. With the native decoder a worker stages a GiB of JSON in ~5 CPU
+ * seconds, so one keeps up with the main thread; on two cores a second one only adds an
+ * isolate to collect and a thread to schedule beside the main thread, the materializer
+ * and LanceDB's: the bench's 1M backlog took 22–23 CPU s/GiB at 73–79 MiB/s with one
+ * against 24–30 at 58–69 with two (bench/hot-path-levers.md, section 12).
+ */
+export function defaultStagingWorkers(cores: number = os.availableParallelism()): number {
+  return cores <= 2 ? 1 : 2;
 }
 
 /** Values from the command line: they win over the environment, which wins over the file. */
@@ -84,6 +98,7 @@ export function resolveConsumer(
     groupId: def.groupId ?? `kafka-lance-${def.name}`,
     table: def.table ?? def.name,
     dataDir: path.resolve(overrides.dataDir ?? env.KAFKA_LANCE_DATA_DIR ?? def.dataDir ?? 'data'),
+    workers: def.workers ?? defaultStagingWorkers(),
     fields,
     source,
   };

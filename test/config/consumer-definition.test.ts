@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { ConfigError, loadConsumer, resolveConsumer } from '../../src/config';
+import { defaultStagingWorkers } from '../../src/config/resolve';
 import { tempDir } from '../support/rows';
 
 const valid = { name: 'orders', topics: ['orders'], schema: { fields: { id: 'int64' } } };
@@ -29,6 +30,14 @@ describe('consumer definitions', () => {
       fields: [{ name: 'id', type: 'int64', nullable: true }],
     });
     expect(path.isAbsolute(c.dataDir)).toBe(true);
+  });
+
+  test('staging workers: one on two cores or fewer, two above, and a named count always wins', () => {
+    expect([1, 2, 3, 4, 64].map((cores) => defaultStagingWorkers(cores))).toEqual([1, 1, 2, 2, 2]);
+    const env = { KAFKA_BROKERS: 'a:1' };
+    expect(resolveConsumer(valid, 'x', env).workers).toBe(defaultStagingWorkers());
+    expect(resolveConsumer({ ...valid, workers: 3 }, 'x', env).workers).toBe(3);
+    expect(() => resolveConsumer({ ...valid, workers: 0 }, 'x', env)).toThrow(/workers/);
   });
 
   test('flags override the environment, which overrides the file', () => {

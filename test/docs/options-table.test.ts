@@ -43,7 +43,9 @@ describe("docs/configuration.md's table of consumer-definition options", () => {
   test('shows the defaults the schema applies', () => {
     const parsed = consumerDefinitionSchema.parse({ name: 'x', topics: ['t'], schema: 'infer' });
     const rows = new Map(optionRows().map((r) => [r.path, r]));
-    expect(rows.get('workers')?.default).toBe(`\`${parsed.workers}\``);
+    expect(rows.get('queue.maxRecords')?.default).toBe(`\`${parsed.queue.maxRecords}\``);
+    expect(parsed.workers).toBeUndefined();
+    expect(rows.get('workers')?.default).toBe('`1` with 2 CPU cores or fewer, else `2`');
     expect(rows.get('errors.tolerance')?.default).toBe(`\`"${parsed.errors.tolerance}"\``);
     expect(rows.get('staging.maxPartBytes')?.default).toBe(`\`${parsed.staging.maxPartBytes}\` (16 MiB)`);
     expect(rows.get('sessionTimeoutMs')?.default).toBe(`\`${parsed.sessionTimeoutMs}\` (30 s)`);
