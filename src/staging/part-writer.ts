@@ -10,7 +10,7 @@ import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { FileLock, FileLocks } from './file-locks';
 import type { OpenPartLimit } from './open-parts';
 import { epochMetadata, type StagingEpoch } from './epoch';
-import { END_OF_STREAM, encodeBatches, encodeSchema } from './ipc-stream';
+import { END_OF_STREAM, chunksAfter, encodeBatchChunks, encodeSchema } from './ipc-stream';
 import { RunningCrc, digestTrailer, partChecksum } from './part-digest';
 import { formatPartName, type MinuteKey } from './part-name';
 import type { SchemaKey } from './schema-key';
@@ -58,8 +58,8 @@ export class PartWriter {
   #handle: fsp.FileHandle | undefined;
   #position = 0;
   #opened = false;
-  /** An encoded message a full disk interrupted: `written` of its bytes are in the file. */
-  #unwritten: { bytes: Uint8Array; written: number } | undefined;
+  /** Encoded messages a full disk interrupted: `written` of their `bytes` are in the file. */
+  #unwritten: { chunks: readonly Uint8Array[]; bytes: number; written: number } | undefined;
   /** End-of-stream is in the file or in #unwritten: a retried finish() must not write it twice. */
   #ended = false;
   #pending: RecordBatch[] = [];
@@ -118,7 +118,7 @@ export class PartWriter {
     // The new name must be durable before any row in the file is reported durable:
     // an fsynced file whose directory entry is lost after a power cut loses its rows.
     await this.#directorySync.syncDirectory(this.dir);
-    await this.#writeBytes(encodeSchema(this.schema));
+    await this.#writeChunks([encodeSchema(this.schema)]);
   }
 
   get state(): WriterState {
@@ -126,7 +126,7 @@ export class PartWriter {
   }
   /** Bytes in the file plus bytes waiting to be written. */
   get bytes(): number {
-    const unwritten = this.#unwritten ? this.#unwritten.bytes.byteLength - this.#unwritten.written : 0;
+    const unwritten = this.#unwritten ? this.#unwritten.bytes - this.#unwritten.written : 0;
     return this.#position + unwritten + this.#pendingBytes;
   }
   get rows(): number {
@@ -214,7 +214,7 @@ export class PartWriter {
         this.#ended = true;
         // End-of-stream and the checksum trailer as one message: a retry never writes either twice.
         const trailer = digestTrailer(this.#crc.with(END_OF_STREAM));
-        await this.#writeBytes(Buffer.concat([END_OF_STREAM, trailer]));
+        await this.#writeChunks([END_OF_STREAM, trailer]);
       } else {
         await this.#drainUnwritten();
       }
@@ -275,28 +275,27 @@ export class PartWriter {
     const batches = this.#pending;
     this.#pending = [];
     this.#pendingBytes = 0;
-    await this.#writeBytes(encodeBatches(this.schema, batches));
+    await this.#writeChunks(encodeBatchChunks(this.schema, batches));
   }
 
-  async #writeBytes(bytes: Uint8Array): Promise<void> {
-    this.#unwritten = { bytes, written: 0 };
+  async #writeChunks(chunks: readonly Uint8Array[]): Promise<void> {
+    this.#unwritten = { chunks, bytes: chunks.reduce((n, c) => n + c.byteLength, 0), written: 0 };
     await this.#drainUnwritten();
   }
 
-  /** Writes what is left of the current message at the file's end; kept for a retry if the disk is full. */
+  /** Writes what is left of the current messages at the file's end; kept for a retry if the disk is full. */
   async #drainUnwritten(): Promise<void> {
     const unwritten = this.#unwritten;
     if (!unwritten) return;
-    const { bytes } = unwritten;
-    while (unwritten.written < bytes.byteLength) {
+    while (unwritten.written < unwritten.bytes) {
       let bytesWritten: number;
       try {
         const injected = injectedDiskFull('staging', this.path);
         if (injected) throw injected;
-        ({ bytesWritten } = await this.#handle!.write(
-          bytes,
-          unwritten.written,
-          bytes.byteLength - unwritten.written,
+        // One vectored write (libuv loops over IOV_MAX and partial writes; a short count
+        // means it stopped at an error, which the next round meets).
+        ({ bytesWritten } = await this.#handle!.writev(
+          chunksAfter(unwritten.chunks, unwritten.written),
           this.#position,
         ));
       } catch (error) {
@@ -307,7 +306,7 @@ export class PartWriter {
       this.#position += bytesWritten;
     }
     this.#unwritten = undefined;
-    this.#crc.update(bytes);
+    for (const chunk of unwritten.chunks) this.#crc.update(chunk);
     this.#unsynced = true;
   }
 }
