@@ -109,6 +109,11 @@ export class LanceTable {
       this.target.uri,
       schema,
       this.logger,
+      // A connection that never reloads: its handle keeps the version the create committed.
+      () =>
+        lancedb.connect(this.target.uri, {
+          ...(this.target.storageOptions ? { storageOptions: { ...this.target.storageOptions } } : {}),
+        }),
     );
   }
 

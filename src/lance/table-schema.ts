@@ -11,6 +11,7 @@ import {
   systemColumnReader,
 } from '../staging/system-columns';
 import { retryConflicts } from './commit-retry';
+import { createTable } from './table-creation';
 import { LanceSchemaError, LanceWriteError, isSchemaRejection } from './lance-errors';
 import { intervalFilter, quote } from './row-counts';
 
@@ -67,8 +68,9 @@ export function sameColumnType(existing: Field, staged: Field): boolean {
 }
 
 /**
- * Creates the table for `schema` (when `current` is undefined), or adds the columns it
- * lacks (nullable); returns the table. A column typed otherwise in the table, or a name
+ * Creates the table for `schema` (when `current` is undefined; `createTable`, which puts
+ * back what a create racing another writer landed over, on a connection from
+ * `connectOwn`), or adds the columns it lacks (nullable); returns the table. A column typed otherwise in the table, or a name
  * Lance refuses, is a LanceSchemaError.
  */
 export async function ensureTableSchema(
@@ -78,6 +80,7 @@ export async function ensureTableSchema(
   uri: string,
   schema: Schema,
   logger: Logger,
+  connectOwn: () => Promise<lancedb.Connection>,
 ): Promise<lancedb.Table> {
   const plain = new Schema(schema.fields);
   for (const f of plain.fields) {
@@ -102,11 +105,22 @@ export async function ensureTableSchema(
         return k ? new Field(f.name, f.type, f.nullable, new Map(Object.entries(k.metadata))) : f;
       }),
     );
-    table = await schemaChange(name, () =>
-      db.createEmptyTable(name, withKey, { mode: 'create', existOk: true }),
+    const creation = await schemaChange(name, () =>
+      createTable(
+        connectOwn,
+        db,
+        name,
+        withKey,
+        async (t) => (await ensureInsertKey(t, name, logger)).columns,
+        logger,
+      ),
     );
+    table = await db.openTable(name);
     await ensureSystemIndexes(table);
-    logger.info({ event: 'lance.table.created', table: name, uri }, 'Lance table created');
+    logger.info(
+      { event: 'lance.table.created', table: name, uri, version: creation.version },
+      'Lance table created (or found created by another writer)',
+    );
   }
   const have = new Map((await table.schema()).fields.map((f) => [f.name, f]));
   const missing: Field[] = [];

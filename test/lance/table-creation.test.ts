@@ -1,0 +1,140 @@
+import * as lancedb from '@lancedb/lancedb';
+import { Field, Int32, Table as ArrowTable, type Schema } from 'apache-arrow';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { LanceTable } from '../../src/lance/lance-table';
+import { createTable } from '../../src/lance/table-creation';
+import { ensureInsertKey } from '../../src/lance/table-schema';
+import { silentLogger } from '../../src/common/logger';
+import { capturingLogger } from '../support/materializer-fixture';
+import { TEST_SCHEMA, payloadOf, range, rowsFor, tempDir } from '../support/rows';
+
+/**
+ * The hazard: a replica's create of a table that another replica created a moment
+ * before and already published into. Lance commits such a late create as an Overwrite
+ * at the next version (its commit looks for the table again and finds it), and every
+ * row before it is gone, though each of those publications was final. The creator
+ * must find that its create landed over rows and put them back, each once. The race
+ * itself is a matter of milliseconds (or of a listing that came back short), so these
+ * tests land the overwrite where they want it with LanceDB's own overwrite, which is
+ * the commit Lance makes in the race.
+ */
+const TOPIC = 'events';
+const TABLE = 'events';
+
+let dir: string;
+let uri: string;
+beforeEach(async () => {
+  dir = await tempDir('kl-table-creation');
+  uri = path.join(dir, 'lance');
+});
+afterEach(async () => {
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+const connectOwn = () => lancedb.connect(uri);
+const keyOf = async (t: lancedb.Table) => (await ensureInsertKey(t, TABLE, silentLogger())).columns;
+
+/** The table as the first replica makes it (through LanceTable), with `adds` publications of 600 rows. */
+async function firstReplica(adds: number, extraColumn = false): Promise<Schema> {
+  const writer = await LanceTable.connect({ uri, table: TABLE }, silentLogger());
+  await writer.ensureSchema(TEST_SCHEMA);
+  writer.close();
+  const db = await lancedb.connect(uri);
+  const table = await db.openTable(TABLE);
+  const created = await table.schema();
+  if (extraColumn) await table.addColumns([new Field('shard', new Int32(), true)]);
+  for (let a = 0; a < adds; a++) {
+    const batch = rowsFor(TOPIC, a % 2, range(a * 600, (a + 1) * 600));
+    await table.add(new ArrowTable([batch]));
+  }
+  if (extraColumn) await table.update({ where: '_offset < 300', values: { shard: 7 } });
+  table.close();
+  db.close();
+  return created;
+}
+
+async function rowsNow(): Promise<{
+  keys: Map<string, number>;
+  bad: number;
+  shard7: number;
+  columns: string[];
+}> {
+  const db = await lancedb.connect(uri);
+  const table = await db.openTable(TABLE);
+  const columns = (await table.schema()).fields.map((f) => f.name);
+  const rows = (await table.query().toArray()) as {
+    _partition: number;
+    _offset: bigint;
+    message: string;
+    shard?: number | null;
+  }[];
+  table.close();
+  db.close();
+  const keys = new Map<string, number>();
+  let bad = 0;
+  let shard7 = 0;
+  for (const r of rows) {
+    const key = `${r._partition}:${Number(r._offset)}`;
+    keys.set(key, (keys.get(key) ?? 0) + 1);
+    if (r.message !== payloadOf(TOPIC, r._partition, Number(r._offset))) bad++;
+    if (r.shard === 7) shard7++;
+  }
+  return { keys, bad, shard7, columns };
+}
+
+test('a create that Lance commits over a table holding another replica’s publications puts every row back, each once', async () => {
+  const schema = await firstReplica(3);
+  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
+  const { logger, lines } = capturingLogger();
+  const creation = await createTable(connectOwn, live, TABLE, schema, keyOf, logger, (db) =>
+    db.createEmptyTable(TABLE, schema, { mode: 'overwrite' }),
+  );
+  live.close();
+  // Versions: create, two index builds, three adds, then the overwrite.
+  expect(creation).toEqual({ version: 7, restoredRows: 1_800 });
+  const { keys, bad } = await rowsNow();
+  expect(keys.size).toBe(1_800);
+  expect([...keys.values()].every((n) => n === 1)).toBe(true);
+  expect(bad).toBe(0);
+  expect(lines.map((l) => l.event)).toEqual(['lance.table.createdOver', 'lance.table.restored']);
+});
+
+test('rows put back keep a column another replica added after the create', async () => {
+  const schema = await firstReplica(2, true);
+  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
+  const creation = await createTable(connectOwn, live, TABLE, schema, keyOf, silentLogger(), (db) =>
+    db.createEmptyTable(TABLE, schema, { mode: 'overwrite' }),
+  );
+  live.close();
+  expect(creation.restoredRows).toBe(1_200);
+  const { keys, shard7, columns } = await rowsNow();
+  expect(keys.size).toBe(1_200);
+  expect(columns).toContain('shard');
+  // _offset < 300 of both publications (partitions 0 and 1 each hold offsets from 0 or 600).
+  expect(shard7).toBe(300);
+});
+
+test('a create that finds the table there (existOk) opens it and commits nothing', async () => {
+  const schema = await firstReplica(2);
+  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
+  const before = await (await live.openTable(TABLE)).version();
+  const creation = await createTable(connectOwn, live, TABLE, schema, keyOf, silentLogger());
+  const after = await (await live.openTable(TABLE)).version();
+  live.close();
+  expect(creation).toEqual({ version: before, restoredRows: 0 });
+  expect(after).toBe(before);
+  expect((await rowsNow()).keys.size).toBe(1_200);
+});
+
+test('two creators before any publication: the second create lands over an empty table and puts nothing back', async () => {
+  const schema = await firstReplica(0);
+  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
+  const creation = await createTable(connectOwn, live, TABLE, schema, keyOf, silentLogger(), (db) =>
+    db.createEmptyTable(TABLE, schema, { mode: 'overwrite' }),
+  );
+  live.close();
+  expect(creation.restoredRows).toBe(0);
+  expect(creation.version).toBeGreaterThan(1);
+  expect((await rowsNow()).keys.size).toBe(0);
+});
