@@ -10,6 +10,7 @@ import { LanceSchemaError, LanceWriteError, isLanceDiskFull, isSchemaRejection }
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
+import { restoreOverwrittenRows } from './table-creation';
 import {
   collidesWithOtherIncarnation,
   ensureInsertKey,
@@ -64,6 +65,11 @@ export class LanceTable {
   #adds: Promise<unknown> = Promise.resolve();
   /** The merge-insert key, once the table is known to carry it (insert-if-absent). */
   #insertKey: InsertKey | undefined;
+  /**
+   * The version of this process's create that landed over another writer's rows, while
+   * their restore has not succeeded (a process killed meanwhile leaves them out: DESIGN.md).
+   */
+  #createdOver: number | undefined;
   /** Set once the table is seen with `_topic_id` (a column is never dropped). */
   #hasTopicId = false;
 
@@ -102,6 +108,8 @@ export class LanceTable {
   }
 
   async #ensureSchema(schema: Schema): Promise<void> {
+    // A restore that failed is finished before anything else is written (table-creation.ts).
+    if (this.#createdOver !== undefined) await this.#restore(this.#createdOver);
     this.#table = await ensureTableSchema(
       this.db,
       await this.#current(),
@@ -109,12 +117,30 @@ export class LanceTable {
       this.target.uri,
       schema,
       this.logger,
-      // A connection that never reloads: its handle keeps the version the create committed.
-      () =>
-        lancedb.connect(this.target.uri, {
-          ...(this.target.storageOptions ? { storageOptions: { ...this.target.storageOptions } } : {}),
-        }),
+      () => this.#connectOwn(),
+      (version) => this.#restore(version),
     );
+  }
+
+  /** A connection that never reloads: a table's handle keeps the version its create committed. */
+  #connectOwn(): Promise<lancedb.Connection> {
+    return lancedb.connect(this.target.uri, {
+      ...(this.target.storageOptions ? { storageOptions: { ...this.target.storageOptions } } : {}),
+    });
+  }
+
+  /** Puts back the rows a create at `version` landed over; remembered until it succeeds. */
+  async #restore(version: number): Promise<void> {
+    this.#createdOver = version;
+    await restoreOverwrittenRows(
+      () => this.#connectOwn(),
+      this.db,
+      this.target.table,
+      version,
+      async (t) => (await ensureInsertKey(t, this.target.table, this.logger)).columns,
+      this.logger,
+    );
+    this.#createdOver = undefined;
   }
 
   /**

@@ -15,38 +15,35 @@ import { retryConflicts } from './commit-retry';
 /** Rows restored per insert-if-absent commit (the overwritten version of a young table is small). */
 const RESTORE_CHUNK_ROWS = 50_000;
 
-/** What a create did: the version its handle holds, and the rows it put back after an overwrite. */
+/** What a create did: the version its handle holds, and the rows of the version it landed over. */
 export interface TableCreation {
   readonly version: number;
-  /** Rows of the version a create landed over, inserted again (0: it landed over none). */
-  readonly restoredRows: number;
+  /** Rows the version before `version` held when the create committed over it (0: none). */
+  readonly overwrittenRows: number;
 }
 
 /**
- * Creates a table that other replicas may be creating at the same moment, and puts back
- * what its create landed over.
+ * Creates a table that other replicas may be creating at the same moment, and says
+ * whether its create landed over rows (`restoreOverwrittenRows` puts them back).
  *
  * LanceDB's create (mode `create`, existOk) checks that the table is absent and then
  * commits, and Lance's commit looks again: a table it finds there now (another replica
  * created it in between, or the first look's listing came back short, as s3proxy's
  * filesystem backend's does) is committed over as an Overwrite, at the next version,
  * with none of the rows before it. Another replica's publications committed there (each
- * final once its add resolved: commit-rule.ts) would be gone; measured: 2 of 45 runs of
- * four publishers starting at once on s3proxy 4.0.0 lost 600–3,000 rows this way. Lance
- * has no create that fails instead, so the creator checks what its create did. It
- * creates on a connection of its own that never reloads (`connect`), whose handle holds
- * the version the create committed (or the one an existOk open found). An empty version
- * above 1 whose previous version holds rows is an overwrite (kafka-lance never deletes
- * rows); the rows of that previous version go back in with insert-if-absent on the row
- * key (`key`), so a row another writer put back first is not inserted twice. `create` is
- * LanceDB's create; a test passes an explicit overwrite to land one where it wants.
+ * final once its add resolved: commit-rule.ts) would be gone; seen: 2 of 45 runs of four
+ * publishers and a compactor on s3proxy 4.0.0 lost 600–3,000 rows this way. Lance has no
+ * create that fails instead, so the creator checks what its create did. It creates on a
+ * connection of its own that never reloads (`connect`), whose handle holds the version
+ * the create committed (or the one an existOk open found). An empty version above 1
+ * whose previous version holds rows is an overwrite (kafka-lance never deletes rows).
+ * `create` is LanceDB's create; a test passes an explicit overwrite to land one where
+ * it wants.
  */
 export async function createTable(
   connect: () => Promise<lancedb.Connection>,
-  live: lancedb.Connection,
   name: string,
   schema: Schema,
-  key: (table: lancedb.Table) => Promise<readonly string[]>,
   logger: Logger,
   create: (db: lancedb.Connection) => Promise<lancedb.Table> = (db) =>
     db.createEmptyTable(name, schema, { mode: 'create', existOk: true }),
@@ -56,22 +53,49 @@ export async function createTable(
   try {
     created = await create(own);
     const version = await created.version();
-    if (version <= 1 || (await created.countRows()) > 0) return { version, restoredRows: 0 };
+    if (version <= 1 || (await created.countRows()) > 0) return { version, overwrittenRows: 0 };
     await created.checkout(version - 1);
-    const overwritten = await created.countRows();
-    if (overwritten === 0) return { version, restoredRows: 0 };
-    logger.warn(
-      { event: 'lance.table.createdOver', table: name, version, overwrittenRows: overwritten },
-      'the table was created over a version of it that another writer had committed (Lance commits a late create as an overwrite): putting its rows back',
-    );
-    const restoredRows = await restoreRows(created, live, name, key);
-    logger.warn(
-      { event: 'lance.table.restored', table: name, version, overwrittenRows: overwritten, restoredRows },
-      'the rows of the overwritten version are back (each row key once)',
-    );
-    return { version, restoredRows };
+    const overwrittenRows = await created.countRows();
+    if (overwrittenRows > 0) {
+      logger.warn(
+        { event: 'lance.table.createdOver', table: name, version, overwrittenRows },
+        'the table was created over a version of it that another writer had committed (Lance commits a late create as an overwrite): putting its rows back',
+      );
+    }
+    return { version, overwrittenRows };
   } finally {
     created?.close();
+    own.close();
+  }
+}
+
+/**
+ * Puts the rows of the version before `version` (the one a create landed over) back
+ * into the latest table, insert-if-absent on the row key (`key`): a row already there
+ * (put back by an earlier try, or published again) is not inserted twice, so a caller
+ * whose restore failed simply calls it again. Returns the rows inserted.
+ */
+export async function restoreOverwrittenRows(
+  connect: () => Promise<lancedb.Connection>,
+  live: lancedb.Connection,
+  name: string,
+  version: number,
+  key: (table: lancedb.Table) => Promise<readonly string[]>,
+  logger: Logger,
+): Promise<number> {
+  const own = await connect();
+  let from: lancedb.Table | undefined;
+  try {
+    from = await own.openTable(name);
+    await from.checkout(version - 1);
+    const restoredRows = await restoreRows(from, live, name, key);
+    logger.warn(
+      { event: 'lance.table.restored', table: name, version, restoredRows },
+      'the rows of the version a create landed over are back (each row key once)',
+    );
+    return restoredRows;
+  } finally {
+    from?.close();
     own.close();
   }
 }

@@ -68,9 +68,10 @@ export function sameColumnType(existing: Field, staged: Field): boolean {
 }
 
 /**
- * Creates the table for `schema` (when `current` is undefined; `createTable`, which puts
- * back what a create racing another writer landed over, on a connection from
- * `connectOwn`), or adds the columns it lacks (nullable); returns the table. A column typed otherwise in the table, or a name
+ * Creates the table for `schema` (when `current` is undefined; `createTable`, on a
+ * connection from `connectOwn`; `createdOver` puts back the rows of the version a create
+ * racing another writer landed over), or adds the columns it lacks (nullable); returns
+ * the table. A column typed otherwise in the table, or a name
  * Lance refuses, is a LanceSchemaError.
  */
 export async function ensureTableSchema(
@@ -81,6 +82,7 @@ export async function ensureTableSchema(
   schema: Schema,
   logger: Logger,
   connectOwn: () => Promise<lancedb.Connection>,
+  createdOver: (version: number) => Promise<void>,
 ): Promise<lancedb.Table> {
   const plain = new Schema(schema.fields);
   for (const f of plain.fields) {
@@ -105,16 +107,8 @@ export async function ensureTableSchema(
         return k ? new Field(f.name, f.type, f.nullable, new Map(Object.entries(k.metadata))) : f;
       }),
     );
-    const creation = await schemaChange(name, () =>
-      createTable(
-        connectOwn,
-        db,
-        name,
-        withKey,
-        async (t) => (await ensureInsertKey(t, name, logger)).columns,
-        logger,
-      ),
-    );
+    const creation = await schemaChange(name, () => createTable(connectOwn, name, withKey, logger));
+    if (creation.overwrittenRows > 0) await createdOver(creation.version);
     table = await db.openTable(name);
     await ensureSystemIndexes(table);
     logger.info(

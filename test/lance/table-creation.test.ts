@@ -3,7 +3,7 @@ import { Field, Int32, Table as ArrowTable, type Schema } from 'apache-arrow';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { LanceTable } from '../../src/lance/lance-table';
-import { createTable } from '../../src/lance/table-creation';
+import { createTable, restoreOverwrittenRows } from '../../src/lance/table-creation';
 import { ensureInsertKey } from '../../src/lance/table-schema';
 import { silentLogger } from '../../src/common/logger';
 import { capturingLogger } from '../support/materializer-fixture';
@@ -34,6 +34,28 @@ afterEach(async () => {
 
 const connectOwn = () => lancedb.connect(uri);
 const keyOf = async (t: lancedb.Table) => (await ensureInsertKey(t, TABLE, silentLogger())).columns;
+
+/** A create (LanceDB's, or `create`) and, when it landed over rows, their restore: what ensureTableSchema does. */
+async function createAndRestore(
+  schema: Schema,
+  logger = silentLogger(),
+  create?: (db: lancedb.Connection) => Promise<lancedb.Table>,
+): Promise<{ version: number; overwrittenRows: number; restoredRows: number }> {
+  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
+  try {
+    const creation = await createTable(connectOwn, TABLE, schema, logger, create);
+    const restoredRows =
+      creation.overwrittenRows > 0
+        ? await restoreOverwrittenRows(connectOwn, live, TABLE, creation.version, keyOf, logger)
+        : 0;
+    return { ...creation, restoredRows };
+  } finally {
+    live.close();
+  }
+}
+
+const overwrite = (schema: Schema) => (db: lancedb.Connection) =>
+  db.createEmptyTable(TABLE, schema, { mode: 'overwrite' });
 
 /** The table as the first replica makes it (through LanceTable), with `adds` publications of 600 rows. */
 async function firstReplica(adds: number, extraColumn = false): Promise<Schema> {
@@ -85,14 +107,10 @@ async function rowsNow(): Promise<{
 
 test('a create that Lance commits over a table holding another replica’s publications puts every row back, each once', async () => {
   const schema = await firstReplica(3);
-  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
   const { logger, lines } = capturingLogger();
-  const creation = await createTable(connectOwn, live, TABLE, schema, keyOf, logger, (db) =>
-    db.createEmptyTable(TABLE, schema, { mode: 'overwrite' }),
-  );
-  live.close();
+  const creation = await createAndRestore(schema, logger, overwrite(schema));
   // Versions: create, two index builds, three adds, then the overwrite.
-  expect(creation).toEqual({ version: 7, restoredRows: 1_800 });
+  expect(creation).toEqual({ version: 7, overwrittenRows: 1_800, restoredRows: 1_800 });
   const { keys, bad } = await rowsNow();
   expect(keys.size).toBe(1_800);
   expect([...keys.values()].every((n) => n === 1)).toBe(true);
@@ -102,11 +120,7 @@ test('a create that Lance commits over a table holding another replica’s publi
 
 test('rows put back keep a column another replica added after the create', async () => {
   const schema = await firstReplica(2, true);
-  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
-  const creation = await createTable(connectOwn, live, TABLE, schema, keyOf, silentLogger(), (db) =>
-    db.createEmptyTable(TABLE, schema, { mode: 'overwrite' }),
-  );
-  live.close();
+  const creation = await createAndRestore(schema, silentLogger(), overwrite(schema));
   expect(creation.restoredRows).toBe(1_200);
   const { keys, shard7, columns } = await rowsNow();
   expect(keys.size).toBe(1_200);
@@ -119,22 +133,37 @@ test('a create that finds the table there (existOk) opens it and commits nothing
   const schema = await firstReplica(2);
   const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
   const before = await (await live.openTable(TABLE)).version();
-  const creation = await createTable(connectOwn, live, TABLE, schema, keyOf, silentLogger());
+  const creation = await createAndRestore(schema);
   const after = await (await live.openTable(TABLE)).version();
   live.close();
-  expect(creation).toEqual({ version: before, restoredRows: 0 });
+  expect(creation).toEqual({ version: before, overwrittenRows: 0, restoredRows: 0 });
   expect(after).toBe(before);
   expect((await rowsNow()).keys.size).toBe(1_200);
 });
 
 test('two creators before any publication: the second create lands over an empty table and puts nothing back', async () => {
   const schema = await firstReplica(0);
-  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
-  const creation = await createTable(connectOwn, live, TABLE, schema, keyOf, silentLogger(), (db) =>
-    db.createEmptyTable(TABLE, schema, { mode: 'overwrite' }),
-  );
-  live.close();
-  expect(creation.restoredRows).toBe(0);
+  const creation = await createAndRestore(schema, silentLogger(), overwrite(schema));
+  expect(creation.overwrittenRows).toBe(0);
   expect(creation.version).toBeGreaterThan(1);
   expect((await rowsNow()).keys.size).toBe(0);
+});
+
+test('a restore run twice (the first cut short, then tried again) inserts each row once', async () => {
+  const schema = await firstReplica(2);
+  const creation = await createAndRestore(schema, silentLogger(), overwrite(schema));
+  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
+  const again = await restoreOverwrittenRows(
+    connectOwn,
+    live,
+    TABLE,
+    creation.version,
+    keyOf,
+    silentLogger(),
+  );
+  live.close();
+  expect(again).toBe(0);
+  const { keys } = await rowsNow();
+  expect(keys.size).toBe(1_200);
+  expect([...keys.values()].every((n) => n === 1)).toBe(true);
 });
