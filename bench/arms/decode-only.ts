@@ -1,10 +1,12 @@
 /**
  * Arm 3, decode-only: JSON → Arrow columns in the staging workers' decoder, in as many
- * worker threads as a replica has staging workers by default (2), no Kafka, no disk.
+ * worker threads as a replica has staging workers by default on this machine
+ * (`defaultStagingWorkers`), no Kafka, no disk.
  * Each worker builds and packs its records before the clock starts.
  */
 import { Worker } from 'node:worker_threads';
 import * as path from 'node:path';
+import { defaultStagingWorkers } from '../../src/config/resolve';
 import { ProgressTicker, armArgs, emit } from '../lib/arm-protocol';
 
 type Reply = { type: 'ready' } | { type: 'progress' | 'done'; rows: number; bytes: number };
@@ -12,7 +14,7 @@ type Reply = { type: 'ready' } | { type: 'progress' | 'done'; rows: number; byte
 async function main(): Promise<void> {
   const args = armArgs();
   const records = Number(args.get('records'));
-  const workers = Number(args.get('workers') ?? 2);
+  const workers = Number(args.get('workers') ?? defaultStagingWorkers());
   const ticker = new ProgressTicker();
   const rows = new Array<number>(workers).fill(0);
   const bytes = new Array<number>(workers).fill(0);

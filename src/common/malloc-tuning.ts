@@ -9,8 +9,8 @@
  *   responses, packed batches, Arrow columns, part reads, LanceDB's own buffers) are
  *   mmapped and given back to the kernel when freed. glibc's default threshold moves
  *   up to 32 MiB after such a block is freed, and blocks below it stay in the arena.
- * - MALLOC_ARENA_MAX=2: fewer per-thread arenas (four JS threads + LanceDB's tokio
- *   threads), each holding its own freed memory.
+ * - MALLOC_ARENA_MAX=2: fewer per-thread arenas (the main thread, the staging and materializer workers, V8's
+ *   helpers and LanceDB's tokio threads), each holding its own freed memory.
  *
  * Measured on the bench's 1M-record backlog (bench/hot-path-levers.md, section 12):
  * threshold 8 MiB 665–680 MiB peak, 2 MiB 532–607 MiB at the same CPU per GiB (the

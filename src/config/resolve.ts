@@ -53,7 +53,7 @@ export function brokersFromEnv(env: NodeJS.ProcessEnv = process.env): string[] |
  * seconds, so one keeps up with the main thread; on two cores a second one only adds an
  * isolate to collect and a thread to schedule beside the main thread, the materializer
  * and LanceDB's: the bench's 1M backlog took 22–23 CPU s/GiB at 73–79 MiB/s with one
- * against 24–30 at 58–69 with two (bench/hot-path-levers.md, section 12).
+ * against 24–30 at 58–69 with two (bench/hot-path-levers.md, section 13).
  */
 export function defaultStagingWorkers(cores: number = os.availableParallelism()): number {
   return cores <= 2 ? 1 : 2;
