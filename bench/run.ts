@@ -19,6 +19,7 @@ import { runChildArm } from './lib/child-arm';
 import { summarizeProfiles } from './lib/cpu-profile';
 import { ensureBroker, produceDataset, type Dataset } from './lib/kafka';
 import { measureFreshness, runReplicaArm, type Freshness } from './lib/replica-arm';
+import { defaultStagingWorkers } from '../src/config/resolve';
 import { benchConsumer, benchRecord } from './lib/records';
 import { ratiosAndTargets, renderMarkdown, type BenchReport } from './lib/report';
 import { MiB, type ArmResult } from './lib/result';
@@ -164,7 +165,7 @@ async function runArms(
         result = await runChildArm(
           {
             id,
-            label: 'decode-only (JSON → Arrow, src/decode, 2 worker threads, no disk)',
+            label: `decode-only (JSON → Arrow, src/decode, ${defaultStagingWorkers()} worker thread(s) as a replica's default here, no disk)`,
             ...node('decode-only.js', ['--records', String(data.records), '--consumer', consumerPath]),
             expectedRows: data.records,
             writes: false,
