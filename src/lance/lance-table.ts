@@ -12,6 +12,7 @@ import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-coun
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
 import { restoreOverwrittenRows } from './table-creation';
 import {
+  addMissingColumns,
   collidesWithOtherIncarnation,
   ensureInsertKey,
   ensureTableSchema,
@@ -137,7 +138,10 @@ export class LanceTable {
       this.db,
       this.target.table,
       version,
-      async (t) => (await ensureInsertKey(t, this.target.table, this.logger)).columns,
+      async (t, source) => {
+        await addMissingColumns(t, this.target.table, source, this.logger);
+        return (await ensureInsertKey(t, this.target.table, this.logger)).columns;
+      },
       this.logger,
     );
     this.#createdOver = undefined;

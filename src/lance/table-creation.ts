@@ -1,6 +1,5 @@
 import type * as lancedb from '@lancedb/lancedb';
 import {
-  Field,
   RecordBatch,
   Table as ArrowTable,
   makeData,
@@ -14,6 +13,13 @@ import { retryConflicts } from './commit-retry';
 
 /** Rows restored per insert-if-absent commit (the overwritten version of a young table is small). */
 const RESTORE_CHUNK_ROWS = 50_000;
+
+/**
+ * Readies the latest table for rows of the overwritten version (`source`: its schema,
+ * whose columns another replica may have added after the create) and returns the row
+ * key to insert them on.
+ */
+export type PrepareTarget = (target: lancedb.Table, source: Schema) => Promise<readonly string[]>;
 
 /** What a create did: the version its handle holds, and the rows of the version it landed over. */
 export interface TableCreation {
@@ -71,7 +77,7 @@ export async function createTable(
 
 /**
  * Puts the rows of the version before `version` (the one a create landed over) back
- * into the latest table, insert-if-absent on the row key (`key`): a row already there
+ * into the latest table, insert-if-absent on the row key: a row already there
  * (put back by an earlier try, or published again) is not inserted twice, so a caller
  * whose restore failed simply calls it again. Returns the rows inserted.
  */
@@ -80,7 +86,7 @@ export async function restoreOverwrittenRows(
   live: lancedb.Connection,
   name: string,
   version: number,
-  key: (table: lancedb.Table) => Promise<readonly string[]>,
+  prepare: PrepareTarget,
   logger: Logger,
 ): Promise<number> {
   const own = await connect();
@@ -88,7 +94,7 @@ export async function restoreOverwrittenRows(
   try {
     from = await own.openTable(name);
     await from.checkout(version - 1);
-    const restoredRows = await restoreRows(from, live, name, key);
+    const restoredRows = await restoreRows(from, live, name, prepare);
     logger.warn(
       { event: 'lance.table.restored', table: name, version, restoredRows },
       'the rows of the version a create landed over are back (each row key once)',
@@ -105,18 +111,11 @@ async function restoreRows(
   from: lancedb.Table,
   live: lancedb.Connection,
   name: string,
-  key: (table: lancedb.Table) => Promise<readonly string[]>,
+  prepare: PrepareTarget,
 ): Promise<number> {
   const target = await live.openTable(name);
   try {
-    const source = await from.schema();
-    const have = new Set((await target.schema()).fields.map((f) => f.name));
-    // Columns another replica added after the create: added here as they were (nullable).
-    const missing = source.fields.filter((f) => !have.has(f.name));
-    if (missing.length > 0) {
-      await retryConflicts(() => target.addColumns(missing.map((f) => new Field(f.name, f.type, true))));
-    }
-    const columns = [...(await key(target))];
+    const columns = [...(await prepare(target, await from.schema()))];
     const tableSchema = await target.schema();
     let restored = 0;
     let chunk: RecordBatch[] = [];

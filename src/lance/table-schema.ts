@@ -116,9 +116,24 @@ export async function ensureTableSchema(
       'Lance table created (or found created by another writer)',
     );
   }
+  await addMissingColumns(table, name, plain, logger);
+  return table;
+}
+
+/**
+ * Adds the columns of `schema` the table lacks (nullable); a column typed otherwise in
+ * the table is a LanceSchemaError. For staged data, and for rows put back after a create
+ * landed over them (table-creation.ts).
+ */
+export async function addMissingColumns(
+  table: lancedb.Table,
+  name: string,
+  schema: Schema,
+  logger: Logger,
+): Promise<void> {
   const have = new Map((await table.schema()).fields.map((f) => [f.name, f]));
   const missing: Field[] = [];
-  for (const f of plain.fields) {
+  for (const f of schema.fields) {
     const existing = have.get(f.name);
     if (!existing) missing.push(new Field(f.name, f.type, true));
     else if (!sameColumnType(existing, f)) {
@@ -131,14 +146,12 @@ export async function ensureTableSchema(
     }
   }
   if (missing.length > 0) {
-    const evolving = table;
-    await schemaChange(name, () => evolving.addColumns(missing));
+    await schemaChange(name, () => table.addColumns(missing));
     logger.info(
       { event: 'lance.schema.evolved', table: name, added: missing.map((f) => f.name) },
       'added nullable columns',
     );
   }
-  return table;
 }
 
 /** BTree on _offset, bitmaps on _partition and _topic_id: every settling count filters on them. */

@@ -4,7 +4,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { LanceTable } from '../../src/lance/lance-table';
 import { createTable, restoreOverwrittenRows } from '../../src/lance/table-creation';
-import { ensureInsertKey } from '../../src/lance/table-schema';
+import { addMissingColumns, ensureInsertKey } from '../../src/lance/table-schema';
 import { silentLogger } from '../../src/common/logger';
 import { capturingLogger } from '../support/materializer-fixture';
 import { TEST_SCHEMA, payloadOf, range, rowsFor, tempDir } from '../support/rows';
@@ -33,7 +33,11 @@ afterEach(async () => {
 });
 
 const connectOwn = () => lancedb.connect(uri);
-const keyOf = async (t: lancedb.Table) => (await ensureInsertKey(t, TABLE, silentLogger())).columns;
+/** What LanceTable readies the table with: the overwritten version's columns, then the row key. */
+const keyOf = async (t: lancedb.Table, source: Schema) => {
+  await addMissingColumns(t, TABLE, source, silentLogger());
+  return (await ensureInsertKey(t, TABLE, silentLogger())).columns;
+};
 
 /** A create (LanceDB's, or `create`) and, when it landed over rows, their restore: what ensureTableSchema does. */
 async function createAndRestore(
