@@ -165,7 +165,7 @@ async function runArms(
         result = await runChildArm(
           {
             id,
-            label: `decode-only (JSON → Arrow, src/decode, ${defaultStagingWorkers()} worker thread(s) as a replica's default here, no disk)`,
+            label: `decode-only (JSON → Arrow, src/decode, ${Math.max(1, defaultStagingWorkers())} thread(s), as many as a replica stages on by default here, no disk)`,
             ...node('decode-only.js', ['--records', String(data.records), '--consumer', consumerPath]),
             expectedRows: data.records,
             writes: false,

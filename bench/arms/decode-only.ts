@@ -1,7 +1,8 @@
 /**
- * Arm 3, decode-only: JSON → Arrow columns in the staging workers' decoder, in as many
- * worker threads as a replica has staging workers by default on this machine
- * (`defaultStagingWorkers`), no Kafka, no disk.
+ * Arm 3, decode-only: JSON → Arrow columns in the staging decoder, in as many worker
+ * threads as a replica stages on by default on this machine (`defaultStagingWorkers`,
+ * at least one: a replica without staging workers decodes on its main thread), no
+ * Kafka, no disk.
  * Each worker builds and packs its records before the clock starts.
  */
 import { Worker } from 'node:worker_threads';
@@ -14,7 +15,7 @@ type Reply = { type: 'ready' } | { type: 'progress' | 'done'; rows: number; byte
 async function main(): Promise<void> {
   const args = armArgs();
   const records = Number(args.get('records'));
-  const workers = Number(args.get('workers') ?? defaultStagingWorkers());
+  const workers = Number(args.get('workers') ?? Math.max(1, defaultStagingWorkers()));
   const ticker = new ProgressTicker();
   const rows = new Array<number>(workers).fill(0);
   const bytes = new Array<number>(workers).fill(0);

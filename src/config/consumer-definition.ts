@@ -127,8 +127,11 @@ export const consumerDefinitionSchema = z
         maxOpenParts: z.number().int().min(1).max(100_000).default(64),
       })
       .default({ maxPartBytes: 16 * 1024 * 1024, maxPartAgeMs: 1_000, maxOpenParts: 64 }),
-    /** Absent: one on a machine of two cores or fewer, else two (resolve.ts, `defaultStagingWorkers`). */
-    workers: z.number().int().min(1).max(64).optional(),
+    /**
+     * Staging worker threads; 0 stages on the main thread. Absent: 0 on a machine of two
+     * cores or fewer, else 2 (resolve.ts, `defaultStagingWorkers`).
+     */
+    workers: z.number().int().min(0).max(64).optional(),
     lance: lanceOptions,
     materializer: materializerOptions,
     /** Group membership timing (kafkajs names). A crashed replica's partitions move after sessionTimeoutMs. */

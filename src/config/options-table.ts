@@ -218,8 +218,9 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
       'Part files open at once in a replica. Event time opens one part per minute; past the bound the oldest part is sealed.',
   },
   workers: {
-    meaning: 'Staging worker threads; each partition is staged by one of them.',
-    computedDefault: '`1` with 2 CPU cores or fewer, else `2`',
+    meaning:
+      'Staging worker threads; each partition is staged by one of them. `0` decodes and stages on the main thread (no thread, no copy of each batch into it).',
+    computedDefault: '`0` with 2 CPU cores or fewer, else `2`',
   },
   'lance.uri': {
     meaning:

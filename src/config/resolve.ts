@@ -48,15 +48,17 @@ export function brokersFromEnv(env: NodeJS.ProcessEnv = process.env): string[] |
 }
 
 /**
- * Staging workers when the definition names none: one on a machine of two cores or
- * fewer, two above. With the native decoder a worker stages a GiB of JSON in ~5 CPU
- * seconds, so one keeps up with the main thread; on two cores a second one only adds an
- * isolate to collect and a thread to schedule beside the main thread, the materializer
- * and LanceDB's: the bench's 1M backlog took 22–23 CPU s/GiB at 73–79 MiB/s with one
- * against 24–30 at 58–69 with two (bench/hot-path-levers.md, section 13).
+ * Staging worker threads when the definition names none: none on a machine of two cores
+ * or fewer (staging runs on the main thread), two above. With the native decoder
+ * staging a GiB of JSON takes ~5 CPU seconds, which the main thread has room for; on two
+ * cores a worker thread only adds an isolate to collect, a copy of every batch into
+ * transfer buffers and a thread to schedule beside the materializer and LanceDB's. On
+ * the bench's 1M backlog, in alternating rounds, the main thread took 18–25 CPU s/GiB at
+ * 409–427 MiB peak RSS against one worker's 20–28 at 495–539 MiB, and one worker had
+ * beaten two (bench/hot-path-levers.md, sections 13 and 15).
  */
 export function defaultStagingWorkers(cores: number = os.availableParallelism()): number {
-  return cores <= 2 ? 1 : 2;
+  return cores <= 2 ? 0 : 2;
 }
 
 /** Values from the command line: they win over the environment, which wins over the file. */

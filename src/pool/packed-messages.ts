@@ -12,6 +12,9 @@ export interface PackedMessages {
   readonly data: Uint8Array;
 }
 
+/** The bytes `meta` holds per message (4 doubles). */
+export const PACKED_META_BYTES = 32;
+
 export interface PackableMessage {
   readonly offset: string;
   readonly timestamp: string;

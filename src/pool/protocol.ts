@@ -2,6 +2,7 @@ import type { SealedPart } from '../staging/sealed-part';
 import type { DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
 import type { KnownField } from '../decode/record-decoder';
 import type { StagingEpoch } from '../staging/epoch';
+import type { RawMessage } from '../decode/raw-message';
 import type { PackedMessages } from './packed-messages';
 import type { WriterSchema } from '../schema-registry/wire-format';
 
@@ -24,6 +25,12 @@ export interface StagingWorkerInit {
   readonly logLevel: string;
 }
 
+/**
+ * A batch's records: packed into two transferable buffers for a worker thread, or the
+ * messages themselves for a lane on the main thread (no copy).
+ */
+export type BatchRecords = PackedMessages | readonly RawMessage[];
+
 /** Main thread → staging worker. Every request has an id; the reply carries it back. */
 export type WorkerRequest =
   | {
@@ -31,7 +38,7 @@ export type WorkerRequest =
       readonly id: number;
       readonly topic: string;
       readonly partition: number;
-      readonly packed: PackedMessages;
+      readonly records: BatchRecords;
       /**
        * The last offset the batch accounts for: its last record, or a later offset that
        * holds nothing deliverable (compacted away, aborted, a transaction marker, gone

@@ -1,24 +1,26 @@
-import { Worker } from 'node:worker_threads';
-import { DiskFullError, KafkaLanceError } from '../common/errors';
+import { KafkaLanceError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { StagingEpoch } from '../staging/epoch';
 import { BoundedBudget } from '../common/bounded-budget';
 import type { SealedPart } from '../staging/sealed-part';
-import { compiledEntry, WORKER_RESOURCE_LIMITS } from './compiled-entry';
-import { packMessages, packedBytes, type PackableMessage } from './packed-messages';
+import { InThreadLane } from './in-thread-lane';
+import { PACKED_META_BYTES, packMessages, packedBytes, type PackableMessage } from './packed-messages';
+import type { StagingLane } from './staging-lane';
+import { WorkerLane } from './worker-lane';
 import type { KnownField } from '../decode/record-decoder';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import type {
   BatchDone,
+  BatchRecords,
   DurableReport,
   PartitionOffset,
   SealedSummary,
   StagingWorkerInit,
   WorkerReply,
-  WorkerRequest,
 } from './protocol';
 
 export interface StagingPoolOptions {
+  /** Staging worker threads; 0 stages on the main thread (one lane, no thread). */
   readonly workers: number;
   readonly consumerPath: string;
   /** `schema: 'infer'`: the table's existing column types (see readKnownFields). */
@@ -46,13 +48,6 @@ export interface StagingPoolOptions {
   readonly onSealed?: (parts: readonly SealedPart[]) => void;
 }
 
-/** A staging worker failed in a way that leaves nothing safe to continue with. */
-export class StagingWorkerError extends KafkaLanceError {
-  constructor(message: string, fatal: boolean) {
-    super('STAGING_WORKER_FAILED', message, { retriable: !fatal, context: { fatal } });
-  }
-}
-
 /**
  * The pool is closing or closed: the batch was not handed to a worker, so none of its
  * records is staged. Not a failure: its offsets stay uncommitted and Kafka redelivers
@@ -71,80 +66,6 @@ export class StagingPoolClosedError extends KafkaLanceError {
   }
 }
 
-type Pending = {
-  resolve: (reply: WorkerReply) => void;
-  reject: (error: Error) => void;
-  /** Runs synchronously on the reply, before the promise settles. */
-  observe?: (reply: WorkerReply) => void;
-};
-
-class WorkerHandle {
-  readonly #pending = new Map<number, Pending>();
-  #nextId = 1;
-  #exited = false;
-  /** Settles when the thread is gone; set up at once so an early exit is never missed. */
-  readonly exit: Promise<void>;
-
-  constructor(
-    readonly index: number,
-    readonly worker: Worker,
-    onFatal: (error: Error) => void,
-  ) {
-    worker.on('message', (reply: WorkerReply) => {
-      if (reply.type === 'ready') return;
-      if (reply.type === 'error' && reply.fatal) onFatal(new StagingWorkerError(reply.message, true));
-      const id = reply.id;
-      if (id === undefined) return;
-      const pending = this.#pending.get(id);
-      if (!pending) return;
-      this.#pending.delete(id);
-      if (reply.type === 'error') {
-        pending.reject(
-          reply.diskFull
-            ? new DiskFullError('staging', reply.diskFull.path, reply.diskFull.operation, reply.message)
-            : new StagingWorkerError(reply.message, reply.fatal),
-        );
-      } else {
-        pending.observe?.(reply);
-        pending.resolve(reply);
-      }
-    });
-    const failAll = (error: Error) => {
-      this.#exited = true;
-      for (const p of this.#pending.values()) p.reject(error);
-      this.#pending.clear();
-    };
-    worker.on('error', (error) => {
-      failAll(error);
-      onFatal(error);
-    });
-    this.exit = new Promise((resolve) => {
-      worker.on('exit', (code) => {
-        failAll(new StagingWorkerError(`staging worker ${index} exited (code ${code})`, true));
-        resolve();
-      });
-    });
-  }
-
-  request<T extends WorkerReply>(
-    build: (id: number) => WorkerRequest,
-    transfer: ArrayBuffer[] = [],
-    observe?: (reply: T) => void,
-  ): Promise<T> {
-    if (this.#exited)
-      return Promise.reject(new StagingWorkerError(`staging worker ${this.index} is gone`, true));
-    const id = this.#nextId++;
-    return new Promise<T>((resolve, reject) => {
-      this.#pending.set(id, {
-        resolve: resolve as (r: WorkerReply) => void,
-        reject,
-        observe: observe as ((r: WorkerReply) => void) | undefined,
-      });
-      this.worker.postMessage(build(id), transfer);
-    });
-  }
-}
-
 /**
  * The staging workers and the bounded queue in front of them. Each (topic,
  * partition) always goes to the same worker, so a partition's batches are staged
@@ -152,7 +73,7 @@ class WorkerHandle {
  * durable: `sync` says what is).
  */
 export class StagingPool {
-  readonly #workers: WorkerHandle[];
+  readonly #lanes: StagingLane[];
   readonly #budget: BoundedBudget;
   readonly #onBatchDone: StagingPoolOptions['onBatchDone'];
   readonly #onSealed: StagingPoolOptions['onSealed'];
@@ -161,21 +82,21 @@ export class StagingPool {
   #closing = false;
 
   private constructor(
-    workers: WorkerHandle[],
+    lanes: StagingLane[],
     budget: BoundedBudget,
     onBatchDone: StagingPoolOptions['onBatchDone'],
     onSealed: StagingPoolOptions['onSealed'],
   ) {
-    this.#workers = workers;
+    this.#lanes = lanes;
     this.#budget = budget;
     this.#onBatchDone = onBatchDone;
     this.#onSealed = onSealed;
   }
 
   static async start(options: StagingPoolOptions): Promise<StagingPool> {
-    const entry = compiledEntry(__dirname, 'staging-worker.ts');
+    const lanes = Math.max(1, options.workers);
     const handles = await Promise.all(
-      Array.from({ length: options.workers }, async (_, index) => {
+      Array.from({ length: lanes }, async (_, index) => {
         const init: StagingWorkerInit = {
           consumerPath: options.consumerPath,
           knownFields: options.knownFields ?? [],
@@ -185,21 +106,12 @@ export class StagingPool {
           epoch: options.epoch,
           maxPartBytes: options.maxPartBytes,
           maxPartAgeMs: options.maxPartAgeMs,
-          maxOpenParts: Math.max(1, Math.floor(options.maxOpenParts / options.workers)),
+          maxOpenParts: Math.max(1, Math.floor(options.maxOpenParts / lanes)),
           logLevel: options.logger.level,
         };
-        const worker = new Worker(entry, { workerData: init, resourceLimits: WORKER_RESOURCE_LIMITS });
-        await new Promise<void>((resolve, reject) => {
-          const onMessage = (reply: WorkerReply) => {
-            if (reply.type === 'ready') resolve();
-            else if (reply.type === 'error') reject(new StagingWorkerError(reply.message, true));
-            else return;
-            worker.off('message', onMessage);
-          };
-          worker.on('message', onMessage);
-          worker.once('error', reject);
-        });
-        return new WorkerHandle(index, worker, options.onFatal);
+        return options.workers === 0
+          ? InThreadLane.start(init, options.onFatal)
+          : WorkerLane.start(init, options.onFatal);
       }),
     );
     return new StagingPool(
@@ -215,7 +127,7 @@ export class StagingPool {
     let h = 2166136261;
     for (let i = 0; i < topic.length; i++) h = Math.imul(h ^ topic.charCodeAt(i), 16777619);
     h = Math.imul(h ^ partition, 16777619);
-    return (h >>> 0) % this.#workers.length;
+    return (h >>> 0) % this.#lanes.length;
   }
 
   /**
@@ -234,8 +146,8 @@ export class StagingPool {
     schemas: readonly WriterSchema[] = [],
   ): Promise<{ done: Promise<BatchDone> }> {
     if (this.#closing) throw new StagingPoolClosedError(topic, partition, messages.length);
-    const packed = packMessages(messages);
-    const bytes = packedBytes(packed);
+    const lane = this.#lanes[this.workerOf(topic, partition)]!;
+    const { records, bytes, transfer } = batchRecords(messages, lane.packsBatches);
     await this.#budget.acquire(messages.length, bytes);
     // close() may have started while this batch waited for room: a worker handles its
     // port in order, so a batch posted after the close request would meet a closed staging.
@@ -243,11 +155,10 @@ export class StagingPool {
       this.#budget.release(messages.length, bytes);
       throw new StagingPoolClosedError(topic, partition, messages.length);
     }
-    const handle = this.#workers[this.workerOf(topic, partition)]!;
-    const done = handle
+    const done = lane
       .request<Extract<WorkerReply, { type: 'batch' }>>(
-        (id) => ({ type: 'batch', id, topic, partition, packed, through, epoch, schemas }),
-        [packed.meta.buffer as ArrayBuffer, packed.data.buffer as ArrayBuffer],
+        (id) => ({ type: 'batch', id, topic, partition, records, through, epoch, schemas }),
+        transfer,
         (reply) => this.#onBatchDone(topic, partition, reply.result),
       )
       .then((r) => r.result)
@@ -269,7 +180,7 @@ export class StagingPool {
   /** One durability tick in every worker; the durable offsets of all partitions. */
   async sync(): Promise<DurableReport[]> {
     const replies = await Promise.all(
-      this.#workers.map((w) =>
+      this.#lanes.map((w) =>
         w.request<Extract<WorkerReply, { type: 'sync' }>>((id) => ({ type: 'sync', id })),
       ),
     );
@@ -294,7 +205,7 @@ export class StagingPool {
   async flush(force = false): Promise<SealedSummary> {
     return this.#announce(
       await Promise.all(
-        this.#workers.map((w) =>
+        this.#lanes.map((w) =>
           w.request<Extract<WorkerReply, { type: 'flush' }>>((id) => ({ type: 'flush', id, force })),
         ),
       ),
@@ -308,7 +219,7 @@ export class StagingPool {
   ): Promise<SealedSummary> {
     return this.#announce(
       await Promise.all(
-        this.#workers.map((w) =>
+        this.#lanes.map((w) =>
           w.request<Extract<WorkerReply, { type: 'epoch' }>>((id) => ({
             type: 'epoch',
             id,
@@ -325,21 +236,34 @@ export class StagingPool {
   async close(): Promise<SealedSummary> {
     this.#closing = true;
     const replies = await Promise.all(
-      this.#workers.map((w) =>
+      this.#lanes.map((w) =>
         w.request<Extract<WorkerReply, { type: 'close' }>>((id) => ({ type: 'close', id })),
       ),
     );
-    // Each worker closed its port after sealing: it holds no open file and is not
-    // inside a write, so ending a thread that lingers is safe.
-    await Promise.all(
-      this.#workers.map(async (w) => {
-        const lingering = setTimeout(() => void w.worker.terminate(), 5_000);
-        await w.exit;
-        clearTimeout(lingering);
-      }),
-    );
+    await Promise.all(this.#lanes.map((lane) => lane.stopped()));
     return this.#announce(replies);
   }
+}
+
+/** A batch as its lane takes it, and the bytes it holds against the queue's budget. */
+function batchRecords(
+  messages: readonly PackableMessage[],
+  packs: boolean,
+): { records: BatchRecords; bytes: number; transfer: ArrayBuffer[] } {
+  if (packs) {
+    const packed = packMessages(messages);
+    return {
+      records: packed,
+      bytes: packedBytes(packed),
+      transfer: [packed.meta.buffer as ArrayBuffer, packed.data.buffer as ArrayBuffer],
+    };
+  }
+  let bytes = 0;
+  const records = messages.map((m) => {
+    bytes += PACKED_META_BYTES + (m.key?.byteLength ?? 0) + (m.value?.byteLength ?? 0);
+    return { offset: Number(m.offset), timestamp: Number(m.timestamp), key: m.key, value: m.value };
+  });
+  return { records, bytes, transfer: [] };
 }
 
 function sumSealed(replies: readonly { sealed: SealedSummary }[]): SealedSummary {

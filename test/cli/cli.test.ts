@@ -88,7 +88,7 @@ describe('kafka-lance CLI', () => {
     const file = path.join(dir, 'bad.json');
     await fsp.writeFile(
       file,
-      JSON.stringify({ name: 'x', topics: ['t'], schema: { fields: { a: 'nope' } }, workers: 0 }),
+      JSON.stringify({ name: 'x', topics: ['t'], schema: { fields: { a: 'nope' } }, workers: -1 }),
     );
     const out = run('run', '-c', file, '--brokers', '127.0.0.1:1');
     expect(out.status).toBe(2);

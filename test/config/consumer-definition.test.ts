@@ -32,12 +32,13 @@ describe('consumer definitions', () => {
     expect(path.isAbsolute(c.dataDir)).toBe(true);
   });
 
-  test('staging workers: one on two cores or fewer, two above, and a named count always wins', () => {
-    expect([1, 2, 3, 4, 64].map((cores) => defaultStagingWorkers(cores))).toEqual([1, 1, 2, 2, 2]);
+  test('staging workers: the main thread on two cores or fewer, two threads above, and a named count always wins', () => {
+    expect([1, 2, 3, 4, 64].map((cores) => defaultStagingWorkers(cores))).toEqual([0, 0, 2, 2, 2]);
     const env = { KAFKA_BROKERS: 'a:1' };
     expect(resolveConsumer(valid, 'x', env).workers).toBe(defaultStagingWorkers());
     expect(resolveConsumer({ ...valid, workers: 3 }, 'x', env).workers).toBe(3);
-    expect(() => resolveConsumer({ ...valid, workers: 0 }, 'x', env)).toThrow(/workers/);
+    expect(resolveConsumer({ ...valid, workers: 0 }, 'x', env).workers).toBe(0);
+    expect(() => resolveConsumer({ ...valid, workers: -1 }, 'x', env)).toThrow(/workers/);
   });
 
   test('flags override the environment, which overrides the file', () => {

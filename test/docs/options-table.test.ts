@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { consumerDefinitionSchema } from '../../src/config/consumer-definition';
 import { OPTION_TEXTS } from '../../src/config/options-table';
+import { defaultStagingWorkers } from '../../src/config/resolve';
 import { optionRows, readmeOptionsTable, renderOptionsTable } from '../../src/config/options-table-generator';
 
 /** Where the generated table lives: the configuration page of the docs. */
@@ -45,7 +46,9 @@ describe("docs/configuration.md's table of consumer-definition options", () => {
     const rows = new Map(optionRows().map((r) => [r.path, r]));
     expect(rows.get('queue.maxRecords')?.default).toBe(`\`${parsed.queue.maxRecords}\``);
     expect(parsed.workers).toBeUndefined();
-    expect(rows.get('workers')?.default).toBe('`1` with 2 CPU cores or fewer, else `2`');
+    expect(rows.get('workers')?.default).toBe(
+      `\`${defaultStagingWorkers(2)}\` with 2 CPU cores or fewer, else \`${defaultStagingWorkers(3)}\``,
+    );
     expect(rows.get('errors.tolerance')?.default).toBe(`\`"${parsed.errors.tolerance}"\``);
     expect(rows.get('staging.maxPartBytes')?.default).toBe(`\`${parsed.staging.maxPartBytes}\` (16 MiB)`);
     expect(rows.get('sessionTimeoutMs')?.default).toBe(`\`${parsed.sessionTimeoutMs}\` (30 s)`);

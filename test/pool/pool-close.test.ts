@@ -4,7 +4,8 @@
  * StagingWorkerError: a clean SIGTERM ended as a failure exit. It must be refused
  * cleanly instead: nothing staged, nothing fatal; Kafka redelivers it.
  *
- * The workers load dist/: run `npm run build` first.
+ * Every test runs on both kinds of lane: a worker thread (`workers: 1`) and the main
+ * thread (`workers: 0`). The workers load dist/: run `npm run build` first.
  */
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
@@ -35,13 +36,17 @@ const JSON_CONSUMER = JSON.stringify({
   schema: { fields: { message: 'string' } },
 });
 
-async function startPool(maxQueueRecords: number, consumer = { file: 'consumer.json', text: JSON_CONSUMER }) {
+async function startPool(
+  workers: number,
+  maxQueueRecords: number,
+  consumer = { file: 'consumer.json', text: JSON_CONSUMER },
+) {
   const consumerPath = path.join(dir, consumer.file);
   await fsp.writeFile(consumerPath, consumer.text);
   const fatal: Error[] = [];
   const tableDir = path.join(dir, 'staging', 'closing');
   const pool = await StagingPool.start({
-    workers: 1,
+    workers,
     consumerPath,
     brokers: ['127.0.0.1:1'],
     tableDir,
@@ -58,9 +63,14 @@ async function startPool(maxQueueRecords: number, consumer = { file: 'consumer.j
   return { pool, fatal, tableDir };
 }
 
-describe('a batch admitted during a graceful stop', () => {
+const LANES = [
+  ['a worker thread', 1],
+  ['the main thread', 0],
+] as const;
+
+describe.each(LANES)('a batch admitted during a graceful stop, staged on %s', (_lane, workers) => {
   test('a batch admitted after pool.close() is refused cleanly: nothing staged, nothing fatal', async () => {
-    const { pool, fatal, tableDir } = await startPool(1_000);
+    const { pool, fatal, tableDir } = await startPool(workers, 1_000);
     const { done } = await pool.admit('t', 0, messages(0, 10), 0, 9);
     await done;
     await pool.close();
@@ -73,7 +83,7 @@ describe('a batch admitted during a graceful stop', () => {
   });
 
   test('a batch waiting for queue room when close() starts is refused once room frees up, never sent to the closing worker', async () => {
-    const { pool, fatal, tableDir } = await startPool(10);
+    const { pool, fatal, tableDir } = await startPool(workers, 10);
     const first = await pool.admit('t', 0, messages(0, 10), 0, 9);
     // The queue is full: this one waits for the first batch's room.
     const late = pool
@@ -93,27 +103,30 @@ describe('a batch admitted during a graceful stop', () => {
   });
 });
 
-test('a multi-row transform stages through a staging worker without an offset-order failure', async () => {
-  // Record n yields n % 3 rows, numbered in _row, all with the record's offset.
-  const consumer = {
-    file: 'multi.js',
-    text: `module.exports = {
+test.each(LANES)(
+  'a multi-row transform stages on %s without an offset-order failure',
+  async (_lane, workers) => {
+    // Record n yields n % 3 rows, numbered in _row, all with the record's offset.
+    const consumer = {
+      file: 'multi.js',
+      text: `module.exports = {
       name: 'closing',
       topics: ['t'],
       schema: { fields: { message: 'string' } },
       transform: (r) => Array.from({ length: Number(r.offset) % 3 }, (_, i) => ({ message: r.value.message + '/' + i })),
     };`,
-  };
-  const { pool, fatal, tableDir } = await startPool(1_000, consumer);
-  const results = [];
-  for (let from = 0; from < 30; from += 10) {
-    const { done } = await pool.admit('t', 0, messages(from, 10), 0, from + 9);
-    results.push(await done);
-  }
-  await pool.close();
-  expect(fatal).toEqual([]);
-  expect(results.reduce((n, r) => n + r.staged, 0)).toBe(30);
-  const offsets = (await readSealedRows(tableDir)).map((r) => r.offset);
-  const expected = Array.from({ length: 30 }, (_, o) => Array<number>(o % 3).fill(o)).flat();
-  expect(offsets).toEqual(expected);
-});
+    };
+    const { pool, fatal, tableDir } = await startPool(workers, 1_000, consumer);
+    const results = [];
+    for (let from = 0; from < 30; from += 10) {
+      const { done } = await pool.admit('t', 0, messages(from, 10), 0, from + 9);
+      results.push(await done);
+    }
+    await pool.close();
+    expect(fatal).toEqual([]);
+    expect(results.reduce((n, r) => n + r.staged, 0)).toBe(30);
+    const offsets = (await readSealedRows(tableDir)).map((r) => r.offset);
+    const expected = Array.from({ length: 30 }, (_, o) => Array<number>(o % 3).fill(o)).flat();
+    expect(offsets).toEqual(expected);
+  },
+);

@@ -1,0 +1,105 @@
+/**
+ * Both kinds of staging lane, a worker thread (`workers: 1`) and the main thread
+ * (`workers: 0`), run the same StagingService: these tests hold them to the same
+ * answers where they differ in how a batch and a reply travel. The workers load dist/:
+ * run `npm run build` first.
+ */
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { DiskFullError } from '../../src/common/errors';
+import { silentLogger } from '../../src/common/logger';
+import { NO_FAULTS } from '../../src/faults/faults';
+import { shareFaults } from '../../src/faults/thread-faults';
+import type { PackableMessage } from '../../src/pool/packed-messages';
+import type { BatchDone } from '../../src/pool/protocol';
+import { StagingPool } from '../../src/pool/staging-pool';
+import { readSealedRows, tempDir } from '../support/rows';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await tempDir('kl-lanes');
+});
+afterEach(async () => {
+  shareFaults(NO_FAULTS);
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+/** Values as kafkajs hands them: views into one fetch buffer, not buffers of their own. */
+function fetched(from: number, values: readonly string[]): PackableMessage[] {
+  const response = Buffer.from(values.join(''));
+  let at = 0;
+  return values.map((v, i) => {
+    const value = response.subarray(at, (at += Buffer.byteLength(v)));
+    return { offset: String(from + i), timestamp: String(Date.UTC(2026, 11, 4) + i), key: null, value };
+  });
+}
+
+async function startPool(workers: number) {
+  const consumerPath = path.join(dir, 'consumer.json');
+  await fsp.writeFile(
+    consumerPath,
+    JSON.stringify({ name: 'lanes', topics: ['t'], schema: { fields: { message: 'string' } } }),
+  );
+  const fatal: Error[] = [];
+  const done: BatchDone[] = [];
+  const tableDir = path.join(dir, 'staging', 'lanes');
+  const pool = await StagingPool.start({
+    workers,
+    consumerPath,
+    brokers: ['127.0.0.1:1'],
+    tableDir,
+    epoch: { owner: 'o', epoch: 0 },
+    maxPartBytes: 1 << 30,
+    maxPartAgeMs: 1 << 30,
+    maxOpenParts: 8,
+    maxQueueRecords: 1_000,
+    maxQueueBytes: 1 << 30,
+    logger: silentLogger(),
+    onBatchDone: (_topic, _partition, result) => done.push(result),
+    onFatal: (error) => fatal.push(error),
+  });
+  return { pool, fatal, done, tableDir };
+}
+
+describe.each([
+  ['a worker thread', 1],
+  ['the main thread', 0],
+] as const)('staged on %s', (_lane, workers) => {
+  test('rows decoded from views into a fetch buffer are staged whole, and a bad record becomes a dead letter', async () => {
+    const { pool, fatal, done, tableDir } = await startPool(workers);
+    const values = ['{"message":"a"}', '{"message":"é ✓"}', 'not json', '{"message":"d"}'];
+    const admitted = await pool.admit('t', 0, fetched(10, values), 0, 13);
+    const result = await admitted.done;
+    expect(result).toMatchObject({ dropped: false, staged: 3 });
+    expect(result.deadLetters.map((d) => d.offset)).toEqual([12]);
+    expect(done).toHaveLength(1);
+    expect(pool.queue().bytes).toBe(0);
+    const [report] = await pool.sync();
+    expect(report!.offsets).toEqual([['t', 0, 13]]);
+    await pool.close();
+    expect(fatal).toEqual([]);
+    const rows = await readSealedRows(tableDir);
+    expect(rows.map((r) => [r.offset, r.message])).toEqual([
+      [10, 'a'],
+      [11, 'é ✓'],
+      [13, 'd'],
+    ]);
+  });
+
+  test('a full disk is a DiskFullError that is not fatal, and the same batch stages once the disk has room', async () => {
+    const flag = path.join(dir, 'disk-full');
+    shareFaults({ ...NO_FAULTS, diskFullFlags: { staging: flag } });
+    const { pool, fatal, tableDir } = await startPool(workers);
+    await fsp.writeFile(flag, '');
+    await (
+      await pool.admit('t', 0, fetched(0, ['{"message":"x"}']), 0, 0)
+    ).done;
+    await expect(pool.sync()).rejects.toBeInstanceOf(DiskFullError);
+    await fsp.rm(flag);
+    const [report] = await pool.sync();
+    expect(report!.offsets).toEqual([['t', 0, 0]]);
+    await pool.close();
+    expect(fatal).toEqual([]);
+    expect((await readSealedRows(tableDir)).map((r) => r.offset)).toEqual([0]);
+  });
+});
