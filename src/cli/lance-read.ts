@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
+import { openTableIfCommitted } from '../lance/open-if-committed';
 import type { ResolvedConsumer } from '../config';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 import { TableMissingError } from './errors';
@@ -39,11 +40,11 @@ export async function openExistingTable(consumer: ResolvedConsumer): Promise<Ope
     readConsistencyInterval: 0,
     ...(consumer.lance.storageOptions ? { storageOptions: { ...consumer.lance.storageOptions } } : {}),
   });
-  if (!(await db.tableNames()).includes(consumer.table)) {
+  const table = await openTableIfCommitted(db, consumer.table);
+  if (!table) {
     db.close();
     throw new TableMissingError(consumer.table, datasetPathOf(uri, consumer.table));
   }
-  const table = await db.openTable(consumer.table);
   return {
     db,
     table,

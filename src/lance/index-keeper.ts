@@ -10,6 +10,7 @@ import {
 } from '../config/index-spec';
 import { retryConflicts, WorkStoppedError } from './commit-retry';
 import type { LanceTarget } from './lance-table';
+import { openTableIfCommitted } from './open-if-committed';
 
 /** What one maintenance round did to one declared index, and where it stands after it. */
 export interface IndexReport {
@@ -227,8 +228,7 @@ export class IndexKeeper {
   }
 
   async #open(): Promise<lancedb.Table | undefined> {
-    if (!this.#table && (await this.db.tableNames()).includes(this.target.table))
-      this.#table = await this.db.openTable(this.target.table);
+    this.#table ??= await openTableIfCommitted(this.db, this.target.table);
     return this.#table;
   }
 }

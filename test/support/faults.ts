@@ -1,4 +1,5 @@
 import * as lancedb from '@lancedb/lancedb';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 import type { Admin, Kafka } from 'kafkajs';
 import { decodeChain, type OwnershipEpoch } from '../../src/ownership/chain';
 import { produceRecords, type Produced } from './ingestion-fixture';
@@ -109,8 +110,8 @@ function lanceCount(lanceDir: string, table: string): Promise<number> {
 export async function readKeys(lanceDir: string, table: string): Promise<[number, number][]> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
-    if (!(await db.tableNames()).includes(table)) return [];
-    const t = await db.openTable(table);
+    const t = await openTableIfCommitted(db, table);
+    if (!t) return [];
     const rows = (await t.query().select(['_partition', '_offset']).toArray()) as {
       _partition: number;
       _offset: bigint;
@@ -125,8 +126,8 @@ export async function readKeys(lanceDir: string, table: string): Promise<[number
 async function readCount(lanceDir: string, table: string): Promise<number> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
-    if (!(await db.tableNames()).includes(table)) return 0;
-    const t = await db.openTable(table);
+    const t = await openTableIfCommitted(db, table);
+    if (!t) return 0;
     const n = await t.countRows();
     t.close();
     return n;

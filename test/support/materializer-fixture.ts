@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 import { createLogger, silentLogger, type Logger } from '../../src/common/logger';
 import { recordOffset, tpKey, type TopicPartitionKey } from '../../src/common/offsets';
 import type { OwnershipEpoch } from '../../src/ownership/chain';
@@ -150,8 +151,8 @@ export interface LanceRow {
 
 export async function readLance(lanceDir: string): Promise<LanceRow[]> {
   const db = await lancedb.connect(lanceDir);
-  if (!(await db.tableNames()).includes(TABLE)) return [];
-  const t = await db.openTable(TABLE);
+  const t = await openTableIfCommitted(db, TABLE);
+  if (!t) return [];
   const rows = (await t.query().select(['_partition', '_offset', 'message']).toArray()) as {
     _partition: number;
     _offset: bigint;

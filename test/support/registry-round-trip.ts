@@ -3,6 +3,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import * as lancedb from '@lancedb/lancedb';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 import type { Table } from 'apache-arrow';
 import { ensureIndependentReader, VENV } from '../../qualify/support/independent-reader';
 import { QUALIFY_DIR } from '../../qualify/support/paths';
@@ -72,8 +73,8 @@ export async function lanceRows(dataDir: string, rows: number, timeoutMs = 60_00
     async () => {
       const db = await lancedb.connect(path.join(dataDir, 'lance'), { readConsistencyInterval: 0 });
       try {
-        if (!(await db.tableNames()).includes('logs')) return undefined;
-        const t = await db.openTable('logs');
+        const t = await openTableIfCommitted(db, 'logs');
+        if (!t) return undefined;
         const table = await t.query().toArrow();
         t.close();
         return table.numRows >= rows ? table : undefined;
