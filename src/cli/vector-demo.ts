@@ -107,13 +107,14 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
         `${elapsed(started)}  produced ${produced}/${count}  ${await indexProgress(port, indexName(vectorIndex))}`,
       (l) => o.progress(l),
     );
+    let state: TableState = { rows: 0, unindexed: undefined };
     try {
       await produceDocuments(kafka, data, firstId, count, o.rate, (n) => (produced = n));
       // Every document published and the index covering it, or the deadline.
       const deadline = Date.now() + SETTLE_TIMEOUT_MS;
       // A table too small to train the index has none to wait for.
       const trains = firstId + produced >= vectorMinRows(vectorIndex);
-      let state = await tableState(consumer, indexName(vectorIndex));
+      state = await tableState(consumer, indexName(vectorIndex));
       while (
         (state.rows < firstId + produced || (trains && state.unindexed !== 0)) &&
         Date.now() < deadline &&
@@ -131,7 +132,9 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
       ticker.stop();
     }
     o.print('');
-    printIndexHistory(o.print, logFile, indexName(vectorIndex), produced);
+    // The replica logs a build a moment after the table shows the index: wait for the line.
+    const history = await indexHistory(logFile, indexName(vectorIndex), state.unindexed !== undefined);
+    printIndexHistory(o.print, history, indexName(vectorIndex), produced);
     await printNearest(o.print, consumer, data, indexName(vectorIndex));
     const stopped = await stopReplica(replica);
     replica = undefined;
@@ -187,10 +190,9 @@ async function produceDocuments(
 }
 
 /** Published rows and the vector index's unindexed rows (undefined: no index yet). */
-async function tableState(
-  consumer: ResolvedConsumer,
-  index: string,
-): Promise<{ rows: number; unindexed: number | undefined }> {
+type TableState = { rows: number; unindexed: number | undefined };
+
+async function tableState(consumer: ResolvedConsumer, index: string): Promise<TableState> {
   const opened = await openExistingTable(consumer).catch(() => undefined);
   if (!opened) return { rows: 0, unindexed: undefined };
   try {
@@ -258,20 +260,44 @@ async function printNearest(
   }
 }
 
+type IndexEvent = { event?: string; indexedRows?: number; seconds?: number };
+
+const isBuild = (e: IndexEvent) => e.event === 'lance.index.created' || e.event === 'lance.index.retrained';
+
+/**
+ * The index's events in the replica's log. `built`: the table already has the index, so
+ * its build's line is waited for (up to 5 s: the log is written after the commit, and a
+ * worker's lines reach the file through the main thread).
+ */
+async function indexHistory(logFile: string, index: string, built: boolean): Promise<IndexEvent[]> {
+  const read = () =>
+    readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(`"index":"${index}"`))
+      .flatMap((l) => {
+        try {
+          return [JSON.parse(l) as IndexEvent];
+        } catch {
+          return []; // a line still being written
+        }
+      });
+  const deadline = Date.now() + 5_000;
+  let events = read();
+  while (built && !events.some(isBuild) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200));
+    events = read();
+  }
+  return events;
+}
+
 /** What the replica's log says it did to the index: built at how many rows, updated, retrained. */
 function printIndexHistory(
   print: (line: string) => void,
-  logFile: string,
+  events: readonly IndexEvent[],
   index: string,
   produced: number,
 ): void {
-  const events = readFileSync(logFile, 'utf8')
-    .split('\n')
-    .filter((l) => l.includes(`"index":"${index}"`))
-    .map((l) => JSON.parse(l) as { event?: string; indexedRows?: number; seconds?: number });
-  const built = events.filter(
-    (e) => e.event === 'lance.index.created' || e.event === 'lance.index.retrained',
-  );
+  const built = events.filter(isBuild);
   const updates = events.filter((e) => e.event === 'lance.index.updated').length;
   if (built.length === 0) {
     print(`Index      ${index} not built: the table holds fewer rows than it trains on`);
