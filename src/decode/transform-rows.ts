@@ -12,15 +12,20 @@ export function normalizeRows(result: Row | readonly Row[] | null | undefined): 
   return rows;
 }
 
-/** A message as a transform receives it (Buffers for the key and a raw value). */
+/**
+ * A message as a transform receives it (Buffers for the key and a raw value). The Buffers
+ * are copies: staged on the main thread, the message's bytes are views into the fetch
+ * response, which the dead-letter outbox reads after staging, so a transform that wrote
+ * into them would change a dead letter's bytes, and one that kept them would keep the
+ * whole response alive outside the queue's byte budget.
+ */
 export function sourceRecord(topic: string, partition: number, m: RawMessage, value: unknown): SourceRecord {
   return {
     topic,
     partition,
     offset: m.offset,
     timestamp: m.timestamp,
-    key: m.key ? Buffer.from(m.key.buffer, m.key.byteOffset, m.key.byteLength) : null,
-    value:
-      value instanceof Uint8Array ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value,
+    key: m.key ? Buffer.from(m.key) : null,
+    value: value instanceof Uint8Array ? Buffer.from(value) : value,
   };
 }

@@ -37,10 +37,17 @@ export class InThreadLane implements StagingLane {
   ): Promise<T> {
     const { id, reply } = this.#router.expect(observe);
     const request = build(id);
-    // handle() answers a failure with an error reply; anything that still escapes it
-    // leaves the lane in an unknown state, so the lane fails as a dead thread would.
+    // handle() answers a failure with an error reply; what still escapes (a reply's
+    // observer that threw) leaves the lane in an unknown state, so the lane fails as a
+    // dead thread would, and runs nothing more. Each step first yields to the event
+    // loop: staging a batch does no I/O, so a queue of batches would otherwise be decoded
+    // in one go while heartbeats, timers and the metrics endpoint wait.
     this.#chain = this.#chain
-      .then(async () => this.#router.deliver(await this.service.handle(request)))
+      .then(async () => {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (this.#router.failed) return;
+        this.#router.deliver(await this.service.handle(request));
+      })
       .catch((error: unknown) => {
         const failure = new StagingWorkerError(
           `staging on the main thread failed: ${errorMessage(error)}`,

@@ -81,7 +81,14 @@ export class ReplyRouter {
           : new StagingWorkerError(reply.message, reply.fatal),
       );
     } else {
-      pending.observe?.(reply);
+      try {
+        pending.observe?.(reply);
+      } catch (error) {
+        // The request is answered (its promise fails), then the lane fails with it: a
+        // reply whose consequences were not all recorded leaves nothing safe to continue.
+        pending.reject(error instanceof Error ? error : new Error(String(error)));
+        throw error;
+      }
       pending.resolve(reply);
     }
   }

@@ -34,12 +34,18 @@ function fetched(from: number, values: readonly string[]): PackableMessage[] {
   });
 }
 
-async function startPool(workers: number) {
-  const consumerPath = path.join(dir, 'consumer.json');
-  await fsp.writeFile(
-    consumerPath,
-    JSON.stringify({ name: 'lanes', topics: ['t'], schema: { fields: { message: 'string' } } }),
-  );
+const JSON_CONSUMER = {
+  file: 'consumer.json',
+  text: JSON.stringify({ name: 'lanes', topics: ['t'], schema: { fields: { message: 'string' } } }),
+};
+
+async function startPool(
+  workers: number,
+  consumer = JSON_CONSUMER,
+  onBatchDone: (result: BatchDone) => void = () => undefined,
+) {
+  const consumerPath = path.join(dir, consumer.file);
+  await fsp.writeFile(consumerPath, consumer.text);
   const fatal: Error[] = [];
   const done: BatchDone[] = [];
   const tableDir = path.join(dir, 'staging', 'lanes');
@@ -55,7 +61,10 @@ async function startPool(workers: number) {
     maxQueueRecords: 1_000,
     maxQueueBytes: 1 << 30,
     logger: silentLogger(),
-    onBatchDone: (_topic, _partition, result) => done.push(result),
+    onBatchDone: (_topic, _partition, result) => {
+      done.push(result);
+      onBatchDone(result);
+    },
     onFatal: (error) => fatal.push(error),
   });
   return { pool, fatal, done, tableDir };
@@ -101,5 +110,66 @@ describe.each([
     await pool.close();
     expect(fatal).toEqual([]);
     expect((await readSealedRows(tableDir)).map((r) => r.offset)).toEqual([0]);
+  });
+
+  test('a transform that writes into its record bytes leaves the fetched bytes, which dead letters are read from, as they were', async () => {
+    const consumer = {
+      file: 'scribbler.js',
+      text: `module.exports = {
+        name: 'lanes',
+        topics: ['t'],
+        format: 'raw',
+        schema: { fields: { message: 'string' } },
+        transform: (r) => { r.value.fill(0x2a); if (r.key) r.key.fill(0x2a); throw new Error('refused'); },
+      };`,
+    };
+    const { pool, fatal } = await startPool(workers, consumer);
+    const messages = fetched(0, ['first value', 'second value']).map((m) => ({
+      ...m,
+      key: Buffer.from('k'),
+    }));
+    const result = await (await pool.admit('t', 0, messages, 0, 1)).done;
+    expect(result.deadLetters.map((d) => d.offset)).toEqual([0, 1]);
+    expect(messages.map((m) => [m.key.toString(), m.value!.toString()])).toEqual([
+      ['k', 'first value'],
+      ['k', 'second value'],
+    ]);
+    await pool.close();
+    expect(fatal).toEqual([]);
+  });
+});
+
+describe('staged on the main thread', () => {
+  test('batches queued together are staged one event-loop turn apart, so timers run between them', async () => {
+    const { pool } = await startPool(0);
+    const order: string[] = [];
+    const dones = [];
+    for (let b = 0; b < 3; b++) {
+      const { done } = await pool.admit('t', 0, fetched(b * 10, ['{"message":"x"}']), 0, b * 10);
+      dones.push(done.then(() => order.push(`batch ${b}`)));
+    }
+    setImmediate(() => order.push('timer'));
+    await Promise.all(dones);
+    expect(order).toHaveLength(4);
+    expect(order.indexOf('timer')).toBeLessThan(order.indexOf('batch 2'));
+    await pool.close();
+  });
+
+  test('a batch whose report cannot be recorded fails, and so does the lane: nothing after it is staged', async () => {
+    let reports = 0;
+    const { pool, fatal, tableDir } = await startPool(0, JSON_CONSUMER, () => {
+      if (++reports === 1) throw new Error('tracker refused the report');
+    });
+    const first = await pool.admit('t', 0, fetched(0, ['{"message":"a"}']), 0, 0);
+    const second = await pool.admit('t', 0, fetched(1, ['{"message":"b"}']), 0, 1);
+    await expect(first.done).rejects.toThrow(/tracker refused the report/);
+    await expect(second.done).rejects.toThrow(/staging on the main thread failed/);
+    expect(fatal).toHaveLength(1);
+    expect(pool.queue().records).toBe(0);
+    await expect(pool.sync()).rejects.toThrow(/staging on the main thread failed/);
+    // A close would seal what was pushed: a failed lane runs nothing more.
+    await expect(pool.close()).rejects.toThrow(/staging on the main thread failed/);
+    await new Promise((r) => setTimeout(r, 500)); // time for a close that ran anyway to seal
+    expect(await readSealedRows(tableDir)).toEqual([]);
   });
 });
