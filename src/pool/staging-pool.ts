@@ -30,26 +30,26 @@ export interface StagingPoolOptions {
   readonly epoch: StagingEpoch;
   readonly maxPartBytes: number;
   readonly maxPartAgeMs: number;
-  /** Part files open at once over all workers (file descriptors); each worker gets an equal share. */
+  /** Part files open at once over all lanes (file descriptors); each lane gets an equal share. */
   readonly maxOpenParts: number;
-  /** Bound on records and bytes handed to workers and not yet staged. */
+  /** Bound on records and bytes handed to the lanes and not yet staged. */
   readonly maxQueueRecords: number;
   readonly maxQueueBytes: number;
   readonly logger: Logger;
   /**
-   * Called synchronously when a worker reports a staged batch, before any later reply
+   * Called synchronously when a lane reports a staged batch, before any later reply
    * (a sync covering it) is handled: dead letters are registered in time to hold back
    * their offsets' commit.
    */
   readonly onBatchDone: (topic: string, partition: number, result: BatchDone) => void;
-  /** Called once when a worker reports a failure that staging cannot survive (restart to recover). */
+  /** Called once when a lane reports a failure that staging cannot survive (restart to recover). */
   readonly onFatal: (error: Error) => void;
   /** Parts sealed by a flush, an epoch change or a close, as their writers describe them. */
   readonly onSealed?: (parts: readonly SealedPart[]) => void;
 }
 
 /**
- * The pool is closing or closed: the batch was not handed to a worker, so none of its
+ * The pool is closing or closed: the batch was not handed to a lane, so none of its
  * records is staged. Not a failure: its offsets stay uncommitted and Kafka redelivers
  * the batch to whoever consumes the partition next.
  */
@@ -67,10 +67,10 @@ export class StagingPoolClosedError extends KafkaLanceError {
 }
 
 /**
- * The staging workers and the bounded queue in front of them. Each (topic,
- * partition) always goes to the same worker, so a partition's batches are staged
- * in order. `submit` resolves once the batch is pushed into staging (not yet
- * durable: `sync` says what is).
+ * The staging lanes (worker threads, or the main thread) and the bounded queue in front
+ * of them. Each (topic, partition) always goes to the same lane, so a partition's
+ * batches are staged in order. `admit` resolves once the batch is queued, and its
+ * `done` once it is pushed into staging (not yet durable: `sync` says what is).
  */
 export class StagingPool {
   readonly #lanes: StagingLane[];
@@ -78,7 +78,7 @@ export class StagingPool {
   readonly #onBatchDone: StagingPoolOptions['onBatchDone'];
   readonly #onSealed: StagingPoolOptions['onSealed'];
   #parts = { open: 0, sealing: 0 };
-  /** Set by close() before its first await: no batch is sent to a worker after the close request. */
+  /** Set by close() before its first await: no batch is sent to a lane after the close request. */
   #closing = false;
 
   private constructor(
@@ -122,8 +122,8 @@ export class StagingPool {
     );
   }
 
-  /** The worker that owns a partition: a stable hash, so a partition's order is kept. */
-  workerOf(topic: string, partition: number): number {
+  /** The lane that owns a partition: a stable hash, so a partition's order is kept. */
+  laneOf(topic: string, partition: number): number {
     let h = 2166136261;
     for (let i = 0; i < topic.length; i++) h = Math.imul(h ^ topic.charCodeAt(i), 16777619);
     h = Math.imul(h ^ partition, 16777619);
@@ -131,7 +131,7 @@ export class StagingPool {
   }
 
   /**
-   * Waits for room in the queue (backpressure), then hands the batch to its worker.
+   * Waits for room in the queue (backpressure), then hands the batch to its lane.
    * `through` is the last offset the batch accounts for (at least its last record's;
    * see WorkerRequest): a batch of no records moves the partition past a gap.
    * Resolves once admitted; `done` resolves once the batch is pushed into staging.
@@ -146,11 +146,11 @@ export class StagingPool {
     schemas: readonly WriterSchema[] = [],
   ): Promise<{ done: Promise<BatchDone> }> {
     if (this.#closing) throw new StagingPoolClosedError(topic, partition, messages.length);
-    const lane = this.#lanes[this.workerOf(topic, partition)]!;
+    const lane = this.#lanes[this.laneOf(topic, partition)]!;
     const { records, bytes, transfer } = batchRecords(messages, lane.packsBatches);
     await this.#budget.acquire(messages.length, bytes);
-    // close() may have started while this batch waited for room: a worker handles its
-    // port in order, so a batch posted after the close request would meet a closed staging.
+    // close() may have started while this batch waited for room: a lane handles its
+    // requests in order, so a batch sent after the close request would meet a closed staging.
     if (this.#closing) {
       this.#budget.release(messages.length, bytes);
       throw new StagingPoolClosedError(topic, partition, messages.length);
@@ -177,7 +177,7 @@ export class StagingPool {
     };
   }
 
-  /** One durability tick in every worker; the durable offsets of all partitions. */
+  /** One durability tick in every lane; the durable offsets of all partitions. */
   async sync(): Promise<DurableReport[]> {
     const replies = await Promise.all(
       this.#lanes.map((w) =>
@@ -191,7 +191,7 @@ export class StagingPool {
     return replies.map((r) => ({ epoch: r.epoch, offsets: r.durable, unsealed: r.unsealed }));
   }
 
-  /** Open and sealing parts over all workers, as of the last sync. */
+  /** Open and sealing parts over all lanes, as of the last sync. */
   get parts(): { open: number; sealing: number } {
     return this.#parts;
   }
@@ -232,7 +232,7 @@ export class StagingPool {
     );
   }
 
-  /** Seals everything and stops the workers (never terminates one mid-write). */
+  /** Seals everything and stops the lanes (never ends a thread mid-write). */
   async close(): Promise<SealedSummary> {
     this.#closing = true;
     const replies = await Promise.all(
