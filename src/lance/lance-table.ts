@@ -10,6 +10,7 @@ import { LanceSchemaError, LanceWriteError, isLanceDiskFull, isSchemaRejection }
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
+import { isTableNotFound } from './open-if-committed';
 import { restoreOverwrittenRows } from './table-creation';
 import {
   addMissingColumns,
@@ -90,11 +91,22 @@ export class LanceTable {
     return new LanceTable(target, db, logger);
   }
 
-  /** The table, once it exists (created by this or another replica). */
+  /**
+   * The table, once it exists (created by this or another replica). A listing that
+   * lacks it is confirmed by opening it: a LIST can come back short under concurrent
+   * writes (s3proxy's filesystem backend), and a table taken for absent is created,
+   * which Lance commits over the existing one (table-creation.ts). A table listed but
+   * without a committed version yet fails the open, and the publication is retried.
+   */
   async #current(): Promise<lancedb.Table | undefined> {
-    if (!this.#table && (await this.db.tableNames()).includes(this.target.table)) {
-      this.#table = await this.db.openTable(this.target.table);
-    }
+    if (this.#table) return this.#table;
+    const name = this.target.table;
+    if ((await this.db.tableNames()).includes(name)) this.#table = await this.db.openTable(name);
+    else
+      this.#table = await this.db.openTable(name).catch((error: unknown) => {
+        if (isTableNotFound(error, name)) return undefined;
+        throw error;
+      });
     return this.#table;
   }
 
@@ -130,20 +142,35 @@ export class LanceTable {
     });
   }
 
-  /** Puts back the rows a create at `version` landed over; remembered until it succeeds. */
+  /**
+   * Puts back the rows a create at `version` landed over; remembered until it succeeds.
+   * Its failures are the table's, not the publication's that ran into it: a schema
+   * problem between the overwritten rows and the table is a retriable LanceWriteError
+   * here, never a LanceSchemaError, which would set that publication aside.
+   */
   async #restore(version: number): Promise<void> {
     this.#createdOver = version;
-    await restoreOverwrittenRows(
-      () => this.#connectOwn(),
-      this.db,
-      this.target.table,
-      version,
-      async (t, source) => {
-        await addMissingColumns(t, this.target.table, source, this.logger);
-        return (await ensureInsertKey(t, this.target.table, this.logger)).columns;
-      },
-      this.logger,
-    );
+    try {
+      await restoreOverwrittenRows(
+        () => this.#connectOwn(),
+        this.db,
+        this.target.table,
+        version,
+        async (t, source) => {
+          await addMissingColumns(t, this.target.table, source, this.logger);
+          return (await ensureInsertKey(t, this.target.table, this.logger)).columns;
+        },
+        this.logger,
+      );
+    } catch (error) {
+      if (!(error instanceof LanceSchemaError)) throw error;
+      throw new LanceWriteError(
+        `the rows version ${version - 1} held before a create landed over it cannot be put back: ${error.message}`,
+        error,
+        true,
+        this.target.table,
+      );
+    }
     this.#createdOver = undefined;
   }
 

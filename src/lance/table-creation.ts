@@ -8,6 +8,7 @@ import {
   type Data,
   type Schema,
 } from 'apache-arrow';
+import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { retryConflicts } from './commit-retry';
 
@@ -24,8 +25,12 @@ export type PrepareTarget = (target: lancedb.Table, source: Schema) => Promise<r
 /** What a create did: the version its handle holds, and the rows of the version it landed over. */
 export interface TableCreation {
   readonly version: number;
-  /** Rows the version before `version` held when the create committed over it (0: none). */
-  readonly overwrittenRows: number;
+  /**
+   * Rows the version before `version` held when the create committed over it (0: none).
+   * `undefined`: the check could not read the table (the store failed it): the caller
+   * restores anyway, and the restore checks again before it writes anything.
+   */
+  readonly overwrittenRows: number | undefined;
 }
 
 /**
@@ -59,9 +64,18 @@ export async function createTable(
   try {
     created = await create(own);
     const version = await created.version();
-    if (version <= 1 || (await created.countRows()) > 0) return { version, overwrittenRows: 0 };
-    await created.checkout(version - 1);
-    const overwrittenRows = await created.countRows();
+    if (version <= 1) return { version, overwrittenRows: 0 };
+    let overwrittenRows: number;
+    try {
+      overwrittenRows = await rowsOverwrittenAt(created, version);
+    } catch (error) {
+      // Once the create has committed, nobody else will look at this version again.
+      logger.warn(
+        { event: 'lance.table.createCheckFailed', table: name, version, err: errorMessage(error) },
+        'could not check whether the create landed over rows: the restore will check again',
+      );
+      return { version, overwrittenRows: undefined };
+    }
     if (overwrittenRows > 0) {
       logger.warn(
         { event: 'lance.table.createdOver', table: name, version, overwrittenRows },
@@ -73,6 +87,18 @@ export async function createTable(
     created?.close();
     own.close();
   }
+}
+
+/**
+ * The rows a create committed at `version` (held by `table`, which this checks out)
+ * landed over: those of the version before it when `version` itself holds none
+ * (kafka-lance never deletes rows), else 0.
+ */
+async function rowsOverwrittenAt(table: lancedb.Table, version: number): Promise<number> {
+  await table.checkout(version);
+  if ((await table.countRows()) > 0) return 0;
+  await table.checkout(version - 1);
+  return table.countRows();
 }
 
 /**
@@ -93,7 +119,8 @@ export async function restoreOverwrittenRows(
   let from: lancedb.Table | undefined;
   try {
     from = await own.openTable(name);
-    await from.checkout(version - 1);
+    // Checked here too: a create whose own check failed is restored without knowing.
+    if ((await rowsOverwrittenAt(from, version)) === 0) return 0;
     const restoredRows = await restoreRows(from, live, name, prepare);
     logger.warn(
       { event: 'lance.table.restored', table: name, version, restoredRows },

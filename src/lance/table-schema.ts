@@ -108,7 +108,7 @@ export async function ensureTableSchema(
       }),
     );
     const creation = await schemaChange(name, () => createTable(connectOwn, name, withKey, logger));
-    if (creation.overwrittenRows > 0) await createdOver(creation.version);
+    if (creation.overwrittenRows !== 0) await createdOver(creation.version);
     table = await db.openTable(name);
     await ensureSystemIndexes(table);
     logger.info(

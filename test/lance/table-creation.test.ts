@@ -44,12 +44,12 @@ async function createAndRestore(
   schema: Schema,
   logger = silentLogger(),
   create?: (db: lancedb.Connection) => Promise<lancedb.Table>,
-): Promise<{ version: number; overwrittenRows: number; restoredRows: number }> {
+): Promise<{ version: number; overwrittenRows: number | undefined; restoredRows: number }> {
   const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
   try {
     const creation = await createTable(connectOwn, TABLE, schema, logger, create);
     const restoredRows =
-      creation.overwrittenRows > 0
+      creation.overwrittenRows !== 0
         ? await restoreOverwrittenRows(connectOwn, live, TABLE, creation.version, keyOf, logger)
         : 0;
     return { ...creation, restoredRows };
@@ -122,6 +122,31 @@ test('a create that Lance commits over a table holding another replica’s publi
   expect(lines.map((l) => l.event)).toEqual(['lance.table.createdOver', 'lance.table.restored']);
 });
 
+test('a create whose check of what it landed over fails (the store failed a read) is restored all the same, and the restore checks first', async () => {
+  const schema = await firstReplica(2);
+  const { logger, lines } = capturingLogger();
+  // The overwrite commits; the store then fails the creator's first read of the table.
+  const failingCheck = (db: lancedb.Connection) =>
+    overwrite(schema)(db).then((table) => {
+      const checkout = table.checkout.bind(table);
+      let failures = 1;
+      table.checkout = (version: number | string) =>
+        failures-- > 0 ? Promise.reject(new Error('HTTP 503 Slow Down (injected)')) : checkout(version);
+      return table;
+    });
+  const creation = await createAndRestore(schema, logger, failingCheck);
+  expect(creation).toEqual({ version: 6, overwrittenRows: undefined, restoredRows: 1_200 });
+  const { keys, bad } = await rowsNow();
+  expect(keys.size).toBe(1_200);
+  expect([...keys.values()].every((n) => n === 1)).toBe(true);
+  expect(bad).toBe(0);
+  expect(lines.map((l) => l.event)).toEqual(['lance.table.createCheckFailed', 'lance.table.restored']);
+  // A restore of a version that is not an overwrite (it holds rows) inserts nothing.
+  const live = await lancedb.connect(uri, { readConsistencyInterval: 0 });
+  expect(await restoreOverwrittenRows(connectOwn, live, TABLE, 5, keyOf, silentLogger())).toBe(0);
+  live.close();
+});
+
 test('rows put back keep a column another replica added after the create', async () => {
   const schema = await firstReplica(2, true);
   const creation = await createAndRestore(schema, silentLogger(), overwrite(schema));
@@ -170,4 +195,17 @@ test('a restore run twice (the first cut short, then tried again) inserts each r
   const { keys } = await rowsNow();
   expect(keys.size).toBe(1_200);
   expect([...keys.values()].every((n) => n === 1)).toBe(true);
+});
+
+test('a listing that comes back without the table is confirmed by opening it: the table is used, not created again', async () => {
+  const schema = await firstReplica(1);
+  const { logger, lines } = capturingLogger();
+  const writer = await LanceTable.connect({ uri, table: TABLE }, logger);
+  // A short LIST, as s3proxy's filesystem backend gives under concurrent writes.
+  const db = (writer as unknown as { db: lancedb.Connection }).db;
+  db.tableNames = () => Promise.resolve([]);
+  await writer.ensureSchema(schema);
+  writer.close();
+  expect(lines.map((l) => l.event)).not.toContain('lance.table.created');
+  expect((await rowsNow()).keys.size).toBe(600);
 });
