@@ -1,12 +1,18 @@
 import type * as lancedb from '@lancedb/lancedb';
 import {
+  type DataType,
+  Field,
+  FixedSizeList,
+  Float,
+  Int,
+  type Vector,
   RecordBatch,
+  Schema,
   Table as ArrowTable,
   makeData,
   Struct,
   vectorFromArray,
   type Data,
-  type Schema,
 } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
@@ -169,14 +175,67 @@ async function restoreRows(
   }
 }
 
-/** `batch` with the table's columns in the table's order: one it lacks is all nulls. */
+/**
+ * `batch` with the table's columns in the table's order: one it lacks is all nulls. A
+ * column keeps its own buffers and type (they are never read as another type's), but
+ * for a number column the table has since widened (Int32 → Int64, Float32 → Float64),
+ * whose values are written again in the table's type: Lance's merge casts nothing.
+ */
 function alignedTo(batch: RecordBatch, schema: Schema): RecordBatch {
+  const fields: Field[] = [];
   const children = schema.fields.map((f): Data => {
     const column = batch.getChild(f.name);
-    return column
-      ? (column.data[0] as Data)
-      : (vectorFromArray(new Array<null>(batch.numRows).fill(null), f.type).data[0] as Data);
+    if (!column) {
+      fields.push(f);
+      return nullColumn(f.type as DataType, batch.numRows);
+    }
+    const widened = widenedTo(column, f.type as DataType);
+    fields.push(new Field(f.name, widened.type, f.nullable, f.metadata));
+    return widened;
   });
-  const struct = makeData({ type: new Struct(schema.fields), length: batch.numRows, children });
-  return new RecordBatch(schema, struct);
+  const aligned = new Schema(fields, schema.metadata);
+  const struct = makeData({ type: new Struct(aligned.fields), length: batch.numRows, children });
+  return new RecordBatch(aligned, struct);
+}
+
+/**
+ * `length` nulls of `type`. A fixed-size list (a vector) needs a child of length ×
+ * size values even where every slot is null, which apache-arrow's own builder leaves
+ * empty (and Lance refuses).
+ */
+function nullColumn(type: DataType, length: number): Data {
+  if (type instanceof FixedSizeList && type.children[0]!.type instanceof Float) {
+    return nullVectors(type as FixedSizeList<Float>, length) as Data;
+  }
+  return vectorFromArray(new Array<null>(length).fill(null), type).data[0] as Data;
+}
+
+function nullVectors(type: FixedSizeList<Float>, length: number): Data<FixedSizeList<Float>> {
+  const element: Float = type.children[0]!.type;
+  const values = length * type.listSize;
+  const zeros = new (element.ArrayType as new (n: number) => Float['TArray'])(values);
+  const child: Data<Float> = makeData({ type: element, length: values, data: zeros });
+  return makeData({
+    type,
+    length,
+    nullCount: length,
+    nullBitmap: new Uint8Array(Math.ceil(length / 8)),
+    child,
+  });
+}
+
+/** `column` in `type` when the table has widened it (a wider integer or float), else as it is. */
+function widenedTo(column: Vector, type: DataType): Data {
+  const same = column.data[0] as Data;
+  const from = column.type as DataType;
+  const ints = type instanceof Int && from instanceof Int && type.bitWidth > from.bitWidth;
+  const floats = type instanceof Float && from instanceof Float && type.precision > from.precision;
+  if (!ints && !floats) return same;
+  const is64 = type instanceof Int && type.bitWidth === 64;
+  const values = Array.from({ length: column.length }, (_, i): unknown => {
+    const v: unknown = column.get(i);
+    if (v === null || v === undefined) return null;
+    return is64 ? BigInt(v as number | bigint) : Number(v);
+  });
+  return vectorFromArray(values, type).data[0] as Data;
 }
