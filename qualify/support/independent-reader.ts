@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { QUALIFY_DIR } from './paths';
@@ -47,20 +47,49 @@ export async function ensureIndependentReader(
   log: (line: string) => void,
   timeoutMs = 300_000,
 ): Promise<void> {
-  if (existsSync(PYTHON)) {
-    const ok = await run(PYTHON, ['-c', 'import lance, pyarrow'], { timeout: 60_000 }).then(
+  const installed = async () =>
+    existsSync(PYTHON) &&
+    (await run(PYTHON, ['-c', 'import lance, pyarrow'], { timeout: 60_000 }).then(
       () => true,
       () => false,
-    );
-    if (ok) return;
-  }
-  const python = process.env.PYTHON ?? 'python3';
-  log(`independent reader: creating ${VENV} with ${PYLANCE} ${PYARROW} (first run downloads ~120 MB)`);
-  await run(python, ['-m', 'venv', '--clear', VENV], { timeout: 120_000 });
-  await run(PYTHON, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', PYLANCE, PYARROW], {
-    timeout: timeoutMs,
-    maxBuffer: 16 * 1024 * 1024,
+    ));
+  if (await installed()) return;
+  // Test files in several jest workers (and qualify steps) reach this at once on a fresh
+  // clone: one makes the venv while the others wait, or they clear each other's.
+  await withInstallLock(timeoutMs, async () => {
+    if (await installed()) return;
+    const python = process.env.PYTHON ?? 'python3';
+    log(`independent reader: creating ${VENV} with ${PYLANCE} ${PYARROW} (first run downloads ~120 MB)`);
+    await run(python, ['-m', 'venv', '--clear', VENV], { timeout: 120_000 });
+    await run(PYTHON, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', PYLANCE, PYARROW], {
+      timeout: timeoutMs,
+      maxBuffer: 16 * 1024 * 1024,
+    });
   });
+}
+
+/** Runs `install` while holding a lock directory beside the venv (mkdir is atomic across processes). */
+async function withInstallLock(timeoutMs: number, install: () => Promise<void>): Promise<void> {
+  const lock = `${VENV}.install-lock`;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      // A lock older than an install may take was left by a process that died in it.
+      const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > timeoutMs) rmSync(lock, { recursive: true, force: true });
+      else if (Date.now() > deadline) throw new Error(`independent reader: ${lock} held for ${timeoutMs} ms`);
+      else await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+  try {
+    await install();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 /**
