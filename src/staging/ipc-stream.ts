@@ -1,6 +1,8 @@
 import { Message, MessageHeader, RecordBatchReader, RecordBatchStreamWriter } from 'apache-arrow';
 import type { RecordBatch, Schema } from 'apache-arrow';
+import { errorMessage } from '../common/errors';
 import { batchBoundsProblem } from './batch-bounds';
+import { metadataProblem } from './ipc-metadata-check';
 
 /**
  * Arrow IPC stream framing, done by hand where apache-arrow's writer cannot help:
@@ -72,6 +74,17 @@ export interface StreamScan {
   readonly batchCount: number;
   /** Bytes after the valid prefix: a torn tail, or garbage after end-of-stream. */
   readonly trailingBytes: number;
+  /**
+   * Set when the valid prefix ends at a message whose bytes are all there but whose
+   * metadata is damaged: rot or an overwrite, never a torn write (which leaves a message short).
+   */
+  readonly damage?: StreamDamage;
+}
+
+/** A whole message that cannot be decoded: where it starts, and why. */
+export interface StreamDamage {
+  readonly offset: number;
+  readonly reason: string;
 }
 
 /** One whole message of a stream: where it starts and ends, and what it holds. */
@@ -87,9 +100,10 @@ interface FramedMessage {
 
 /**
  * The whole messages from the start of `bytes`, then 'end-of-stream' if the marker
- * follows them; stops silently at the first message that is not whole.
+ * follows them; stops silently at the first message that is not whole, and with a
+ * `StreamDamage` at the first whole message whose metadata cannot be decoded.
  */
-function* framedMessages(bytes: Uint8Array): Generator<FramedMessage | 'end-of-stream'> {
+function* framedMessages(bytes: Uint8Array): Generator<FramedMessage | 'end-of-stream' | StreamDamage> {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let pos = 0;
   while (pos + 8 <= bytes.byteLength) {
@@ -100,10 +114,18 @@ function* framedMessages(bytes: Uint8Array): Generator<FramedMessage | 'end-of-s
       return;
     }
     if (metadataLength < 0 || pos + 8 + metadataLength > bytes.byteLength) return;
+    const metadata = bytes.subarray(pos + 8, pos + 8 + metadataLength);
+    // Checked before apache-arrow reads it: its decoder trusts every length it finds.
+    const problem = metadataProblem(metadata);
+    if (problem !== undefined) {
+      yield { offset: pos, reason: problem };
+      return;
+    }
     let message: Message;
     try {
-      message = Message.decode(bytes.subarray(pos + 8, pos + 8 + metadataLength));
-    } catch {
+      message = Message.decode(metadata);
+    } catch (error) {
+      yield { offset: pos, reason: `message metadata: ${errorMessage(error)}` };
       return;
     }
     const bodyLength = Number(message.bodyLength);
@@ -124,10 +146,15 @@ export function scanStream(bytes: Uint8Array): StreamScan {
   let hasSchema = false;
   let batchCount = 0;
   let ended = false;
+  let damage: StreamDamage | undefined;
   for (const m of framedMessages(bytes)) {
     if (m === 'end-of-stream') {
       ended = true;
       pos += 8;
+      break;
+    }
+    if (!('message' in m)) {
+      damage = m;
       break;
     }
     if (m.headerType === MessageHeader.Schema) {
@@ -140,7 +167,14 @@ export function scanStream(bytes: Uint8Array): StreamScan {
     }
     pos = m.end;
   }
-  return { validLength: pos, ended, hasSchema, batchCount, trailingBytes: bytes.byteLength - pos };
+  return {
+    validLength: pos,
+    ended,
+    hasSchema,
+    batchCount,
+    trailingBytes: bytes.byteLength - pos,
+    ...(damage ? { damage } : {}),
+  };
 }
 
 /** Where one record batch message lies in a stream, as an IPC file's footer names it. */
@@ -162,6 +196,7 @@ export function recordBatchBlocks(bytes: Uint8Array): RecordBatchBlock[] | undef
   let first = true;
   for (const m of framedMessages(bytes)) {
     if (m === 'end-of-stream') return first ? undefined : blocks;
+    if (!('message' in m)) return undefined;
     if (first) {
       if (m.headerType !== MessageHeader.Schema) return undefined;
       first = false;

@@ -164,9 +164,21 @@ async function recoverOpenPart(
 ): Promise<OpenPartOutcome> {
   const bytes = await fsp.readFile(file);
   const scan = scanStream(bytes);
-  if (!scan.hasSchema)
+  if (!scan.hasSchema) {
+    // A schema message that is all there but unreadable is damage, not a torn start: the
+    // batches after it were durable, and may be committed, so the file is kept aside.
+    if (scan.damage) return { kind: 'corrupt', reason: `schema message: ${scan.damage.reason}` };
     return { kind: 'empty', reason: bytes.byteLength === 0 ? 'empty file' : 'no schema message' };
+  }
   if (scan.batchCount === 0) return { kind: 'empty', reason: 'no whole batch' };
+  // Whole: the writer wrote end-of-stream and a matching checksum trailer (or, before the
+  // trailer existed, nothing after end-of-stream). A torn trailer is rewritten like a torn tail.
+  const trailer = scan.ended ? checkDigestTrailer(bytes, scan.validLength) : undefined;
+  if (trailer?.kind === 'invalid' && trailer.whole) {
+    // A whole trailer that does not match: the bytes changed after they were written.
+    // Checked before decoding: nothing is read out of bytes known to be damaged.
+    return { kind: 'corrupt', reason: trailer.reason };
+  }
   const prefix = bytes.subarray(0, scan.validLength);
   try {
     // Whole messages that decode, with system columns that read as offsets (a bit flipped
@@ -176,13 +188,6 @@ async function recoverOpenPart(
     return { kind: 'corrupt', reason: `whole messages do not decode: ${errorMessage(error)}` };
   }
   const sealedPath = path.join(tableDir, formatPartName(name, 'sealed'));
-  // Whole: the writer wrote end-of-stream and a matching checksum trailer (or, before the
-  // trailer existed, nothing after end-of-stream). A torn trailer is rewritten like a torn tail.
-  const trailer = scan.ended ? checkDigestTrailer(bytes, scan.validLength) : undefined;
-  if (trailer?.kind === 'invalid' && trailer.whole) {
-    // A whole trailer that does not match: the bytes changed after they were written.
-    return { kind: 'corrupt', reason: trailer.reason };
-  }
   const whole = trailer !== undefined && trailer.kind !== 'invalid';
   if (!whole && isRecoveredId(name.id)) {
     // Rewrites are only torn while their original still exists (handled by the caller).

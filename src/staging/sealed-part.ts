@@ -55,6 +55,8 @@ export async function readSealedPart(
   if (!name || name.state !== 'sealed') throw new PartCorruptError(file, 'not a sealed part name');
   const bytes = await fsp.readFile(file);
   const scan = scanStream(bytes);
+  if (scan.damage)
+    throw new PartCorruptError(file, `${scan.damage.reason} (message at byte ${scan.damage.offset})`);
   if (!scan.hasSchema) throw new PartCorruptError(file, 'no schema message');
   if (!scan.ended)
     throw new PartCorruptError(file, `no end-of-stream marker (${scan.trailingBytes} torn bytes)`);

@@ -21,7 +21,7 @@ import { damage, samplePart } from './part-fuzz';
 import { silentLogger } from '../../src/common/logger';
 import { FileLocks, recoverTableStaging } from '../../src/staging';
 import { formatPartName, parsePartName } from '../../src/staging/part-name';
-import { decodeBatches, scanStream } from '../../src/staging/ipc-stream';
+import { END_OF_STREAM, decodeBatches, scanStream } from '../../src/staging/ipc-stream';
 
 describe('fuzz findings', () => {
   test('a float64 written by JavaScript beyond 2^53 (-67482704808384810 is how the double -67482704808384808 prints) is stored, not dead-lettered', () => {
@@ -119,6 +119,48 @@ describe('fuzz findings: parts', () => {
       logger: silentLogger(),
     });
     expect(report.quarantined).toHaveLength(1);
+  });
+
+  /** Recovery of `bytes` written as the open part of `file`'s name, with its report and what is left. */
+  async function recoverAsOpen(file: string, bytes: Uint8Array) {
+    const name = parsePartName(path.basename(file))!;
+    const tableDir = path.join(dir, 'table');
+    await fsp.mkdir(tableDir, { recursive: true });
+    await fsp.writeFile(path.join(tableDir, formatPartName(name, 'open')), bytes);
+    const report = await recoverTableStaging({
+      tableDir,
+      locks: new FileLocks(),
+      owner: 'recovery',
+      logger: silentLogger(),
+    });
+    return { report, quarantine: await fsp.readdir(path.join(tableDir, 'quarantine')).catch(() => []) };
+  }
+
+  test("a schema's field count raised to 2^28 by one flipped bit (seed 93383: byte 471, bit 4) is refused before apache-arrow decodes it, never built field by field until the heap runs out", async () => {
+    const { file, bytes } = await samplePart(path.join(dir, 'sample'));
+    const damaged = damage(bytes, { kind: 'flip', at: 920568255, bit: 4, bytes: [0] });
+    const scan = scanStream(damaged);
+    expect(scan.hasSchema).toBe(false);
+    expect(scan.damage?.offset).toBe(0);
+    expect(scan.damage?.reason).toMatch(/vector of 268435456 elements/);
+    // Before the check, this read ran the runner out of a 4 GB heap (a regression crashes here).
+    const whole = await recoverAsOpen(file, damaged);
+    expect(whole.report.quarantined).toHaveLength(1);
+  });
+
+  test('an open part still being written (no end-of-stream, no checksum) whose schema message is damaged is quarantined, not removed as empty with the durable batches after it', async () => {
+    const { file, bytes } = await samplePart(path.join(dir, 'sample'));
+    const unsealed = bytes.subarray(0, scanStream(bytes).validLength - END_OF_STREAM.byteLength);
+    const damaged = damage(unsealed, { kind: 'flip', at: 471, bit: 4, bytes: [0] });
+    expect(scanStream(damaged).damage?.offset).toBe(0);
+    const { report, quarantine } = await recoverAsOpen(file, damaged);
+    expect(report.removedEmpty).toBe(0);
+    expect(report.quarantined).toHaveLength(1);
+    // Kept as it was for whoever repairs it: every byte of the three batches is still there.
+    const kept = quarantine.filter((n) => n.endsWith('.arrows.part'));
+    expect(kept).toHaveLength(1);
+    const keptBytes = await fsp.readFile(path.join(dir, 'table', 'quarantine', kept[0]!));
+    expect(keptBytes.equals(Buffer.from(damaged))).toBe(true);
   });
 
   test('one bit flipped in a value buffer of a sealed part ("orders/0/200" → "nrders/0/200") is refused, not read as other rows', async () => {

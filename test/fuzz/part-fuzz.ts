@@ -5,6 +5,7 @@ import { PartCorruptError } from '../../src/common/errors';
 import { silentLogger } from '../../src/common/logger';
 import { recordOffset } from '../../src/common/offsets';
 import { FileLocks, TableStaging, readSealedPart, recoverTableStaging } from '../../src/staging';
+import { END_OF_STREAM, scanStream } from '../../src/staging/ipc-stream';
 import { formatPartName, parsePartName } from '../../src/staging/part-name';
 import { MINUTE, payloadOf, range, rowsFor } from '../support/rows';
 import type { PropertyRun } from './decoder-fuzz';
@@ -14,7 +15,9 @@ import { newCounts } from './decoder-fuzz';
  * The staging reader fuzzer: a valid part, torn or bit-flipped, is
  * either read as exactly the rows it held (only when nothing but the checksum trailer
  * was lost) or refused with PartCorruptError; as an open part after a crash, recovery
- * never throws and keeps a prefix of whole, unchanged batches, or quarantines it.
+ * never throws and keeps a prefix of whole, unchanged batches, or quarantines it. An open
+ * part still being written (no end-of-stream, no checksum) is damaged as well: recovery
+ * must end on it with a bounded heap, whatever its metadata claims.
  */
 export interface PartDamage {
   readonly kind: 'truncate' | 'flip' | 'overwrite' | 'append';
@@ -146,10 +149,13 @@ export async function fuzzParts(numRuns: number, seed: number, workDir: string):
     ),
   );
 
+  // An open part as a live writer leaves it has no end-of-stream and no checksum trailer:
+  // recovery then reads damage that no checksum can vouch for, the schema message's included.
+  const unsealed = bytes.subarray(0, scanStream(bytes).validLength - END_OF_STREAM.byteLength);
   const openCounts = newCounts();
   const open = await fc.check(
-    fc.asyncProperty(partDamage, async (d) => {
-      const damaged = damage(bytes, d);
+    fc.asyncProperty(partDamage, fc.boolean(), async (d, sealedBytes) => {
+      const damaged = damage(sealedBytes ? bytes : unsealed, d);
       openCounts.records += 1;
       const dir = path.join(base, `open-${n++}`);
       await fsp.mkdir(dir, { recursive: true });
@@ -170,7 +176,10 @@ export async function fuzzParts(numRuns: number, seed: number, workDir: string):
         if ((await fsp.readdir(dir)).some((f) => parsePartName(f)?.state === 'open'))
           throw new Error('recovery left an open part');
         const rows = sealedNames.length === 0 ? [] : await rowsOf(path.join(dir, sealedNames[0]!));
-        expectPrefixUnchanged(rows, 300);
+        // Without a trailer a flipped value bit cannot be told from the value written; what
+        // recovery owes such a part is to end, and to seal only what reads back whole.
+        if (sealedBytes) expectPrefixUnchanged(rows, 300);
+        else if (rows.length > 300) throw new Error(`${rows.length} rows from a part of 300`);
         openCounts.valid += 1;
       } finally {
         await fsp.rm(dir, { recursive: true, force: true });
@@ -180,7 +189,7 @@ export async function fuzzParts(numRuns: number, seed: number, workDir: string):
   );
   results.push(
     runOf(
-      'recovery of a damaged open part: a prefix of unchanged rows, or quarantined; never a throw',
+      'recovery of a damaged open part, sealed or still being written: a prefix of unchanged rows, or quarantined; never a throw',
       open,
       seed + 1,
       openCounts,
@@ -192,7 +201,7 @@ export async function fuzzParts(numRuns: number, seed: number, workDir: string):
 
 function runOf(
   name: string,
-  details: fc.RunDetails<[PartDamage]>,
+  details: fc.RunDetails<[PartDamage]> | fc.RunDetails<[PartDamage, boolean]>,
   seed: number,
   counts: ReturnType<typeof newCounts>,
 ): PropertyRun {
