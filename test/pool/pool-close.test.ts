@@ -8,11 +8,10 @@
  * thread (`workers: 0`). The workers load dist/: run `npm run build` first.
  */
 import { promises as fsp } from 'node:fs';
-import * as path from 'node:path';
-import { silentLogger } from '../../src/common/logger';
-import { StagingPool, StagingPoolClosedError } from '../../src/pool/staging-pool';
+import { StagingPoolClosedError } from '../../src/pool/staging-pool';
 import type { PackableMessage } from '../../src/pool/packed-messages';
 import { readSealedRows, tempDir } from '../support/rows';
+import { STAGING_LANES, jsonConsumer, startTestPool } from '../support/staging-pool-fixture';
 
 let dir: string;
 beforeEach(async () => {
@@ -30,45 +29,10 @@ const messages = (from: number, count: number): PackableMessage[] =>
     value: Buffer.from(JSON.stringify({ message: `m${from + i}` })),
   }));
 
-const JSON_CONSUMER = JSON.stringify({
-  name: 'closing',
-  topics: ['t'],
-  schema: { fields: { message: 'string' } },
-});
+const startPool = (workers: number, maxQueueRecords: number, consumer = jsonConsumer('closing')) =>
+  startTestPool({ dir, workers, consumer, table: 'closing', maxQueueRecords });
 
-async function startPool(
-  workers: number,
-  maxQueueRecords: number,
-  consumer = { file: 'consumer.json', text: JSON_CONSUMER },
-) {
-  const consumerPath = path.join(dir, consumer.file);
-  await fsp.writeFile(consumerPath, consumer.text);
-  const fatal: Error[] = [];
-  const tableDir = path.join(dir, 'staging', 'closing');
-  const pool = await StagingPool.start({
-    workers,
-    consumerPath,
-    brokers: ['127.0.0.1:1'],
-    tableDir,
-    epoch: { owner: 'o', epoch: 0 },
-    maxPartBytes: 1 << 30,
-    maxPartAgeMs: 1 << 30,
-    maxOpenParts: 8,
-    maxQueueRecords,
-    maxQueueBytes: 1 << 30,
-    logger: silentLogger(),
-    onBatchDone: () => undefined,
-    onFatal: (error) => fatal.push(error),
-  });
-  return { pool, fatal, tableDir };
-}
-
-const LANES = [
-  ['a worker thread', 1],
-  ['the main thread', 0],
-] as const;
-
-describe.each(LANES)('a batch admitted during a graceful stop, staged on %s', (_lane, workers) => {
+describe.each(STAGING_LANES)('a batch admitted during a graceful stop, staged on %s', (_lane, workers) => {
   test('a batch admitted after pool.close() is refused cleanly: nothing staged, nothing fatal', async () => {
     const { pool, fatal, tableDir } = await startPool(workers, 1_000);
     const { done } = await pool.admit('t', 0, messages(0, 10), 0, 9);
@@ -103,7 +67,7 @@ describe.each(LANES)('a batch admitted during a graceful stop, staged on %s', (_
   });
 });
 
-test.each(LANES)(
+test.each(STAGING_LANES)(
   'a multi-row transform stages on %s without an offset-order failure',
   async (_lane, workers) => {
     // Record n yields n % 3 rows, numbered in _row, all with the record's offset.

@@ -7,13 +7,17 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { DiskFullError } from '../../src/common/errors';
-import { silentLogger } from '../../src/common/logger';
 import { NO_FAULTS } from '../../src/faults/faults';
 import { shareFaults } from '../../src/faults/thread-faults';
 import type { PackableMessage } from '../../src/pool/packed-messages';
 import type { BatchDone } from '../../src/pool/protocol';
-import { StagingPool } from '../../src/pool/staging-pool';
 import { readSealedRows, tempDir } from '../support/rows';
+import {
+  STAGING_LANES,
+  jsonConsumer,
+  startTestPool,
+  type ConsumerFile,
+} from '../support/staging-pool-fixture';
 
 let dir: string;
 beforeEach(async () => {
@@ -34,46 +38,15 @@ function fetched(from: number, values: readonly string[]): PackableMessage[] {
   });
 }
 
-const JSON_CONSUMER = {
-  file: 'consumer.json',
-  text: JSON.stringify({ name: 'lanes', topics: ['t'], schema: { fields: { message: 'string' } } }),
-};
+const JSON_CONSUMER = jsonConsumer('lanes');
 
-async function startPool(
+const startPool = (
   workers: number,
-  consumer = JSON_CONSUMER,
-  onBatchDone: (result: BatchDone) => void = () => undefined,
-) {
-  const consumerPath = path.join(dir, consumer.file);
-  await fsp.writeFile(consumerPath, consumer.text);
-  const fatal: Error[] = [];
-  const done: BatchDone[] = [];
-  const tableDir = path.join(dir, 'staging', 'lanes');
-  const pool = await StagingPool.start({
-    workers,
-    consumerPath,
-    brokers: ['127.0.0.1:1'],
-    tableDir,
-    epoch: { owner: 'o', epoch: 0 },
-    maxPartBytes: 1 << 30,
-    maxPartAgeMs: 1 << 30,
-    maxOpenParts: 8,
-    maxQueueRecords: 1_000,
-    maxQueueBytes: 1 << 30,
-    logger: silentLogger(),
-    onBatchDone: (_topic, _partition, result) => {
-      done.push(result);
-      onBatchDone(result);
-    },
-    onFatal: (error) => fatal.push(error),
-  });
-  return { pool, fatal, done, tableDir };
-}
+  consumer: ConsumerFile = JSON_CONSUMER,
+  onBatchDone?: (result: BatchDone) => void,
+) => startTestPool({ dir, workers, consumer, table: 'lanes', ...(onBatchDone ? { onBatchDone } : {}) });
 
-describe.each([
-  ['a worker thread', 1],
-  ['the main thread', 0],
-] as const)('staged on %s', (_lane, workers) => {
+describe.each(STAGING_LANES)('staged on %s', (_lane, workers) => {
   test('rows decoded from views into a fetch buffer are staged whole, and a bad record becomes a dead letter', async () => {
     const { pool, fatal, done, tableDir } = await startPool(workers);
     const values = ['{"message":"a"}', '{"message":"é ✓"}', 'not json', '{"message":"d"}'];
