@@ -27,7 +27,11 @@ export class InThreadLane implements StagingLane {
   }
 
   static async start(init: StagingWorkerInit, onFatal: (error: Error) => void): Promise<InThreadLane> {
-    return new InThreadLane(init.workerIndex, await StagingService.open(init), onFatal);
+    return new InThreadLane(
+      init.workerIndex,
+      await StagingService.open(init, 'staging-main-thread'),
+      onFatal,
+    );
   }
 
   request<T extends WorkerReply>(

@@ -24,18 +24,16 @@ export class StagingService {
     private readonly logger: Logger,
   ) {}
 
-  static async open(init: StagingWorkerInit): Promise<StagingService> {
-    const logger = createLogger({
-      level: init.logLevel as 'info',
-      name: `staging-worker-${init.workerIndex}`,
-    });
+  /** `name` names the lane in logs and file locks: a worker thread's, or the main thread's. */
+  static async open(init: StagingWorkerInit, name: string): Promise<StagingService> {
+    const logger = createLogger({ level: init.logLevel as 'info', name });
     const consumer = loadConsumer(init.consumerPath, process.env, { brokers: init.brokers });
     const decoder = new RecordDecoder({ ...consumer, knownFields: init.knownFields });
     const staging = await TableStaging.open({
       tableDir: init.tableDir,
       table: consumer.table,
       locks: new FileLocks(),
-      owner: `staging-worker-${init.workerIndex}`,
+      owner: name,
       logger,
       maxPartBytes: init.maxPartBytes,
       maxPartAgeMs: init.maxPartAgeMs,

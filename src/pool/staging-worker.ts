@@ -11,7 +11,8 @@ import { StagingService } from './staging-service';
 async function main(): Promise<void> {
   const port = parentPort;
   if (!port) throw new Error('staging-worker runs only as a worker thread');
-  const service = await StagingService.open(workerData as StagingWorkerInit);
+  const init = workerData as StagingWorkerInit;
+  const service = await StagingService.open(init, `staging-worker-${init.workerIndex}`);
   const reply = (message: WorkerReply) => port.postMessage(message);
   let chain: Promise<void> = Promise.resolve();
   port.on('message', (request: WorkerRequest) => {
