@@ -9,6 +9,7 @@ import {
   type VectorIndexSpec,
 } from '../config/index-spec';
 import { retryConflicts, WorkStoppedError } from './commit-retry';
+import { connectTarget } from './connect';
 import type { LanceTarget } from './lance-table';
 import { openTableIfCommitted } from './open-if-committed';
 
@@ -73,10 +74,7 @@ export class IndexKeeper {
     logger: Logger,
     onBuild?: IndexBuildHook,
   ): Promise<IndexKeeper> {
-    const db = await lancedb.connect(target.uri, {
-      readConsistencyInterval: 0,
-      ...(target.storageOptions ? { storageOptions: { ...target.storageOptions } } : {}),
-    });
+    const db = await connectTarget(target, 'latest');
     return new IndexKeeper(target, db, specs, logger, onBuild);
   }
 

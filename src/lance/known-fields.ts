@@ -1,8 +1,9 @@
-import * as lancedb from '@lancedb/lancedb';
 import { DataType, Precision, TimeUnit, type Schema } from 'apache-arrow';
 import type { InferredTypeName } from '../decode/field-codec';
 import type { KnownField } from '../decode/record-decoder';
+import { connectTarget } from './connect';
 import type { LanceTarget } from './lance-table';
+import { openTableIfCommitted } from './open-if-committed';
 
 /**
  * The columns an existing table already has, as seeds for `schema: 'infer'`: every
@@ -26,13 +27,11 @@ export async function readKnownFields(target: LanceTarget): Promise<KnownField[]
 
 /** The table's Arrow schema, or undefined when the table does not exist yet. */
 export async function readTableSchema(target: LanceTarget): Promise<Schema | undefined> {
-  const db = await lancedb.connect(
-    target.uri,
-    target.storageOptions ? { storageOptions: { ...target.storageOptions } } : {},
-  );
+  const db = await connectTarget(target, 'latest');
   try {
-    if (!(await db.tableNames()).includes(target.table)) return undefined;
-    const table = await db.openTable(target.table);
+    // A table another replica is creating is listed before it is committed: not there yet.
+    const table = await openTableIfCommitted(db, target.table);
+    if (!table) return undefined;
     try {
       return await table.schema();
     } finally {

@@ -1,4 +1,4 @@
-import * as lancedb from '@lancedb/lancedb';
+import type * as lancedb from '@lancedb/lancedb';
 import { Table as ArrowTable, type RecordBatch, type Schema } from 'apache-arrow';
 import { injectedDiskFull } from '../faults/disk-full';
 import { DiskFullError, errorMessage } from '../common/errors';
@@ -7,6 +7,7 @@ import { TOPIC_ID_COLUMN } from '../staging/system-columns';
 import { appendArrowTable, takesArrowAdd } from './arrow-add';
 import { retryConflicts } from './commit-retry';
 import { LanceSchemaError, LanceWriteError, isLanceDiskFull, isSchemaRejection } from './lance-errors';
+import { connectTarget } from './connect';
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
@@ -82,11 +83,7 @@ export class LanceTable {
   ) {}
 
   static async connect(target: LanceTarget, logger: Logger): Promise<LanceTable> {
-    const db = await lancedb.connect(target.uri, {
-      // Other replicas append too: never read a stale version.
-      readConsistencyInterval: 0,
-      ...(target.storageOptions ? { storageOptions: { ...target.storageOptions } } : {}),
-    });
+    const db = await connectTarget(target, 'latest');
     // The table is opened lazily: a storage failure shows up in a publication (retried), not at start.
     return new LanceTable(target, db, logger);
   }
@@ -137,9 +134,7 @@ export class LanceTable {
 
   /** A connection that never reloads: a table's handle keeps the version its create committed. */
   #connectOwn(): Promise<lancedb.Connection> {
-    return lancedb.connect(this.target.uri, {
-      ...(this.target.storageOptions ? { storageOptions: { ...this.target.storageOptions } } : {}),
-    });
+    return connectTarget(this.target, 'as-opened');
   }
 
   /**
