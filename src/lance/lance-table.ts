@@ -1,5 +1,5 @@
 import type * as lancedb from '@lancedb/lancedb';
-import { Table as ArrowTable, type RecordBatch, type Schema } from 'apache-arrow';
+import { Table as ArrowTable, type DataType, type RecordBatch, type Schema } from 'apache-arrow';
 import { injectedDiskFull } from '../faults/disk-full';
 import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
@@ -12,11 +12,12 @@ import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
 import { isTableNotFound } from './open-if-committed';
-import { restoreOverwrittenRows } from './table-creation';
+import { restorableAs, restoreOverwrittenRows } from './table-creation';
 import {
   addMissingColumns,
   collidesWithOtherIncarnation,
   ensureInsertKey,
+  ensureSystemIndexes,
   ensureTableSchema,
   type InsertKey,
 } from './table-schema';
@@ -28,6 +29,23 @@ export interface LanceTarget {
   readonly uri: string;
   readonly table: string;
   readonly storageOptions?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Readies the live table for rows a create landed over, read with `source`: the columns
+ * they have and it lacks, then the row key they are put back on (returned). A number
+ * column the table has widened takes them (`restorableAs`).
+ */
+export async function readyForRestore(
+  table: lancedb.Table,
+  name: string,
+  source: Schema,
+  logger: Logger,
+): Promise<readonly string[]> {
+  await addMissingColumns(table, name, source, logger, (existing, rows) =>
+    restorableAs(existing.type as DataType, rows.type as DataType),
+  );
+  return (await ensureInsertKey(table, name, logger)).columns;
 }
 
 /**
@@ -118,8 +136,7 @@ export class LanceTable {
   }
 
   async #ensureSchema(schema: Schema): Promise<void> {
-    // A restore that failed is finished before anything else is written (table-creation.ts).
-    if (this.#createdOver !== undefined) await this.#restore(this.#createdOver);
+    await this.#finishRestore();
     this.#table = await ensureTableSchema(
       this.db,
       await this.#current(),
@@ -130,6 +147,46 @@ export class LanceTable {
       () => this.#connectOwn(),
       (version) => this.#restore(version),
     );
+  }
+
+  /**
+   * A restore that failed is finished before anything else is written or counted
+   * (table-creation.ts): without the overwritten rows, a count would miss publications
+   * that are in the table for good, and they would be added again beside the rows the
+   * restore puts back. The system indexes the overwrite dropped are built again after it.
+   */
+  async #finishRestore(): Promise<void> {
+    if (this.#createdOver === undefined) return;
+    await this.#restore(this.#createdOver);
+    const table = await this.#current();
+    if (table) await ensureSystemIndexes(table);
+  }
+
+  /** `#finishRestore` in turn with schema changes, for the counts. */
+  #restored(): Promise<void> {
+    if (this.#createdOver === undefined) return Promise.resolve();
+    const run = this.#schemaChanges.then(() => retryConflicts(() => this.#finishRestore()));
+    this.#schemaChanges = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * The table, for a count that starts from version `from` of it. A version this process
+   * saw (from ≥ 1) proves the table exists: one that a listing or an open misses now is
+   * a short listing of the store, and a count of 0 would have a committed publication
+   * added again, so it is a retriable failure instead.
+   */
+  async #countable(from: number | undefined): Promise<lancedb.Table | undefined> {
+    await this.#restored();
+    const table = await this.#current();
+    if (!table && from !== undefined && from >= 1)
+      throw new LanceWriteError(
+        `version ${from} of the table was seen, but the store does not show the table now`,
+        undefined,
+        true,
+        this.target.table,
+      );
+    return table;
   }
 
   /** A connection that never reloads: a table's handle keeps the version its create committed. */
@@ -151,10 +208,7 @@ export class LanceTable {
         this.db,
         this.target.table,
         version,
-        async (t, source) => {
-          await addMissingColumns(t, this.target.table, source, this.logger);
-          return (await ensureInsertKey(t, this.target.table, this.logger)).columns;
-        },
+        (t, source) => readyForRestore(t, this.target.table, source, this.logger),
         this.logger,
       );
     } catch (error) {
@@ -278,7 +332,7 @@ export class LanceTable {
     from?: number,
   ): Promise<Map<string, number>> {
     if (intervals.length === 0) return new Map();
-    const table = await this.#current();
+    const table = await this.#countable(from);
     if (!table) return new Map();
     if (from === undefined) return keyCounts(table, intervals);
     // On the newest version by number, as the count it explains (countRowsFrom).
@@ -287,7 +341,7 @@ export class LanceTable {
 
   /** Rows whose (topic, partition, offset) fall in the intervals. */
   async countRows(intervals: readonly OffsetIntervalFilter[]): Promise<number> {
-    const table = intervals.length === 0 ? undefined : await this.#current();
+    const table = intervals.length === 0 ? undefined : await this.#countable(undefined);
     if (!table) return 0;
     this.#hasTopicId ||= (await table.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
     return countIntervals(table, intervals, this.#hasTopicId);
@@ -300,7 +354,7 @@ export class LanceTable {
    * count that decides whether an add whose answer failed committed.
    */
   async countRowsFrom(intervals: readonly OffsetIntervalFilter[], from: number): Promise<number> {
-    if (intervals.length === 0 || !(await this.#current())) return 0;
+    if (intervals.length === 0 || !(await this.#countable(from))) return 0;
     return this.#onNewestFrom(from, async (probe) => {
       const hasTopicId = (await probe.schema()).fields.some((f) => f.name === TOPIC_ID_COLUMN);
       return countIntervals(probe, intervals, hasTopicId);

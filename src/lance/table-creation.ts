@@ -224,13 +224,32 @@ function nullVectors(type: FixedSizeList<Float>, length: number): Data<FixedSize
   });
 }
 
+/**
+ * Whether rows with a column of type `rows` can be put back into a table whose column
+ * is `table`: the same type, or one that holds every value of it (a wider integer that
+ * keeps the sign, a float of more precision), which `alignedTo` writes them again in.
+ */
+export function restorableAs(table: DataType, rows: DataType): boolean {
+  return typeText(table) === typeText(rows) || widens(table, rows);
+}
+
+// Every concrete DataType names itself (with its parameters); the base class does not declare it.
+const typeText = (type: DataType): string => (type as DataType & { toString(): string }).toString();
+
+function widens(to: DataType, from: DataType): boolean {
+  if (to instanceof Int && from instanceof Int) {
+    const keepsSign = (to.isSigned as boolean) || !(from.isSigned as boolean);
+    return to.bitWidth > from.bitWidth && keepsSign;
+  }
+  if (to instanceof Float && from instanceof Float)
+    return (to.precision as number) > (from.precision as number);
+  return false;
+}
+
 /** `column` in `type` when the table has widened it (a wider integer or float), else as it is. */
 function widenedTo(column: Vector, type: DataType): Data {
   const same = column.data[0] as Data;
-  const from = column.type as DataType;
-  const ints = type instanceof Int && from instanceof Int && type.bitWidth > from.bitWidth;
-  const floats = type instanceof Float && from instanceof Float && type.precision > from.precision;
-  if (!ints && !floats) return same;
+  if (!widens(type, column.type as DataType)) return same;
   const is64 = type instanceof Int && type.bitWidth === 64;
   const values = Array.from({ length: column.length }, (_, i): unknown => {
     const v: unknown = column.get(i);

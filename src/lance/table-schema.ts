@@ -122,21 +122,23 @@ export async function ensureTableSchema(
 
 /**
  * Adds the columns of `schema` the table lacks (nullable); a column typed otherwise in
- * the table is a LanceSchemaError. For staged data, and for rows put back after a create
- * landed over them (table-creation.ts).
+ * the table, unless `accepts` takes it, is a LanceSchemaError. For staged data
+ * (`sameColumnType`), and for rows put back after a create landed over them, whose number
+ * columns the table may have widened (`restorableAs`, table-creation.ts).
  */
 export async function addMissingColumns(
   table: lancedb.Table,
   name: string,
   schema: Schema,
   logger: Logger,
+  accepts: (existing: Field, staged: Field) => boolean = sameColumnType,
 ): Promise<void> {
   const have = new Map((await table.schema()).fields.map((f) => [f.name, f]));
   const missing: Field[] = [];
   for (const f of schema.fields) {
     const existing = have.get(f.name);
     if (!existing) missing.push(new Field(f.name, f.type, true));
-    else if (!sameColumnType(existing, f)) {
+    else if (!accepts(existing, f)) {
       throw new LanceSchemaError(
         'type-conflict',
         name,
@@ -155,7 +157,7 @@ export async function addMissingColumns(
 }
 
 /** BTree on _offset, bitmaps on _partition and _topic_id: every settling count filters on them. */
-async function ensureSystemIndexes(table: lancedb.Table): Promise<void> {
+export async function ensureSystemIndexes(table: lancedb.Table): Promise<void> {
   const existing = new Set((await table.listIndices()).map((i) => i.columns.join(',')));
   if (!existing.has(OFFSET_COLUMN)) await table.createIndex(OFFSET_COLUMN, { config: lancedb.Index.btree() });
   if (!existing.has(PARTITION_COLUMN))

@@ -12,6 +12,9 @@
  * do: every table, vtable, vector and string lies within the bytes, and the tables the
  * decoder would visit are bounded by the bytes they need (four each at the least), so a
  * decode of damaged metadata costs no more than a decode of sound metadata of its size.
+ * Nesting has no limit of its own: offsets only point forward, so no cycle can form, and
+ * a schema nested deeper than the stack (which apache-arrow's recursive decoder could not
+ * read either) is refused as such.
  *
  * Only the tables apache-arrow decodes are described: Message, Schema, Field and its
  * type, DictionaryEncoding, KeyValue, RecordBatch and DictionaryBatch. Slots are the
@@ -77,9 +80,6 @@ const message = shape({
   4: customMetadata,
 });
 
-/** Deeper than any type Arrow can nest in practice; a cycle of offsets reaches it at once. */
-const MAX_DEPTH = 64;
-
 class MetadataDamage extends Error {}
 
 /**
@@ -90,10 +90,12 @@ export function metadataProblem(metadata: Uint8Array): string | undefined {
   const walk = new BoundedWalk(metadata);
   try {
     if (metadata.byteLength < 4) throw new MetadataDamage('shorter than a root offset');
-    walk.table(walk.offsetAt(0), message, 0);
+    walk.table(walk.offsetAt(0), message);
     return undefined;
   } catch (error) {
     if (error instanceof MetadataDamage) return `message metadata: ${error.message}`;
+    // Every read is bounds-checked first: a RangeError here is the stack's.
+    if (error instanceof RangeError) return 'message metadata: tables nested deeper than the stack allows';
     throw error;
   }
 }
@@ -118,8 +120,7 @@ class BoundedWalk {
     return target;
   }
 
-  table(at: number, slots: Shape, depth: number): void {
-    if (depth > MAX_DEPTH) throw new MetadataDamage(`tables nested deeper than ${MAX_DEPTH}`);
+  table(at: number, slots: Shape): void {
     if (--this.#tablesLeft < 0) throw new MetadataDamage('more tables than its bytes can hold');
     this.#within(at, 4, 'table');
     const vtable = at - this.#view.getInt32(at, true);
@@ -139,11 +140,11 @@ class BoundedWalk {
     };
     for (const [slot, layout] of slots) {
       const fieldAt = slotAt(slot);
-      if (fieldAt !== undefined) this.#slot(fieldAt, layout, slotAt, depth);
+      if (fieldAt !== undefined) this.#slot(fieldAt, layout, slotAt);
     }
   }
 
-  #slot(at: number, layout: Slot, slotAt: (slot: number) => number | undefined, depth: number): void {
+  #slot(at: number, layout: Slot, slotAt: (slot: number) => number | undefined): void {
     switch (layout.kind) {
       case 'scalar':
         return;
@@ -155,19 +156,18 @@ class BoundedWalk {
         this.#vector(this.offsetAt(at), layout.elementBytes, 0);
         return;
       case 'table':
-        this.table(this.offsetAt(at), layout.shape, depth + 1);
+        this.table(this.offsetAt(at), layout.shape);
         return;
       case 'tables': {
         const start = this.offsetAt(at);
         const count = this.#vector(start, 4, 0);
-        for (let i = 0; i < count; i += 1)
-          this.table(this.offsetAt(start + 4 + 4 * i), layout.shape, depth + 1);
+        for (let i = 0; i < count; i += 1) this.table(this.offsetAt(start + 4 + 4 * i), layout.shape);
         return;
       }
       case 'union': {
         const tagAt = slotAt(layout.tagSlot);
         const tag = tagAt === undefined ? 0 : this.#view.getUint8(tagAt);
-        this.table(this.offsetAt(at), layout.shapeOf(tag), depth + 1);
+        this.table(this.offsetAt(at), layout.shapeOf(tag));
         return;
       }
     }

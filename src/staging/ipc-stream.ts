@@ -114,18 +114,22 @@ function* framedMessages(bytes: Uint8Array): Generator<FramedMessage | 'end-of-s
       return;
     }
     if (metadataLength < 0 || pos + 8 + metadataLength > bytes.byteLength) return;
-    const metadata = bytes.subarray(pos + 8, pos + 8 + metadataLength);
+    const metadataEnd = pos + 8 + metadataLength;
+    const metadata = bytes.subarray(pos + 8, metadataEnd);
     // Checked before apache-arrow reads it: its decoder trusts every length it finds.
-    const problem = metadataProblem(metadata);
-    if (problem !== undefined) {
-      yield { offset: pos, reason: problem };
-      return;
+    let problem = metadataProblem(metadata);
+    let message: Message | undefined;
+    if (problem === undefined) {
+      try {
+        message = Message.decode(metadata);
+      } catch (error) {
+        problem = `message metadata: ${errorMessage(error)}`;
+      }
     }
-    let message: Message;
-    try {
-      message = Message.decode(metadata);
-    } catch (error) {
-      yield { offset: pos, reason: `message metadata: ${errorMessage(error)}` };
+    if (message === undefined) {
+      // Zeros from inside the metadata to the end of the file: blocks a crash left
+      // unwritten (some filesystems show them as zeros), a torn tail like a short one.
+      if (!endsInZerosFrom(bytes, metadataEnd)) yield { offset: pos, reason: problem ?? 'no message' };
       return;
     }
     const bodyLength = Number(message.bodyLength);
@@ -135,6 +139,13 @@ function* framedMessages(bytes: Uint8Array): Generator<FramedMessage | 'end-of-s
     yield { offset: pos, metadataBytes: 8 + metadataLength, bodyLength, end, message, headerType };
     pos = end;
   }
+}
+
+/** Whether every byte of `bytes` from some position before `end` on is zero. */
+function endsInZerosFrom(bytes: Uint8Array, end: number): boolean {
+  let last = bytes.byteLength - 1;
+  while (last >= 0 && bytes[last] === 0) last -= 1;
+  return last < end - 1;
 }
 
 /**

@@ -164,12 +164,13 @@ async function recoverOpenPart(
 ): Promise<OpenPartOutcome> {
   const bytes = await fsp.readFile(file);
   const scan = scanStream(bytes);
-  if (!scan.hasSchema) {
-    // A schema message that is all there but unreadable is damage, not a torn start: the
-    // batches after it were durable, and may be committed, so the file is kept aside.
-    if (scan.damage) return { kind: 'corrupt', reason: `schema message: ${scan.damage.reason}` };
+  // A message that is all there but unreadable is damage, not a torn tail: the batches
+  // around it were durable, and may be committed, so the file is kept aside whole (as a
+  // batch whose body does not decode is), never cut short or removed as empty.
+  if (scan.damage)
+    return { kind: 'corrupt', reason: `${scan.damage.reason} (message at byte ${scan.damage.offset})` };
+  if (!scan.hasSchema)
     return { kind: 'empty', reason: bytes.byteLength === 0 ? 'empty file' : 'no schema message' };
-  }
   if (scan.batchCount === 0) return { kind: 'empty', reason: 'no whole batch' };
   // Whole: the writer wrote end-of-stream and a matching checksum trailer (or, before the
   // trailer existed, nothing after end-of-stream). A torn trailer is rewritten like a torn tail.

@@ -163,6 +163,58 @@ describe('fuzz findings: parts', () => {
     expect(keptBytes.equals(Buffer.from(damaged))).toBe(true);
   });
 
+  /** Where each message of a stream starts. */
+  function messageStarts(bytes: Uint8Array): number[] {
+    const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const starts: number[] = [];
+    for (let pos = 0; pos + 8 <= view.byteLength && view.readInt32LE(pos + 4) !== 0;) {
+      starts.push(pos);
+      const length = view.readInt32LE(pos + 4);
+      pos += 8 + length + Number(Message.decode(view.subarray(pos + 8, pos + 8 + length)).bodyLength);
+    }
+    return starts;
+  }
+
+  test.each([
+    ['first', 1],
+    ['second', 2],
+  ])(
+    'an open part whose %s record batch has damaged metadata is quarantined whole: never removed as empty, never cut short to the batches before it',
+    async (_which, message) => {
+      const { file, bytes } = await samplePart(path.join(dir, 'sample'));
+      const unsealed = Buffer.from(
+        bytes.subarray(0, scanStream(bytes).validLength - END_OF_STREAM.byteLength),
+      );
+      const at = messageStarts(unsealed)[message]!;
+      // The root offset of its flatbuffer now points far past the message.
+      unsealed.writeUInt32LE(0xffffff00, at + 8);
+      expect(scanStream(unsealed).damage?.offset).toBe(at);
+      const { report, quarantine } = await recoverAsOpen(file, unsealed);
+      expect({
+        removedEmpty: report.removedEmpty,
+        tornParts: report.tornParts,
+        sealed: report.sealedParts.length,
+      }).toEqual({
+        removedEmpty: 0,
+        tornParts: 0,
+        sealed: 0,
+      });
+      expect(quarantine.filter((n) => n.endsWith('.arrows.part'))).toHaveLength(1);
+    },
+  );
+
+  test('a tail of zeros where a batch message should be (blocks a crash never wrote) is a torn tail: the batches before it are kept', async () => {
+    const { file, bytes } = await samplePart(path.join(dir, 'sample'));
+    const unsealed = Buffer.from(bytes.subarray(0, scanStream(bytes).validLength - END_OF_STREAM.byteLength));
+    const third = messageStarts(unsealed)[3]!;
+    unsealed.fill(0, third + 8);
+    const { report, quarantine } = await recoverAsOpen(file, unsealed);
+    expect(quarantine).toEqual([]);
+    expect(report.tornParts).toBe(1);
+    const [sealed] = report.sealedParts;
+    expect(sealed?.rows).toBe(200);
+  });
+
   test('one bit flipped in a value buffer of a sealed part ("orders/0/200" → "nrders/0/200") is refused, not read as other rows', async () => {
     const { file } = await samplePart(dir);
     await flipIn(file, 'orders/0/200');

@@ -1,10 +1,20 @@
 import * as lancedb from '@lancedb/lancedb';
-import { Field, FixedSizeList, Float32, Int32, Int64, Schema, Table as ArrowTable } from 'apache-arrow';
+import {
+  Field,
+  FixedSizeList,
+  Float32,
+  Float64,
+  Int16,
+  Int32,
+  Int64,
+  Schema,
+  Table as ArrowTable,
+} from 'apache-arrow';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { LanceTable } from '../../src/lance/lance-table';
+import * as connectModule from '../../src/lance/connect';
+import { LanceTable, readyForRestore } from '../../src/lance/lance-table';
 import { createTable, restoreOverwrittenRows } from '../../src/lance/table-creation';
-import { addMissingColumns, ensureInsertKey } from '../../src/lance/table-schema';
 import { silentLogger } from '../../src/common/logger';
 import { capturingLogger } from '../support/materializer-fixture';
 import { TEST_SCHEMA, payloadOf, range, rowsFor, tempDir } from '../support/rows';
@@ -34,10 +44,7 @@ afterEach(async () => {
 
 const connectOwn = () => lancedb.connect(uri);
 /** What LanceTable readies the table with: the overwritten version's columns, then the row key. */
-const keyOf = async (t: lancedb.Table, source: Schema) => {
-  await addMissingColumns(t, TABLE, source, silentLogger());
-  return (await ensureInsertKey(t, TABLE, silentLogger())).columns;
-};
+const keyOf = (t: lancedb.Table, source: Schema) => readyForRestore(t, TABLE, source, silentLogger());
 
 /** A create (LanceDB's, or `create`) and, when it landed over rows, their restore: what ensureTableSchema does. */
 async function createAndRestore(
@@ -229,4 +236,83 @@ test('rows put back into a creator schema with a vector column they lack and a w
   table.close();
   db.close();
   expect(embeddings.every((r) => r.embedding === null)).toBe(true);
+});
+
+test('rows put back into a creator schema that widened a float and a small integer column keep their values, in the wider types', async () => {
+  const created = await firstReplica(1);
+  const db = await lancedb.connect(uri);
+  const table = await db.openTable(TABLE);
+  await table.addColumns([new Field('ratio', new Float32(), true), new Field('small', new Int16(), true)]);
+  await table.update({ where: '_offset < 300', values: { ratio: 0.5, small: -3 } });
+  table.close();
+  db.close();
+  const creatorSchema = new Schema([
+    ...created.fields,
+    new Field('ratio', new Float64(), true),
+    new Field('small', new Int64(), true),
+  ]);
+  const creation = await createAndRestore(creatorSchema, silentLogger(), overwrite(creatorSchema));
+  expect(creation.restoredRows).toBe(600);
+  const read = await lancedb.connect(uri);
+  const restored = await read.openTable(TABLE);
+  const types = Object.fromEntries((await restored.schema()).fields.map((f) => [f.name, String(f.type)]));
+  const rows = (await restored.query().select(['_offset', 'ratio', 'small']).toArray()) as {
+    _offset: bigint;
+    ratio: number | null;
+    small: bigint | null;
+  }[];
+  restored.close();
+  read.close();
+  expect(types).toMatchObject({ ratio: 'Float64', small: 'Int64' });
+  expect(rows).toHaveLength(600);
+  for (const r of rows) {
+    const set = Number(r._offset) < 300;
+    expect([r.ratio, r.small === null ? null : Number(r.small)]).toEqual(set ? [0.5, -3] : [null, null]);
+  }
+});
+
+test('a restore cut short by the store is finished before the next count (which would miss those rows and have them added again), and the system indexes come back with it', async () => {
+  const schema = await firstReplica(2); // 1,200 rows
+  const writer = await LanceTable.connect({ uri, table: TABLE }, silentLogger());
+  const db = (writer as unknown as { db: lancedb.Connection }).db;
+  // A short LIST, and an open that misses the table as well: the writer creates it...
+  db.tableNames = () => Promise.resolve([]);
+  const open = db.openTable.bind(db);
+  let misses = 1;
+  let failures = 1;
+  db.openTable = (
+    name: string,
+    ...rest: Parameters<lancedb.Connection['openTable']> extends [string, ...infer R] ? R : never
+  ) =>
+    misses-- > 0
+      ? Promise.reject(new Error(`Table '${name}' was not found`))
+      : failures-- > 0
+        ? Promise.reject(new Error('HTTP 503 Slow Down (injected)'))
+        : open(name, ...rest);
+  // ...and Lance commits that create over the table, as it does in a race.
+  const connect = connectModule.connectTarget;
+  const spy = jest.spyOn(connectModule, 'connectTarget').mockImplementation(async (target, reads) => {
+    const own = await connect(target, reads);
+    const create = own.createEmptyTable.bind(own);
+    own.createEmptyTable = (name, s, options) => create(name, s, { ...options, mode: 'overwrite' });
+    return own;
+  });
+  try {
+    // The restore's first read of the live table fails: the create stands without the rows.
+    await expect(writer.ensureSchema(schema)).rejects.toThrow(/503/);
+    const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
+    expect(await writer.countRows(all)).toBe(1_200);
+  } finally {
+    spy.mockRestore();
+    writer.close();
+  }
+  const { keys } = await rowsNow();
+  expect(keys.size).toBe(1_200);
+  expect([...keys.values()].every((n) => n === 1)).toBe(true);
+  const check = await lancedb.connect(uri);
+  const table = await check.openTable(TABLE);
+  const indexed = (await table.listIndices()).map((i) => i.columns.join(','));
+  table.close();
+  check.close();
+  expect(indexed).toEqual(expect.arrayContaining(['_offset', '_partition']));
 });

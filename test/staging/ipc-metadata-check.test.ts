@@ -176,6 +176,13 @@ describe('the bounds check of IPC message metadata', () => {
     expect([...reasons].every((r) => r.startsWith('message metadata: '))).toBe(true);
   });
 
+  it('passes a schema nested 300 structs deep: nesting has no limit of its own', () => {
+    let type: DataType = new Int32();
+    for (let level = 0; level < 300; level++) type = new Struct([new Field(`l${level}`, type, true)]);
+    const [metadata] = metadataOf(encodeSchema(new Schema([new Field('deep', type, true)])));
+    expect(metadataProblem(metadata!)).toBeUndefined();
+  });
+
   it('refuses metadata too short for its root offset, and offsets that point back into a loop', () => {
     expect(metadataProblem(Uint8Array.of(1, 0))).toMatch(/shorter than a root offset/);
     // A root table whose vtable offset points at itself: a vtable of 0 bytes.
