@@ -8,7 +8,7 @@ import { KafkaLanceError, type DiskStage } from '../common/errors';
  * variable is set and every fault is absent, so production runs never reach one.
  *
  * Where each fault fires:
- * - crashAt / stopAt: src/materializer/crash-points.ts (materializer worker thread);
+ * - crashAt / stopAt: src/faults/crash-points.ts (materializer worker thread);
  * - diskFull: src/faults/disk-full.ts (staging workers, materializer worker);
  * - killAtCommit: src/kafka/ingestion.ts; recoveryDelayMs: src/replica.ts;
  * - blockLoop*, failFirstClaim: src/faults/replica-hooks.ts (main thread).
@@ -78,6 +78,10 @@ export const CRASH_POINT_NAMES = [
   'after-first-part-quarantined',
   // A declared index's build has run for a moment and is not committed (crashPointAfter).
   'during-index-build',
+  // A create of the table has committed; whether it landed over rows is not checked yet.
+  'after-create',
+  // A create landed over rows; they are not put back yet (lance-table.ts, #restore).
+  'before-restore',
 ] as const;
 export type CrashPointName = (typeof CRASH_POINT_NAMES)[number];
 

@@ -12,7 +12,10 @@ import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
 import { isTableNotFound } from './open-if-committed';
-import { restorableAs, restoreOverwrittenRows } from './table-creation';
+import { findOverwrite, restorableAs, restoreOverwrittenRows } from './table-creation';
+import { RestoreIntentFile } from './restore-intent';
+import { openTableIfCommitted } from './open-if-committed';
+import { crashPoint } from '../faults/crash-points';
 import {
   addMissingColumns,
   collidesWithOtherIncarnation,
@@ -88,9 +91,12 @@ export class LanceTable {
   #insertKey: InsertKey | undefined;
   /**
    * The version of this process's create that landed over another writer's rows, while
-   * their restore has not succeeded (a process killed meanwhile leaves them out: DESIGN.md).
+   * their restore has not succeeded; kept in `#intent` as well, for the next process.
    */
   #createdOver: number | undefined;
+  /** Where the restore's duty outlives this process (restore-intent.ts); read at first use. */
+  readonly #intent: RestoreIntentFile | undefined;
+  #intentRead = false;
   /** Set once the table is seen with `_topic_id` (a column is never dropped). */
   #hasTopicId = false;
 
@@ -98,12 +104,24 @@ export class LanceTable {
     readonly target: LanceTarget,
     private readonly db: lancedb.Connection,
     private readonly logger: Logger,
-  ) {}
+    restoreIntent: string | undefined,
+  ) {
+    this.#intent = restoreIntent === undefined ? undefined : new RestoreIntentFile(restoreIntent);
+  }
 
-  static async connect(target: LanceTarget, logger: Logger): Promise<LanceTable> {
+  /**
+   * `restoreIntent`: the file, in this replica's own data directory, where the duty to
+   * put back rows a create landed over outlives the process (restore-intent.ts). Without
+   * it, a process killed before its restore leaves them out.
+   */
+  static async connect(
+    target: LanceTarget,
+    logger: Logger,
+    options: { readonly restoreIntent?: string } = {},
+  ): Promise<LanceTable> {
     const db = await connectTarget(target, 'latest');
     // The table is opened lazily: a storage failure shows up in a publication (retried), not at start.
-    return new LanceTable(target, db, logger);
+    return new LanceTable(target, db, logger, options.restoreIntent);
   }
 
   /**
@@ -145,26 +163,62 @@ export class LanceTable {
       schema,
       this.logger,
       () => this.#connectOwn(),
-      (version) => this.#restore(version),
+      {
+        beforeCreate: async () => this.#intent?.write({ table: this.target.table, version: undefined }),
+        created: async (creation) => {
+          if (creation.overwrittenRows !== 0) await this.#restore(creation.version);
+          else await this.#intent?.clear();
+        },
+      },
     );
   }
 
   /**
-   * A restore that failed is finished before anything else is written or counted
-   * (table-creation.ts): without the overwritten rows, a count would miss publications
-   * that are in the table for good, and they would be added again beside the rows the
-   * restore puts back. The system indexes the overwrite dropped are built again after it.
+   * A restore that failed, or that a process before this one left (its intent), is
+   * finished before anything else is written or counted (table-creation.ts): without
+   * the overwritten rows, a count would miss publications that are in the table for
+   * good, and they would be added again beside the rows the restore puts back. The
+   * system indexes the overwrite dropped are built again after it.
    */
   async #finishRestore(): Promise<void> {
+    if (!this.#intentRead) {
+      this.#createdOver ??= await this.#inheritedRestore();
+      this.#intentRead = true;
+    }
     if (this.#createdOver === undefined) return;
     await this.#restore(this.#createdOver);
     const table = await this.#current();
     if (table) await ensureSystemIndexes(table);
   }
 
+  /**
+   * The version a previous process's create landed over, from its intent: as written,
+   * or, when it died before it knew, the overwrite found among the versions kept. An
+   * intent whose create never committed, or landed over nothing, is removed.
+   */
+  async #inheritedRestore(): Promise<number | undefined> {
+    const intent = await this.#intent?.read();
+    if (!intent || intent.table !== this.target.table) return undefined;
+    if (intent.version !== undefined) return intent.version;
+    const own = await this.#connectOwn();
+    try {
+      const table = await openTableIfCommitted(own, this.target.table);
+      const version = table ? await findOverwrite(table).finally(() => table.close()) : undefined;
+      if (version === undefined) await this.#intent?.clear();
+      else
+        this.logger.warn(
+          { event: 'lance.table.createdOverFound', table: this.target.table, version },
+          'a create of a previous process landed over the table before it could check: putting the rows back',
+        );
+      return version;
+    } finally {
+      own.close();
+    }
+  }
+
   /** `#finishRestore` in turn with schema changes, for the counts. */
   #restored(): Promise<void> {
-    if (this.#createdOver === undefined) return Promise.resolve();
+    if (this.#createdOver === undefined && this.#intentRead) return Promise.resolve();
     const run = this.#schemaChanges.then(() => retryConflicts(() => this.#finishRestore()));
     this.#schemaChanges = run.catch(() => undefined);
     return run;
@@ -202,6 +256,8 @@ export class LanceTable {
    */
   async #restore(version: number): Promise<void> {
     this.#createdOver = version;
+    await this.#intent?.write({ table: this.target.table, version });
+    crashPoint('before-restore');
     try {
       await restoreOverwrittenRows(
         () => this.#connectOwn(),
@@ -214,12 +270,15 @@ export class LanceTable {
     } catch (error) {
       if (!(error instanceof LanceSchemaError)) throw error;
       throw new LanceWriteError(
-        `the rows version ${version - 1} held before a create landed over it cannot be put back: ${error.message}`,
+        `the rows version ${version - 1} held before a create landed over it cannot be put back: ${error.message}${
+          this.#intent ? ` (this duty is kept in ${this.#intent.file}: removing it gives those rows up)` : ''
+        }`,
         error,
         true,
         this.target.table,
       );
     }
+    await this.#intent?.clear();
     this.#createdOver = undefined;
   }
 

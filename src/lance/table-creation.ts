@@ -16,6 +16,7 @@ import {
 } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { crashPoint } from '../faults/crash-points';
 import { retryConflicts } from './commit-retry';
 
 /** Rows restored per insert-if-absent commit (the overwritten version of a young table is small). */
@@ -69,6 +70,7 @@ export async function createTable(
   let created: lancedb.Table | undefined;
   try {
     created = await create(own);
+    crashPoint('after-create');
     const version = await created.version();
     if (version <= 1) return { version, overwrittenRows: 0 };
     let overwrittenRows: number;
@@ -105,6 +107,23 @@ async function rowsOverwrittenAt(table: lancedb.Table, version: number): Promise
   if ((await table.countRows()) > 0) return 0;
   await table.checkout(version - 1);
   return table.countRows();
+}
+
+/**
+ * The newest version a create committed over rows, as a restore would take it: an empty
+ * version whose previous version holds rows (kafka-lance never deletes rows); undefined
+ * when no version kept is such. For a creator that died before it knew its create's
+ * version (restore-intent.ts). Reads each version's row count, newest first, on `table`
+ * (a handle of its own: this checks it out).
+ */
+export async function findOverwrite(table: lancedb.Table): Promise<number | undefined> {
+  const versions = (await table.listVersions()).map((v) => v.version).sort((a, b) => b - a);
+  const kept = new Set(versions);
+  for (const version of versions) {
+    if (version < 2 || !kept.has(version - 1)) continue;
+    if ((await rowsOverwrittenAt(table, version)) > 0) return version;
+  }
+  return undefined;
 }
 
 /**

@@ -11,7 +11,7 @@ import {
   systemColumnReader,
 } from '../staging/system-columns';
 import { retryConflicts } from './commit-retry';
-import { createTable } from './table-creation';
+import { createTable, type TableCreation } from './table-creation';
 import { LanceSchemaError, LanceWriteError, isSchemaRejection } from './lance-errors';
 import { intervalFilter, quote } from './row-counts';
 
@@ -67,11 +67,18 @@ export function sameColumnType(existing: Field, staged: Field): boolean {
   return was === now || (was === 'Int64' && now === 'Int32');
 }
 
+/** What the caller of a create does around it (lance-table.ts keeps the restore's duty). */
+export interface CreateHooks {
+  /** Before the create: from here on, a create may land over the table. */
+  readonly beforeCreate: () => Promise<void>;
+  /** After it: puts back the rows of the version it landed over, if it did (or could not tell). */
+  readonly created: (creation: TableCreation) => Promise<void>;
+}
+
 /**
  * Creates the table for `schema` (when `current` is undefined; `createTable`, on a
- * connection from `connectOwn`; `createdOver` puts back the rows of the version a create
- * racing another writer landed over), or adds the columns it lacks (nullable); returns
- * the table. A column typed otherwise in the table, or a name
+ * connection from `connectOwn`, between the `hooks`), or adds the columns it lacks
+ * (nullable); returns the table. A column typed otherwise in the table, or a name
  * Lance refuses, is a LanceSchemaError.
  */
 export async function ensureTableSchema(
@@ -82,7 +89,7 @@ export async function ensureTableSchema(
   schema: Schema,
   logger: Logger,
   connectOwn: () => Promise<lancedb.Connection>,
-  createdOver: (version: number) => Promise<void>,
+  hooks: CreateHooks,
 ): Promise<lancedb.Table> {
   const plain = new Schema(schema.fields);
   for (const f of plain.fields) {
@@ -107,8 +114,9 @@ export async function ensureTableSchema(
         return k ? new Field(f.name, f.type, f.nullable, new Map(Object.entries(k.metadata))) : f;
       }),
     );
+    await hooks.beforeCreate();
     const creation = await schemaChange(name, () => createTable(connectOwn, name, withKey, logger));
-    if (creation.overwrittenRows !== 0) await createdOver(creation.version);
+    await hooks.created(creation);
     table = await db.openTable(name);
     await ensureSystemIndexes(table);
     logger.info(

@@ -3,7 +3,7 @@ import type { Logger } from '../common/logger';
 import type { IndexSpec } from '../config/index-spec';
 import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
 import type { LanceTarget } from '../lance/lance-table';
-import { crashPointAfter } from './crash-points';
+import { crashPointAfter } from '../faults/crash-points';
 
 /** How long an index build runs before the test crash point 'during-index-build' fires. */
 const CRASH_INTO_BUILD_MS = 100;

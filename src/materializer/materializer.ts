@@ -12,12 +12,13 @@ import {
   type CommitSafety,
 } from '../lance/commit-rule';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
+import { RESTORE_INTENT_FILE } from '../lance/restore-intent';
 import { FileLocks } from '../staging/file-locks';
 import { QUARANTINE_DIR } from '../staging/quarantine';
 import { SealedPartCatalog } from '../staging/sealed-catalog';
 import { readSealedPart, type SealedPart } from '../staging/sealed-part';
 import { compact, maintainsTable } from './compaction';
-import { crashPoint } from './crash-points';
+import { crashPoint } from '../faults/crash-points';
 import { FailurePolicy, classifyFailure } from './failure';
 import { countKeptRows } from './keep-range';
 import { PublicationCounters, type MaterializerStats } from './materializer-stats';
@@ -130,7 +131,10 @@ export class Materializer {
   }
 
   static async open(o: MaterializerOptions): Promise<Materializer> {
-    return new Materializer(o, await LanceTable.connect(o.lance, o.logger));
+    const lance = await LanceTable.connect(o.lance, o.logger, {
+      restoreIntent: path.join(o.tableDir, RESTORE_INTENT_FILE),
+    });
+    return new Materializer(o, lance);
   }
 
   get lance(): LanceTable {

@@ -4,7 +4,7 @@ import { fsyncDirectory, mkdirDurably, writeFileAtomically } from '../common/fs-
 import type { WriteMode } from '../lance/lance-table';
 import type { StagingEpoch } from '../staging/epoch';
 import type { PartOffsetRange } from '../staging/sealed-part';
-import { crashPoint } from './crash-points';
+import { crashPoint } from '../faults/crash-points';
 
 /** How a plan's rows go into Lance: a plain append, or insert-if-absent on the row key. */
 export type PlanWrite = WriteMode;

@@ -4,7 +4,7 @@ import { KafkaLanceError, PartCorruptError } from '../common/errors';
 import { decodeBatches } from '../staging/ipc-stream';
 import { matchesPartChecksum } from '../staging/part-digest';
 import { stagedColumns } from '../staging/system-columns';
-import { crashPoint } from './crash-points';
+import { crashPoint } from '../faults/crash-points';
 import { keptRuns } from './keep-range';
 import type { Permits } from './permits';
 import type { KeepRange, OffsetInterval, PlanPart } from './plan';

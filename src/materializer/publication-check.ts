@@ -3,7 +3,7 @@ import { countedOutcome, finalWithoutCount } from '../lance/commit-rule';
 import type { LanceTable, WriteMode } from '../lance/lance-table';
 import { rowKey } from '../lance/row-counts';
 import { ROW_COLUMN, stagedColumns } from '../staging/system-columns';
-import { crashPoint } from './crash-points';
+import { crashPoint } from '../faults/crash-points';
 import type { Plan, WritingRecord } from './plan';
 import type { PreparedPart } from './preparation';
 import { CommitLostError, DuplicatedRowsError, PartialPublicationError } from './publication-errors';

@@ -8,7 +8,7 @@ import { fsyncDirectory, pathExists } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import { countedOutcome } from '../lance/commit-rule';
 import type { LanceTable, WriteMode } from '../lance/lance-table';
-import { crashPoint } from './crash-points';
+import { crashPoint } from '../faults/crash-points';
 import { keptBounds } from './keep-range';
 import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
 import { preparePart, type PreparationContext, type PreparedPart } from './preparation';

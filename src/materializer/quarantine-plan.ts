@@ -11,7 +11,7 @@ import {
   TOPIC_COLUMN,
   TOPIC_ID_COLUMN,
 } from '../staging/system-columns';
-import { crashPoint } from './crash-points';
+import { crashPoint } from '../faults/crash-points';
 import { keptRuns } from './keep-range';
 import { ledger, type Plan, type PlanPart, type QuarantineRecord } from './plan';
 

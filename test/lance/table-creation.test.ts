@@ -10,6 +10,7 @@ import {
   Schema,
   Table as ArrowTable,
 } from 'apache-arrow';
+import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as connectModule from '../../src/lance/connect';
@@ -315,4 +316,63 @@ test('a restore cut short by the store is finished before the next count (which 
   table.close();
   check.close();
   expect(indexed).toEqual(expect.arrayContaining(['_offset', '_partition']));
+});
+
+describe('a creator SIGKILLed between its create over the table and the restore', () => {
+  const CHILD = path.resolve(__dirname, '../../dist/test/support/create-over-child.js');
+
+  function runCreator(
+    intent: string,
+    crashAt: string,
+  ): Promise<{ code: number | null; signal: string | null }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [CHILD, uri, TABLE, intent], {
+        env: { ...process.env, KAFKA_LANCE_TEST_CRASH_AT: crashAt },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      child.on('error', reject);
+      child.on('exit', (code, signal) => resolve({ code, signal }));
+    });
+  }
+
+  test.each([
+    ['after-create', 'before it knew its create’s version (found among the versions kept)'],
+    ['before-restore', 'with the overwritten version written down'],
+  ])(
+    'at %s, %s: the next process puts every row back before its first count, each once, and forgets the duty',
+    async (crashAt) => {
+      await firstReplica(2); // 1,200 rows
+      const intent = path.join(dir, 'staging', 'lance-restore.json');
+      expect(await runCreator(intent, crashAt)).toEqual({ code: null, signal: 'SIGKILL' });
+      // The create stands over the rows, and the process that owed them back is gone.
+      expect((await rowsNow()).keys.size).toBe(0);
+      expect(JSON.parse(await fsp.readFile(intent, 'utf8'))).toMatchObject({ table: TABLE });
+
+      const { logger, lines } = capturingLogger();
+      const next = await LanceTable.connect({ uri, table: TABLE }, logger, { restoreIntent: intent });
+      const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
+      expect(await next.countRows(all)).toBe(1_200);
+      next.close();
+      const { keys, bad } = await rowsNow();
+      expect(keys.size).toBe(1_200);
+      expect([...keys.values()].every((n) => n === 1)).toBe(true);
+      expect(bad).toBe(0);
+      expect(lines.map((l) => l.event)).toContain('lance.table.restored');
+      await expect(fsp.access(intent)).rejects.toThrow(/ENOENT/);
+    },
+  );
+
+  test('a create that landed over nothing leaves no duty behind, and a duty whose create never committed is dropped', async () => {
+    const intent = path.join(dir, 'staging', 'lance-restore.json');
+    await fsp.mkdir(path.dirname(intent), { recursive: true });
+    await fsp.writeFile(intent, JSON.stringify({ table: TABLE, version: null }));
+    // The table was never created: the duty is dropped at the first count.
+    const reader = await LanceTable.connect({ uri, table: TABLE }, silentLogger(), { restoreIntent: intent });
+    expect(await reader.countRows([{ topic: TOPIC, partition: 0, first: 0, last: 9 }])).toBe(0);
+    await expect(fsp.access(intent)).rejects.toThrow(/ENOENT/);
+    // A first create (nothing to land over) writes the duty down and removes it again.
+    await reader.ensureSchema(TEST_SCHEMA);
+    reader.close();
+    await expect(fsp.access(intent)).rejects.toThrow(/ENOENT/);
+  });
 });

@@ -14,7 +14,7 @@ import {
   stageRows,
   stageWithColumn,
 } from '../support/materializer-fixture';
-import type { CrashPointName } from '../../src/materializer/crash-points';
+import type { CrashPointName } from '../../src/faults/crash-points';
 import { range, tempDir } from '../support/rows';
 
 const CHILD = path.resolve(__dirname, '../../dist/test/support/materializer-child.js');

@@ -1,8 +1,8 @@
 import { writeSync } from 'node:fs';
-import type { CrashPointName } from '../faults/faults';
-import { threadFaults } from '../faults/thread-faults';
+import type { CrashPointName } from './faults';
+import { threadFaults } from './thread-faults';
 
-export type { CrashPointName } from '../faults/faults';
+export type { CrashPointName } from './faults';
 
 /**
  * Test-only crash points (Faults.crashAt, KAFKA_LANCE_TEST_CRASH_AT=<name>): the
