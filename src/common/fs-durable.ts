@@ -57,12 +57,18 @@ export async function writeFileAtomically(file: string, data: string | Uint8Arra
   const tmp = `${file}.tmp-${process.pid}-${Date.now()}`;
   const handle = await fsp.open(tmp, 'wx');
   try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await renameDurably(tmp, file);
+  } catch (error) {
+    // A full disk retried every tick must not leave a temporary file per try.
+    await fsp.rm(tmp, { force: true });
+    throw error;
   }
-  await renameDurably(tmp, file);
 }
 
 export async function pathExists(p: string): Promise<boolean> {

@@ -6,15 +6,20 @@ import type { Logger } from '../common/logger';
 import { TOPIC_ID_COLUMN } from '../staging/system-columns';
 import { appendArrowTable, takesArrowAdd } from './arrow-add';
 import { retryConflicts } from './commit-retry';
-import { LanceSchemaError, LanceWriteError, isLanceDiskFull, isSchemaRejection } from './lance-errors';
+import {
+  LanceSchemaError,
+  LanceWriteError,
+  isLanceDiskFull,
+  isMissingVersion,
+  isSchemaRejection,
+} from './lance-errors';
 import { connectTarget } from './connect';
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
-import { isTableNotFound } from './open-if-committed';
+import { openTableConfirmed } from './open-if-committed';
 import { findOverwrite, restorableAs, restoreOverwrittenRows } from './table-creation';
 import { RestoreIntentFile } from './restore-intent';
-import { openTableIfCommitted } from './open-if-committed';
 import { crashPoint } from '../faults/crash-points';
 import {
   addMissingColumns,
@@ -97,6 +102,8 @@ export class LanceTable {
   /** Where the restore's duty outlives this process (restore-intent.ts); read at first use. */
   readonly #intent: RestoreIntentFile | undefined;
   #intentRead = false;
+  /** The system indexes, once an overwrite dropped them, until they are built again. */
+  #indexesOwed = false;
   /** Set once the table is seen with `_topic_id` (a column is never dropped). */
   #hasTopicId = false;
 
@@ -133,13 +140,7 @@ export class LanceTable {
    */
   async #current(): Promise<lancedb.Table | undefined> {
     if (this.#table) return this.#table;
-    const name = this.target.table;
-    if ((await this.db.tableNames()).includes(name)) this.#table = await this.db.openTable(name);
-    else
-      this.#table = await this.db.openTable(name).catch((error: unknown) => {
-        if (isTableNotFound(error, name)) return undefined;
-        throw error;
-      });
+    this.#table = await openTableConfirmed(this.db, this.target.table);
     return this.#table;
   }
 
@@ -164,13 +165,23 @@ export class LanceTable {
       this.logger,
       () => this.#connectOwn(),
       {
-        beforeCreate: async () => this.#intent?.write({ table: this.target.table, version: undefined }),
+        beforeCreate: async () => {
+          await this.#writeIntent(undefined);
+          // Read again at the next write or count if the create fails: it may have committed.
+          this.#intentRead = false;
+        },
         created: async (creation) => {
+          this.#intentRead = true;
           if (creation.overwrittenRows !== 0) await this.#restore(creation.version);
           else await this.#intent?.clear();
         },
       },
     );
+  }
+
+  #writeIntent(version: number | undefined): Promise<void> | undefined {
+    const { uri, table } = this.target;
+    return this.#intent?.write({ uri, table, version, writtenAt: Date.now() });
   }
 
   /**
@@ -185,40 +196,65 @@ export class LanceTable {
       this.#createdOver ??= await this.#inheritedRestore();
       this.#intentRead = true;
     }
-    if (this.#createdOver === undefined) return;
-    await this.#restore(this.#createdOver);
+    if (this.#createdOver !== undefined) {
+      this.#indexesOwed = true;
+      await this.#restore(this.#createdOver);
+    }
+    if (!this.#indexesOwed) return;
     const table = await this.#current();
     if (table) await ensureSystemIndexes(table);
+    this.#indexesOwed = false;
   }
 
   /**
-   * The version a previous process's create landed over, from its intent: as written,
-   * or, when it died before it knew, the overwrite found among the versions kept. An
-   * intent whose create never committed, or landed over nothing, is removed.
+   * The version a create of this process or a previous one landed over, from the intent
+   * it wrote: as written, or, when it died before it knew, the overwrite found among the
+   * versions committed since. Nothing is dropped on a table not found (a listing can come
+   * back short): the intent stays until the table is seen.
    */
   async #inheritedRestore(): Promise<number | undefined> {
     const intent = await this.#intent?.read();
-    if (!intent || intent.table !== this.target.table) return undefined;
+    if (!intent) return undefined;
+    if (intent.uri !== this.target.uri || intent.table !== this.target.table) {
+      this.logger.warn(
+        { event: 'lance.table.restoreIntentDropped', table: this.target.table, intent },
+        'a restore intent of another table (lance.uri or the table changed) is dropped',
+      );
+      await this.#intent?.clear();
+      return undefined;
+    }
     if (intent.version !== undefined) return intent.version;
     const own = await this.#connectOwn();
     try {
-      const table = await openTableIfCommitted(own, this.target.table);
-      const version = table ? await findOverwrite(table).finally(() => table.close()) : undefined;
-      if (version === undefined) await this.#intent?.clear();
-      else
+      const table = await openTableConfirmed(own, this.target.table);
+      if (!table) return undefined;
+      const found = await findOverwrite(table, intent.writtenAt).finally(() => table.close());
+      if (found.kind === 'found') {
         this.logger.warn(
-          { event: 'lance.table.createdOverFound', table: this.target.table, version },
+          { event: 'lance.table.createdOverFound', table: this.target.table, version: found.version },
           'a create of a previous process landed over the table before it could check: putting the rows back',
         );
-      return version;
+        return found.version;
+      }
+      if (found.kind === 'gone')
+        this.#restoreImpossible(found.version, 'its previous version was cleaned up');
+      await this.#intent?.clear();
+      return undefined;
     } finally {
       own.close();
     }
   }
 
-  /** `#finishRestore` in turn with schema changes, for the counts. */
+  #restoreImpossible(version: number, why: string): void {
+    this.logger.error(
+      { event: 'lance.table.restoreImpossible', table: this.target.table, version, why },
+      'the rows a create landed over cannot be put back: they are missing from the table',
+    );
+  }
+
+  /** `#finishRestore` in turn with schema changes, for the counts and compaction. */
   #restored(): Promise<void> {
-    if (this.#createdOver === undefined && this.#intentRead) return Promise.resolve();
+    if (this.#createdOver === undefined && this.#intentRead && !this.#indexesOwed) return Promise.resolve();
     const run = this.#schemaChanges.then(() => retryConflicts(() => this.#finishRestore()));
     this.#schemaChanges = run.catch(() => undefined);
     return run;
@@ -256,7 +292,7 @@ export class LanceTable {
    */
   async #restore(version: number): Promise<void> {
     this.#createdOver = version;
-    await this.#intent?.write({ table: this.target.table, version });
+    await this.#writeIntent(version);
     crashPoint('before-restore');
     try {
       await restoreOverwrittenRows(
@@ -268,6 +304,23 @@ export class LanceTable {
         this.logger,
       );
     } catch (error) {
+      if (isMissingVersion(error, version - 1) || isMissingVersion(error, version)) {
+        // Read by number, never through a listing: that version is gone, and its rows with it.
+        this.#restoreImpossible(version, errorMessage(error));
+        await this.#intent?.clear();
+        this.#createdOver = undefined;
+        return;
+      }
+      this.logger.warn(
+        {
+          event: 'lance.table.restoreFailed',
+          table: this.target.table,
+          version,
+          intent: this.#intent?.file,
+          err: errorMessage(error),
+        },
+        'the rows a create landed over could not be put back yet: tried again before the next write or count (removing the intent file gives them up)',
+      );
       if (!(error instanceof LanceSchemaError)) throw error;
       throw new LanceWriteError(
         `the rows version ${version - 1} held before a create landed over it cannot be put back: ${error.message}${
@@ -441,6 +494,8 @@ export class LanceTable {
    * (`optimizeWithCleanup`, table-cleanup.ts); undefined when the table does not exist yet.
    */
   async optimize(cleanupOlderThanMs = 0, now = Date.now()): Promise<OptimizeOutcome | undefined> {
+    // A pending restore first: the cleanup would remove the version its rows are read from.
+    await this.#restored();
     const table = await this.#current();
     if (!table) return undefined;
     return optimizeWithCleanup(table, this.target.table, cleanupOlderThanMs, now);

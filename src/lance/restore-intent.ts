@@ -10,17 +10,23 @@ import { mkdirDurably, unlinkDurably, writeFileAtomically } from '../common/fs-d
  * starts again instead of forgetting the rows.
  *
  * Written before the create (`version` not known yet: after a crash, the version is
- * found by looking for the overwrite, `findOverwrite`), rewritten with the create's
- * version once it committed over rows, and removed once they are back, or once the
- * create is known to have landed over nothing.
+ * found by looking for the overwrite among the versions since `writtenAt`,
+ * `findOverwrite`), rewritten with the create's version once it committed over rows,
+ * and removed once they are back, or once the create is known to have landed over
+ * nothing.
  */
+
 /** Its name in a table's staging directory, beside the publication ledger. */
 export const RESTORE_INTENT_FILE = 'lance-restore.json';
 
 export interface RestoreIntent {
+  /** The table's store and name: an intent left for another (lance.uri changed) is not this table's. */
+  readonly uri: string;
   readonly table: string;
   /** The version the create committed, when it is known. */
   readonly version: number | undefined;
+  /** When it was written (ms): a version the create committed is no older, give or take clock skew. */
+  readonly writtenAt: number;
 }
 
 export class RestoreIntentFile {
@@ -35,18 +41,24 @@ export class RestoreIntentFile {
       throw error;
     }
     // Written whole (temp file, fsync, rename): a file that does not parse was not written by us.
-    const parsed = JSON.parse(text) as { table?: unknown; version?: unknown };
-    if (typeof parsed.table !== 'string')
-      throw new Error(`${this.file}: not a restore intent (no table): ${text.slice(0, 200)}`);
-    return { table: parsed.table, version: typeof parsed.version === 'number' ? parsed.version : undefined };
+    const parsed = JSON.parse(text) as Partial<Record<keyof RestoreIntent, unknown>>;
+    if (
+      typeof parsed.table !== 'string' ||
+      typeof parsed.uri !== 'string' ||
+      typeof parsed.writtenAt !== 'number'
+    )
+      throw new Error(`${this.file}: not a restore intent: ${text.slice(0, 200)}`);
+    return {
+      uri: parsed.uri,
+      table: parsed.table,
+      version: typeof parsed.version === 'number' ? parsed.version : undefined,
+      writtenAt: parsed.writtenAt,
+    };
   }
 
   async write(intent: RestoreIntent): Promise<void> {
     await mkdirDurably(path.dirname(this.file));
-    await writeFileAtomically(
-      this.file,
-      JSON.stringify({ table: intent.table, version: intent.version ?? null }),
-    );
+    await writeFileAtomically(this.file, JSON.stringify({ ...intent, version: intent.version ?? null }));
   }
 
   async clear(): Promise<void> {

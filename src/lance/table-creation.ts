@@ -18,6 +18,7 @@ import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { crashPoint } from '../faults/crash-points';
 import { retryConflicts } from './commit-retry';
+import { isMissingVersion } from './lance-errors';
 
 /** Rows restored per insert-if-absent commit (the overwritten version of a young table is small). */
 const RESTORE_CHUNK_ROWS = 50_000;
@@ -109,21 +110,46 @@ async function rowsOverwrittenAt(table: lancedb.Table, version: number): Promise
   return table.countRows();
 }
 
+/** How far apart writers' clocks may be, for `findOverwrite`'s window. */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+/** What `findOverwrite` found: the version a create landed over rows at, or none, or one it cannot put back. */
+export type FoundOverwrite =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'found'; readonly version: number }
+  /** An empty version whose previous one a cleanup has removed: its rows cannot come back. */
+  | { readonly kind: 'gone'; readonly version: number };
+
 /**
- * The newest version a create committed over rows, as a restore would take it: an empty
- * version whose previous version holds rows (kafka-lance never deletes rows); undefined
- * when no version kept is such. For a creator that died before it knew its create's
- * version (restore-intent.ts). Reads each version's row count, newest first, on `table`
- * (a handle of its own: this checks it out).
+ * The first version committed since `since` (ms, a creator's intent) that is a create
+ * over rows: an empty version whose previous version holds rows (kafka-lance never
+ * deletes rows). For a creator that died before it knew its create's version
+ * (restore-intent.ts). Versions are read by number, oldest first, from the oldest one
+ * the listing shows in the window (a listing can come back short: then from the newest
+ * it shows), never taken for absent because a listing lacks them. `table` must be a
+ * handle of its own: this checks it out.
  */
-export async function findOverwrite(table: lancedb.Table): Promise<number | undefined> {
-  const versions = (await table.listVersions()).map((v) => v.version).sort((a, b) => b - a);
-  const kept = new Set(versions);
-  for (const version of versions) {
-    if (version < 2 || !kept.has(version - 1)) continue;
-    if ((await rowsOverwrittenAt(table, version)) > 0) return version;
+export async function findOverwrite(table: lancedb.Table, since: number): Promise<FoundOverwrite> {
+  const listed = await table.listVersions();
+  const inWindow = listed.filter((v) => v.timestamp.getTime() >= since - CLOCK_SKEW_MS).map((v) => v.version);
+  const newestListed = Math.max(0, ...listed.map((v) => v.version));
+  let version = Math.max(2, inWindow.length > 0 ? Math.min(...inWindow) : newestListed);
+  for (; ; version += 1) {
+    try {
+      await table.checkout(version);
+    } catch (error) {
+      if (isMissingVersion(error, version)) return { kind: 'none' };
+      throw error;
+    }
+    if ((await table.countRows()) > 0) continue;
+    try {
+      await table.checkout(version - 1);
+    } catch (error) {
+      if (isMissingVersion(error, version - 1)) return { kind: 'gone', version };
+      throw error;
+    }
+    if ((await table.countRows()) > 0) return { kind: 'found', version };
   }
-  return undefined;
 }
 
 /**

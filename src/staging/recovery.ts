@@ -5,7 +5,7 @@ import { fsyncDirectory, mkdirDurably, pathExists, unlinkDurably } from '../comm
 import type { Logger } from '../common/logger';
 import type { FileLocks } from './file-locks';
 import { END_OF_STREAM, decodeBatches, scanStream } from './ipc-stream';
-import { RunningCrc, checkDigestTrailer, digestTrailer } from './part-digest';
+import { RunningCrc, checkDigestTrailer, digestTrailer, endsWithTrailerMagic } from './part-digest';
 import {
   formatPartName,
   isRecoveredId,
@@ -108,6 +108,8 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
         break;
       case 'sealed':
         counts.recoveredParts += 1;
+        if (outcome.damaged !== undefined)
+          quarantined.push(await quarantinePart(tableDir, file, outcome.damaged, logger));
         if (outcome.tornBytes > 0) {
           counts.tornParts += 1;
           counts.tornBytes += outcome.tornBytes;
@@ -153,7 +155,8 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
 type OpenPartOutcome =
   | { kind: 'empty'; reason: string }
   | { kind: 'corrupt'; reason: string }
-  | { kind: 'sealed'; sealedPath: string; tornBytes: number };
+  /** `damaged`: the part's original is left in place, for the caller to quarantine with this reason. */
+  | { kind: 'sealed'; sealedPath: string; tornBytes: number; damaged?: string };
 
 async function recoverOpenPart(
   file: string,
@@ -164,11 +167,15 @@ async function recoverOpenPart(
 ): Promise<OpenPartOutcome> {
   const bytes = await fsp.readFile(file);
   const scan = scanStream(bytes);
-  // A message that is all there but unreadable is damage, not a torn tail: the batches
-  // around it were durable, and may be committed, so the file is kept aside whole (as a
-  // batch whose body does not decode is), never cut short or removed as empty.
-  if (scan.damage)
-    return { kind: 'corrupt', reason: `${scan.damage.reason} (message at byte ${scan.damage.offset})` };
+  // A message that is all there but unreadable: rot, or a block a crash left unwritten
+  // (zeros) with later ones written. The batches before it were durable and may be
+  // committed: they are sealed as for a torn tail, and the file itself is kept aside
+  // whole for a human (the batches after it may have been committed too). A part the
+  // writer finished (its trailer is there) was all committed: damage in it is rot.
+  if (scan.damage) {
+    const reason = `${scan.damage.reason} (message at byte ${scan.damage.offset})`;
+    if (scan.batchCount === 0 || endsWithTrailerMagic(bytes)) return { kind: 'corrupt', reason };
+  }
   if (!scan.hasSchema)
     return { kind: 'empty', reason: bytes.byteLength === 0 ? 'empty file' : 'no schema message' };
   if (scan.batchCount === 0) return { kind: 'empty', reason: 'no whole batch' };
@@ -216,6 +223,13 @@ async function recoverOpenPart(
   }
   await fsp.rename(rewriteOpen, rewriteSealed);
   await fsyncDirectory(tableDir);
+  if (scan.damage)
+    return {
+      kind: 'sealed',
+      sealedPath: rewriteSealed,
+      tornBytes: 0,
+      damaged: `${scan.damage.reason} (message at byte ${scan.damage.offset}); the ${scan.batchCount} whole batches before it are sealed as ${path.basename(rewriteSealed)}`,
+    };
   await unlinkDurably(file);
   return { kind: 'sealed', sealedPath: rewriteSealed, tornBytes: scan.trailingBytes };
 }

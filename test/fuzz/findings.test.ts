@@ -175,44 +175,63 @@ describe('fuzz findings: parts', () => {
     return starts;
   }
 
+  /** The sample part as a live writer leaves it: no end-of-stream, no trailer. */
+  async function unsealedSample() {
+    const { file, bytes } = await samplePart(path.join(dir, 'sample'));
+    const unsealed = Buffer.from(bytes.subarray(0, scanStream(bytes).validLength - END_OF_STREAM.byteLength));
+    return { file, bytes, unsealed, starts: messageStarts(unsealed) };
+  }
+
   test.each([
-    ['first', 1],
-    ['second', 2],
+    ['first', 1, 0],
+    ['second', 2, 100],
+    ['third', 3, 200],
   ])(
-    'an open part whose %s record batch has damaged metadata is quarantined whole: never removed as empty, never cut short to the batches before it',
-    async (_which, message) => {
-      const { file, bytes } = await samplePart(path.join(dir, 'sample'));
-      const unsealed = Buffer.from(
-        bytes.subarray(0, scanStream(bytes).validLength - END_OF_STREAM.byteLength),
-      );
-      const at = messageStarts(unsealed)[message]!;
+    'an open part whose %s record batch has damaged metadata: the whole batches before it are sealed, and the part itself is quarantined as it was (never removed as empty, never only cut short)',
+    async (_which, message, keptRows) => {
+      const { file, unsealed, starts } = await unsealedSample();
+      const at = starts[message]!;
       // The root offset of its flatbuffer now points far past the message.
       unsealed.writeUInt32LE(0xffffff00, at + 8);
       expect(scanStream(unsealed).damage?.offset).toBe(at);
       const { report, quarantine } = await recoverAsOpen(file, unsealed);
-      expect({
-        removedEmpty: report.removedEmpty,
-        tornParts: report.tornParts,
-        sealed: report.sealedParts.length,
-      }).toEqual({
-        removedEmpty: 0,
-        tornParts: 0,
-        sealed: 0,
-      });
-      expect(quarantine.filter((n) => n.endsWith('.arrows.part'))).toHaveLength(1);
+      expect(report.removedEmpty).toBe(0);
+      expect(report.sealedParts.map((p) => p.rows)).toEqual(keptRows === 0 ? [] : [keptRows]);
+      const kept = quarantine.filter((n) => n.endsWith('.arrows.part'));
+      expect(kept).toHaveLength(1);
+      const keptBytes = await fsp.readFile(path.join(dir, 'table', 'quarantine', kept[0]!));
+      expect(keptBytes.equals(unsealed)).toBe(true);
     },
   );
 
-  test('a tail of zeros where a batch message should be (blocks a crash never wrote) is a torn tail: the batches before it are kept', async () => {
+  test('a block of zeros inside a batch message with written blocks after it (a crash between page writes) keeps the batches before it, sealed', async () => {
+    const { file, unsealed, starts } = await unsealedSample();
+    // Zeros over the start of the third batch's metadata; the rest of it and its body stay.
+    const third = starts[3]!;
+    unsealed.fill(0, third + 8, third + 8 + 64);
+    expect(scanStream(unsealed).damage?.offset).toBe(third);
+    const { report, quarantine } = await recoverAsOpen(file, unsealed);
+    expect(report.sealedParts.map((p) => p.rows)).toEqual([200]);
+    // The original is kept for a human: zeros cannot tell an unwritten block from rot.
+    expect(quarantine.filter((n) => n.endsWith('.arrows.part'))).toHaveLength(1);
+  });
+
+  test('damage in a part its writer finished (end-of-stream and trailer written, rename lost) is rot: quarantined whole, nothing of it sealed', async () => {
     const { file, bytes } = await samplePart(path.join(dir, 'sample'));
-    const unsealed = Buffer.from(bytes.subarray(0, scanStream(bytes).validLength - END_OF_STREAM.byteLength));
-    const third = messageStarts(unsealed)[3]!;
-    unsealed.fill(0, third + 8);
+    const whole = Buffer.from(bytes);
+    whole.writeUInt32LE(0xffffff00, messageStarts(whole)[2]! + 8);
+    const { report, quarantine } = await recoverAsOpen(file, whole);
+    expect(report.sealedParts).toEqual([]);
+    expect(quarantine.filter((n) => n.endsWith('.arrows.part'))).toHaveLength(1);
+  });
+
+  test('a tail of zeros where a batch message should be (blocks a crash never wrote) is a torn tail: the batches before it are kept', async () => {
+    const { file, unsealed, starts } = await unsealedSample();
+    unsealed.fill(0, starts[3]! + 8);
     const { report, quarantine } = await recoverAsOpen(file, unsealed);
     expect(quarantine).toEqual([]);
     expect(report.tornParts).toBe(1);
-    const [sealed] = report.sealedParts;
-    expect(sealed?.rows).toBe(200);
+    expect(report.sealedParts.map((p) => p.rows)).toEqual([200]);
   });
 
   test('one bit flipped in a value buffer of a sealed part ("orders/0/200" → "nrders/0/200") is refused, not read as other rows', async () => {

@@ -335,24 +335,45 @@ describe('a creator SIGKILLed between its create over the table and the restore'
     });
   }
 
+  /** Connections of this process whose listing never shows the table (a short LIST), until restored. */
+  function shortListings(): () => void {
+    const connect = connectModule.connectTarget;
+    const spy = jest.spyOn(connectModule, 'connectTarget').mockImplementation(async (target, reads) => {
+      const db = await connect(target, reads);
+      db.tableNames = () => Promise.resolve([]);
+      return db;
+    });
+    return () => spy.mockRestore();
+  }
+
   test.each([
-    ['after-create', 'before it knew its create’s version (found among the versions kept)'],
-    ['before-restore', 'with the overwritten version written down'],
+    [
+      'after-create',
+      'before it knew its create’s version (found among the versions since its intent)',
+      false,
+    ],
+    ['after-create', 'and the next process’s listings come back without the table', true],
+    ['before-restore', 'with the overwritten version written down', false],
   ])(
     'at %s, %s: the next process puts every row back before its first count, each once, and forgets the duty',
-    async (crashAt) => {
+    async (crashAt, _how, short) => {
       await firstReplica(2); // 1,200 rows
       const intent = path.join(dir, 'staging', 'lance-restore.json');
       expect(await runCreator(intent, crashAt)).toEqual({ code: null, signal: 'SIGKILL' });
       // The create stands over the rows, and the process that owed them back is gone.
       expect((await rowsNow()).keys.size).toBe(0);
-      expect(JSON.parse(await fsp.readFile(intent, 'utf8'))).toMatchObject({ table: TABLE });
+      expect(JSON.parse(await fsp.readFile(intent, 'utf8'))).toMatchObject({ uri, table: TABLE });
 
       const { logger, lines } = capturingLogger();
+      const restoreListings = short ? shortListings() : () => undefined;
       const next = await LanceTable.connect({ uri, table: TABLE }, logger, { restoreIntent: intent });
       const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
-      expect(await next.countRows(all)).toBe(1_200);
-      next.close();
+      try {
+        expect(await next.countRows(all)).toBe(1_200);
+      } finally {
+        restoreListings();
+        next.close();
+      }
       const { keys, bad } = await rowsNow();
       expect(keys.size).toBe(1_200);
       expect([...keys.values()].every((n) => n === 1)).toBe(true);
@@ -362,17 +383,50 @@ describe('a creator SIGKILLed between its create over the table and the restore'
     },
   );
 
-  test('a create that landed over nothing leaves no duty behind, and a duty whose create never committed is dropped', async () => {
+  test('a duty whose table is not to be seen is kept (the listing may be short), and a create that lands over nothing removes it', async () => {
     const intent = path.join(dir, 'staging', 'lance-restore.json');
     await fsp.mkdir(path.dirname(intent), { recursive: true });
-    await fsp.writeFile(intent, JSON.stringify({ table: TABLE, version: null }));
-    // The table was never created: the duty is dropped at the first count.
+    await fsp.writeFile(intent, JSON.stringify({ uri, table: TABLE, version: null, writtenAt: Date.now() }));
     const reader = await LanceTable.connect({ uri, table: TABLE }, silentLogger(), { restoreIntent: intent });
     expect(await reader.countRows([{ topic: TOPIC, partition: 0, first: 0, last: 9 }])).toBe(0);
-    await expect(fsp.access(intent)).rejects.toThrow(/ENOENT/);
+    await fsp.access(intent);
     // A first create (nothing to land over) writes the duty down and removes it again.
     await reader.ensureSchema(TEST_SCHEMA);
     reader.close();
+    await expect(fsp.access(intent)).rejects.toThrow(/ENOENT/);
+  });
+
+  test('a create that commits over the table and then fails (the store lost its answer) is looked for again at the next count: no row stays out', async () => {
+    await firstReplica(2); // 1,200 rows
+    const intent = path.join(dir, 'staging', 'lance-restore.json');
+    const writer = await LanceTable.connect({ uri, table: TABLE }, silentLogger(), { restoreIntent: intent });
+    const db = (writer as unknown as { db: lancedb.Connection }).db;
+    db.tableNames = () => Promise.resolve([]);
+    const open = db.openTable.bind(db);
+    let misses = 1;
+    db.openTable = (name: string, ...rest) =>
+      misses-- > 0 ? Promise.reject(new Error(`Table '${name}' was not found`)) : open(name, ...rest);
+    const connect = connectModule.connectTarget;
+    const spy = jest.spyOn(connectModule, 'connectTarget').mockImplementation(async (target, reads) => {
+      const own = await connect(target, reads);
+      const create = own.createEmptyTable.bind(own);
+      own.createEmptyTable = async (name, s, options) => {
+        await create(name, s, { ...options, mode: 'overwrite' });
+        throw new Error('HTTP 503 Slow Down (injected, after the create committed)');
+      };
+      return own;
+    });
+    try {
+      await expect(writer.ensureSchema(TEST_SCHEMA)).rejects.toThrow(/503/);
+      expect((await rowsNow()).keys.size).toBe(0);
+      const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
+      expect(await writer.countRows(all)).toBe(1_200);
+    } finally {
+      spy.mockRestore();
+      writer.close();
+    }
+    const { keys } = await rowsNow();
+    expect([...keys.values()].every((n) => n === 1)).toBe(true);
     await expect(fsp.access(intent)).rejects.toThrow(/ENOENT/);
   });
 });
