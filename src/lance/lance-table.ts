@@ -102,6 +102,8 @@ export class LanceTable {
   /** Where the restore's duty outlives this process (restore-intent.ts); read at first use. */
   readonly #intent: RestoreIntentFile | undefined;
   #intentRead = false;
+  /** When an intent whose create's version is not known was written, until the table is seen. */
+  #pendingSince: number | undefined;
   /** The system indexes, once an overwrite dropped them, until they are built again. */
   #indexesOwed = false;
   /** Set once the table is seen with `_topic_id` (a column is never dropped). */
@@ -156,6 +158,8 @@ export class LanceTable {
 
   async #ensureSchema(schema: Schema): Promise<void> {
     await this.#finishRestore();
+    let since = Date.now();
+    let inherited = false;
     this.#table = await ensureTableSchema(
       this.db,
       await this.#current(),
@@ -166,22 +170,34 @@ export class LanceTable {
       () => this.#connectOwn(),
       {
         beforeCreate: async () => {
-          await this.#writeIntent(undefined);
-          // Read again at the next write or count if the create fails: it may have committed.
-          this.#intentRead = false;
+          // An intent not resolved yet (its table not seen) keeps its time: the overwrite
+          // it stands for may lie below this create.
+          inherited = this.#pendingSince !== undefined;
+          since = this.#pendingSince ?? since;
+          await this.#writeIntent(undefined, since);
+          // Looked for again at the next write or count if the create fails: it may have committed.
+          this.#pendingSince = since;
         },
         created: async (creation) => {
-          this.#intentRead = true;
-          if (creation.overwrittenRows !== 0) await this.#restore(creation.version);
-          else await this.#intent?.clear();
+          if (creation.overwrittenRows !== 0) {
+            this.#pendingSince = undefined;
+            await this.#restore(creation.version);
+            if (inherited) {
+              await this.#writeIntent(undefined, since);
+              this.#pendingSince = since;
+            }
+          } else if (!inherited) {
+            this.#pendingSince = undefined;
+            await this.#intent?.clear();
+          }
         },
       },
     );
   }
 
-  #writeIntent(version: number | undefined): Promise<void> | undefined {
+  #writeIntent(version: number | undefined, writtenAt = Date.now()): Promise<void> | undefined {
     const { uri, table } = this.target;
-    return this.#intent?.write({ uri, table, version, writtenAt: Date.now() });
+    return this.#intent?.write({ uri, table, version, writtenAt });
   }
 
   /**
@@ -193,46 +209,55 @@ export class LanceTable {
    */
   async #finishRestore(): Promise<void> {
     if (!this.#intentRead) {
-      this.#createdOver ??= await this.#inheritedRestore();
+      await this.#readIntent();
       this.#intentRead = true;
     }
+    if (this.#pendingSince !== undefined)
+      this.#createdOver ??= await this.#lookForOverwrite(this.#pendingSince);
     if (this.#createdOver !== undefined) {
       this.#indexesOwed = true;
       await this.#restore(this.#createdOver);
     }
     if (!this.#indexesOwed) return;
     const table = await this.#current();
-    if (table) await ensureSystemIndexes(table);
+    if (!table) return;
+    await ensureSystemIndexes(table);
     this.#indexesOwed = false;
   }
 
-  /**
-   * The version a create of this process or a previous one landed over, from the intent
-   * it wrote: as written, or, when it died before it knew, the overwrite found among the
-   * versions committed since. Nothing is dropped on a table not found (a listing can come
-   * back short): the intent stays until the table is seen.
-   */
-  async #inheritedRestore(): Promise<number | undefined> {
+  /** The intent a previous process left: its version to restore, or the time to look from. */
+  async #readIntent(): Promise<void> {
     const intent = await this.#intent?.read();
-    if (!intent) return undefined;
+    if (!intent) return;
     if (intent.uri !== this.target.uri || intent.table !== this.target.table) {
       this.logger.warn(
         { event: 'lance.table.restoreIntentDropped', table: this.target.table, intent },
         'a restore intent of another table (lance.uri or the table changed) is dropped',
       );
       await this.#intent?.clear();
-      return undefined;
+      return;
     }
-    if (intent.version !== undefined) return intent.version;
+    if (intent.version !== undefined) this.#createdOver ??= intent.version;
+    else this.#pendingSince = intent.writtenAt;
+  }
+
+  /**
+   * The version a create whose version is not known (its process died, or its create
+   * failed after it may have committed) landed over: the overwrite found among the
+   * versions committed since `since`. A table not seen keeps the duty pending (a listing
+   * can come back short): it is looked for again at the next write or count.
+   */
+  async #lookForOverwrite(since: number): Promise<number | undefined> {
     const own = await this.#connectOwn();
     try {
       const table = await openTableConfirmed(own, this.target.table);
       if (!table) return undefined;
-      const found = await findOverwrite(table, intent.writtenAt).finally(() => table.close());
+      const found = await findOverwrite(table, since).finally(() => table.close());
+      this.#pendingSince = undefined;
       if (found.kind === 'found') {
         this.logger.warn(
           { event: 'lance.table.createdOverFound', table: this.target.table, version: found.version },
-          'a create of a previous process landed over the table before it could check: putting the rows back',
+          'a create whose version was not known landed over the table: putting the rows back',
         );
         return found.version;
       }
@@ -254,7 +279,12 @@ export class LanceTable {
 
   /** `#finishRestore` in turn with schema changes, for the counts and compaction. */
   #restored(): Promise<void> {
-    if (this.#createdOver === undefined && this.#intentRead && !this.#indexesOwed) return Promise.resolve();
+    const settled =
+      this.#intentRead &&
+      this.#createdOver === undefined &&
+      this.#pendingSince === undefined &&
+      !this.#indexesOwed;
+    if (settled) return Promise.resolve();
     const run = this.#schemaChanges.then(() => retryConflicts(() => this.#finishRestore()));
     this.#schemaChanges = run.catch(() => undefined);
     return run;

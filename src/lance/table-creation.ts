@@ -121,19 +121,23 @@ export type FoundOverwrite =
   | { readonly kind: 'gone'; readonly version: number };
 
 /**
- * The first version committed since `since` (ms, a creator's intent) that is a create
- * over rows: an empty version whose previous version holds rows (kafka-lance never
- * deletes rows). For a creator that died before it knew its create's version
- * (restore-intent.ts). Versions are read by number, oldest first, from the oldest one
- * the listing shows in the window (a listing can come back short: then from the newest
- * it shows), never taken for absent because a listing lacks them. `table` must be a
- * handle of its own: this checks it out.
+ * The first version committed since `since` (ms, a creator's intent, less the clock
+ * skew) that is a create over rows: an empty version whose previous version holds rows
+ * (kafka-lance never deletes rows). For a creator that did not learn its create's
+ * version (restore-intent.ts). Versions are read by number, oldest first, from the
+ * newest one listed before the window, never taken for absent because a listing lacks
+ * them. `table` must be a handle of its own: this checks it out.
  */
 export async function findOverwrite(table: lancedb.Table, since: number): Promise<FoundOverwrite> {
   const listed = await table.listVersions();
-  const inWindow = listed.filter((v) => v.timestamp.getTime() >= since - CLOCK_SKEW_MS).map((v) => v.version);
-  const newestListed = Math.max(0, ...listed.map((v) => v.version));
-  let version = Math.max(2, inWindow.length > 0 ? Math.min(...inWindow) : newestListed);
+  // From the version after the newest one listed before the window (a listing may lack
+  // those in it), else from the oldest listed: not below it, where versions may be cleaned up.
+  const before = listed.filter((v) => v.timestamp.getTime() < since - CLOCK_SKEW_MS).map((v) => v.version);
+  const oldest = Math.min(...listed.map((v) => v.version));
+  let version = Math.max(
+    2,
+    before.length > 0 ? Math.max(...before) + 1 : Number.isFinite(oldest) ? oldest : 2,
+  );
   for (; ; version += 1) {
     try {
       await table.checkout(version);

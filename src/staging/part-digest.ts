@@ -83,12 +83,6 @@ export type TrailerCheck =
       readonly whole: boolean;
     };
 
-/** Whether `bytes` end with a CRC32C trailer's magic, whatever its checksum. */
-export function endsWithTrailerMagic(bytes: Uint8Array): boolean {
-  const at = bytes.byteLength - DIGEST_TRAILER_BYTES;
-  return at >= 0 && CRC_MAGIC.equals(Buffer.from(bytes.buffer, bytes.byteOffset + at, CRC_MAGIC.byteLength));
-}
-
 /** Checks the bytes after a stream's end-of-stream (`streamEnd` = where it ends). */
 export function checkDigestTrailer(bytes: Uint8Array, streamEnd: number): TrailerCheck {
   const trailing = bytes.byteLength - streamEnd;

@@ -5,7 +5,7 @@ import { fsyncDirectory, mkdirDurably, pathExists, unlinkDurably } from '../comm
 import type { Logger } from '../common/logger';
 import type { FileLocks } from './file-locks';
 import { END_OF_STREAM, decodeBatches, scanStream } from './ipc-stream';
-import { RunningCrc, checkDigestTrailer, digestTrailer, endsWithTrailerMagic } from './part-digest';
+import { RunningCrc, checkDigestTrailer, digestTrailer } from './part-digest';
 import {
   formatPartName,
   isRecoveredId,
@@ -89,11 +89,19 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
       continue;
     }
     if (!isRecoveredId(name.id) && (await pathExists(sibling(recoveredIdOf(name.id), 'sealed')))) {
+      // The original of a finished rewrite: a torn one is a leftover; a damaged one (put
+      // back from quarantine by hand) still holds the batches after its damage.
+      const damage = scanStream(await fsp.readFile(file)).damage;
+      if (damage) {
+        const reason = `${damage.reason} (message at byte ${damage.offset}); its whole batches before it are already sealed as ${path.basename(sibling(recoveredIdOf(name.id), 'sealed'))}`;
+        quarantined.push(await quarantinePart(tableDir, file, reason, logger));
+        continue;
+      }
       await unlinkDurably(file);
       counts.removedLeftovers += 1;
       continue;
     }
-    const outcome = await recoverOpenPart(file, name, tableDir, locks, owner);
+    const outcome = await recoverOpenPart(file, name, tableDir, locks, owner, logger);
     switch (outcome.kind) {
       case 'empty':
         await unlinkDurably(file);
@@ -108,8 +116,7 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
         break;
       case 'sealed':
         counts.recoveredParts += 1;
-        if (outcome.damaged !== undefined)
-          quarantined.push(await quarantinePart(tableDir, file, outcome.damaged, logger));
+        if (outcome.quarantinedAs !== undefined) quarantined.push(outcome.quarantinedAs);
         if (outcome.tornBytes > 0) {
           counts.tornParts += 1;
           counts.tornBytes += outcome.tornBytes;
@@ -155,8 +162,8 @@ export async function recoverTableStaging(options: RecoveryOptions): Promise<Rec
 type OpenPartOutcome =
   | { kind: 'empty'; reason: string }
   | { kind: 'corrupt'; reason: string }
-  /** `damaged`: the part's original is left in place, for the caller to quarantine with this reason. */
-  | { kind: 'sealed'; sealedPath: string; tornBytes: number; damaged?: string };
+  /** `quarantinedAs`: the damaged original, kept aside whole beside its sealed prefix. */
+  | { kind: 'sealed'; sealedPath: string; tornBytes: number; quarantinedAs?: string };
 
 async function recoverOpenPart(
   file: string,
@@ -164,18 +171,17 @@ async function recoverOpenPart(
   tableDir: string,
   locks: FileLocks,
   owner: string,
+  logger: Logger,
 ): Promise<OpenPartOutcome> {
   const bytes = await fsp.readFile(file);
   const scan = scanStream(bytes);
   // A message that is all there but unreadable: rot, or a block a crash left unwritten
-  // (zeros) with later ones written. The batches before it were durable and may be
-  // committed: they are sealed as for a torn tail, and the file itself is kept aside
-  // whole for a human (the batches after it may have been committed too). A part the
-  // writer finished (its trailer is there) was all committed: damage in it is rot.
-  if (scan.damage) {
-    const reason = `${scan.damage.reason} (message at byte ${scan.damage.offset})`;
-    if (scan.batchCount === 0 || endsWithTrailerMagic(bytes)) return { kind: 'corrupt', reason };
-  }
+  // (zeros) with later ones written, even in a part whose last write held its trailer.
+  // The batches before it were durable and may be committed: they are sealed as for a
+  // torn tail, and the file itself is kept aside whole for a human (the batches after it
+  // may have been committed too).
+  if (scan.damage && scan.batchCount === 0)
+    return { kind: 'corrupt', reason: `${scan.damage.reason} (message at byte ${scan.damage.offset})` };
   if (!scan.hasSchema)
     return { kind: 'empty', reason: bytes.byteLength === 0 ? 'empty file' : 'no schema message' };
   if (scan.batchCount === 0) return { kind: 'empty', reason: 'no whole batch' };
@@ -221,15 +227,22 @@ async function recoverOpenPart(
   } finally {
     await handle.close();
   }
+  // A damaged original goes to quarantine before its rewrite is sealed: a sealed rewrite
+  // beside its original makes the next recovery delete the original as a leftover, and
+  // the batches after the damage with it. A rewrite left open by a crash here is whole,
+  // and the next recovery seals it as it is.
+  const quarantinedAs = scan.damage
+    ? await quarantinePart(
+        tableDir,
+        file,
+        `${scan.damage.reason} (message at byte ${scan.damage.offset}); the ${scan.batchCount} whole batches before it are sealed as ${path.basename(rewriteSealed)}`,
+        logger,
+      )
+    : undefined;
   await fsp.rename(rewriteOpen, rewriteSealed);
   await fsyncDirectory(tableDir);
-  if (scan.damage)
-    return {
-      kind: 'sealed',
-      sealedPath: rewriteSealed,
-      tornBytes: 0,
-      damaged: `${scan.damage.reason} (message at byte ${scan.damage.offset}); the ${scan.batchCount} whole batches before it are sealed as ${path.basename(rewriteSealed)}`,
-    };
+  if (quarantinedAs !== undefined)
+    return { kind: 'sealed', sealedPath: rewriteSealed, tornBytes: 0, quarantinedAs };
   await unlinkDurably(file);
   return { kind: 'sealed', sealedPath: rewriteSealed, tornBytes: scan.trailingBytes };
 }

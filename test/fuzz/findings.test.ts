@@ -216,13 +216,55 @@ describe('fuzz findings: parts', () => {
     expect(quarantine.filter((n) => n.endsWith('.arrows.part'))).toHaveLength(1);
   });
 
-  test('damage in a part its writer finished (end-of-stream and trailer written, rename lost) is rot: quarantined whole, nothing of it sealed', async () => {
+  test('damage in a part whose last write held its trailer (a crash during that write’s fsync can leave a block of it unwritten) seals the whole batches before it and quarantines the part', async () => {
     const { file, bytes } = await samplePart(path.join(dir, 'sample'));
     const whole = Buffer.from(bytes);
     whole.writeUInt32LE(0xffffff00, messageStarts(whole)[2]! + 8);
     const { report, quarantine } = await recoverAsOpen(file, whole);
-    expect(report.sealedParts).toEqual([]);
+    expect(report.sealedParts.map((p) => p.rows)).toEqual([100]);
     expect(quarantine.filter((n) => n.endsWith('.arrows.part'))).toHaveLength(1);
+  });
+
+  test('a recovery killed after it quarantined a damaged part and before it sealed the rewrite of its whole batches seals that rewrite at the next start, and keeps the original', async () => {
+    const { file, unsealed, starts } = await unsealedSample();
+    unsealed.writeUInt32LE(0xffffff00, starts[3]! + 8);
+    // What the killed recovery left: its rewrite, whole but not yet renamed, and the original in quarantine.
+    const first = await recoverAsOpen(file, unsealed);
+    const tableDir = path.join(dir, 'table');
+    const rewrite = first.report.sealedParts[0]!.path;
+    await fsp.rename(rewrite, rewrite.replace(/\.arrows$/, '.arrows.part'));
+    const again = await recoverTableStaging({
+      tableDir,
+      locks: new FileLocks(),
+      owner: 'recovery',
+      logger: silentLogger(),
+    });
+    expect(again.sealedParts.map((p) => [path.basename(p.path), p.rows])).toEqual([
+      [path.basename(rewrite), 200],
+    ]);
+    expect(again.quarantined).toEqual([]);
+    const kept = (await fsp.readdir(path.join(tableDir, 'quarantine'))).filter((n) =>
+      n.endsWith('.arrows.part'),
+    );
+    expect(kept).toHaveLength(1);
+  });
+
+  test('a damaged original found beside its sealed rewrite (put back from quarantine by hand) is quarantined again, never deleted as a leftover', async () => {
+    const { file, unsealed, starts } = await unsealedSample();
+    unsealed.writeUInt32LE(0xffffff00, starts[3]! + 8);
+    const first = await recoverAsOpen(file, unsealed);
+    const tableDir = path.join(dir, 'table');
+    const [kept] = first.quarantine.filter((n) => n.endsWith('.arrows.part'));
+    await fsp.rename(path.join(tableDir, 'quarantine', kept!), path.join(tableDir, kept!));
+    const again = await recoverTableStaging({
+      tableDir,
+      locks: new FileLocks(),
+      owner: 'recovery',
+      logger: silentLogger(),
+    });
+    expect(again.removedLeftovers).toBe(0);
+    expect(again.quarantined).toHaveLength(1);
+    expect(again.sealedParts.map((p) => p.rows)).toEqual([200]);
   });
 
   test('a tail of zeros where a batch message should be (blocks a crash never wrote) is a torn tail: the batches before it are kept', async () => {

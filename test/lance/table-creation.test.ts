@@ -383,15 +383,50 @@ describe('a creator SIGKILLed between its create over the table and the restore'
     },
   );
 
-  test('a duty whose table is not to be seen is kept (the listing may be short), and a create that lands over nothing removes it', async () => {
+  test('a duty inherited while the table is not to be seen survives a create that lands over nothing but the earlier overwrite, and those rows come back', async () => {
+    await firstReplica(2); // 1,200 rows
+    const intent = path.join(dir, 'staging', 'lance-restore.json');
+    expect(await runCreator(intent, 'after-create')).toEqual({ code: null, signal: 'SIGKILL' });
+    // The next process: its first two opens miss the table (short listings), so it creates
+    // the table, and Lance commits that create over the empty version the killed one left.
+    let hiddenOpens = 2;
+    const connect = connectModule.connectTarget;
+    const spy = jest.spyOn(connectModule, 'connectTarget').mockImplementation(async (target, reads) => {
+      const db = await connect(target, reads);
+      db.tableNames = () => Promise.resolve([]);
+      const open = db.openTable.bind(db);
+      db.openTable = (name: string, ...rest) =>
+        hiddenOpens-- > 0 ? Promise.reject(new Error(`Table '${name}' was not found`)) : open(name, ...rest);
+      const create = db.createEmptyTable.bind(db);
+      db.createEmptyTable = (name, schema, options) =>
+        create(name, schema, { ...options, mode: 'overwrite' });
+      return db;
+    });
+    const next = await LanceTable.connect({ uri, table: TABLE }, silentLogger(), { restoreIntent: intent });
+    try {
+      await next.ensureSchema(TEST_SCHEMA);
+      const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
+      expect(await next.countRows(all)).toBe(1_200);
+    } finally {
+      spy.mockRestore();
+      next.close();
+    }
+    const { keys } = await rowsNow();
+    expect(keys.size).toBe(1_200);
+    expect([...keys.values()].every((n) => n === 1)).toBe(true);
+    await expect(fsp.access(intent)).rejects.toThrow(/ENOENT/);
+  });
+
+  test('a duty whose table is not to be seen is kept (the listing may be short), and is dropped once the table is seen with no overwrite in it', async () => {
     const intent = path.join(dir, 'staging', 'lance-restore.json');
     await fsp.mkdir(path.dirname(intent), { recursive: true });
     await fsp.writeFile(intent, JSON.stringify({ uri, table: TABLE, version: null, writtenAt: Date.now() }));
     const reader = await LanceTable.connect({ uri, table: TABLE }, silentLogger(), { restoreIntent: intent });
     expect(await reader.countRows([{ topic: TOPIC, partition: 0, first: 0, last: 9 }])).toBe(0);
     await fsp.access(intent);
-    // A first create (nothing to land over) writes the duty down and removes it again.
+    // A first create (nothing to land over), and the next count looks among its versions.
     await reader.ensureSchema(TEST_SCHEMA);
+    expect(await reader.countRows([{ topic: TOPIC, partition: 0, first: 0, last: 9 }])).toBe(0);
     reader.close();
     await expect(fsp.access(intent)).rejects.toThrow(/ENOENT/);
   });
