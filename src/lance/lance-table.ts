@@ -180,12 +180,10 @@ export class LanceTable {
         },
         created: async (creation) => {
           if (creation.overwrittenRows !== 0) {
-            this.#pendingSince = undefined;
+            // An inherited duty stays pending beside this one, even if this restore fails.
+            this.#pendingSince = inherited ? since : undefined;
             await this.#restore(creation.version);
-            if (inherited) {
-              await this.#writeIntent(undefined, since);
-              this.#pendingSince = since;
-            }
+            if (inherited) await this.#writeIntent(undefined, since);
           } else if (!inherited) {
             this.#pendingSince = undefined;
             await this.#intent?.clear();
