@@ -3,29 +3,75 @@
 # Sourced, not run. Every wait here is bounded: these scripts run inside jest workers
 # (spawnSync), where a wait that never ends blocks the whole test run.
 
-# True while pid $1 runs. A zombie is not running: where nothing reaps orphans (a
-# container whose PID 1 is not an init), a dead server stays a zombie and `kill -0`
-# keeps succeeding on it, which would make `status` lie and `stop` wait forever.
+# True while pid $1 runs, and, given a start time $2 (see started_at), only while it is
+# still the process that started then. A zombie is not running: where nothing reaps
+# orphans (a container whose PID 1 is not an init), a dead server stays a zombie and
+# `kill -0` keeps succeeding on it, which would make `status` lie and `stop` wait forever.
 alive() {
   kill -0 "$1" 2>/dev/null || return 1
   local stat
   stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 0
   stat="${stat##*) }"
-  [[ "${stat:0:1}" != Z ]]
+  [[ "${stat:0:1}" != Z ]] || return 1
+  [[ -z "${2:-}" ]] || [[ "$(started_at "$1")" == "$2" ]]
+}
+
+# started_at PID: when PID started, in clock ticks since boot (/proc/PID/stat field 22);
+# fails once PID is gone. A pid alone names a process only while it lives: pid_max is
+# 32768 on these machines and a test run starts tens of thousands of processes, so the
+# pid of a server that died soon belongs to another process, and a `stop` trusting it
+# signals that process (seen: a registry killed a second into its startup). The pid
+# and its start time together name one process.
+started_at() {
+  local stat fields
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  read -r -a fields <<<"${stat##*) }" # fields from 3 (state) on: field 22 is index 19
+  [[ -n "${fields[19]:-}" ]] || return 1
+  echo "${fields[19]}"
+}
+
+# Pid files: PIDFILE holds the server's pid (what other tools read), PIDFILE.start its
+# start time. pid_record PIDFILE PID writes both; a process already gone is recorded
+# with a start time no process has, so it never reads as running.
+pid_record() {
+  echo "$2" >"$1"
+  started_at "$2" >"$1.start" || echo gone >"$1.start"
+}
+
+# pid_running PIDFILE: true while the recorded process runs. A file without a start
+# time (written before start times were kept) falls back to the pid alone.
+pid_running() {
+  [[ -f "$1" ]] || return 1
+  alive "$(cat "$1")" "$(cat "$1.start" 2>/dev/null || true)"
+}
+
+pid_forget() { rm -f "$1" "$1.start"; }
+
+# stop_recorded PIDFILE TIMEOUT_SECONDS WHERE: stops the recorded server (stop_pid) and
+# forgets it; a pid file whose process is gone, or is another process now, is only
+# forgotten. WHERE names the server in "not running on WHERE".
+stop_recorded() {
+  local pid
+  if ! pid_running "$1"; then pid_forget "$1"; say "not running on $3"; return 0; fi
+  pid="$(cat "$1")"
+  stop_pid "$pid" "$2" || return 1
+  pid_forget "$1"
+  say "stopped (pid $pid)"
 }
 
 # stop_pid PID TIMEOUT_SECONDS: TERM, wait up to the timeout, then KILL and wait up to
 # 10 s more. Prints through the caller's `say`. Fails if the process outlives the KILL.
 stop_pid() {
-  local pid="$1" deadline=$((SECONDS + $2))
+  local pid="$1" deadline=$((SECONDS + $2)) start
+  start="$(started_at "$pid")" || return 0
   kill -TERM "$pid" 2>/dev/null || true
-  while alive "$pid" && ((SECONDS < deadline)); do sleep 0.2; done
-  alive "$pid" || return 0
+  while alive "$pid" "$start" && ((SECONDS < deadline)); do sleep 0.2; done
+  alive "$pid" "$start" || return 0
   say "pid $pid did not stop within ${2}s; sending KILL"
   kill -KILL "$pid" 2>/dev/null || true
   deadline=$((SECONDS + 10))
-  while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
-  if alive "$pid"; then say "pid $pid still runs 10 s after KILL"; return 1; fi
+  while alive "$pid" "$start" && ((SECONDS < deadline)); do sleep 0.1; done
+  if alive "$pid" "$start"; then say "pid $pid still runs 10 s after KILL"; return 1; fi
 }
 
 # first_use DONE_FILE LOCK_FILE FUNCTION: runs FUNCTION (a first-use download or install)

@@ -3,11 +3,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { KafkaLanceError } from './errors';
 import { mkdirDurably, realDirectorySync } from './fs-durable';
+import { processIdentity, sameProcess, type ProcessIdentity } from './process-identity';
 
 /** In the data directory: names the process that owns the directory. */
 export const LOCK_FILE = 'kafka-lance.lock';
 
-interface LockContent {
+interface LockContent extends ProcessIdentity {
   readonly pid: number;
   readonly hostname: string;
   readonly startedAt: number;
@@ -46,17 +47,24 @@ const heldHere = new Set<string>();
  * and recover the other's open ones: the staging is single-owner by design.
  *
  * The lock is a file created only if absent (written whole, then hard-linked into
- * place: atomic), holding pid, hostname and start time. A lock left by a dead process (SIGKILL, OOM, power loss)
- * is taken over when it names this host and a pid that is gone, or this process's
- * own pid without this process holding it (a restarted container reuses pids). A
- * lock naming another host is never guessed stale: remove it by hand once that host
- * is known to be gone.
+ * place: atomic), holding pid, hostname, start time and the process's identity
+ * (boot and start ticks, see process-identity.ts). A lock left by a dead process
+ * (SIGKILL, OOM, power loss) is taken over when it names this host and a pid that is
+ * gone, or that another process has now (pids are reused), or this process's own pid
+ * without this process holding it (a restarted container reuses pids). A lock naming
+ * another host is never guessed stale: remove it by hand once that host is known to
+ * be gone.
  */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   const dir = path.resolve(dataDir);
   const file = path.join(dir, LOCK_FILE);
   await mkdirDurably(dir);
-  const mine: LockContent = { pid: process.pid, hostname: os.hostname(), startedAt: Date.now() };
+  const mine: LockContent = {
+    pid: process.pid,
+    hostname: os.hostname(),
+    startedAt: Date.now(),
+    ...processIdentity(process.pid),
+  };
   for (let attempt = 0; attempt < 5; attempt++) {
     if (await createWhole(file, JSON.stringify(mine))) {
       heldHere.add(file);
@@ -128,17 +136,10 @@ function liveHolderReason(file: string, holder: LockContent): string | undefined
   if (holder.pid === process.pid) {
     return heldHere.has(file) ? 'another replica in this process holds it' : undefined;
   }
-  return processIsAlive(holder.pid) ? 'stop that process first (one replica per data directory)' : undefined;
-}
-
-function processIsAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  const now = processIdentity(holder.pid);
+  return now !== undefined && sameProcess(holder, now)
+    ? 'stop that process first (one replica per data directory)'
+    : undefined;
 }
 
 /**
@@ -168,6 +169,8 @@ function parseLock(text: string): LockContent | undefined {
         pid: v.pid,
         hostname: v.hostname,
         startedAt: typeof v.startedAt === 'number' ? v.startedAt : 0,
+        bootId: typeof v.bootId === 'string' ? v.bootId : undefined,
+        startTicks: typeof v.startTicks === 'number' ? v.startTicks : undefined,
       };
     }
   } catch {

@@ -7,6 +7,7 @@ import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../../src/common/data-dir-lock';
+import { processIdentity } from '../../src/common/process-identity';
 import { tempDir } from '../support/rows';
 
 const COMPILED = path.resolve(__dirname, '../../dist/src/common/data-dir-lock.js');
@@ -81,6 +82,35 @@ describe('one replica per data directory', () => {
     );
     const lock = await lockDataDir(dir);
     await lock.release();
+  });
+
+  test('a lock naming a pid that another process has now (the holder died, its pid was reused) is stale, and that process is left alone', async () => {
+    const other = spawn('sleep', ['30']);
+    try {
+      const now = processIdentity(other.pid!);
+      expect(now?.startTicks).toEqual(expect.any(Number));
+      const lockOf = (identity: object) =>
+        fsp.writeFile(
+          path.join(dir, LOCK_FILE),
+          JSON.stringify({ pid: other.pid, hostname: os.hostname(), startedAt: 0, ...identity }),
+        );
+      // Written by that very process: live.
+      await lockOf({ ...now });
+      await expect(lockDataDir(dir)).rejects.toBeInstanceOf(DataDirLockedError);
+      // Written by a process that started at another time, or in an earlier boot: stale.
+      for (const identity of [
+        { ...now, startTicks: now!.startTicks! - 1 },
+        { ...now, bootId: 'an-earlier-boot' },
+      ]) {
+        await lockOf(identity);
+        const lock = await lockDataDir(dir);
+        await lock.release();
+      }
+      expect(other.exitCode).toBeNull();
+      expect(other.signalCode).toBeNull();
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 
   test('a lock held on another host is never guessed stale', async () => {

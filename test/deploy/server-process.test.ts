@@ -54,6 +54,54 @@ test('a live server reads as running', () => {
   expect(withLib(`sleep 5 & pid=$!; alive $pid; rc=$?; kill $pid; exit $rc`).status).toBe(0);
 });
 
+test('a pid file whose pid now names another process (the server died and its pid was reused) reads as not running, and stopping it leaves that process alone', async () => {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'pid-reuse-'));
+  const pidfile = path.join(dir, 'server.pid');
+  try {
+    // A live process recorded as itself reads as running.
+    const recorded = withLib(
+      `sleep 30 & pid=$!; pid_record '${pidfile}' $pid; pid_running '${pidfile}' && echo running; kill $pid`,
+    );
+    expect(recorded.stdout.trim()).toBe('running');
+    // The same pid with another start time is what a reused pid looks like.
+    const out = withLib(
+      `sleep 30 & pid=$!; pid_record '${pidfile}' $pid; echo 1 > '${pidfile}.start';` +
+        ` pid_running '${pidfile}' && echo running || echo stopped;` +
+        ` stop_recorded '${pidfile}' 5 here; alive $pid && echo survived; kill $pid;` +
+        ` test -e '${pidfile}' || echo forgotten`,
+    );
+    expect(out.stdout.split('\n').filter(Boolean)).toEqual([
+      'stopped',
+      'not running on here',
+      'survived',
+      'forgotten',
+    ]);
+    // A process that exited before it was recorded never reads as running.
+    const gone = withLib(
+      `true & pid=$!; wait $pid; pid_record '${pidfile}' $pid; pid_running '${pidfile}' || echo stopped`,
+    );
+    expect(gone.stdout.trim()).toBe('stopped');
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('stop_recorded stops the recorded server and forgets it', async () => {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'pid-stop-'));
+  const pidfile = path.join(dir, 'server.pid');
+  try {
+    const out = withLib(
+      `sleep 30 & pid=$!; pid_record '${pidfile}' $pid; stop_recorded '${pidfile}' 5 here;` +
+        ` alive $pid && echo survived; ls '${dir}' | wc -l`,
+    );
+    expect(out.stdout).toMatch(/^stopped \(pid \d+\)$/m);
+    expect(out.stdout).not.toContain('survived');
+    expect(out.stdout.trim().split('\n').pop()).toBe('0');
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+});
+
 test('two processes fetching the same thing on first use at once: one fetches, the other waits and finds it done', async () => {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'first-use-'));
   try {
