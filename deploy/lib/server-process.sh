@@ -52,7 +52,10 @@ pid_forget() { rm -f "$1" "$1.start"; }
 # forgotten. WHERE names the server in "not running on WHERE".
 stop_recorded() {
   local pid
-  if ! pid_running "$1"; then pid_forget "$1"; say "not running on $3"; return 0; fi
+  if ! pid_running "$1"; then
+    [[ -f "$1" ]] && alive "$(cat "$1")" && say "$1 names pid $(cat "$1"), another process now; not signalling it"
+    pid_forget "$1"; say "not running on $3"; return 0
+  fi
   pid="$(cat "$1")"
   stop_pid "$pid" "$2" || return 1
   pid_forget "$1"

@@ -72,6 +72,7 @@ test('a pid file whose pid now names another process (the server died and its pi
     );
     expect(out.stdout.split('\n').filter(Boolean)).toEqual([
       'stopped',
+      expect.stringMatching(/^\S+server\.pid names pid \d+, another process now; not signalling it$/),
       'not running on here',
       'survived',
       'forgotten',
