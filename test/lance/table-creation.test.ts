@@ -13,10 +13,16 @@ import {
 import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import * as connectModule from '../../src/lance/connect';
 import { LanceTable, readyForRestore } from '../../src/lance/lance-table';
 import { createTable, restoreOverwrittenRows } from '../../src/lance/table-creation';
 import { silentLogger } from '../../src/common/logger';
+import {
+  createsOverwrite,
+  firstTimes,
+  listsNothing,
+  missesOpens,
+  patchConnections,
+} from '../support/lance-store-races';
 import { capturingLogger } from '../support/materializer-fixture';
 import { TEST_SCHEMA, payloadOf, range, rowsFor, tempDir } from '../support/rows';
 
@@ -210,8 +216,7 @@ test('a listing that comes back without the table is confirmed by opening it: th
   const { logger, lines } = capturingLogger();
   const writer = await LanceTable.connect({ uri, table: TABLE }, logger);
   // A short LIST, as s3proxy's filesystem backend gives under concurrent writes.
-  const db = (writer as unknown as { db: lancedb.Connection }).db;
-  db.tableNames = () => Promise.resolve([]);
+  listsNothing((writer as unknown as { db: lancedb.Connection }).db);
   await writer.ensureSchema(schema);
   writer.close();
   expect(lines.map((l) => l.event)).not.toContain('lance.table.created');
@@ -277,34 +282,21 @@ test('a restore cut short by the store is finished before the next count (which 
   const writer = await LanceTable.connect({ uri, table: TABLE }, silentLogger());
   const db = (writer as unknown as { db: lancedb.Connection }).db;
   // A short LIST, and an open that misses the table as well: the writer creates it...
-  db.tableNames = () => Promise.resolve([]);
+  listsNothing(db);
+  const failures = firstTimes(1);
   const open = db.openTable.bind(db);
-  let misses = 1;
-  let failures = 1;
-  db.openTable = (
-    name: string,
-    ...rest: Parameters<lancedb.Connection['openTable']> extends [string, ...infer R] ? R : never
-  ) =>
-    misses-- > 0
-      ? Promise.reject(new Error(`Table '${name}' was not found`))
-      : failures-- > 0
-        ? Promise.reject(new Error('HTTP 503 Slow Down (injected)'))
-        : open(name, ...rest);
+  db.openTable = (name, ...rest) =>
+    failures() ? Promise.reject(new Error('HTTP 503 Slow Down (injected)')) : open(name, ...rest);
+  missesOpens(db, firstTimes(1)); // asked first: the first open misses, the second fails
   // ...and Lance commits that create over the table, as it does in a race.
-  const connect = connectModule.connectTarget;
-  const spy = jest.spyOn(connectModule, 'connectTarget').mockImplementation(async (target, reads) => {
-    const own = await connect(target, reads);
-    const create = own.createEmptyTable.bind(own);
-    own.createEmptyTable = (name, s, options) => create(name, s, { ...options, mode: 'overwrite' });
-    return own;
-  });
+  const unpatch = patchConnections((own) => createsOverwrite(own));
   try {
     // The restore's first read of the live table fails: the create stands without the rows.
     await expect(writer.ensureSchema(schema)).rejects.toThrow(/503/);
     const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
     expect(await writer.countRows(all)).toBe(1_200);
   } finally {
-    spy.mockRestore();
+    unpatch();
     writer.close();
   }
   const { keys } = await rowsNow();
@@ -335,17 +327,6 @@ describe('a creator SIGKILLed between its create over the table and the restore'
     });
   }
 
-  /** Connections of this process whose listing never shows the table (a short LIST), until restored. */
-  function shortListings(): () => void {
-    const connect = connectModule.connectTarget;
-    const spy = jest.spyOn(connectModule, 'connectTarget').mockImplementation(async (target, reads) => {
-      const db = await connect(target, reads);
-      db.tableNames = () => Promise.resolve([]);
-      return db;
-    });
-    return () => spy.mockRestore();
-  }
-
   test.each([
     [
       'after-create',
@@ -365,7 +346,7 @@ describe('a creator SIGKILLed between its create over the table and the restore'
       expect(JSON.parse(await fsp.readFile(intent, 'utf8'))).toMatchObject({ uri, table: TABLE });
 
       const { logger, lines } = capturingLogger();
-      const restoreListings = short ? shortListings() : () => undefined;
+      const restoreListings = short ? patchConnections(listsNothing) : () => undefined;
       const next = await LanceTable.connect({ uri, table: TABLE }, logger, { restoreIntent: intent });
       const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
       try {
@@ -389,18 +370,11 @@ describe('a creator SIGKILLed between its create over the table and the restore'
     expect(await runCreator(intent, 'after-create')).toEqual({ code: null, signal: 'SIGKILL' });
     // The next process: its first two opens miss the table (short listings), so it creates
     // the table, and Lance commits that create over the empty version the killed one left.
-    let hiddenOpens = 2;
-    const connect = connectModule.connectTarget;
-    const spy = jest.spyOn(connectModule, 'connectTarget').mockImplementation(async (target, reads) => {
-      const db = await connect(target, reads);
-      db.tableNames = () => Promise.resolve([]);
-      const open = db.openTable.bind(db);
-      db.openTable = (name: string, ...rest) =>
-        hiddenOpens-- > 0 ? Promise.reject(new Error(`Table '${name}' was not found`)) : open(name, ...rest);
-      const create = db.createEmptyTable.bind(db);
-      db.createEmptyTable = (name, schema, options) =>
-        create(name, schema, { ...options, mode: 'overwrite' });
-      return db;
+    const hiddenOpens = firstTimes(2);
+    const unpatch = patchConnections((db) => {
+      listsNothing(db);
+      missesOpens(db, hiddenOpens);
+      createsOverwrite(db);
     });
     const next = await LanceTable.connect({ uri, table: TABLE }, silentLogger(), { restoreIntent: intent });
     try {
@@ -408,7 +382,7 @@ describe('a creator SIGKILLed between its create over the table and the restore'
       const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
       expect(await next.countRows(all)).toBe(1_200);
     } finally {
-      spy.mockRestore();
+      unpatch();
       next.close();
     }
     const { keys } = await rowsNow();
@@ -436,28 +410,20 @@ describe('a creator SIGKILLed between its create over the table and the restore'
     const intent = path.join(dir, 'staging', 'lance-restore.json');
     const writer = await LanceTable.connect({ uri, table: TABLE }, silentLogger(), { restoreIntent: intent });
     const db = (writer as unknown as { db: lancedb.Connection }).db;
-    db.tableNames = () => Promise.resolve([]);
-    const open = db.openTable.bind(db);
-    let misses = 1;
-    db.openTable = (name: string, ...rest) =>
-      misses-- > 0 ? Promise.reject(new Error(`Table '${name}' was not found`)) : open(name, ...rest);
-    const connect = connectModule.connectTarget;
-    const spy = jest.spyOn(connectModule, 'connectTarget').mockImplementation(async (target, reads) => {
-      const own = await connect(target, reads);
-      const create = own.createEmptyTable.bind(own);
-      own.createEmptyTable = async (name, s, options) => {
-        await create(name, s, { ...options, mode: 'overwrite' });
+    listsNothing(db);
+    missesOpens(db, firstTimes(1));
+    const unpatch = patchConnections((own) =>
+      createsOverwrite(own, () => {
         throw new Error('HTTP 503 Slow Down (injected, after the create committed)');
-      };
-      return own;
-    });
+      }),
+    );
     try {
       await expect(writer.ensureSchema(TEST_SCHEMA)).rejects.toThrow(/503/);
       expect((await rowsNow()).keys.size).toBe(0);
       const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
       expect(await writer.countRows(all)).toBe(1_200);
     } finally {
-      spy.mockRestore();
+      unpatch();
       writer.close();
     }
     const { keys } = await rowsNow();

@@ -11,32 +11,27 @@ import type * as lancedb from '@lancedb/lancedb';
 import { silentLogger } from '../../src/common/logger';
 import { parseFaults } from '../../src/faults/faults';
 import { shareFaults } from '../../src/faults/thread-faults';
-import * as connectModule from '../../src/lance/connect';
 import { LanceTable } from '../../src/lance/lance-table';
+import {
+  createsOverwrite,
+  firstTimes,
+  listsNothing,
+  missesOpens,
+  patchConnections,
+} from './lance-store-races';
 import { TEST_SCHEMA } from './rows';
 
 async function main(): Promise<void> {
   shareFaults(parseFaults(process.env));
   const [uri, table, restoreIntent] = process.argv.slice(2);
-  const connect = connectModule.connectTarget;
   // Every connection of this process creates by overwriting, as Lance does when its commit finds the table.
-  const overwriting: typeof connect = async (target, reads) => {
-    const db = await connect(target, reads);
-    const create = db.createEmptyTable.bind(db);
-    db.createEmptyTable = (name, schema, options) => create(name, schema, { ...options, mode: 'overwrite' });
-    return db;
-  };
-  // The compiled module's export is a plain property, read at each call.
-  Object.defineProperty(connectModule, 'connectTarget', { value: overwriting });
+  patchConnections((db) => createsOverwrite(db));
   const writer = await LanceTable.connect({ uri: uri!, table: table! }, silentLogger(), {
     restoreIntent: restoreIntent!,
   });
   const db = (writer as unknown as { db: lancedb.Connection }).db;
-  db.tableNames = () => Promise.resolve([]);
-  const open = db.openTable.bind(db);
-  let misses = 1;
-  db.openTable = (name, ...rest) =>
-    misses-- > 0 ? Promise.reject(new Error(`Table '${name}' was not found`)) : open(name, ...rest);
+  listsNothing(db);
+  missesOpens(db, firstTimes(1));
   await writer.ensureSchema(TEST_SCHEMA);
   writer.close();
   process.stdout.write('{"event":"test.created"}\n');
