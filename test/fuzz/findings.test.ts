@@ -55,22 +55,31 @@ describe('fuzz findings: parts', () => {
     await fsp.writeFile(file, bytes);
   }
 
-  test('a bit flipped in an offset of a damaged open part (7493989779944505000, beyond 2^53) is set aside by recovery, never thrown at startup', async () => {
-    const { file, bytes } = await samplePart(path.join(dir, 'sample'));
-    const name = parsePartName(path.basename(file))!;
-    const tableDir = path.join(dir, 'table');
-    await fsp.mkdir(tableDir, { recursive: true });
-    // The qualification's fuzz counterexample (seed 20261202): the flipped byte lies in the _offset values.
-    await fsp.writeFile(
-      path.join(tableDir, formatPartName(name, 'open')),
-      damage(bytes, { kind: 'flip', at: 830718804, bit: 1, bytes: [0] }),
-    );
-    const report = await recoverTableStaging({
-      tableDir,
+  /** A start's recovery of the test's table directory. */
+  function recoverTable() {
+    return recoverTableStaging({
+      tableDir: path.join(dir, 'table'),
       locks: new FileLocks(),
       owner: 'recovery',
       logger: silentLogger(),
     });
+  }
+
+  /** Recovery of `bytes` written as the open part of `file`'s name, with its report and what is left. */
+  async function recoverAsOpen(file: string, bytes: Uint8Array) {
+    const name = parsePartName(path.basename(file))!;
+    const tableDir = path.join(dir, 'table');
+    await fsp.mkdir(tableDir, { recursive: true });
+    await fsp.writeFile(path.join(tableDir, formatPartName(name, 'open')), bytes);
+    const report = await recoverTable();
+    return { report, quarantine: await fsp.readdir(path.join(tableDir, 'quarantine')).catch(() => []) };
+  }
+
+  test('a bit flipped in an offset of a damaged open part (7493989779944505000, beyond 2^53) is set aside by recovery, never thrown at startup', async () => {
+    const { file, bytes } = await samplePart(path.join(dir, 'sample'));
+    // The qualification's fuzz counterexample (seed 20261202): the flipped byte lies in the _offset values.
+    const damaged = damage(bytes, { kind: 'flip', at: 830718804, bit: 1, bytes: [0] });
+    const { report } = await recoverAsOpen(file, damaged);
     expect(report.quarantined).toHaveLength(1);
   });
 
@@ -108,33 +117,9 @@ describe('fuzz findings: parts', () => {
     expect(() => decodeBatches(damaged.subarray(0, scanStream(damaged).validLength))).toThrow(
       /claims|shorter than 4294967396 rows|rows in a batch of 4294967396/,
     );
-    const name = parsePartName(path.basename(file))!;
-    const tableDir = path.join(dir, 'table');
-    await fsp.mkdir(tableDir, { recursive: true });
-    await fsp.writeFile(path.join(tableDir, formatPartName(name, 'open')), damaged);
-    const report = await recoverTableStaging({
-      tableDir,
-      locks: new FileLocks(),
-      owner: 'recovery',
-      logger: silentLogger(),
-    });
+    const { report } = await recoverAsOpen(file, damaged);
     expect(report.quarantined).toHaveLength(1);
   });
-
-  /** Recovery of `bytes` written as the open part of `file`'s name, with its report and what is left. */
-  async function recoverAsOpen(file: string, bytes: Uint8Array) {
-    const name = parsePartName(path.basename(file))!;
-    const tableDir = path.join(dir, 'table');
-    await fsp.mkdir(tableDir, { recursive: true });
-    await fsp.writeFile(path.join(tableDir, formatPartName(name, 'open')), bytes);
-    const report = await recoverTableStaging({
-      tableDir,
-      locks: new FileLocks(),
-      owner: 'recovery',
-      logger: silentLogger(),
-    });
-    return { report, quarantine: await fsp.readdir(path.join(tableDir, 'quarantine')).catch(() => []) };
-  }
 
   test("a schema's field count raised to 2^28 by one flipped bit (seed 93383: byte 471, bit 4) is refused before apache-arrow decodes it, never built field by field until the heap runs out", async () => {
     const { file, bytes } = await samplePart(path.join(dir, 'sample'));
@@ -233,12 +218,7 @@ describe('fuzz findings: parts', () => {
     const tableDir = path.join(dir, 'table');
     const rewrite = first.report.sealedParts[0]!.path;
     await fsp.rename(rewrite, rewrite.replace(/\.arrows$/, '.arrows.part'));
-    const again = await recoverTableStaging({
-      tableDir,
-      locks: new FileLocks(),
-      owner: 'recovery',
-      logger: silentLogger(),
-    });
+    const again = await recoverTable();
     expect(again.sealedParts.map((p) => [path.basename(p.path), p.rows])).toEqual([
       [path.basename(rewrite), 200],
     ]);
@@ -256,12 +236,7 @@ describe('fuzz findings: parts', () => {
     const tableDir = path.join(dir, 'table');
     const [kept] = first.quarantine.filter((n) => n.endsWith('.arrows.part'));
     await fsp.rename(path.join(tableDir, 'quarantine', kept!), path.join(tableDir, kept!));
-    const again = await recoverTableStaging({
-      tableDir,
-      locks: new FileLocks(),
-      owner: 'recovery',
-      logger: silentLogger(),
-    });
+    const again = await recoverTable();
     expect(again.removedLeftovers).toBe(0);
     expect(again.quarantined).toHaveLength(1);
     expect(again.sealedParts.map((p) => p.rows)).toEqual([200]);
