@@ -1,5 +1,12 @@
 import * as lancedb from '@lancedb/lancedb';
-import type { LanceTarget } from './lance-table';
+
+/** Where a table lives: the database's URI, the table's name, and the store's options. */
+export interface LanceTarget {
+  /** A local directory or an object store URI (s3://, gs://, az://). */
+  readonly uri: string;
+  readonly table: string;
+  readonly storageOptions?: Readonly<Record<string, string>>;
+}
 
 /**
  * A connection to the database of `target`, with its storage options (copied: LanceDB

@@ -1,60 +1,26 @@
 import type * as lancedb from '@lancedb/lancedb';
-import { Table as ArrowTable, type DataType, type RecordBatch, type Schema } from 'apache-arrow';
+import { Table as ArrowTable, type RecordBatch, type Schema } from 'apache-arrow';
 import { injectedDiskFull } from '../faults/disk-full';
 import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { TOPIC_ID_COLUMN } from '../staging/system-columns';
 import { appendArrowTable, takesArrowAdd } from './arrow-add';
 import { retryConflicts } from './commit-retry';
-import {
-  LanceSchemaError,
-  LanceWriteError,
-  isLanceDiskFull,
-  isMissingVersion,
-  isSchemaRejection,
-} from './lance-errors';
-import { connectTarget } from './connect';
+import { LanceSchemaError, LanceWriteError, isLanceDiskFull, isSchemaRejection } from './lance-errors';
+import { connectTarget, type LanceTarget } from './connect';
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
 import { openTableConfirmed } from './open-if-committed';
-import { findOverwrite, restorableAs, restoreOverwrittenRows } from './table-creation';
-import { RestoreIntentFile } from './restore-intent';
-import { crashPoint } from '../faults/crash-points';
+import { RestoreDuty } from './restore-duty';
 import {
-  addMissingColumns,
   collidesWithOtherIncarnation,
   ensureInsertKey,
-  ensureSystemIndexes,
   ensureTableSchema,
   type InsertKey,
 } from './table-schema';
 
-// `kafka-lance compact` (src/cli/compact.ts) imports these two from here.
-
-export interface LanceTarget {
-  /** A local directory or an object store URI (s3://, gs://, az://). */
-  readonly uri: string;
-  readonly table: string;
-  readonly storageOptions?: Readonly<Record<string, string>>;
-}
-
-/**
- * Readies the live table for rows a create landed over, read with `source`: the columns
- * they have and it lacks, then the row key they are put back on (returned). A number
- * column the table has widened takes them (`restorableAs`).
- */
-export async function readyForRestore(
-  table: lancedb.Table,
-  name: string,
-  source: Schema,
-  logger: Logger,
-): Promise<readonly string[]> {
-  await addMissingColumns(table, name, source, logger, (existing, rows) =>
-    restorableAs(existing.type as DataType, rows.type as DataType),
-  );
-  return (await ensureInsertKey(table, name, logger)).columns;
-}
+export type { LanceTarget } from './connect';
 
 /**
  * How a publication's rows go in. `append`: one plain add (the ceiling rule keeps two
@@ -94,18 +60,8 @@ export class LanceTable {
   #adds: Promise<unknown> = Promise.resolve();
   /** The merge-insert key, once the table is known to carry it (insert-if-absent). */
   #insertKey: InsertKey | undefined;
-  /**
-   * The version of this process's create that landed over another writer's rows, while
-   * their restore has not succeeded; kept in `#intent` as well, for the next process.
-   */
-  #createdOver: number | undefined;
-  /** Where the restore's duty outlives this process (restore-intent.ts); read at first use. */
-  readonly #intent: RestoreIntentFile | undefined;
-  #intentRead = false;
-  /** When an intent whose create's version is not known was written, until the table is seen. */
-  #pendingSince: number | undefined;
-  /** The system indexes, once an overwrite dropped them, until they are built again. */
-  #indexesOwed = false;
+  /** Rows a create landed over, owed back before the next write, count or compaction. */
+  readonly #restore: RestoreDuty;
   /** Set once the table is seen with `_topic_id` (a column is never dropped). */
   #hasTopicId = false;
 
@@ -115,7 +71,16 @@ export class LanceTable {
     private readonly logger: Logger,
     restoreIntent: string | undefined,
   ) {
-    this.#intent = restoreIntent === undefined ? undefined : new RestoreIntentFile(restoreIntent);
+    this.#restore = new RestoreDuty(
+      {
+        target,
+        live: db,
+        current: () => this.#current(),
+        connectOwn: () => this.#connectOwn(),
+        logger,
+      },
+      restoreIntent,
+    );
   }
 
   /**
@@ -157,9 +122,7 @@ export class LanceTable {
   }
 
   async #ensureSchema(schema: Schema): Promise<void> {
-    await this.#finishRestore();
-    let since = Date.now();
-    let inherited = false;
+    await this.#restore.finish();
     this.#table = await ensureTableSchema(
       this.db,
       await this.#current(),
@@ -168,122 +131,14 @@ export class LanceTable {
       schema,
       this.logger,
       () => this.#connectOwn(),
-      {
-        beforeCreate: async () => {
-          // An intent not resolved yet (its table not seen) keeps its time: the overwrite
-          // it stands for may lie below this create.
-          inherited = this.#pendingSince !== undefined;
-          since = this.#pendingSince ?? since;
-          await this.#writeIntent(undefined, since);
-          // Looked for again at the next write or count if the create fails: it may have committed.
-          this.#pendingSince = since;
-        },
-        created: async (creation) => {
-          if (creation.overwrittenRows !== 0) {
-            // An inherited duty stays pending beside this one, even if this restore fails.
-            this.#pendingSince = inherited ? since : undefined;
-            await this.#restore(creation.version);
-            if (inherited) await this.#writeIntent(undefined, since);
-          } else if (!inherited) {
-            this.#pendingSince = undefined;
-            await this.#intent?.clear();
-          }
-        },
-      },
+      this.#restore.aroundCreate(),
     );
   }
 
-  #writeIntent(version: number | undefined, writtenAt = Date.now()): Promise<void> | undefined {
-    const { uri, table } = this.target;
-    return this.#intent?.write({ uri, table, version, writtenAt });
-  }
-
-  /**
-   * A restore that failed, or that a process before this one left (its intent), is
-   * finished before anything else is written or counted (table-creation.ts): without
-   * the overwritten rows, a count would miss publications that are in the table for
-   * good, and they would be added again beside the rows the restore puts back. The
-   * system indexes the overwrite dropped are built again after it.
-   */
-  async #finishRestore(): Promise<void> {
-    if (!this.#intentRead) {
-      await this.#readIntent();
-      this.#intentRead = true;
-    }
-    if (this.#pendingSince !== undefined)
-      this.#createdOver ??= await this.#lookForOverwrite(this.#pendingSince);
-    if (this.#createdOver !== undefined) {
-      this.#indexesOwed = true;
-      await this.#restore(this.#createdOver);
-    }
-    if (!this.#indexesOwed) return;
-    const table = await this.#current();
-    if (!table) return;
-    await ensureSystemIndexes(table);
-    this.#indexesOwed = false;
-  }
-
-  /** The intent a previous process left: its version to restore, or the time to look from. */
-  async #readIntent(): Promise<void> {
-    const intent = await this.#intent?.read();
-    if (!intent) return;
-    if (intent.uri !== this.target.uri || intent.table !== this.target.table) {
-      this.logger.warn(
-        { event: 'lance.table.restoreIntentDropped', table: this.target.table, intent },
-        'a restore intent of another table (lance.uri or the table changed) is dropped',
-      );
-      await this.#intent?.clear();
-      return;
-    }
-    if (intent.version !== undefined) this.#createdOver ??= intent.version;
-    else this.#pendingSince = intent.writtenAt;
-  }
-
-  /**
-   * The version a create whose version is not known (its process died, or its create
-   * failed after it may have committed) landed over: the overwrite found among the
-   * versions committed since `since`. A table not seen keeps the duty pending (a listing
-   * can come back short): it is looked for again at the next write or count.
-   */
-  async #lookForOverwrite(since: number): Promise<number | undefined> {
-    const own = await this.#connectOwn();
-    try {
-      const table = await openTableConfirmed(own, this.target.table);
-      if (!table) return undefined;
-      const found = await findOverwrite(table, since).finally(() => table.close());
-      this.#pendingSince = undefined;
-      if (found.kind === 'found') {
-        this.logger.warn(
-          { event: 'lance.table.createdOverFound', table: this.target.table, version: found.version },
-          'a create whose version was not known landed over the table: putting the rows back',
-        );
-        return found.version;
-      }
-      if (found.kind === 'gone')
-        this.#restoreImpossible(found.version, 'its previous version was cleaned up');
-      await this.#intent?.clear();
-      return undefined;
-    } finally {
-      own.close();
-    }
-  }
-
-  #restoreImpossible(version: number, why: string): void {
-    this.logger.error(
-      { event: 'lance.table.restoreImpossible', table: this.target.table, version, why },
-      'the rows a create landed over cannot be put back: they are missing from the table',
-    );
-  }
-
-  /** `#finishRestore` in turn with schema changes, for the counts and compaction. */
+  /** The restore duty's `finish()` in turn with schema changes, for the counts and compaction. */
   #restored(): Promise<void> {
-    const settled =
-      this.#intentRead &&
-      this.#createdOver === undefined &&
-      this.#pendingSince === undefined &&
-      !this.#indexesOwed;
-    if (settled) return Promise.resolve();
-    const run = this.#schemaChanges.then(() => retryConflicts(() => this.#finishRestore()));
+    if (this.#restore.settled) return Promise.resolve();
+    const run = this.#schemaChanges.then(() => retryConflicts(() => this.#restore.finish()));
     this.#schemaChanges = run.catch(() => undefined);
     return run;
   }
@@ -310,57 +165,6 @@ export class LanceTable {
   /** A connection that never reloads: a table's handle keeps the version its create committed. */
   #connectOwn(): Promise<lancedb.Connection> {
     return connectTarget(this.target, 'as-opened');
-  }
-
-  /**
-   * Puts back the rows a create at `version` landed over; remembered until it succeeds.
-   * Its failures are the table's, not the publication's that ran into it: a schema
-   * problem between the overwritten rows and the table is a retriable LanceWriteError
-   * here, never a LanceSchemaError, which would set that publication aside.
-   */
-  async #restore(version: number): Promise<void> {
-    this.#createdOver = version;
-    await this.#writeIntent(version);
-    crashPoint('before-restore');
-    try {
-      await restoreOverwrittenRows(
-        () => this.#connectOwn(),
-        this.db,
-        this.target.table,
-        version,
-        (t, source) => readyForRestore(t, this.target.table, source, this.logger),
-        this.logger,
-      );
-    } catch (error) {
-      if (isMissingVersion(error, version - 1) || isMissingVersion(error, version)) {
-        // Read by number, never through a listing: that version is gone, and its rows with it.
-        this.#restoreImpossible(version, errorMessage(error));
-        await this.#intent?.clear();
-        this.#createdOver = undefined;
-        return;
-      }
-      this.logger.warn(
-        {
-          event: 'lance.table.restoreFailed',
-          table: this.target.table,
-          version,
-          intent: this.#intent?.file,
-          err: errorMessage(error),
-        },
-        'the rows a create landed over could not be put back yet: tried again before the next write or count (removing the intent file gives them up)',
-      );
-      if (!(error instanceof LanceSchemaError)) throw error;
-      throw new LanceWriteError(
-        `the rows version ${version - 1} held before a create landed over it cannot be put back: ${error.message}${
-          this.#intent ? ` (this duty is kept in ${this.#intent.file}: removing it gives those rows up)` : ''
-        }`,
-        error,
-        true,
-        this.target.table,
-      );
-    }
-    await this.#intent?.clear();
-    this.#createdOver = undefined;
   }
 
   /**

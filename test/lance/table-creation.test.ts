@@ -13,7 +13,8 @@ import {
 import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { LanceTable, readyForRestore } from '../../src/lance/lance-table';
+import { LanceTable } from '../../src/lance/lance-table';
+import { readyForRestore } from '../../src/lance/restore-duty';
 import { createTable, restoreOverwrittenRows } from '../../src/lance/table-creation';
 import { silentLogger } from '../../src/common/logger';
 import {
