@@ -1,4 +1,3 @@
-import type { RecordBatch } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
 import type { ResolvedConsumer, Row } from '../config';
 import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
@@ -6,54 +5,32 @@ import { ROW_COLUMN } from '../staging/system-columns';
 import type { DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
 import { columnNameProblem } from '../config/column-name';
-import { Invalid, inferFieldType, type Converted, type InferredTypeName } from './field-codec';
+import type { InferredTypeName } from './field-codec';
 import { writerSchemasFor } from './registry-formats';
 import type { WriterSchemas } from './registry-writer-schemas';
 import type { NamedField } from '../config';
 import type { KeyFormat } from '../config/formats';
 import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
-import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS, parseTimestamp } from './timestamp';
+import { parseTimestamp } from './timestamp';
 import { NativeJsonColumns } from './native-json-columns';
 import { BatchColumns } from './batch-columns';
 import {
-  convertValue,
   declaredField,
   inferredField,
-  mismatch,
-  quoted,
   writerFieldChanges,
   type FieldState,
   type WriterFieldChanges,
 } from './field-state';
 import { normalizeRows, sourceRecord } from './transform-rows';
 import type { RawMessage } from './raw-message';
+import { decodeNatively } from './native-dispatch';
+import { convertRows } from './row-conversion';
+import type { DecodedBatch, DecodedSegment } from './decoded-batch';
 
 export type { RawMessage } from './raw-message';
 
-export interface DecodedBatch {
-  /** Rows with the system columns; undefined when no record produced a row. */
-  readonly batch: RecordBatch | undefined;
-  /** One minute for all rows (ingest time) or one per row (event time). */
-  readonly minute: MinuteKey | MinuteKey[];
-  /**
-   * Registry formats: the rows decoded before a writer schema gave a column another type,
-   * each run in its own columns' types, in offset order; staged before `batch`. Empty
-   * unless a column was retyped in this call.
-   */
-  readonly earlier: readonly DecodedSegment[];
-  readonly deadLetters: DeadLetterVerdict[];
-  /** Rows in `earlier` and `batch` together. */
-  readonly rows: number;
-}
-
-/** Rows of one Arrow schema, decoded before a column was retyped. */
-export interface DecodedSegment {
-  readonly batch: RecordBatch;
-  readonly minute: MinuteKey | MinuteKey[];
-  /** The offset of its last record: every record up to it is in this or an earlier segment, or a dead letter. */
-  readonly through: number;
-}
+export type { DecodedBatch, DecodedSegment } from './decoded-batch';
 
 export type DecoderOptions = Pick<
   ResolvedConsumer,
@@ -190,52 +167,20 @@ export class RecordDecoder {
     topicId = '',
     schemas: readonly WriterSchema[] = [],
   ): DecodedBatch {
-    const native = this.#native && this.#decodeNative(this.#native, topic, partition, messages, topicId);
+    const native =
+      this.#native &&
+      decodeNatively(
+        this.#native,
+        { topic, partition, messages, topicId },
+        {
+          fields: this.#fields,
+          maxRecordBytes: this.#options.maxRecordBytes,
+          eventTimeField: this.#options.eventTimeField,
+          now: this.#clock(),
+        },
+        (message) => this.#decodeEach(topic, partition, [message], topicId),
+      );
     return native || this.#decodeEach(topic, partition, messages, topicId, schemas);
-  }
-
-  /**
-   * The batch through the native JSON decoder, or undefined when a record needs the
-   * TypeScript decoder's row (the caller then decodes the whole batch with it). Every
-   * record the native decoder does not take (rejected, or not plainly stageable: null,
-   * too large, a wild Kafka timestamp) is decided alone by #decodeEach: its verdict, if
-   * any, joins the batch's; the rows are the native decoder's, in offset order.
-   */
-  #decodeNative(
-    native: NativeJsonColumns,
-    topic: string,
-    partition: number,
-    messages: readonly RawMessage[],
-    topicId: string,
-  ): DecodedBatch | undefined {
-    const max = this.#options.maxRecordBytes;
-    const plain = (m: RawMessage) =>
-      m.value !== null &&
-      (m.key?.byteLength ?? 0) + m.value.byteLength <= max &&
-      Number.isSafeInteger(m.timestamp) &&
-      m.timestamp >= MIN_TIMESTAMP_MS &&
-      m.timestamp <= MAX_TIMESTAMP_MS;
-    const candidates = messages.filter(plain);
-    const decoded = native.decode(candidates);
-    const rejected = new Set(decoded.rejected.map((i) => candidates[i]!));
-    const deadLetters: DeadLetterVerdict[] = [];
-    for (const message of messages) {
-      if (plain(message) && !rejected.has(message)) continue;
-      const alone = this.#decodeEach(topic, partition, [message], topicId);
-      if (alone.rows > 0) return undefined;
-      deadLetters.push(...alone.deadLetters);
-    }
-    const columns = new BatchColumns(this.#fields, false, undefined, false, topic, topicId);
-    for (const message of candidates)
-      if (!rejected.has(message)) columns.appendSystem(partition, message, 0, null);
-    const batch = columns.finishWith(decoded.children);
-    let minute: MinuteKey | MinuteKey[] = minuteKeyOf(this.#clock());
-    if (this.#options.eventTimeField !== undefined) {
-      const at = this.#fields.findIndex((f) => f.name === this.#options.eventTimeField);
-      const times = decoded.children[at]!.values as BigInt64Array;
-      minute = Array.from({ length: decoded.rows }, (_, i) => minuteKeyOf(Number(times[i])));
-    }
-    return { batch, minute, earlier: [], deadLetters, rows: decoded.rows };
   }
 
   #decodeEach(
@@ -362,7 +307,11 @@ export class RecordDecoder {
         );
         continue;
       }
-      const converted = this.#convertRows(rows, writerFields);
+      const converted = convertRows(rows, writerFields, {
+        fields: this.#fields,
+        byName: this.#byName,
+        infer: this.#infer ? this.#options : undefined,
+      });
       if ('reason' in converted) {
         verdict(converted.reason, converted.detail, converted.field);
         continue;
@@ -407,71 +356,5 @@ export class RecordDecoder {
   #writerFields(schemaId: number, fields: readonly NamedField[]): WriterFieldChanges {
     if (this.#admittedSchemas.has(schemaId)) return { added: [], types: [], retyped: [] };
     return writerFieldChanges(fields, this.#writerTypes, this.#options.epochUnit);
-  }
-
-  /**
-   * Converts every row of one record, or returns why it cannot be staged. `pending`: the
-   * columns its writer schema adds (registry formats), converted after the known ones.
-   */
-  #convertRows(
-    rows: readonly Row[],
-    pending: readonly FieldState[] = [],
-  ): { values: Converted[][]; newFields: FieldState[] } | Omit<DeadLetterVerdict, 'offset'> {
-    // The field at fault goes with the verdict: a stop report names the most common one.
-    const schemaMismatch = (field: string, detail: string) => ({
-      reason: 'schema-mismatch' as const,
-      detail,
-      field,
-    });
-    const newFields: FieldState[] = [...pending];
-    const values: Converted[][] = [];
-    for (const row of rows) {
-      const out: Converted[] = [];
-      for (const field of pending.length === 0 ? this.#fields : [...this.#fields, ...pending]) {
-        const result = convertValue(field, row[field.name]);
-        if (result instanceof Invalid)
-          return schemaMismatch(field.name, mismatch(field, row[field.name], result));
-        out.push(result);
-      }
-      if (this.#infer) {
-        for (const [name, v] of Object.entries(row)) {
-          if (this.#byName.has(name)) continue;
-          // Checked before the null test: whether a bad key is refused must not depend on its value.
-          const problem = columnNameProblem(name);
-          if (problem !== undefined) return schemaMismatch(name, `key ${quoted(name)}: ${problem}`);
-          let field = newFields.find((f) => f.name === name);
-          if (!field) {
-            const type = inferFieldType(v);
-            if (type === undefined) continue; // null: the column is created once a value shows its type
-            const max = this.#options.maxInferredColumns;
-            if (this.#fields.length + newFields.length >= max) {
-              return {
-                reason: 'too-many-columns',
-                detail:
-                  `key ${quoted(name)} would be column ${this.#fields.length + newFields.length + 1}, ` +
-                  `beyond maxInferredColumns ${max}: keep map-like objects under one key (a json column) ` +
-                  'or declare a json field',
-              };
-            }
-            field = inferredField(name, type, this.#options.epochUnit);
-            newFields.push(field);
-          }
-          const result = convertValue(field, v);
-          if (result instanceof Invalid) return schemaMismatch(field.name, mismatch(field, v, result));
-        }
-        // Values of columns first seen in this record, in their order (filled per row below).
-        for (const field of newFields) {
-          const result = convertValue(field, row[field.name]);
-          if (result instanceof Invalid)
-            return schemaMismatch(field.name, mismatch(field, row[field.name], result));
-          out.push(result);
-        }
-      }
-      values.push(out);
-    }
-    // Rows converted before a later row added a column lack its value: pad with nulls.
-    const width = this.#fields.length + newFields.length;
-    for (const v of values) while (v.length < width) v.push(null);
-    return { values, newFields };
   }
 }

@@ -1,0 +1,71 @@
+import type { DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
+import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
+import { BatchColumns } from './batch-columns';
+import type { DecodedBatch } from './decoded-batch';
+import type { FieldState } from './field-state';
+import type { NativeJsonColumns } from './native-json-columns';
+import type { RawMessage } from './raw-message';
+import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS } from './timestamp';
+
+/** One fetched batch of a partition. */
+export interface FetchedBatch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly messages: readonly RawMessage[];
+  /** The incarnation of the topic the messages were fetched from ('' when unknown). */
+  readonly topicId: string;
+}
+
+/** The decoder's columns and settings the native path needs. */
+export interface NativeSetup {
+  /** The declared fields, in column order (the native decoder's columns are theirs). */
+  readonly fields: readonly FieldState[];
+  readonly maxRecordBytes: number;
+  readonly eventTimeField: string | undefined;
+  /** Now (ms): the ingest minute when there is no event-time field. */
+  readonly now: number;
+}
+
+/**
+ * The batch through the native JSON decoder, or undefined when a record needs the
+ * TypeScript decoder's row (the caller then decodes the whole batch with it). Every
+ * record the native decoder does not take (rejected, or not plainly stageable: null,
+ * too large, a wild Kafka timestamp) is decided alone by `decodeAlone`, the TypeScript
+ * decoder: its verdict, if any, joins the batch's; the rows are the native decoder's,
+ * in offset order.
+ */
+export function decodeNatively(
+  native: NativeJsonColumns,
+  fetched: FetchedBatch,
+  setup: NativeSetup,
+  decodeAlone: (message: RawMessage) => DecodedBatch,
+): DecodedBatch | undefined {
+  const { topic, partition, messages, topicId } = fetched;
+  const plain = (m: RawMessage) =>
+    m.value !== null &&
+    (m.key?.byteLength ?? 0) + m.value.byteLength <= setup.maxRecordBytes &&
+    Number.isSafeInteger(m.timestamp) &&
+    m.timestamp >= MIN_TIMESTAMP_MS &&
+    m.timestamp <= MAX_TIMESTAMP_MS;
+  const candidates = messages.filter(plain);
+  const decoded = native.decode(candidates);
+  const rejected = new Set(decoded.rejected.map((i) => candidates[i]!));
+  const deadLetters: DeadLetterVerdict[] = [];
+  for (const message of messages) {
+    if (plain(message) && !rejected.has(message)) continue;
+    const alone = decodeAlone(message);
+    if (alone.rows > 0) return undefined;
+    deadLetters.push(...alone.deadLetters);
+  }
+  const columns = new BatchColumns(setup.fields, false, undefined, false, topic, topicId);
+  for (const message of candidates)
+    if (!rejected.has(message)) columns.appendSystem(partition, message, 0, null);
+  const batch = columns.finishWith(decoded.children);
+  let minute: MinuteKey | MinuteKey[] = minuteKeyOf(setup.now);
+  if (setup.eventTimeField !== undefined) {
+    const at = setup.fields.findIndex((f) => f.name === setup.eventTimeField);
+    const times = decoded.children[at]!.values as BigInt64Array;
+    minute = Array.from({ length: decoded.rows }, (_, i) => minuteKeyOf(Number(times[i])));
+  }
+  return { batch, minute, earlier: [], deadLetters, rows: decoded.rows };
+}
