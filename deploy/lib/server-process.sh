@@ -30,19 +30,38 @@ started_at() {
   echo "${fields[19]}"
 }
 
-# Pid files: PIDFILE holds the server's pid (what other tools read), PIDFILE.start its
-# start time. pid_record PIDFILE PID writes both; a process already gone is recorded
-# with a start time no process has, so it never reads as running.
+# Pid files: PIDFILE holds the server's pid (what other tools read), PIDFILE.start the
+# pid again and its start time ("PID TICKS"; a .start naming another pid, left by a
+# script that did not keep start times, is ignored). Where /proc cannot be read, no
+# start time is kept, and the pid alone names the server.
+
+# pid_record PIDFILE PID: writes both. A process already gone is recorded as "PID gone",
+# a start time no process has, so it never reads as running.
 pid_record() {
+  local ticks
   echo "$2" >"$1"
-  started_at "$2" >"$1.start" || echo gone >"$1.start"
+  if ! kill -0 "$2" 2>/dev/null; then
+    echo "$2 gone" >"$1.start"
+  elif ticks="$(started_at "$2")"; then
+    echo "$2 $ticks" >"$1.start"
+  else
+    rm -f "$1.start"
+  fi
 }
 
-# pid_running PIDFILE: true while the recorded process runs. A file without a start
-# time (written before start times were kept) falls back to the pid alone.
+# recorded_start PIDFILE: the start time recorded for the pid in PIDFILE, or nothing.
+recorded_start() {
+  local pid recorded
+  pid="$(cat "$1" 2>/dev/null)" || return 0
+  recorded="$(cat "$1.start" 2>/dev/null)" || return 0
+  [[ "${recorded%% *}" == "$pid" && "$recorded" == *" "* ]] && echo "${recorded#* }"
+  return 0
+}
+
+# pid_running PIDFILE: true while the recorded process runs.
 pid_running() {
   [[ -f "$1" ]] || return 1
-  alive "$(cat "$1")" "$(cat "$1.start" 2>/dev/null || true)"
+  alive "$(cat "$1")" "$(recorded_start "$1")"
 }
 
 pid_forget() { rm -f "$1" "$1.start"; }
@@ -57,16 +76,19 @@ stop_recorded() {
     pid_forget "$1"; say "not running on $3"; return 0
   fi
   pid="$(cat "$1")"
-  stop_pid "$pid" "$2" || return 1
+  stop_pid "$pid" "$2" "$(recorded_start "$1")" || return 1
   pid_forget "$1"
   say "stopped (pid $pid)"
 }
 
-# stop_pid PID TIMEOUT_SECONDS: TERM, wait up to the timeout, then KILL and wait up to
-# 10 s more. Prints through the caller's `say`. Fails if the process outlives the KILL.
+# stop_pid PID TIMEOUT_SECONDS [START]: TERM, wait up to the timeout, then KILL and wait
+# up to 10 s more, signalling only the process that started at START (by default, the
+# one that has the pid now). Prints through the caller's `say`. Fails if the process
+# outlives the KILL.
 stop_pid() {
-  local pid="$1" deadline=$((SECONDS + $2)) start
-  start="$(started_at "$pid")" || return 0
+  local pid="$1" deadline=$((SECONDS + $2)) start="${3:-}"
+  [[ -n "$start" ]] || start="$(started_at "$pid" || true)"
+  alive "$pid" "$start" || return 0
   kill -TERM "$pid" 2>/dev/null || true
   while alive "$pid" "$start" && ((SECONDS < deadline)); do sleep 0.2; done
   alive "$pid" "$start" || return 0

@@ -22,8 +22,8 @@ export interface NativeSetup {
   readonly fields: readonly FieldState[];
   readonly maxRecordBytes: number;
   readonly eventTimeField: string | undefined;
-  /** Now (ms): the ingest minute when there is no event-time field. */
-  readonly now: number;
+  /** Read once the batch is decoded: the ingest minute when there is no event-time field. */
+  readonly clock: () => number;
 }
 
 /**
@@ -61,7 +61,7 @@ export function decodeNatively(
   for (const message of candidates)
     if (!rejected.has(message)) columns.appendSystem(partition, message, 0, null);
   const batch = columns.finishWith(decoded.children);
-  let minute: MinuteKey | MinuteKey[] = minuteKeyOf(setup.now);
+  let minute: MinuteKey | MinuteKey[] = minuteKeyOf(setup.clock());
   if (setup.eventTimeField !== undefined) {
     const at = setup.fields.findIndex((f) => f.name === setup.eventTimeField);
     const times = decoded.children[at]!.values as BigInt64Array;

@@ -176,7 +176,7 @@ export class RecordDecoder {
           fields: this.#fields,
           maxRecordBytes: this.#options.maxRecordBytes,
           eventTimeField: this.#options.eventTimeField,
-          now: this.#clock(),
+          clock: this.#clock,
         },
         (message) => this.#decodeEach(topic, partition, [message], topicId),
       );

@@ -123,6 +123,7 @@ export class LanceTable {
 
   async #ensureSchema(schema: Schema): Promise<void> {
     await this.#restore.finish();
+    const hooks = this.#restore.aroundCreate();
     this.#table = await ensureTableSchema(
       this.db,
       await this.#current(),
@@ -131,7 +132,7 @@ export class LanceTable {
       schema,
       this.logger,
       () => this.#connectOwn(),
-      this.#restore.aroundCreate(),
+      hooks,
     );
   }
 

@@ -98,6 +98,9 @@ describe('one replica per data directory', () => {
       await lockOf({ ...now });
       await expect(lockDataDir(dir)).rejects.toBeInstanceOf(DataDirLockedError);
       // Written by a process that started at another time, or in an earlier boot: stale.
+      // Written before identities were kept: the pid alone, and that pid lives.
+      await lockOf({});
+      await expect(lockDataDir(dir)).rejects.toBeInstanceOf(DataDirLockedError);
       for (const identity of [
         { ...now, startTicks: now!.startTicks! - 1 },
         { ...now, bootId: 'an-earlier-boot' },

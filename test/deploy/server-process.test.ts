@@ -65,7 +65,7 @@ test('a pid file whose pid now names another process (the server died and its pi
     expect(recorded.stdout.trim()).toBe('running');
     // The same pid with another start time is what a reused pid looks like.
     const out = withLib(
-      `sleep 30 & pid=$!; pid_record '${pidfile}' $pid; echo 1 > '${pidfile}.start';` +
+      `sleep 30 & pid=$!; pid_record '${pidfile}' $pid; echo "$pid 1" > '${pidfile}.start';` +
         ` pid_running '${pidfile}' && echo running || echo stopped;` +
         ` stop_recorded '${pidfile}' 5 here; alive $pid && echo survived; kill $pid;` +
         ` test -e '${pidfile}' || echo forgotten`,
@@ -77,11 +77,32 @@ test('a pid file whose pid now names another process (the server died and its pi
       'survived',
       'forgotten',
     ]);
-    // A process that exited before it was recorded never reads as running.
+    // A process that exited before it was recorded is recorded as gone: no process started then.
     const gone = withLib(
-      `true & pid=$!; wait $pid; pid_record '${pidfile}' $pid; pid_running '${pidfile}' || echo stopped`,
+      `true & pid=$!; wait $pid; pid_record '${pidfile}' $pid; cat '${pidfile}.start'; echo "$pid"`,
     );
-    expect(gone.stdout.trim()).toBe('stopped');
+    const [start, pid] = gone.stdout.trim().split('\n');
+    expect(start).toBe(`${pid} gone`);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a start time recorded for another pid (left beside a pid file a script without start times wrote) is ignored: the pid names the server', async () => {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'pid-legacy-'));
+  const pidfile = path.join(dir, 'server.pid');
+  try {
+    const out = withLib(
+      `sleep 30 & old=$!; pid_record '${pidfile}' $old; kill $old; wait $old 2>/dev/null;` +
+        ` sleep 30 & pid=$!; echo $pid > '${pidfile}';` +
+        ` pid_running '${pidfile}' && echo running; stop_recorded '${pidfile}' 5 here;` +
+        ` alive $pid && echo survived || echo gone`,
+    );
+    expect(out.stdout.split('\n').filter(Boolean)).toEqual([
+      'running',
+      expect.stringMatching(/^stopped \(pid \d+\)$/),
+      'gone',
+    ]);
   } finally {
     await fsp.rm(dir, { recursive: true, force: true });
   }
