@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { ulid } from 'ulid';
+import { processIdentity, sameProcess } from '../../src/common/process-identity';
 
 export interface LocalServerScript {
   /** The folder the server's script keeps its run files in; the leases go beside them. */
@@ -25,7 +26,7 @@ export function leasedLocalServer(server: LocalServerScript): void {
   beforeAll(async () => {
     await fsp.mkdir(leases, { recursive: true });
     await withLock(leases, async () => {
-      await fsp.writeFile(lease, String(process.pid));
+      await fsp.writeFile(lease, thisProcess());
       if (server.run('status').code === 0) return;
       const started = server.run('start');
       if (started.code !== 0) throw new Error(`could not start ${server.label}:\n${started.output}`);
@@ -49,20 +50,23 @@ async function othersHoldLeases(dir: string): Promise<boolean> {
   let live = false;
   for (const name of await fsp.readdir(dir)) {
     if (!name.endsWith('.lease')) continue;
-    const pid = Number(name.split('-')[0]);
-    if (processAlive(pid)) live = true;
-    else await fsp.rm(path.join(dir, name), { force: true });
+    const file = path.join(dir, name);
+    if (runs(await fsp.readFile(file, 'utf8').catch(() => ''))) live = true;
+    else await fsp.rm(file, { force: true });
   }
   return live;
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+/** This process as lease and lock files name it: pid and start ticks (a dead worker's pid is soon another's). */
+function thisProcess(): string {
+  return `${process.pid} ${processIdentity(process.pid)?.startTicks ?? ''}`;
+}
+
+/** Whether the process a lease or lock file names (`thisProcess`, or a bare pid) still runs. */
+function runs(named: string): boolean {
+  const [pid, ticks] = named.trim().split(' ');
+  const now = Number(pid) > 0 ? processIdentity(Number(pid)) : undefined;
+  return now !== undefined && sameProcess({ startTicks: ticks ? Number(ticks) : undefined }, now);
 }
 
 async function withLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
@@ -70,14 +74,15 @@ async function withLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       await fsp.mkdir(lock);
-      await fsp.writeFile(path.join(lock, 'owner'), String(process.pid));
+      await fsp.writeFile(path.join(lock, 'owner'), thisProcess());
       break;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       // A lock left by a killed worker would block every later suite: take it over.
-      const owner = Number(await fsp.readFile(path.join(lock, 'owner'), 'utf8').catch(() => '0'));
-      if (owner > 0 && !processAlive(owner)) await fsp.rm(lock, { recursive: true, force: true });
-      else if (attempt > 1_800) throw new Error(`${lock} held by pid ${owner} for over 3 minutes`);
+      // An owner not written yet (the taker is between its mkdir and its write) is waited for.
+      const owner = (await fsp.readFile(path.join(lock, 'owner'), 'utf8').catch(() => '')).trim();
+      if (owner !== '' && !runs(owner)) await fsp.rm(lock, { recursive: true, force: true });
+      else if (attempt > 1_800) throw new Error(`${lock} held by ${owner || 'a process'} for over 3 minutes`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
