@@ -3,11 +3,11 @@ import * as net from 'node:net';
 import {
   schemaRegistryLocal,
   schemaRegistryUrl,
-  TEST_SCHEMA_REGISTRY_PORT,
+  SCRIPT_SCHEMA_REGISTRY_PORT,
 } from '../support/schema-registry-local';
 
 /** The project's registry script on a port of its own (the suites' registry may be running). */
-const PORT = Number(process.env.SCHEMA_REGISTRY_TEST_SCRIPT_PORT ?? TEST_SCHEMA_REGISTRY_PORT + 2);
+const PORT = SCRIPT_SCHEMA_REGISTRY_PORT;
 const URL = schemaRegistryUrl(PORT);
 const CONTENT_TYPE = 'application/vnd.schemaregistry.v1+json';
 

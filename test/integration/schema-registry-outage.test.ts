@@ -10,7 +10,7 @@ import { tempDir } from '../support/rows';
 import { plainColumn } from '../support/avro-fixtures';
 import { protobufFramed } from '../support/protobuf-fixtures';
 import {
-  TEST_SCHEMA_REGISTRY_PORT,
+  OUTAGE_SCHEMA_REGISTRY_PORT,
   schemaRegistryLocal,
   schemaRegistryUrl,
 } from '../support/schema-registry-local';
@@ -22,7 +22,7 @@ import {
  * registry: every request times out, the slower failure) and continued with SIGCONT,
  * which keeps the test short; it runs on a port of its own, since this suite stops it.
  */
-const PORT = Number(process.env.SCHEMA_REGISTRY_OUTAGE_PORT ?? TEST_SCHEMA_REGISTRY_PORT + 1);
+const PORT = OUTAGE_SCHEMA_REGISTRY_PORT;
 const URL = schemaRegistryUrl(PORT);
 const suite = brokerSuite('kl-avro-outage');
 

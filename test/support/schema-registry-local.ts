@@ -2,13 +2,23 @@ import * as path from 'node:path';
 import { leasedLocalServer } from './leased-local-server';
 import { runBounded } from './run-bounded';
 
-/** The port of the registry the suites start (away from a demo registry on 8081). */
-export const TEST_SCHEMA_REGISTRY_PORT = Number(process.env.SCHEMA_REGISTRY_TEST_PORT ?? 18081);
 /**
- * The port of the registry the Avro demo's test lets the demo start and stop (management +10):
- * not the suites' shared one, which a demo stopping at its end would take from a suite beside it.
+ * The registries of the test run, each on a port of its own (management: port + 10).
+ * Suites run in parallel, and a suite that stops or resets its registry stops whatever
+ * runs on that port: two sharing one once killed a registry a second into its start.
  */
-export const DEMO_SCHEMA_REGISTRY_PORT = TEST_SCHEMA_REGISTRY_PORT + 2;
+/** The suites' shared registry (away from a demo registry on 8081). */
+export const TEST_SCHEMA_REGISTRY_PORT = Number(process.env.SCHEMA_REGISTRY_TEST_PORT ?? 18081);
+/** The outage suite's, which it stops and freezes. */
+export const OUTAGE_SCHEMA_REGISTRY_PORT = Number(
+  process.env.SCHEMA_REGISTRY_OUTAGE_PORT ?? TEST_SCHEMA_REGISTRY_PORT + 1,
+);
+/** The script suite's, which it resets, restarts and stops. */
+export const SCRIPT_SCHEMA_REGISTRY_PORT = Number(
+  process.env.SCHEMA_REGISTRY_TEST_SCRIPT_PORT ?? TEST_SCHEMA_REGISTRY_PORT + 2,
+);
+/** The one the Avro demo's test lets the demo start and stop at its end. */
+export const DEMO_SCHEMA_REGISTRY_PORT = TEST_SCHEMA_REGISTRY_PORT + 3;
 
 const DEPLOY = path.resolve(__dirname, '../../deploy/schema-registry-local');
 const SCRIPT = path.join(DEPLOY, 'schema-registry-local');
