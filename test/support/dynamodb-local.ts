@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { leasedLocalServer } from './leased-local-server';
 import { runBounded } from './run-bounded';
 
 /** The DynamoDB API server of deploy/dynamodb-local that the s3+ddb:// suites use. */
@@ -25,23 +26,22 @@ export function ddbEndpoint(port = TEST_DDB_PORT): string {
 
 /**
  * Starts the DynamoDB server (with the commit table) for a suite unless it already runs,
- * and stops it after the suite if this suite started it. One suite uses it at a time.
+ * and stops it after the suite only if a suite started it and no other suite still uses
+ * it (leased-local-server.ts): suites in parallel jest workers share it.
  */
 export function ddbLocalSuite(port = TEST_DDB_PORT): void {
-  let started = false;
-  beforeAll(() => {
-    if (ddbLocal('status', port).code === 0) {
-      const table = ddbLocal('create-table', port);
-      if (table.code !== 0) throw new Error(`could not create the commit table:\n${table.output}`);
-      return;
-    }
-    const start = ddbLocal('start', port);
-    if (start.code !== 0) throw new Error(`could not start the local DynamoDB server:\n${start.output}`);
-    started = true;
-  }, 360_000);
-  afterAll(() => {
-    if (!started) return;
-    const stop = ddbLocal('stop', port);
-    if (stop.code !== 0) throw new Error(`could not stop the local DynamoDB server:\n${stop.output}`);
-  }, 60_000);
+  leasedLocalServer({
+    work: path.join(
+      process.env.DYNAMODB_LOCAL_HOME ?? path.join(path.dirname(SCRIPT), '.cache'),
+      `ddb-${port}`,
+    ),
+    label: `the local DynamoDB server on port ${port}`,
+    run: (command) => {
+      const result = ddbLocal(command, port);
+      // Running already (started before this run, maybe without the table): the table too.
+      return command === 'status' && result.code === 0 ? ddbLocal('create-table', port) : result;
+    },
+    // A first use installs moto from PyPI.
+    startTimeoutMs: 360_000,
+  });
 }

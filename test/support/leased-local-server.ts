@@ -10,6 +10,8 @@ export interface LocalServerScript {
   readonly label: string;
   /** Runs the server's deploy script: `status` exits 0 when it is up. */
   readonly run: (command: 'start' | 'stop' | 'status') => { code: number; output: string };
+  /** How long a start may take (a first use installs the server): 180 s unless given. */
+  readonly startTimeoutMs?: number;
 }
 
 /**
@@ -32,7 +34,7 @@ export function leasedLocalServer(server: LocalServerScript): void {
       if (started.code !== 0) throw new Error(`could not start ${server.label}:\n${started.output}`);
       await fsp.writeFile(startedMarker, String(process.pid));
     });
-  }, 180_000);
+  }, server.startTimeoutMs ?? 180_000);
 
   afterAll(async () => {
     await withLock(leases, async () => {
