@@ -13,6 +13,16 @@ function withLib(script: string): { status: number; stdout: string } {
   });
 }
 
+/** Runs `fn` with a pid file path in a fresh temporary directory, removed afterwards. */
+async function withPidFile(prefix: string, fn: (pidfile: string, dir: string) => void): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), prefix));
+  try {
+    fn(path.join(dir, 'server.pid'), dir);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** A parent that never reaps its exited child: the child stays a zombie while the parent lives. */
 function zombieParent(): Promise<{ parent: ChildProcess; zombie: number }> {
   const parent = spawn('python3', [
@@ -54,10 +64,8 @@ test('a live server reads as running', () => {
   expect(withLib(`sleep 5 & pid=$!; alive $pid; rc=$?; kill $pid; exit $rc`).status).toBe(0);
 });
 
-test('a pid file whose pid now names another process (the server died and its pid was reused) reads as not running, and stopping it leaves that process alone', async () => {
-  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'pid-reuse-'));
-  const pidfile = path.join(dir, 'server.pid');
-  try {
+test('a pid file whose pid now names another process (the server died and its pid was reused) reads as not running, and stopping it leaves that process alone', () =>
+  withPidFile('pid-reuse-', (pidfile) => {
     // A live process recorded as itself reads as running.
     const recorded = withLib(
       `sleep 30 & pid=$!; pid_record '${pidfile}' $pid; pid_running '${pidfile}' && echo running; kill $pid`,
@@ -83,15 +91,10 @@ test('a pid file whose pid now names another process (the server died and its pi
     );
     const [start, pid] = gone.stdout.trim().split('\n');
     expect(start).toBe(`${pid} gone`);
-  } finally {
-    await fsp.rm(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('a start time recorded for another pid (left beside a pid file a script without start times wrote) is ignored: the pid names the server', async () => {
-  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'pid-legacy-'));
-  const pidfile = path.join(dir, 'server.pid');
-  try {
+test('a start time recorded for another pid (left beside a pid file a script without start times wrote) is ignored: the pid names the server', () =>
+  withPidFile('pid-legacy-', (pidfile) => {
     const out = withLib(
       `sleep 30 & old=$!; pid_record '${pidfile}' $old; kill $old; wait $old 2>/dev/null;` +
         ` sleep 30 & pid=$!; echo $pid > '${pidfile}';` +
@@ -103,15 +106,10 @@ test('a start time recorded for another pid (left beside a pid file a script wit
       expect.stringMatching(/^stopped \(pid \d+\)$/),
       'gone',
     ]);
-  } finally {
-    await fsp.rm(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('stop_recorded stops the recorded server and forgets it', async () => {
-  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'pid-stop-'));
-  const pidfile = path.join(dir, 'server.pid');
-  try {
+test('stop_recorded stops the recorded server and forgets it', () =>
+  withPidFile('pid-stop-', (pidfile, dir) => {
     const out = withLib(
       `sleep 30 & pid=$!; pid_record '${pidfile}' $pid; stop_recorded '${pidfile}' 5 here;` +
         ` alive $pid && echo survived; ls '${dir}' | wc -l`,
@@ -119,10 +117,7 @@ test('stop_recorded stops the recorded server and forgets it', async () => {
     expect(out.stdout).toMatch(/^stopped \(pid \d+\)$/m);
     expect(out.stdout).not.toContain('survived');
     expect(out.stdout.trim().split('\n').pop()).toBe('0');
-  } finally {
-    await fsp.rm(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
 test('two processes fetching the same thing on first use at once: one fetches, the other waits and finds it done', async () => {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'first-use-'));

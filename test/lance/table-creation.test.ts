@@ -76,6 +76,16 @@ async function createAndRestore(
 const overwrite = (schema: Schema) => (db: lancedb.Connection) =>
   db.createEmptyTable(TABLE, schema, { mode: 'overwrite' });
 
+/** Intervals covering every offset `firstReplica(2)` publishes, on both its partitions. */
+const FIRST_REPLICA_ROWS = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
+
+/** The table holds `rows` row keys, each once. */
+async function expectEachRowOnce(rows: number): Promise<void> {
+  const { keys } = await rowsNow();
+  expect(keys.size).toBe(rows);
+  expect([...keys.values()].every((n) => n === 1)).toBe(true);
+}
+
 /** The table as the first replica makes it (through LanceTable), with `adds` publications of 600 rows. */
 async function firstReplica(adds: number, extraColumn = false): Promise<Schema> {
   const writer = await LanceTable.connect({ uri, table: TABLE }, silentLogger());
@@ -207,9 +217,7 @@ test('a restore run twice (the first cut short, then tried again) inserts each r
   );
   live.close();
   expect(again).toBe(0);
-  const { keys } = await rowsNow();
-  expect(keys.size).toBe(1_200);
-  expect([...keys.values()].every((n) => n === 1)).toBe(true);
+  await expectEachRowOnce(1_200);
 });
 
 test('a listing that comes back without the table is confirmed by opening it: the table is used, not created again', async () => {
@@ -294,15 +302,12 @@ test('a restore cut short by the store is finished before the next count (which 
   try {
     // The restore's first read of the live table fails: the create stands without the rows.
     await expect(writer.ensureSchema(schema)).rejects.toThrow(/503/);
-    const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
-    expect(await writer.countRows(all)).toBe(1_200);
+    expect(await writer.countRows(FIRST_REPLICA_ROWS)).toBe(1_200);
   } finally {
     unpatch();
     writer.close();
   }
-  const { keys } = await rowsNow();
-  expect(keys.size).toBe(1_200);
-  expect([...keys.values()].every((n) => n === 1)).toBe(true);
+  await expectEachRowOnce(1_200);
   const check = await lancedb.connect(uri);
   const table = await check.openTable(TABLE);
   const indexed = (await table.listIndices()).map((i) => i.columns.join(','));
@@ -349,9 +354,8 @@ describe('a creator SIGKILLed between its create over the table and the restore'
       const { logger, lines } = capturingLogger();
       const restoreListings = short ? patchConnections(listsNothing) : () => undefined;
       const next = await LanceTable.connect({ uri, table: TABLE }, logger, { restoreIntent: intent });
-      const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
       try {
-        expect(await next.countRows(all)).toBe(1_200);
+        expect(await next.countRows(FIRST_REPLICA_ROWS)).toBe(1_200);
       } finally {
         restoreListings();
         next.close();
@@ -380,15 +384,12 @@ describe('a creator SIGKILLed between its create over the table and the restore'
     const next = await LanceTable.connect({ uri, table: TABLE }, silentLogger(), { restoreIntent: intent });
     try {
       await next.ensureSchema(TEST_SCHEMA);
-      const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
-      expect(await next.countRows(all)).toBe(1_200);
+      expect(await next.countRows(FIRST_REPLICA_ROWS)).toBe(1_200);
     } finally {
       unpatch();
       next.close();
     }
-    const { keys } = await rowsNow();
-    expect(keys.size).toBe(1_200);
-    expect([...keys.values()].every((n) => n === 1)).toBe(true);
+    await expectEachRowOnce(1_200);
     await expect(fsp.access(intent)).rejects.toThrow(/ENOENT/);
   });
 
@@ -421,8 +422,7 @@ describe('a creator SIGKILLed between its create over the table and the restore'
     try {
       await expect(writer.ensureSchema(TEST_SCHEMA)).rejects.toThrow(/503/);
       expect((await rowsNow()).keys.size).toBe(0);
-      const all = [0, 1].map((partition) => ({ topic: TOPIC, partition, first: 0, last: 1_199 }));
-      expect(await writer.countRows(all)).toBe(1_200);
+      expect(await writer.countRows(FIRST_REPLICA_ROWS)).toBe(1_200);
     } finally {
       unpatch();
       writer.close();
