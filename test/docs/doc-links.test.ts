@@ -160,3 +160,12 @@ test('a comment naming a document the repository does not hold is reported', asy
     await fsp.rm(dir, { recursive: true, force: true });
   }
 });
+
+/**
+ * The design is what a newcomer reads first, whole: about 20 minutes at a reading pace.
+ * Long reasoning belongs in docs/design/, measurements in bench/ and docs/decisions/.
+ */
+test('DESIGN.md stays short enough to read in one sitting (at most 5,000 words)', async () => {
+  const words = (await fsp.readFile(path.join(ROOT, 'DESIGN.md'), 'utf8')).split(/\s+/).filter(Boolean);
+  expect(words.length).toBeLessThanOrEqual(5_000);
+});
