@@ -206,6 +206,27 @@ const panels = [
     ],
     r6(0),
   ),
+  // Upsert tables (mode: 'upsert'): keys upserted and deleted per second, what the merges
+  // changed (a replay changes nothing), and the merge's duration.
+  panel(
+    'Upserts: keys upserted, deleted and rows changed per second',
+    'rps',
+    [
+      [`sum by (table) (${rate('kafka_lance_upserted_rows_total')})`, '{{table}} upserted'],
+      [`sum by (table) (${rate('kafka_lance_deleted_rows_total')})`, '{{table}} deleted'],
+      [`sum by (table, change) (${rate('kafka_lance_merged_rows_total')})`, '{{table}} {{change}}'],
+    ],
+    r6(8),
+  ),
+  panel(
+    'Upserts: merge duration',
+    's',
+    [
+      [q(0.5, 'kafka_lance_merge_duration_seconds', 'table'), 'p50 {{table}}'],
+      [q(0.99, 'kafka_lance_merge_duration_seconds', 'table'), 'p99 {{table}}'],
+    ],
+    r6(16),
+  ),
 ];
 
 const dashboard = {

@@ -375,6 +375,7 @@ function materializerOptions(
     cleanupOlderThanMs: m.cleanupOlderThanMs,
     storeAtomic,
     commitAfter: consumer.offsets.commitAfter,
+    upsertKey: consumer.upsertKey,
     logLevel,
   };
 }

@@ -7,6 +7,7 @@ import { indexProblems, indexSpec } from './index-spec';
 import { lanceOptions } from './lance-options';
 import { materializerOptions } from './materializer-options';
 import type { Transform } from './transform';
+import { MODES, TOMBSTONES, upsertKey, upsertProblems } from './upsert-options';
 
 /**
  * A consumer definition: what to read, how to decode it, where to stage and publish
@@ -85,8 +86,16 @@ export const consumerDefinitionSchema = z
       .int()
       .positive()
       .default(1024 * 1024),
-    /** What a null value (tombstone) is: a dead letter (default) or nothing to stage. */
-    tombstones: z.enum(['dead-letter', 'ignore']).default('dead-letter'),
+    /**
+     * What a null value (tombstone) is: a dead letter, nothing to stage, or (upsert mode
+     * with key "record-key") the delete of its key. Absent: "delete" where a tombstone can
+     * name its key, "dead-letter" otherwise (upsert-options.ts, `tombstonesOf`).
+     */
+    tombstones: z.enum(TOMBSTONES).optional(),
+    /** 'append' (every record a row) or 'upsert' (one row per key: docs/upserts-and-cdc.md). */
+    mode: z.enum(MODES).default('append'),
+    /** Upsert mode: the Kafka record key ('record-key', read by keyFormat) or declared fields. */
+    key: upsertKey.optional(),
     deadLetter: deadLetter.optional(),
     errors: errorHandling,
     durabilityIntervalMs: z.number().int().min(10).max(60_000).default(500),
@@ -181,7 +190,7 @@ export const consumerDefinitionSchema = z
         message: `format "${def.format}" reads no Schema Registry: remove schemaRegistry or set format (or keyFormat) "avro", "protobuf" or "json-schema"`,
       });
     }
-    if (def.keyFormat !== 'binary' && !def.includeKey) {
+    if (def.keyFormat !== 'binary' && !def.includeKey && def.key !== 'record-key') {
       ctx.addIssue({
         code: 'custom',
         path: ['keyFormat'],
@@ -235,6 +244,14 @@ export const consumerDefinitionSchema = z
         }
       }
     }
+    const fieldTypes =
+      def.schema === 'infer'
+        ? undefined
+        : Object.fromEntries(
+            Object.entries(def.schema.fields).map(([n, spec]) => [n, typeof spec === 'string' ? spec : spec.type]),
+          );
+    for (const problem of upsertProblems({ ...def, fieldTypes }))
+      ctx.addIssue({ code: 'custom', path: [...problem.path], message: problem.message });
     for (const problem of indexProblems(def.indexes, def.schema === 'infer' ? undefined : def.schema.fields))
       ctx.addIssue({ code: 'custom', path: ['indexes', ...problem.path], message: problem.message });
     if (def.schema !== 'infer') {

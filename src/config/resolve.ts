@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { KafkaLanceError } from '../common/errors';
 import { consumerDefinitionSchema, type ConsumerDefinition } from './consumer-definition';
 import type { DeclaredField, FieldSpecOutput, NamedField } from './field-spec';
+import { tombstonesOf, type Tombstones } from './upsert-options';
 
 /** A configuration that fails validation; the message names every offending field. */
 export class ConfigError extends KafkaLanceError {
@@ -18,14 +19,24 @@ export class ConfigError extends KafkaLanceError {
   }
 }
 
+/** The record key's column (src/decode/batch-columns.ts KEY_COLUMN; config does not import decode). */
+const KEY_COLUMN_NAME = '_key';
+
 /** A declared column: name, nullability and its normalized type (nested ones included). */
 export type ResolvedField = NamedField;
 
 /** A validated definition with every default and environment fallback applied. */
 export interface ResolvedConsumer extends Omit<
   ConsumerDefinition,
-  'brokers' | 'groupId' | 'table' | 'dataDir' | 'workers'
+  'brokers' | 'groupId' | 'table' | 'dataDir' | 'workers' | 'tombstones'
 > {
+  /** What a null value is, its default applied (upsert-options.ts, `tombstonesOf`). */
+  readonly tombstones: Tombstones;
+  /**
+   * Upsert mode: the columns of a row's key, in order (`_key` for the record key, else
+   * the declared key fields); undefined in append mode.
+   */
+  readonly upsertKey: readonly string[] | undefined;
   readonly brokers: string[];
   readonly workers: number;
   readonly groupId: string;
@@ -85,10 +96,18 @@ export function resolveConsumer(
       },
     ]);
   }
+  const keyFields = def.mode === 'upsert' && def.key !== undefined && def.key !== 'record-key' ? def.key.fields : [];
+  // A key field is never null: a record without it names no row (a dead letter), and
+  // Lance's primary key takes only non-nullable columns.
   const fields =
     def.schema === 'infer'
       ? undefined
-      : Object.entries(def.schema.fields).map(([name, spec]) => ({ name, ...declaredField(spec) }));
+      : Object.entries(def.schema.fields).map(([name, spec]) => ({
+          name,
+          ...declaredField(spec),
+          ...(keyFields.includes(name) ? { nullable: false } : {}),
+        }));
+  const recordKey = def.mode === 'upsert' && def.key === 'record-key';
   if (def.eventTimeField && fields && !fields.some((f) => f.name === def.eventTimeField)) {
     throw new ConfigError(source, [
       { field: 'eventTimeField', message: `"${def.eventTimeField}" is not a field of the schema` },
@@ -102,6 +121,10 @@ export function resolveConsumer(
     dataDir: path.resolve(overrides.dataDir ?? env.KAFKA_LANCE_DATA_DIR ?? def.dataDir ?? 'data'),
     workers: def.workers ?? defaultStagingWorkers(),
     fields,
+    // The record key is a row's key: read into `_key` whether or not includeKey says so.
+    includeKey: def.includeKey || recordKey,
+    tombstones: tombstonesOf(def),
+    upsertKey: def.mode !== 'upsert' ? undefined : recordKey ? [KEY_COLUMN_NAME] : keyFields,
     source,
   };
 }

@@ -9,6 +9,8 @@ export type DeadLetterReason =
   | 'invalid-event-time'
   | 'too-large'
   | 'tombstone'
+  /** Upsert mode on the record key: the record has no key, so it names no row. */
+  | 'missing-key'
   | 'transform-failed'
   /** Registry formats: not the Confluent wire format (magic byte 0, 4-byte schema id). */
   | 'wrong-magic-byte'

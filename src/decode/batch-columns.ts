@@ -1,9 +1,9 @@
-import { Binary, Field, Int32, RecordBatch, Schema, Struct, makeData, type Data } from 'apache-arrow';
-import { ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
+import { Binary, Bool, Field, Int32, RecordBatch, Schema, Struct, makeData, type Data } from 'apache-arrow';
+import { DELETED_COLUMN, ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
 import type { ColumnBuilder } from './column-builder';
 import type { Converted } from './field-codec';
 import type { FieldState } from './field-state';
-import { newBinary, newInt32, newInt64, newTimestampMs, newUtf8 } from './fixed-width-builders';
+import { BoolBuilder, newBinary, newInt32, newInt64, newTimestampMs, newUtf8 } from './fixed-width-builders';
 import type { KeyColumn } from './key-column';
 import type { RawMessage } from './raw-message';
 
@@ -21,6 +21,8 @@ export class BatchColumns {
   #keylessRows = 0;
   readonly #row = newInt32();
   readonly #topicId = newUtf8();
+  /** Upsert mode: `_deleted` (a tombstone's row is its key's delete). */
+  readonly #deleted = new BoolBuilder();
   readonly #data: { field: FieldState | { name: string; raw: true }; builder: ColumnBuilder }[] = [];
   #rows = 0;
 
@@ -35,6 +37,13 @@ export class BatchColumns {
     private readonly rowIndex: boolean,
     topic: string,
     topicId: string,
+    /**
+     * Upsert mode: rows carry `_deleted` and `_key` is never null (a keyless record is a
+     * dead letter before it gets here). With `deletes`, data columns are nullable in the
+     * batch's schema, since a delete's row has no values (a value still gets its field's
+     * checks).
+     */
+    private readonly upsert?: { readonly deletes: boolean },
   ) {
     this.#topicBytes = Buffer.from(topic, 'utf8');
     this.#topicIdBytes = Buffer.from(topicId, 'utf8');
@@ -52,7 +61,8 @@ export class BatchColumns {
     this.#data.push({ field, builder });
   }
 
-  appendSystem(partition: number, m: RawMessage, rowIndex: number, key: Converted): void {
+  appendSystem(partition: number, m: RawMessage, rowIndex: number, key: Converted, deleted = false): void {
+    if (this.upsert) this.#deleted.append(deleted);
     this.#topic.appendBytes(this.#topicBytes);
     this.#partition.append(partition);
     // Both are safe integers (the caller checked the timestamp): no BigInt per row.
@@ -81,6 +91,11 @@ export class BatchColumns {
     if (m.key) (key!.builder as ReturnType<typeof newBinary>).appendBytes(m.key);
     else key!.builder.appendNull();
     (value!.builder as ReturnType<typeof newBinary>).appendBytes(m.value!);
+  }
+
+  /** A delete's row (upsert mode): no values, after its `appendSystem(..., true)`. */
+  appendNoValues(): void {
+    for (const { builder } of this.#data) builder.appendNull();
   }
 
   appendValues(values: readonly Converted[]): void {
@@ -119,8 +134,12 @@ export class BatchColumns {
     ];
     const keyCodec = this.keys?.codec;
     if (this.#key && keyCodec) {
-      fields.push(new Field(KEY_COLUMN, keyCodec.arrowType(), true));
+      fields.push(new Field(KEY_COLUMN, keyCodec.arrowType(), this.upsert === undefined));
       children.push(this.#key.finish());
+    }
+    if (this.upsert) {
+      fields.push(new Field(DELETED_COLUMN, new Bool(), false));
+      children.push(this.#deleted.finish());
     }
     if (this.rowIndex) {
       fields.push(new Field(ROW_COLUMN, new Int32(), false));
@@ -128,7 +147,7 @@ export class BatchColumns {
     }
     this.#data.forEach(({ field }, i) => {
       const type = 'raw' in field ? new Binary() : field.codec.arrowType();
-      fields.push(new Field(field.name, type, 'raw' in field ? true : field.nullable));
+      fields.push(new Field(field.name, type, 'raw' in field || this.upsert?.deletes === true ? true : field.nullable));
       children.push(data[i]!);
     });
     const schema = new Schema(fields);

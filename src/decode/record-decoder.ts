@@ -14,7 +14,6 @@ import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';
 import { NativeJsonColumns } from './native-json-columns';
-import { BatchColumns } from './batch-columns';
 import {
   declaredField,
   inferredField,
@@ -44,6 +43,8 @@ export type DecoderOptions = Pick<
   | 'epochUnit'
   | 'maxInferredColumns'
 > & {
+  /** Upsert mode: the key's columns (ResolvedConsumer.upsertKey); absent or undefined in append mode. */
+  readonly upsertKey?: readonly string[] | undefined;
   /**
    * `schema: 'infer'` only: the columns the table already has (from its Lance schema),
    * so that a column keeps the table's type whatever kind this decoder sees first.
@@ -61,6 +62,7 @@ export interface KnownField {
 }
 
 export { KEY_COLUMN } from './batch-columns';
+import { BatchColumns, KEY_COLUMN } from './batch-columns';
 /** Index of a row among the rows one record's transform produced: keeps (topic, partition, offset, _row) unique. */
 export { ROW_COLUMN };
 
@@ -143,8 +145,14 @@ export class RecordDecoder {
     for (const f of this.#fields) this.#byName.set(f.name, f);
     this.#clock = clock;
     // Declared fields only: the native decoder keeps no state between records.
+    // (Upsert rows carry `_deleted`, which the native decoder does not make.)
     const declaredJson =
-      options.format === 'json' && !options.transform && !this.#infer && !this.#registry && !this.#keys;
+      options.format === 'json' &&
+      !options.transform &&
+      !this.#infer &&
+      !this.#registry &&
+      !this.#keys &&
+      options.upsertKey === undefined;
     this.#native =
       declaredJson && jsonDecoder === 'native'
         ? NativeJsonColumns.for(this.#fields, options.eventTimeField)
@@ -194,8 +202,20 @@ export class RecordDecoder {
     this.#keys?.learn(schemas);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
+    const upsert =
+      this.#options.upsertKey === undefined ? undefined : { deletes: this.#options.tombstones === 'delete' };
+    // Upsert on the record key: a record without a key names no row.
+    const keyed = this.#options.upsertKey?.includes(KEY_COLUMN) === true;
     const newColumns = () =>
-      new BatchColumns(this.#fields, raw, this.#keys, this.#options.transform !== undefined, topic, topicId);
+      new BatchColumns(
+        this.#fields,
+        raw,
+        this.#keys,
+        this.#options.transform !== undefined,
+        topic,
+        topicId,
+        upsert,
+      );
     let builders = newColumns();
     let eventMinutes: MinuteKey[] = [];
     const ingestMinute = minuteKeyOf(this.#clock());
@@ -214,8 +234,31 @@ export class RecordDecoder {
         verdict('too-large', `${size} bytes exceed maxRecordBytes ${this.#options.maxRecordBytes}`);
         continue;
       }
+      if (keyed && message.key === null) {
+        verdict('missing-key', 'no record key: an upsert table keyed on the record key has no row for it');
+        continue;
+      }
       if (message.value === null) {
         if (this.#options.tombstones === 'dead-letter') verdict('tombstone', 'null value (tombstone)');
+        if (this.#options.tombstones !== 'delete') continue;
+        // Its `_timestamp` orders it against the key's records in other partitions.
+        const deleteTime = Number.isSafeInteger(message.timestamp)
+          ? parseTimestamp(message.timestamp, 'ms')
+          : { invalid: `${message.timestamp} is not a time` };
+        if ('invalid' in deleteTime) {
+          verdict('invalid-event-time', `Kafka timestamp: ${deleteTime.invalid}`);
+          continue;
+        }
+        const key = this.#keys!.convert(message.key);
+        if ('reason' in key) {
+          verdict(key.reason, key.detail, key.field);
+          continue;
+        }
+        builders.appendSystem(partition, message, 0, key.value, true);
+        builders.appendNoValues();
+        // A delete has no event time of its own: its Kafka timestamp's minute.
+        if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
+        lastStaged = message.offset;
         continue;
       }
       // _timestamp is Timestamp(ms) like any other: a producer's wild CreateTime (or NaN from a

@@ -39,13 +39,24 @@ export function commitsBesidePublications(safety: CommitSafety): boolean {
 }
 
 /**
- * A fulfilled append is a commit no concurrent writer can undo: final without a look.
+ * A fulfilled append (or upsert merge) is a commit no concurrent writer can undo: final without a look.
  * A rejected add may still have committed (LanceDB reloads the latest version after its
  * commit and can fail there), and an insert-if-absent may find rows of other owners:
  * both are counted, once, at once (on the newest version by number, newest-by-number.ts).
  */
 export function finalWithoutCount(write: WriteMode, addFailed: boolean): boolean {
-  return !addFailed && write === 'append';
+  return !addFailed && write !== 'insert-if-absent';
+}
+
+/**
+ * Whether a publication whose outcome Lance did not give (a rejected write, a `writing`
+ * record after a crash) is settled by writing it again rather than by a count. An upsert's
+ * rows replace and are replaced by others, so a count of its offset runs says nothing; its
+ * merge changes a key's row only for a newer position, so writing it again is a no-op for
+ * what landed and lands what did not (docs/design/upserts.md).
+ */
+export function resolvedByReplay(write: WriteMode): boolean {
+  return write === 'upsert';
 }
 
 /**

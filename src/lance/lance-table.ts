@@ -3,7 +3,7 @@ import { Table as ArrowTable, type RecordBatch, type Schema } from 'apache-arrow
 import { injectedDiskFull } from '../faults/disk-full';
 import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
-import { TOPIC_ID_COLUMN } from '../staging/system-columns';
+import { ROW_COLUMN, TOPIC_ID_COLUMN } from '../staging/system-columns';
 import { appendArrowTable, takesArrowAdd } from './arrow-add';
 import { retryConflicts } from './commit-retry';
 import { LanceSchemaError, LanceWriteError, isLanceDiskFull, isSchemaRejection } from './lance-errors';
@@ -13,10 +13,12 @@ import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-coun
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
 import { openTableConfirmed } from './open-if-committed';
 import { RestoreDuty } from './restore-duty';
+import { mergeNewest, reduceToNewest, type MergeOutcome } from './upsert-merge';
 import {
   collidesWithOtherIncarnation,
   ensureInsertKey,
   ensureTableSchema,
+  ensureUpsertKey,
   type InsertKey,
 } from './table-schema';
 
@@ -27,9 +29,19 @@ export type { LanceTarget } from './connect';
  * owners' rows apart). `insert-if-absent`: one merge-insert keyed on the table's
  * unenforced primary key (_topic, _partition, _offset[, _row]); Lance's conflict check
  * on inserted keys makes a concurrent or late insert of the same rows insert nothing
- * (DESIGN.md, "Commit after published").
+ * (DESIGN.md, "Commit after published"). `upsert`: the newest row per key, merged on the
+ * table's key where the incoming position is newer (upsert-merge.ts), idempotent.
  */
-export type WriteMode = 'append' | 'insert-if-absent';
+export type WriteMode = 'append' | 'insert-if-absent' | 'upsert';
+
+/** What one publication's write did. */
+export interface Written {
+  readonly rows: number;
+  readonly version: number | undefined;
+  readonly adds: number;
+  /** An upsert's merge: what it changed and its seconds. */
+  readonly merge?: MergeOutcome & { readonly seconds: number };
+}
 
 /** Runs between the assembly of a publication and its first add, given a version at or below the newest before it. */
 export type BeforeAdd = (versionBefore: number) => Promise<void>;
@@ -64,12 +76,16 @@ export class LanceTable {
   readonly #restore: RestoreDuty;
   /** Set once the table is seen with `_topic_id` (a column is never dropped). */
   #hasTopicId = false;
+  /** Upsert tables: set once the table's primary key is seen to be the upsert key. */
+  #upsertKeyChecked = false;
 
   private constructor(
     readonly target: LanceTarget,
     private readonly db: lancedb.Connection,
     private readonly logger: Logger,
     restoreIntent: string | undefined,
+    /** Upsert mode: the key's columns (the table's primary key and merge key). */
+    readonly upsertKey: readonly string[] | undefined,
   ) {
     this.#restore = new RestoreDuty(
       {
@@ -91,11 +107,11 @@ export class LanceTable {
   static async connect(
     target: LanceTarget,
     logger: Logger,
-    options: { readonly restoreIntent?: string } = {},
+    options: { readonly restoreIntent?: string; readonly upsertKey?: readonly string[] | undefined } = {},
   ): Promise<LanceTable> {
     const db = await connectTarget(target, 'latest');
     // The table is opened lazily: a storage failure shows up in a publication (retried), not at start.
-    return new LanceTable(target, db, logger, options.restoreIntent);
+    return new LanceTable(target, db, logger, options.restoreIntent, options.upsertKey);
   }
 
   /**
@@ -133,6 +149,7 @@ export class LanceTable {
       this.logger,
       () => this.#connectOwn(),
       hooks,
+      this.upsertKey,
     );
   }
 
@@ -185,7 +202,7 @@ export class LanceTable {
     afterAdd: AfterAdd = (e) => (e ? Promise.reject(e) : Promise.resolve('done')),
     mode: WriteMode = 'append',
     ipcFile?: () => Uint8Array | undefined,
-  ): Promise<{ rows: number; version: number | undefined; adds: number }> {
+  ): Promise<Written> {
     const collected: RecordBatch[] = [];
     for await (const b of batches) collected.push(b);
     if (collected.length > 0) await this.ensureSchema(collected[0]!.schema);
@@ -196,6 +213,7 @@ export class LanceTable {
     await beforeCommit(existing ? await existing.version() : 0);
     if (!existing) return { rows, version: undefined, adds: 0 };
     const table = existing;
+    if (mode === 'upsert') return this.#upsert(table, collected, rows, afterAdd);
     const arrowTable = new ArrowTable(collected);
     const key = mode === 'insert-if-absent' ? await this.#ensureInsertKey(table) : undefined;
     let on = key?.columns;
@@ -235,22 +253,60 @@ export class LanceTable {
         const result = await add;
         version = result.version;
       } catch (error) {
-        if (isSchemaRejection(error))
-          throw new LanceSchemaError(
-            'rejected',
-            this.target.table,
-            `add refused: ${errorMessage(error)}`,
-            {},
-            error,
-          );
-        // A full disk is named as such (never a reason to set the plan aside): see failure.ts.
-        const cause = isLanceDiskFull(error)
-          ? new DiskFullError('lance', this.target.uri, 'add', error)
-          : error;
-        addError = new LanceWriteError('add failed', cause, true, this.target.table);
+        addError = this.#writeError(error);
       }
       if ((await afterAdd(addError)) === 'done') return { rows, version, adds };
     }
+  }
+
+  /**
+   * An upsert publication: reduced to the newest row per key, then one merge (upsert-merge.ts),
+   * retried on a commit conflict and serialized with this process's other writes like an add.
+   * A merge that fails is for `afterAdd` to judge (it asks for the publication to be written
+   * again: the merge is idempotent).
+   */
+  async #upsert(
+    table: lancedb.Table,
+    collected: readonly RecordBatch[],
+    rows: number,
+    afterAdd: AfterAdd,
+  ): Promise<Written> {
+    const key = this.upsertKey;
+    if (!key) throw new Error(`an upsert into ${this.target.table} without a key`);
+    if (!this.#upsertKeyChecked) {
+      await ensureUpsertKey(table, key, this.target.table);
+      this.#upsertKeyChecked = true;
+    }
+    const reduced = reduceToNewest(collected, key);
+    const hasRow = collected[0]!.schema.fields.some((f) => f.name === ROW_COLUMN);
+    for (let adds = 1; ; adds++) {
+      let addError: LanceWriteError | undefined;
+      let merge: (MergeOutcome & { seconds: number }) | undefined;
+      try {
+        const t0 = performance.now();
+        const run = this.#adds.then(() =>
+          retryConflicts(() => {
+            const injected = injectedDiskFull('lance', this.target.uri);
+            return injected ? Promise.reject(injected) : mergeNewest(table, key, reduced, hasRow);
+          }),
+        );
+        this.#adds = run.catch(() => undefined);
+        const outcome = await run;
+        merge = { ...outcome, seconds: (performance.now() - t0) / 1000 };
+      } catch (error) {
+        addError = this.#writeError(error);
+      }
+      if ((await afterAdd(addError)) === 'done') return { rows, version: merge?.version, adds, ...(merge ? { merge } : {}) };
+    }
+  }
+
+  /** A write's failure as the publisher classifies it: a schema refusal, a full disk, or a retriable write error. */
+  #writeError(error: unknown): LanceWriteError {
+    if (isSchemaRejection(error))
+      throw new LanceSchemaError('rejected', this.target.table, `add refused: ${errorMessage(error)}`, {}, error);
+    // A full disk is named as such (never a reason to set the plan aside): see failure.ts.
+    const cause = isLanceDiskFull(error) ? new DiskFullError('lance', this.target.uri, 'add', error) : error;
+    return new LanceWriteError('add failed', cause, true, this.target.table);
   }
 
   /** Whether appends to this handle skip LanceDB's extra copy (arrow-add.ts): one schema read per handle. */

@@ -1,5 +1,5 @@
 import * as lancedb from '@lancedb/lancedb';
-import { Field, Schema, type RecordBatch } from 'apache-arrow';
+import { DataType, Field, Schema, type RecordBatch } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import {
@@ -36,6 +36,11 @@ export const ROW_KEY_COLUMNS: readonly string[] = [
 ];
 const PK_FLAG = 'lance-schema:unenforced-primary-key';
 const PK_POSITION = 'lance-schema:unenforced-primary-key:position';
+
+/** Columns as Lance's unenforced primary key, in this order. */
+function primaryKeyMetadata(columns: readonly string[]): { path: string; metadata: Record<string, string> }[] {
+  return columns.map((path, i) => ({ path, metadata: { [PK_FLAG]: 'true', [PK_POSITION]: String(i + 1) } }));
+}
 
 /** The key columns of a schema (those it has), each with its primary-key metadata. */
 export function rowKeyMetadata(
@@ -90,6 +95,7 @@ export async function ensureTableSchema(
   logger: Logger,
   connectOwn: () => Promise<lancedb.Connection>,
   hooks: CreateHooks,
+  upsertKey?: readonly string[],
 ): Promise<lancedb.Table> {
   const plain = new Schema(schema.fields);
   for (const f of plain.fields) {
@@ -106,8 +112,12 @@ export async function ensureTableSchema(
   let table = current;
   if (!table) {
     // Created with the row key as Lance's unenforced primary key, whatever the write
-    // mode: an insert-if-absent publication needs it, an append ignores it.
-    const keyed = rowKeyMetadata(plain.fields.map((f) => f.name));
+    // mode: an insert-if-absent publication needs it, an append ignores it. An upsert
+    // table's key is its upsert key: Lance checks a merge's inserted keys against a
+    // concurrent merge's on it (upsert-merge.ts).
+    const keyed = upsertKey
+      ? primaryKeyMetadata(upsertKey)
+      : rowKeyMetadata(plain.fields.map((f) => f.name));
     const withKey = new Schema(
       plain.fields.map((f) => {
         const k = keyed.find((x) => x.path === f.name);
@@ -118,7 +128,7 @@ export async function ensureTableSchema(
     const creation = await schemaChange(name, () => createTable(connectOwn, name, withKey, logger));
     await hooks.created(creation);
     table = await db.openTable(name);
-    await ensureSystemIndexes(table);
+    await ensureSystemIndexes(table, upsertKey);
     logger.info(
       { event: 'lance.table.created', table: name, uri, version: creation.version },
       'Lance table created (or found created by another writer)',
@@ -164,9 +174,18 @@ export async function addMissingColumns(
   }
 }
 
-/** BTree on _offset, bitmaps on _partition and _topic_id: every settling count filters on them. */
-export async function ensureSystemIndexes(table: lancedb.Table): Promise<void> {
+/**
+ * BTree on _offset, bitmaps on _partition and _topic_id: every settling count filters on
+ * them. An upsert table's key columns get a BTree each (readers look rows up by key;
+ * compaction keeps it fresh), but a binary one: Lance 0.39 builds no BTree on Binary.
+ */
+export async function ensureSystemIndexes(table: lancedb.Table, upsertKey: readonly string[] = []): Promise<void> {
   const existing = new Set((await table.listIndices()).map((i) => i.columns.join(',')));
+  const fields = (await table.schema()).fields;
+  for (const column of upsertKey) {
+    const binary = fields.some((f) => f.name === column && DataType.isBinary(f.type));
+    if (!binary && !existing.has(column)) await table.createIndex(column, { config: lancedb.Index.btree() });
+  }
   if (!existing.has(OFFSET_COLUMN)) await table.createIndex(OFFSET_COLUMN, { config: lancedb.Index.btree() });
   if (!existing.has(PARTITION_COLUMN))
     await table.createIndex(PARTITION_COLUMN, { config: lancedb.Index.bitmap() });
@@ -184,6 +203,22 @@ async function schemaChange<T>(table: string, fn: () => Promise<T>): Promise<T> 
     if (!isSchemaRejection(error)) throw error;
     throw new LanceSchemaError('rejected', table, `schema refused: ${errorMessage(error)}`, {}, error);
   }
+}
+
+/**
+ * An upsert table's primary key must be its upsert key: a table created in append mode
+ * (keyed on the row key) or with another key holds rows an upsert would not replace.
+ * Refused, never changed (Lance changes no key once set).
+ */
+export async function ensureUpsertKey(table: lancedb.Table, key: readonly string[], name: string): Promise<void> {
+  const have = primaryKeyOf(await table.schema());
+  if (have.join(',') === key.join(',')) return;
+  throw new LanceWriteError(
+    `its primary key is (${have.join(', ')}), not the upsert key (${key.join(', ')}): it was created in append mode or with another key; upsert into a new table`,
+    undefined,
+    false,
+    name,
+  );
 }
 
 /** The merge-insert key, and whether it is a table's key from before `_topic_id` (see collidesWithOtherIncarnation). */

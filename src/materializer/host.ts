@@ -99,6 +99,13 @@ export class MaterializerHost {
     for (const [topic, n] of Object.entries(grown.deadLetteredRows))
       m.deadLetters.inc({ topic, reason: 'schema-mismatch' }, n);
     for (const r of stats.recent) {
+      if (r.merge) {
+        m.upsertedRows.inc({ table }, r.merge.upserts);
+        m.deletedRows.inc({ table }, r.merge.deletes);
+        m.mergedRows.inc({ table, change: 'inserted' }, r.merge.inserted);
+        m.mergedRows.inc({ table, change: 'updated' }, r.merge.updated);
+        m.mergeDuration.observe({ table }, r.merge.seconds);
+      }
       m.publicationDuration.observe({ table, phase: 'prepare' }, r.prepareSeconds);
       m.publicationDuration.observe({ table, phase: 'write' }, r.writeSeconds);
       m.sourceWait.observe({ table, mode }, r.sourceWaitSeconds);

@@ -64,6 +64,8 @@ export interface MaterializerOptions {
    * their offsets are committed, so every publication is an insert-if-absent (default 'staged').
    */
   readonly commitAfter?: CommitAfter;
+  /** Upsert mode: the key's columns; every publication is then an upsert merge (docs/design/upserts.md). */
+  readonly upsertKey?: readonly string[] | undefined;
   /**
    * Called after each publication, inside a run: one run drains a whole backlog (many
    * publications), and counters reported only when it ends sat still for tens of
@@ -111,7 +113,7 @@ export class Materializer {
       lance,
       reservation: this.#reservation,
       logger: o.logger,
-      write: o.commitAfter === 'published' ? 'insert-if-absent' : 'append',
+      write: o.upsertKey ? 'upsert' : o.commitAfter === 'published' ? 'insert-if-absent' : 'append',
       maxPublicationBytes: o.maxPublicationBytes,
       preparation: {
         fetch: this.#fetch,
@@ -133,6 +135,7 @@ export class Materializer {
   static async open(o: MaterializerOptions): Promise<Materializer> {
     const lance = await LanceTable.connect(o.lance, o.logger, {
       restoreIntent: path.join(o.tableDir, RESTORE_INTENT_FILE),
+      upsertKey: o.upsertKey,
     });
     return new Materializer(o, lance);
   }

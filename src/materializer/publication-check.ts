@@ -1,5 +1,5 @@
 import type { Logger } from '../common/logger';
-import { countedOutcome, finalWithoutCount } from '../lance/commit-rule';
+import { countedOutcome, finalWithoutCount, resolvedByReplay } from '../lance/commit-rule';
 import type { LanceTable, WriteMode } from '../lance/lance-table';
 import { rowKey } from '../lance/row-counts';
 import { ROW_COLUMN, stagedColumns } from '../staging/system-columns';
@@ -36,6 +36,8 @@ export class PublicationCheck {
     keys: () => ReadonlySet<string>,
   ): Promise<'done'> {
     if (finalWithoutCount(write, addError !== undefined)) return 'done';
+    // Not counted: retried from `writing`, which writes it again (commit-rule.ts).
+    if (resolvedByReplay(write) && addError) throw addError;
     crashPoint('before-confirm');
     const found = await this.count(record);
     const outcome = countedOutcome(write, found, record.rows, { addFailed: addError !== undefined });

@@ -6,8 +6,8 @@ import type { BoundedBudget } from '../common/bounded-budget';
 import { asError, errorMessage } from '../common/errors';
 import { fsyncDirectory, pathExists } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
-import { countedOutcome } from '../lance/commit-rule';
-import type { LanceTable, WriteMode } from '../lance/lance-table';
+import { countedOutcome, resolvedByReplay } from '../lance/commit-rule';
+import type { LanceTable, WriteMode, Written } from '../lance/lance-table';
 import { crashPoint } from '../faults/crash-points';
 import { keptBounds } from './keep-range';
 import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
@@ -31,6 +31,8 @@ export interface PublicationResult {
   readonly checkSeconds: number;
   /** Adds made (1; 0 for a publication found in the table by recovery). */
   readonly adds: number;
+  /** An upsert publication's merge (upsert-merge.ts): keys upserted and deleted, rows changed, seconds. */
+  readonly merge?: Written['merge'];
 }
 
 export interface PublisherOptions {
@@ -39,7 +41,10 @@ export interface PublisherOptions {
   readonly preparation: PreparationContext;
   readonly reservation: BoundedBudget;
   readonly logger: Logger;
-  /** 'insert-if-absent' in 'published' commit mode (another owner may hold some of the rows); default 'append'. */
+  /**
+   * 'insert-if-absent' in 'published' commit mode (another owner may hold some of the
+   * rows); 'upsert' for an upsert table, whatever the commit mode; default 'append'.
+   */
   readonly write?: WriteMode;
   /** The usual publication's bytes (materializer.maxPublicationBytes): a larger one's buffer is not kept for reuse. */
   readonly maxPublicationBytes: number;
@@ -101,7 +106,7 @@ export class Publisher {
       }));
     let sourceWait = 0;
     let preparedAt = 0;
-    let written: { rows: number; version: number | undefined; adds: number };
+    let written: Written;
     let checkSeconds = 0;
     try {
       if (mode === 'buffered') {
@@ -157,6 +162,7 @@ export class Publisher {
       sourceWaitSeconds: sourceWait,
       checkSeconds,
       adds: written.adds,
+      ...(written.merge ? { merge: written.merge } : {}),
     };
   }
 
@@ -178,11 +184,13 @@ export class Publisher {
       return 'finished';
     }
     let done = entry.published;
-    if (!done && writing) {
+    const write = this.#writeOf(plan);
+    // An upsert is settled by writing it again, never by a count (commit-rule.ts).
+    if (!done && writing && !resolvedByReplay(write)) {
       // The same rule as after a rejected add: one count, final.
       const t0 = performance.now();
       const found = await this.#check.count(writing);
-      const outcome = countedOutcome(this.#writeOf(plan), found, writing.rows, undefined);
+      const outcome = countedOutcome(write, found, writing.rows, undefined);
       if (outcome === 'in-table') {
         await ledger.markPublished(this.o.tableDir, plan.id, undefined);
         await this.#cleanup(plan);
@@ -205,7 +213,8 @@ export class Publisher {
     } else if (!done && plan.parts.length > 0 && (await allMissing(plan.parts.map((p) => p.path)))) {
       // Nothing left to publish from. Its offset span in the table (an upper bound: it may
       // hold other publications' rows) tells a cleanup cut short from sources lost otherwise.
-      const found = await this.o.lance.countRows(spanOf(plan));
+      // (An upsert's rows may have been replaced since: its span tells nothing; warned.)
+      const found = resolvedByReplay(write) ? plan.rows : await this.o.lance.countRows(spanOf(plan));
       const lost = found === 0 && plan.rows > 0;
       this.o.logger[lost ? 'error' : 'warn'](
         {
@@ -229,8 +238,12 @@ export class Publisher {
     return this.publish(plan, mode);
   }
 
-  /** A plan of an epoch the chain dropped is insert-if-absent whatever the replica's mode. */
+  /**
+   * A plan of an epoch the chain dropped is insert-if-absent whatever the replica's mode,
+   * but in an upsert table, whose merge already leaves what another owner wrote alone.
+   */
   #writeOf(plan: Plan): WriteMode {
+    if (this.o.write === 'upsert') return 'upsert';
     return plan.write === 'insert-if-absent' ? plan.write : (this.o.write ?? 'append');
   }
 

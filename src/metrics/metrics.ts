@@ -75,6 +75,31 @@ export class Metrics {
     labelNames: ['table'] as const,
     registers: [this.registry],
   });
+  readonly upsertedRows = new Counter({
+    name: 'kafka_lance_upserted_rows_total',
+    help: 'Upsert tables: keys whose newest record in a publication was a value, merged into Lance (a replay or an older position changes nothing but is counted).',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+  readonly deletedRows = new Counter({
+    name: 'kafka_lance_deleted_rows_total',
+    help: 'Upsert tables: keys whose newest record in a publication was a delete (a tombstone), merged into Lance as a _deleted row.',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+  readonly mergedRows = new Counter({
+    name: 'kafka_lance_merged_rows_total',
+    help: 'Upsert tables: rows the merges changed, by change (inserted: a key new to the table; updated: a newer position replaced a key’s row).',
+    labelNames: ['table', 'change'] as const,
+    registers: [this.registry],
+  });
+  readonly mergeDuration = new Histogram({
+    name: 'kafka_lance_merge_duration_seconds',
+    help: 'Upsert tables: seconds per publication merge (the Lance merge-insert, conflict retries included).',
+    labelNames: ['table'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
   readonly publishedBytes = new Counter({
     name: 'kafka_lance_published_bytes_total',
     help: 'Bytes of staged parts published into Lance.',

@@ -28,6 +28,14 @@ export const ROW_COLUMN = '_row';
  */
 export const TOPIC_ID_COLUMN = '_topic_id';
 
+/**
+ * Upsert tables only: whether the row is its key's delete (a tombstone). Kept as a row,
+ * written by the same merge as the publication's upserts, so that the delete is atomic
+ * with them and an older record of the key met later loses to it (docs/design/upserts.md).
+ * Readers filter `_deleted = false`.
+ */
+export const DELETED_COLUMN = '_deleted';
+
 export const SYSTEM_FIELDS: readonly Field[] = [
   new Field(TOPIC_COLUMN, new Utf8(), false),
   new Field(PARTITION_COLUMN, new Int32(), false),

@@ -1,0 +1,135 @@
+import { z } from 'zod';
+import type { KeyFormat } from './formats';
+
+/**
+ * How a definition's rows go into its table (`mode`), and in upsert mode which value is
+ * a row's key (`key`). docs/upserts-and-cdc.md is the user's page; the design is in
+ * docs/design/upserts.md.
+ */
+
+/** `append`: every record is a new row. `upsert`: one row per key, the newest record's value. */
+export const MODES = ['append', 'upsert'] as const;
+export type Mode = (typeof MODES)[number];
+
+/**
+ * The key of an upsert table: the Kafka record key (`'record-key'`, read into `_key` by
+ * `keyFormat`), or declared fields of the value (`{ fields: ['tenant', 'id'] }`).
+ */
+export const upsertKey = z.union([
+  z.literal('record-key'),
+  z.strictObject({ fields: z.array(z.string().min(1)).min(1).max(8) }),
+]);
+export type UpsertKeySpec = z.output<typeof upsertKey>;
+
+/** What a null value (tombstone) is: a dead letter, nothing to stage, or (upsert mode) its key's delete. */
+export const TOMBSTONES = ['dead-letter', 'ignore', 'delete'] as const;
+export type Tombstones = (typeof TOMBSTONES)[number];
+
+/**
+ * Column types a key field may have: Lance joins a merge on them by value and type, and a
+ * BTREE indexes them. Floats (no exact equality), json (text of a value) and nested types
+ * are refused.
+ */
+const KEY_FIELD_TYPES: readonly string[] = [
+  'string',
+  'large_string',
+  'int8',
+  'int16',
+  'int32',
+  'int64',
+  'uint8',
+  'uint16',
+  'uint32',
+  'uint64',
+  'date',
+  'timestamp',
+  'boolean',
+  'binary',
+];
+
+/** Key formats whose `_key` is a column Lance can join on (a registry key is a struct). */
+const RECORD_KEY_FORMATS: readonly KeyFormat[] = ['binary', 'string'];
+
+export interface UpsertProblem {
+  readonly path: readonly (string | number)[];
+  readonly message: string;
+}
+
+interface UpsertDefinition {
+  readonly mode: Mode;
+  readonly key?: UpsertKeySpec | undefined;
+  readonly tombstones?: Tombstones | undefined;
+  readonly keyFormat: KeyFormat;
+  readonly transform?: unknown;
+  /** Declared fields' type names by name; undefined for `schema: 'infer'`. */
+  readonly fieldTypes: Readonly<Record<string, string>> | undefined;
+}
+
+/** The definition's problems with `mode`, `key` and `tombstones`, each naming its field. */
+export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
+  const problems: UpsertProblem[] = [];
+  if (def.mode === 'append') {
+    if (def.key !== undefined)
+      problems.push({ path: ['key'], message: 'a key is for mode "upsert": set mode: "upsert" or remove key' });
+    if (def.tombstones === 'delete')
+      problems.push({
+        path: ['tombstones'],
+        message: '"delete" deletes a key of an upsert table: set mode: "upsert" with key: "record-key"',
+      });
+    return problems;
+  }
+  if (def.key === undefined) {
+    problems.push({
+      path: ['key'],
+      message: 'mode "upsert" needs a key: "record-key" (the Kafka key) or { fields: [...] }',
+    });
+    return problems;
+  }
+  if (def.key === 'record-key') {
+    if (!RECORD_KEY_FORMATS.includes(def.keyFormat))
+      problems.push({
+        path: ['keyFormat'],
+        message: `key "record-key" joins on _key, and keyFormat "${def.keyFormat}" makes it a struct, which a merge cannot join on: use "string" or "binary", or key: { fields: [...] }`,
+      });
+    return problems;
+  }
+  if (def.tombstones === 'delete')
+    problems.push({
+      path: ['tombstones'],
+      message:
+        'a tombstone has no value to read key fields from: "delete" needs key: "record-key" (use "dead-letter" or "ignore")',
+    });
+  if (def.transform !== undefined)
+    problems.push({
+      path: ['key'],
+      message:
+        'key fields with a transform: a transform may emit rows of several keys per record; give each its own record, or key: "record-key"',
+    });
+  const seen = new Set<string>();
+  def.key.fields.forEach((name, i) => {
+    if (seen.has(name)) problems.push({ path: ['key', 'fields', i], message: `"${name}" is named twice` });
+    seen.add(name);
+    if (def.fieldTypes === undefined) {
+      problems.push({
+        path: ['key', 'fields', i],
+        message: `key fields must be declared columns (schema.fields), with a type compared exactly: "${name}" would be inferred`,
+      });
+      return;
+    }
+    const type = def.fieldTypes[name];
+    if (type === undefined)
+      problems.push({ path: ['key', 'fields', i], message: `"${name}" is not a field of the schema` });
+    else if (!KEY_FIELD_TYPES.includes(type))
+      problems.push({
+        path: ['key', 'fields', i],
+        message: `"${name}" is ${type}: a key field is one of ${KEY_FIELD_TYPES.join(', ')}`,
+      });
+  });
+  return problems;
+}
+
+/** The default of `tombstones`: a delete where a tombstone names its key, a dead letter otherwise. */
+export function tombstonesOf(def: Pick<UpsertDefinition, 'mode' | 'key' | 'tombstones'>): Tombstones {
+  if (def.tombstones !== undefined) return def.tombstones;
+  return def.mode === 'upsert' && def.key === 'record-key' ? 'delete' : 'dead-letter';
+}

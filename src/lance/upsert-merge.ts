@@ -1,0 +1,176 @@
+import type * as lancedb from '@lancedb/lancedb';
+import { Table as ArrowTable, type RecordBatch } from 'apache-arrow';
+import {
+  DELETED_COLUMN,
+  OFFSET_COLUMN,
+  PARTITION_COLUMN,
+  ROW_COLUMN,
+  TIMESTAMP_COLUMN,
+  TOPIC_COLUMN,
+  TOPIC_ID_COLUMN,
+  stagedColumns,
+} from '../staging/system-columns';
+
+/**
+ * An upsert publication as one Lance commit (docs/design/upserts.md): the publication's
+ * rows reduced to the newest per key, then one merge-insert on the key that inserts the
+ * keys the table lacks and updates a key's row only when the incoming row's position is
+ * newer than the one that wrote it. A delete is a row (`_deleted = true`) of the same
+ * merge, so a publication's deletes land with its upserts, and an older record of a
+ * deleted key met later (a replay, a zombie's late publication) loses to it.
+ */
+
+/** A row's place in Kafka's order, as the merge condition compares it. */
+interface Position {
+  readonly topic: string;
+  readonly topicId: string | undefined;
+  readonly partition: number;
+  readonly offset: number;
+  readonly row: number;
+  readonly timestamp: number;
+}
+
+/**
+ * Whether `a` is newer than `b`, exactly as `newerCondition` says it in SQL. In one
+ * partition (of one topic incarnation) Kafka's order: the offset, then the row of a
+ * record's transform. Across partitions Kafka has no order, so a key that moved
+ * partition (the topic's partition count changed) or topic is ordered by its records'
+ * timestamps, ties broken by partition then offset, so that every replica and every
+ * replay decides alike.
+ */
+export function newer(a: Position, b: Position): boolean {
+  if (a.topic === b.topic && a.topicId === b.topicId && a.partition === b.partition)
+    return a.offset > b.offset || (a.offset === b.offset && a.row > b.row);
+  if (a.timestamp !== b.timestamp) return a.timestamp > b.timestamp;
+  if (a.partition !== b.partition) return a.partition > b.partition;
+  return a.offset > b.offset;
+}
+
+/** `newer(source, target)` as a merge-insert condition (`source.` and `target.` columns). */
+export function newerCondition(hasRow: boolean): string {
+  const s = (c: string) => `source.${c}`;
+  const t = (c: string) => `target.${c}`;
+  const same = [TOPIC_COLUMN, TOPIC_ID_COLUMN, PARTITION_COLUMN].map((c) => `${s(c)} = ${t(c)}`).join(' AND ');
+  const offsetNewer = `${s(OFFSET_COLUMN)} > ${t(OFFSET_COLUMN)}`;
+  const inPartition = hasRow
+    ? `${offsetNewer} OR (${s(OFFSET_COLUMN)} = ${t(OFFSET_COLUMN)} AND ${s(ROW_COLUMN)} > ${t(ROW_COLUMN)})`
+    : offsetNewer;
+  const across =
+    `${s(TIMESTAMP_COLUMN)} > ${t(TIMESTAMP_COLUMN)} OR (${s(TIMESTAMP_COLUMN)} = ${t(TIMESTAMP_COLUMN)} AND ` +
+    `(${s(PARTITION_COLUMN)} > ${t(PARTITION_COLUMN)} OR (${s(PARTITION_COLUMN)} = ${t(PARTITION_COLUMN)} AND ${offsetNewer})))`;
+  return `((${same}) AND (${inPartition})) OR (NOT (${same}) AND (${across}))`;
+}
+
+/**
+ * One key's identity as a string: each key column's value tagged with its kind, so that
+ * the integer 1 and the text "1" are different keys, and a composite key's parts cannot
+ * run into each other. Only rows of one table (one type per column) are compared.
+ */
+export function keyIdentity(values: readonly unknown[]): string {
+  return JSON.stringify(
+    values.map((v): [string, string | number | boolean | null] => {
+      if (v === null || v === undefined) return ['null', null];
+      if (typeof v === 'bigint') return ['int', v.toString()];
+      if (typeof v === 'string') return ['str', v];
+      if (typeof v === 'number') return ['num', v];
+      if (typeof v === 'boolean') return ['bool', v];
+      if (v instanceof Uint8Array) return ['bytes', Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')];
+      if (v instanceof Date) return ['time', v.getTime()];
+      return ['other', String(v)];
+    }),
+  );
+}
+
+export interface ReducedPublication {
+  /** The newest row of each key, in the publication's order. */
+  readonly table: ArrowTable;
+  /** Rows of the reduced table that are upserts, and deletes. */
+  readonly upserts: number;
+  readonly deletes: number;
+}
+
+/**
+ * The newest row of each key among the batches (a merge whose source holds a key twice
+ * is undefined in Lance). Kept rows are taken as slices of the batches, one per run of
+ * consecutive kept rows, without copying.
+ */
+export function reduceToNewest(batches: readonly RecordBatch[], keyColumns: readonly string[]): ReducedPublication {
+  const newest = new Map<string, { batch: number; row: number; position: Position }>();
+  batches.forEach((batch, b) => {
+    const system = stagedColumns(batch);
+    const keys = keyColumns.map((c) => {
+      const column = batch.getChild(c);
+      if (!column) throw new Error(`a staged batch without its key column ${c}`);
+      return column;
+    });
+    const rowColumn = batch.getChild(ROW_COLUMN);
+    const timestamps = batch.getChild(TIMESTAMP_COLUMN);
+    for (let i = 0; i < batch.numRows; i++) {
+      const position: Position = {
+        topic: system.topic(i),
+        topicId: system.topicId(i),
+        partition: system.partition(i),
+        offset: system.offset(i),
+        row: Number(rowColumn?.get(i) ?? 0),
+        timestamp: Number(timestamps?.get(i) ?? 0),
+      };
+      const key = keyIdentity(keys.map((k) => k.get(i) as unknown));
+      const held = newest.get(key);
+      if (!held || newer(position, held.position)) newest.set(key, { batch: b, row: i, position });
+    }
+  });
+  const kept = batches.map(() => [] as number[]);
+  for (const { batch, row } of newest.values()) kept[batch]!.push(row);
+  const slices: RecordBatch[] = [];
+  let deletes = 0;
+  kept.forEach((rows, b) => {
+    const batch = batches[b]!;
+    const deleted = batch.getChild(DELETED_COLUMN);
+    rows.sort((x, y) => x - y);
+    for (let i = 0; i < rows.length; ) {
+      let end = i + 1;
+      while (end < rows.length && rows[end] === rows[end - 1]! + 1) end++;
+      slices.push(batch.slice(rows[i]!, rows[end - 1]! + 1));
+      i = end;
+    }
+    if (deleted) for (const r of rows) if (deleted.get(r) === true) deletes++;
+  });
+  return { table: new ArrowTable(slices), upserts: newest.size - deletes, deletes };
+}
+
+export interface MergeOutcome {
+  readonly version: number;
+  /** Rows the merge inserted (keys new to the table) and updated (a newer position). */
+  readonly inserted: number;
+  readonly updated: number;
+  readonly upserts: number;
+  readonly deletes: number;
+}
+
+/**
+ * The merge of a reduced publication. useIndex(false): the join scans the key columns
+ * instead of the BTREE, because only the scan's path checks the keys it inserts against a
+ * concurrent merge's (measured with LanceDB 0.39: four writers inserting one new key into
+ * a table whose unenforced primary key is the merge key inserted it once with the scan
+ * and four times through the index). The index still serves readers' lookups by key.
+ */
+export async function mergeNewest(
+  table: lancedb.Table,
+  keyColumns: readonly string[],
+  reduced: ReducedPublication,
+  hasRow: boolean,
+): Promise<MergeOutcome> {
+  const result = await table
+    .mergeInsert([...keyColumns])
+    .whenMatchedUpdateAll({ where: newerCondition(hasRow) })
+    .whenNotMatchedInsertAll()
+    .useIndex(false)
+    .execute(reduced.table);
+  return {
+    version: result.version,
+    inserted: result.numInsertedRows,
+    updated: result.numUpdatedRows,
+    upserts: reduced.upserts,
+    deletes: reduced.deletes,
+  };
+}

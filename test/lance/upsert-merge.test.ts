@@ -1,0 +1,247 @@
+import * as lancedb from '@lancedb/lancedb';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import type { RecordBatch } from 'apache-arrow';
+import { resolveConsumer, type ConsumerDefinitionInput } from '../../src/config';
+import { silentLogger } from '../../src/common/logger';
+import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
+import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
+import { keyIdentity } from '../../src/lance/upsert-merge';
+import { tempDir } from '../support/rows';
+
+/**
+ * Upsert publications against real LanceDB tables on disk: one row per key, the newest
+ * record's value; a replayed publication, an older epoch's late one, or a record of a key
+ * that moved partition never bring back an older value or a deleted key; and the merge
+ * keeps updating rows with the key's BTREE in place and after a compaction (LanceDB bugs
+ * lancedb#3515 / #3177 reported updates of 0 rows there).
+ */
+const TOPIC = 'docs';
+const TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAA';
+const T0 = Date.UTC(2026, 11, 6, 12);
+const enc = (s: string) => new TextEncoder().encode(s);
+
+type Change = readonly [offset: number, key: string | null, value: Record<string, unknown> | null, at?: number];
+
+function definition(extra: Partial<ConsumerDefinitionInput> = {}): ConsumerDefinitionInput {
+  return {
+    name: 'docs',
+    brokers: ['127.0.0.1:1'],
+    topics: [TOPIC],
+    schema: { fields: { id: 'string', title: 'string', n: 'int64' } },
+    mode: 'upsert',
+    key: 'record-key',
+    keyFormat: 'string',
+    ...extra,
+  };
+}
+
+function decoderFor(def: ConsumerDefinitionInput): RecordDecoder {
+  return new RecordDecoder(resolveConsumer(def, 'test'), () => T0);
+}
+
+function batchOf(decoder: RecordDecoder, partition: number, changes: readonly Change[]): RecordBatch {
+  const messages: RawMessage[] = changes.map(([offset, key, value, at]) => ({
+    offset,
+    timestamp: at ?? T0 + offset,
+    key: key === null ? null : enc(key),
+    value: value === null ? null : enc(JSON.stringify(value)),
+  }));
+  const decoded = decoder.decode(TOPIC, partition, messages, TOPIC_ID);
+  if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters));
+  return decoded.batch!;
+}
+
+async function publish(lance: LanceTable, batches: readonly RecordBatch[]): Promise<Written> {
+  return lance.append(
+    (async function* () {
+      yield* await Promise.resolve(batches);
+    })(),
+    () => Promise.resolve(),
+    undefined,
+    'upsert',
+  );
+}
+
+/** The table as a reader sees it (`_deleted = false`), key → title; and every row, deletes included. */
+async function read(target: LanceTarget): Promise<{ live: Map<string, unknown>; rows: number }> {
+  const db = await lancedb.connect(target.uri);
+  try {
+    const table = await db.openTable(target.table);
+    const rows = (await table.query().where('_deleted = false').toArray()) as { _key: string; title: unknown }[];
+    const live = new Map<string, unknown>();
+    for (const r of rows) {
+      if (live.has(r._key)) throw new Error(`key ${r._key} held twice`);
+      live.set(r._key, r.title);
+    }
+    return { live, rows: await table.countRows() };
+  } finally {
+    db.close();
+  }
+}
+
+let dir: string;
+let target: LanceTarget;
+beforeEach(async () => {
+  dir = await tempDir('kl-upsert');
+  target = { uri: path.join(dir, 'lance'), table: 'docs' };
+});
+afterEach(async () => {
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+const connect = () => LanceTable.connect(target, silentLogger(), { upsertKey: ['_key'] });
+
+test('a key written many times and deleted within and across publications holds its newest value once; a deleted key is read as absent', async () => {
+  const decoder = decoderFor(definition());
+  const lance = await connect();
+  const first = await publish(lance, [
+    batchOf(decoder, 0, [
+      [0, 'a', { title: 'a0' }],
+      [1, 'b', { title: 'b0' }],
+      [2, 'a', { title: 'a1' }],
+      [3, 'c', { title: 'c0' }],
+      [4, 'c', null],
+    ]),
+  ]);
+  // Reduced first: a once (a1), b, and c's delete as a row.
+  expect(first.merge).toMatchObject({ inserted: 3, updated: 0, upserts: 2, deletes: 1 });
+  const second = await publish(lance, [
+    batchOf(decoder, 0, [
+      [5, 'b', null],
+      [6, 'c', { title: 'c1' }],
+      [7, 'a', { title: 'a2' }],
+    ]),
+  ]);
+  expect(second.merge).toMatchObject({ inserted: 0, updated: 3, upserts: 2, deletes: 1 });
+  const { live, rows } = await read(target);
+  expect(live).toEqual(
+    new Map([
+      ['a', 'a2'],
+      ['c', 'c1'],
+    ]),
+  );
+  expect(rows).toBe(3); // b's delete is a row, filtered by readers
+  lance.close();
+}, 60_000);
+
+test('a replayed publication and an older epoch’s late publication change nothing: no older value, no deleted key comes back', async () => {
+  const decoder = decoderFor(definition());
+  const lance = await connect();
+  const old = [
+    batchOf(decoder, 0, [
+      [0, 'a', { title: 'a0' }],
+      [1, 'b', { title: 'b0' }],
+    ]),
+  ];
+  const late = [batchOf(decoder, 0, [[2, 'a', { title: 'a-late-but-older' }]])];
+  await publish(lance, old);
+  await publish(lance, [
+    batchOf(decoder, 0, [
+      [3, 'a', { title: 'a3' }],
+      [4, 'b', null],
+      [5, 'd', null],
+    ]),
+  ]);
+  // The first publication again (a crash after its merge), and a zombie's publication of
+  // offset 2, which the table's newer rows have passed.
+  const replay = await publish(lance, old);
+  const zombie = await publish(lance, late);
+  expect(replay.merge).toMatchObject({ inserted: 0, updated: 0 });
+  expect(zombie.merge).toMatchObject({ inserted: 0, updated: 0 });
+  // A key deleted before it was ever seen (d) stays deleted when its older value arrives.
+  await publish(lance, [batchOf(decoder, 0, [[1, 'd', { title: 'd-older' }]])]);
+  const { live } = await read(target);
+  expect(live).toEqual(new Map([['a', 'a3']]));
+  lance.close();
+}, 60_000);
+
+test('a key that moves partition (the partition count changed) is ordered by its records’ timestamps: the new partition’s later record wins, and a replay of the old partition does not', async () => {
+  const decoder = decoderFor(definition());
+  const lance = await connect();
+  // Before the change: key k at partition 0, offset 500 (high); after: partition 3, offset 2 (low).
+  await publish(lance, [batchOf(decoder, 0, [[500, 'k', { title: 'k-p0' }, T0 + 1_000]])]);
+  await publish(lance, [batchOf(decoder, 3, [[2, 'k', { title: 'k-p3' }, T0 + 2_000]])]);
+  await publish(lance, [batchOf(decoder, 0, [[500, 'k', { title: 'k-p0' }, T0 + 1_000]])]);
+  expect((await read(target)).live).toEqual(new Map([['k', 'k-p3']]));
+  // Both partitions in one publication reduce the same way.
+  await publish(lance, [
+    batchOf(decoder, 3, [[7, 'm', { title: 'm-p3' }, T0 + 5_000]]),
+    batchOf(decoder, 0, [[900, 'm', { title: 'm-p0' }, T0 + 4_000]]),
+  ]);
+  expect((await read(target)).live.get('m')).toBe('m-p3');
+  lance.close();
+}, 60_000);
+
+test('keys are compared by value and type: a composite (string, int64) key, 1 and "1" apart', async () => {
+  expect(keyIdentity([1n])).not.toBe(keyIdentity(['1']));
+  expect(keyIdentity(['a', 1n])).not.toBe(keyIdentity(['a1']));
+  const def = definition({
+    key: { fields: ['id', 'n'] },
+    keyFormat: 'binary',
+    schema: { fields: { id: 'string', n: 'int64', title: 'string' } },
+  });
+  const decoder = decoderFor(def);
+  const lance = await LanceTable.connect(target, silentLogger(), { upsertKey: ['id', 'n'] });
+  await publish(lance, [
+    batchOf(decoder, 0, [
+      [0, null, { id: 'x', n: 1, title: 'x1-a' }],
+      [1, null, { id: 'x', n: 2, title: 'x2-a' }],
+      [2, null, { id: 'x', n: 1, title: 'x1-b' }],
+      [3, null, { id: 'x1', n: 1, title: 'other' }],
+    ]),
+  ]);
+  await publish(lance, [batchOf(decoder, 0, [[4, null, { id: 'x', n: 2, title: 'x2-b' }]])]);
+  const db = await lancedb.connect(target.uri);
+  const rows = (await (await db.openTable('docs')).query().where('_deleted = false').toArray()) as {
+    id: string;
+    n: bigint;
+    title: string;
+  }[];
+  db.close();
+  expect(rows.map((r) => [r.id, Number(r.n), r.title]).sort()).toEqual([
+    ['x', 1, 'x1-b'],
+    ['x', 2, 'x2-b'],
+    ['x1', 1, 'other'],
+  ]);
+  lance.close();
+}, 60_000);
+
+test('updates land with the key’s BTREE in place, after a compaction, and after the index was brought up to date', async () => {
+  const decoder = decoderFor(definition());
+  const lance = await connect();
+  const keys = Array.from({ length: 2_000 }, (_, i) => `k${i}`);
+  let offset = 0;
+  const round = async (title: string) => {
+    const changes: Change[] = keys.map((k) => [offset++, k, { title }]);
+    return publish(lance, [batchOf(decoder, 0, changes)]);
+  };
+  await round('v0');
+  const db = await lancedb.connect(target.uri);
+  const indices = await (await db.openTable('docs')).listIndices();
+  expect(indices.map((i) => i.columns.join(','))).toContain('_key');
+  expect((await round('v1')).merge).toMatchObject({ inserted: 0, updated: keys.length });
+  await lance.optimize();
+  expect((await round('v2')).merge).toMatchObject({ inserted: 0, updated: keys.length });
+  await lance.optimize();
+  const stats = await (await db.openTable('docs')).indexStats('_key_idx');
+  expect(stats?.numUnindexedRows).toBe(0);
+  expect((await round('v3')).merge).toMatchObject({ inserted: 0, updated: keys.length });
+  db.close();
+  const { live, rows } = await read(target);
+  expect(rows).toBe(keys.length);
+  expect(new Set(live.values())).toEqual(new Set(['v3']));
+  lance.close();
+}, 120_000);
+
+test('an upsert into a table created in append mode is refused, naming both keys', async () => {
+  const decoder = decoderFor(definition());
+  const appendOnly = await LanceTable.connect(target, silentLogger());
+  await appendOnly.ensureSchema(batchOf(decoder, 0, [[0, 'a', { title: 'a' }]]).schema);
+  appendOnly.close();
+  const lance = await connect();
+  await expect(publish(lance, [batchOf(decoder, 0, [[0, 'a', { title: 'a' }]])])).rejects.toThrow(
+    /primary key is \(_topic, _partition, _offset, _topic_id\), not the upsert key \(_key\)/,
+  );
+  lance.close();
+}, 60_000);
