@@ -1,0 +1,254 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
+import { Partitioners, type Kafka } from 'kafkajs';
+import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
+import { sleep, until } from '../support/faults';
+import { waitForCommittedAtEnd } from '../support/ingestion-fixture';
+import { testBrokers, uniqueName } from '../support/kafka';
+import { ReplicaProcess } from '../../src/harness/replica-process';
+import { sumOf } from '../../src/harness/prometheus-text';
+
+/**
+ * Upsert tables fed by a real broker through real replica processes: the Lance table ends
+ * equal to the newest value of each key in Kafka's order, tombstones delete, whether the
+ * replica consumed all along, started fresh on a topic the cleaner compacted, or was
+ * SIGKILLed between a merge and its `published` mark (and at a random instant) and
+ * restarted on its data directory. Run after `npm run build` (replicas run from dist/).
+ */
+const suite = brokerSuite('kl-upsert');
+const PARTITIONS = 3;
+
+interface Change {
+  readonly key: string;
+  /** null: a tombstone. */
+  readonly value: string | null;
+}
+
+/** Sends the changes in order (one send per chunk, keyed: the default partitioner spreads keys). */
+async function produceChanges(kafka: Kafka, topic: string, changes: readonly Change[]): Promise<void> {
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  try {
+    for (let i = 0; i < changes.length; i += 200) {
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: changes.slice(i, i + 200).map((c) => ({ key: c.key, value: c.value })),
+      });
+    }
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** `rounds` writes of `keys` keys (a value each, message naming its round), every fifth key deleted in odd rounds. */
+function workload(keys: number, rounds: number, tag: string): Change[] {
+  const changes: Change[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < keys; k++) {
+      const key = `${tag}-${k}`;
+      if (r % 2 === 1 && k % 5 === r % 5) changes.push({ key, value: null });
+      else
+        changes.push({
+          key,
+          value: JSON.stringify({ n: r * keys + k, level: 'info', service: 'svc', message: `${key} round ${r}` }),
+        });
+    }
+  }
+  return changes;
+}
+
+/** Each key's newest message, tombstoned keys absent: what the table must hold. */
+function latest(changes: readonly Change[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const c of changes) {
+    if (c.value === null) out.delete(c.key);
+    else out.set(c.key, (JSON.parse(c.value) as { message: string }).message);
+  }
+  return out;
+}
+
+/** The live rows (`_deleted = false`) as key → message; throws if a key is held twice. */
+async function tableState(lanceDir: string, table = 'logs'): Promise<Map<string, string> | undefined> {
+  const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
+  try {
+    if (!(await db.tableNames()).includes(table)) return undefined;
+    const t = await db.openTable(table);
+    const rows = (await t.query().where('_deleted = false').select(['_key', 'message']).toArray()) as {
+      _key: string;
+      message: string;
+    }[];
+    t.close();
+    const state = new Map<string, string>();
+    for (const r of rows) {
+      if (state.has(r._key)) throw new Error(`key ${r._key} is held twice`);
+      state.set(r._key, r.message);
+    }
+    return state;
+  } finally {
+    db.close();
+  }
+}
+
+/** The keys where the table and `expected` differ (at most 10), for a failure message. */
+function differences(state: ReadonlyMap<string, string> | undefined, expected: ReadonlyMap<string, string>): string[] {
+  if (!state) return ['no table'];
+  const out: string[] = [];
+  for (const [k, v] of expected) if (state.get(k) !== v) out.push(`${k}: ${state.get(k)} ≠ ${v}`);
+  for (const [k, v] of state) if (!expected.has(k)) out.push(`${k}: ${v} (deleted in Kafka)`);
+  return out.slice(0, 10);
+}
+
+async function untilEqual(lanceDir: string, expected: ReadonlyMap<string, string>, timeoutMs = 180_000) {
+  let last: string[] = [];
+  try {
+    await until(
+      'the table to equal the newest value per key',
+      async () => {
+        last = differences(await tableState(lanceDir), expected);
+        return last.length === 0 ? true : undefined;
+      },
+      timeoutMs,
+      500,
+    );
+  } catch (error) {
+    throw new Error(`${String(error)}; differences: ${last.join('; ')}`);
+  }
+}
+
+async function upsertConsumer(extra: Record<string, unknown> = {}, topicConfig: Record<string, string> = {}) {
+  const lanceDir = path.join(suite.work, `${uniqueName('upsert')}-lance`);
+  const consumer = await topicAndConsumer(
+    suite,
+    PARTITIONS,
+    {
+      mode: 'upsert',
+      key: 'record-key',
+      keyFormat: 'string',
+      lance: { uri: lanceDir },
+      staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: 300 },
+      materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+      ...extra,
+    },
+    topicConfig,
+  );
+  return { ...consumer, lanceDir };
+}
+
+const replica = async (file: string, label: string, dataDir?: string, env: NodeJS.ProcessEnv = {}) =>
+  new ReplicaProcess(file, dataDir ?? (await fsp.mkdtemp(path.join(suite.work, `data-${label}-`))), testBrokers(), env);
+
+test('a compacted topic: a replica consuming all along and a fresh group after the cleaner ran both hold the newest value per key, tombstoned keys absent', async () => {
+  const compacted = {
+    'cleanup.policy': 'compact',
+    'segment.bytes': '16384',
+    'segment.ms': '100',
+    'min.cleanable.dirty.ratio': '0.01',
+    'min.compaction.lag.ms': '0',
+    'delete.retention.ms': '100',
+  };
+  const along = await upsertConsumer({}, compacted);
+  const alongReplica = await replica(along.file, 'along');
+  await alongReplica.waitReady();
+  const changes = workload(300, 8, 'doc');
+  await produceChanges(suite.kafka, along.topic, changes);
+  // segment.ms has passed: these roll new segments, and the old ones become cleanable.
+  await sleep(300);
+  const roll: Change[] = Array.from({ length: PARTITIONS * 4 }, (_, i) => ({ key: `roll-${i}`, value: null }));
+  await produceChanges(suite.kafka, along.topic, roll);
+  const all = [...changes, ...roll];
+  const expected = latest(all);
+  await untilEqual(along.lanceDir, expected);
+  await waitForCommittedAtEnd(suite.admin, along.groupId, along.topic);
+  // The cleaner removed superseded records: the log holds far fewer than were produced.
+  const readable = await until(
+    'the cleaner to compact the topic',
+    async () => {
+      const n = await countReadable(suite.kafka, along.topic);
+      return n < all.length / 2 ? n : undefined;
+    },
+    120_000,
+    2_000,
+  );
+  expect(readable).toBeLessThan(all.length / 2);
+
+  // A fresh group (another consumer, another table) reads the compacted log.
+  const freshDir = path.join(suite.work, `${uniqueName('fresh')}-lance`);
+  const fresh = await topicAndConsumer(suite, PARTITIONS, {
+    topics: [along.topic],
+    mode: 'upsert',
+    key: 'record-key',
+    keyFormat: 'string',
+    lance: { uri: freshDir },
+    staging: { maxPartAgeMs: 300 },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const freshReplica = await replica(fresh.file, 'fresh');
+  await untilEqual(freshDir, expected);
+  await waitForCommittedAtEnd(suite.admin, fresh.groupId, along.topic);
+  const metrics = await alongReplica.metrics();
+  expect(sumOf(metrics, 'kafka_lance_upserted_rows_total')).toBeGreaterThan(0);
+  expect(sumOf(metrics, 'kafka_lance_deleted_rows_total')).toBeGreaterThan(0);
+  expect(sumOf(metrics, 'kafka_lance_merge_duration_seconds_count')).toBeGreaterThan(0);
+  for (const r of [alongReplica, freshReplica]) expect((await r.stop()).code).toBe(0);
+}, 420_000);
+
+test('a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key', async () => {
+  const c = await upsertConsumer();
+  const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-killed-'));
+  const first = workload(400, 4, 'k');
+  await produceChanges(suite.kafka, c.topic, first);
+  // Killed at its first publication's `after-add`: the merge is in Lance, the ledger says `writing`.
+  const crashed = await replica(c.file, 'crashed', dataDir, { KAFKA_LANCE_TEST_CRASH_AT: 'after-add' });
+  const exit = await crashed.exited;
+  expect(exit.signal).toBe('SIGKILL');
+  const second = workload(400, 3, 'k').map((ch, i) => (ch.value === null || i % 3 !== 0 ? ch : { ...ch, value: ch.value.replace('round', 'again') }));
+  const producing = produceChanges(suite.kafka, c.topic, second);
+  const restarted = await replica(c.file, 'restarted', dataDir);
+  await restarted.waitReady();
+  await sleep(1_000 + Math.floor(Math.random() * 2_000));
+  await restarted.kill('SIGKILL');
+  await producing;
+  const last = await replica(c.file, 'last', dataDir);
+  await last.waitReady();
+  const expected = latest([...first, ...second]);
+  await untilEqual(c.lanceDir, expected);
+  await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
+  // The publication the crash left `writing` was written again (idempotently), not counted.
+  const resumed = [...restarted.logs, ...last.logs].filter((l) => l.event === 'publication.resume');
+  expect(resumed.length).toBeGreaterThan(0);
+  const stopped = await last.stop();
+  if (stopped.code !== 0) console.error(JSON.stringify(stopped), last.tail(30));
+  expect(stopped.code).toBe(0);
+  expect(differences(await tableState(c.lanceDir), expected)).toEqual([]);
+}, 420_000);
+
+/** Records a fresh reader finds in the topic now (tombstones included). */
+async function countReadable(kafka: Kafka, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const consumer = kafka.consumer({ groupId: uniqueName('reader'), sessionTimeout: 10_000 });
+  try {
+    const ends = await admin.fetchTopicOffsets(topic);
+    const high = new Map(ends.map((e) => [e.partition, Number(e.high)]));
+    let seen = 0;
+    const done = new Set<number>();
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    for (const [p, h] of high) if (h === 0) done.add(p);
+    await consumer.run({
+      eachBatch: ({ batch }) => {
+        seen += batch.messages.length;
+        const lastOffset = Number(batch.lastOffset());
+        if (lastOffset + 1 >= (high.get(batch.partition) ?? 0)) done.add(batch.partition);
+        return Promise.resolve();
+      },
+    });
+    await until('the reader to reach the log end', () => (done.size === high.size ? true : undefined), 60_000);
+    return seen;
+  } finally {
+    await consumer.disconnect();
+    await admin.disconnect();
+  }
+}
