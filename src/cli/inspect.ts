@@ -1,5 +1,6 @@
 import { createReadStream, promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import type * as lancedb from '@lancedb/lancedb';
 import type { Admin } from 'kafkajs';
 import { silentLogger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
@@ -8,6 +9,7 @@ import { createKafka } from '../kafka/client';
 import { ledger } from '../materializer/plan';
 import { parsePartName } from '../staging/part-name';
 import { QUARANTINE_DIR } from '../staging/quarantine';
+import { DELETED_COLUMN } from '../staging/system-columns';
 import { tableStagingDir } from '../staging/table-staging';
 import { BrokerUnreachableError, TableMissingError } from './errors';
 import { committedOffsets, connectAdmin, partitionKey, topicEnds, type PartitionEnds } from './kafka-admin';
@@ -58,6 +60,16 @@ export interface InspectReport {
   } & Partial<TableShape>;
   /** Names of the indexes the definition declares. */
   readonly declaredIndexes: readonly string[];
+  /** How rows go in: append, or upsert on a key (docs/upserts-and-cdc.md). */
+  readonly mode: {
+    readonly mode: 'append' | 'upsert';
+    /** Upsert: the key's columns (`_key` is the record key). */
+    readonly key?: readonly string[];
+    readonly tombstones: string;
+    /** Upsert, table created: rows readers see (`_deleted = false`) and deletes kept as rows. */
+    readonly liveRows?: number;
+    readonly deletedRows?: number;
+  };
   readonly kafka: {
     readonly brokers: readonly string[];
     readonly reachable: boolean;
@@ -109,6 +121,10 @@ export async function inspect(consumer: ResolvedConsumer): Promise<InspectReport
     });
     try {
       const shape = opened ? await tableShape(opened.table) : undefined;
+      const deletedRows =
+        opened && consumer.upsertKey && (await hasColumn(opened.table, DELETED_COLUMN))
+          ? await opened.table.countRows(`${DELETED_COLUMN} = true`)
+          : undefined;
       const partitions: PartitionReport[] = [];
       const missingTopics: string[] = [];
       if (admin) {
@@ -155,6 +171,14 @@ export async function inspect(consumer: ResolvedConsumer): Promise<InspectReport
           ...shape,
         },
         declaredIndexes: consumer.indexes.map(indexName),
+        mode: {
+          mode: consumer.mode,
+          ...(consumer.upsertKey ? { key: consumer.upsertKey } : {}),
+          tombstones: consumer.tombstones,
+          ...(deletedRows !== undefined && shape
+            ? { liveRows: shape.rows - deletedRows, deletedRows }
+            : {}),
+        },
         kafka: {
           brokers: consumer.brokers,
           reachable: admin !== undefined,
@@ -172,6 +196,10 @@ export async function inspect(consumer: ResolvedConsumer): Promise<InspectReport
   } finally {
     await admin?.disconnect();
   }
+}
+
+async function hasColumn(table: lancedb.Table, name: string): Promise<boolean> {
+  return (await table.schema()).fields.some((f) => f.name === name);
 }
 
 async function tryConnect(consumer: ResolvedConsumer): Promise<{ admin?: Admin; error?: string }> {
@@ -306,10 +334,21 @@ export function formatBytes(bytes: number): string {
   return `${u === 0 ? v : v.toFixed(1)} ${units[u]}`;
 }
 
+function modeLine(m: InspectReport['mode']): string {
+  if (m.mode === 'append') return `Mode append (tombstones: ${m.tombstones})`;
+  const key = (m.key ?? []).map((c) => (c === '_key' ? '_key (the record key)' : c)).join(', ');
+  const rows =
+    m.liveRows === undefined
+      ? ''
+      : `; ${n(m.liveRows)} live rows, ${n(m.deletedRows ?? 0)} deleted keys kept as rows (read WHERE _deleted = false)`;
+  return `Mode upsert on key (${key}), tombstones: ${m.tombstones}${rows}`;
+}
+
 export function formatInspect(r: InspectReport): string[] {
   const out: string[] = [];
   out.push(`Consumer ${r.consumer.name} (group ${r.consumer.groupId}) from ${r.consumer.source}`);
   out.push(`Data dir ${r.dataDir}`);
+  out.push(modeLine(r.mode));
   out.push('');
   if (r.lance.exists) {
     out.push(`Lance table ${r.lance.table} at ${r.lance.path}`);

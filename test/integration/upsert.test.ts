@@ -8,6 +8,10 @@ import { waitForCommittedAtEnd } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 import { sumOf } from '../../src/harness/prometheus-text';
+import type { InspectReport } from '../../src/cli/inspect';
+import { runBounded } from '../support/run-bounded';
+
+const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
 
 /**
  * Upsert tables fed by a real broker through real replica processes: the Lance table ends
@@ -149,7 +153,8 @@ test('a compacted topic: a replica consuming all along and a fresh group after t
     'delete.retention.ms': '100',
   };
   const along = await upsertConsumer({}, compacted);
-  const alongReplica = await replica(along.file, 'along');
+  const alongData = await fsp.mkdtemp(path.join(suite.work, 'data-along-'));
+  const alongReplica = await replica(along.file, 'along', alongData);
   await alongReplica.waitReady();
   const changes = workload(300, 8, 'doc');
   await produceChanges(suite.kafka, along.topic, changes);
@@ -192,6 +197,24 @@ test('a compacted topic: a replica consuming all along and a fresh group after t
   expect(sumOf(metrics, 'kafka_lance_deleted_rows_total')).toBeGreaterThan(0);
   expect(sumOf(metrics, 'kafka_lance_merge_duration_seconds_count')).toBeGreaterThan(0);
   for (const r of [alongReplica, freshReplica]) expect((await r.stop()).code).toBe(0);
+  // inspect names the mode and the key, and counts live rows as readers see them.
+  const out = runBounded(process.execPath, [
+    BIN,
+    'inspect',
+    '-c',
+    along.file,
+    '--data-dir',
+    alongData,
+    '--brokers',
+    testBrokers().join(','),
+    '--json',
+  ]);
+  expect(out.status).toBe(0);
+  const report = JSON.parse(out.stdout) as InspectReport;
+  expect(report.mode).toMatchObject({ mode: 'upsert', key: ['_key'], tombstones: 'delete', liveRows: expected.size });
+  expect(report.mode.deletedRows).toBeGreaterThan(0);
+  const human = runBounded(process.execPath, [BIN, 'inspect', '-c', along.file, '--data-dir', alongData, '--brokers', testBrokers().join(',')]);
+  expect(human.stdout).toContain('Mode upsert on key (_key (the record key)), tombstones: delete');
 }, 420_000);
 
 test('a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key', async () => {
