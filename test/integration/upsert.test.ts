@@ -217,8 +217,8 @@ test('a compacted topic: a replica consuming all along and a fresh group after t
   expect(human.stdout).toContain('Mode upsert on key (_key (the record key)), tombstones: delete');
 }, 420_000);
 
-test('a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key', async () => {
-  const c = await upsertConsumer();
+test.each(['staged', 'published'] as const)('commitAfter %s: a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key', async (commitAfter) => {
+  const c = await upsertConsumer({ offsets: { commitAfter } });
   const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-killed-'));
   const first = workload(400, 4, 'k');
   await produceChanges(suite.kafka, c.topic, first);
