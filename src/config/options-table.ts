@@ -163,7 +163,21 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning: 'A record whose key and value together are larger is a dead letter (`too-large`).',
   },
   tombstones: {
-    meaning: 'What a null value (tombstone) is: a dead letter (`tombstone`) or nothing to stage.',
+    meaning:
+      'What a null value (tombstone) is: a dead letter (`tombstone`), nothing to stage (`ignore`), or the delete of its key (`delete`: mode `upsert` with key `record-key`).',
+    computedDefault: '`delete` in mode `upsert` with key `record-key`, else `dead-letter`',
+  },
+  mode: {
+    meaning:
+      '`append`: every record is a row. `upsert`: one row per key, the newest record\'s value in Kafka\'s order; deletes are `_deleted` rows readers filter (docs/upserts-and-cdc.md).',
+  },
+  'key.fields': {
+    meaning:
+      'Declared fields (1 to 8; string, integer, date, timestamp, boolean or binary) whose values together are the key; each becomes non-nullable, a record without one is a dead letter.',
+  },
+  key: {
+    meaning:
+      'Mode `upsert`: the key of a row, `record-key` (the Kafka key, read into `_key` by `keyFormat` `string` or `binary`) or `{ fields: [...] }` (declared fields, compared by value and type).',
   },
   deadLetter: {
     meaning: 'Where records that cannot be staged go: `{ topic }` or `{ file }`.',

@@ -1,0 +1,49 @@
+import { ConfigError, resolveConsumer } from '../../src/config';
+
+const env = { KAFKA_BROKERS: 'b:9092' };
+const base = { name: 'docs', topics: ['docs'], schema: { fields: { id: 'string', n: 'int64', score: 'float64' } } };
+const problems = (input: unknown): { field: string; message: string }[] => {
+  try {
+    resolveConsumer(input, 'test.json', env);
+  } catch (error) {
+    if (error instanceof ConfigError) return [...error.problems];
+    throw error;
+  }
+  return [];
+};
+
+describe('mode and key', () => {
+  test('append is the default: no key, tombstones are dead letters', () => {
+    const c = resolveConsumer(base, 'x', env);
+    expect(c).toMatchObject({ mode: 'append', tombstones: 'dead-letter', includeKey: false });
+    expect(c.upsertKey).toBeUndefined();
+  });
+
+  test('upsert on the record key reads the key into _key and makes tombstones deletes', () => {
+    const c = resolveConsumer({ ...base, mode: 'upsert', key: 'record-key', keyFormat: 'string' }, 'x', env);
+    expect(c).toMatchObject({ mode: 'upsert', includeKey: true, tombstones: 'delete', upsertKey: ['_key'] });
+  });
+
+  test('upsert on declared fields: the key fields become non-nullable, tombstones stay dead letters', () => {
+    const c = resolveConsumer({ ...base, mode: 'upsert', key: { fields: ['id', 'n'] } }, 'x', env);
+    expect(c.upsertKey).toEqual(['id', 'n']);
+    expect(c.tombstones).toBe('dead-letter');
+    expect(c.fields!.filter((f) => !f.nullable).map((f) => f.name)).toEqual(['id', 'n']);
+  });
+
+  test.each([
+    [{ mode: 'upsert' }, 'key', /needs a key/],
+    [{ key: 'record-key' }, 'key', /for mode "upsert"/],
+    [{ tombstones: 'delete' }, 'tombstones', /deletes a key of an upsert table/],
+    [{ mode: 'upsert', key: 'record-key', keyFormat: 'avro', schemaRegistry: { url: 'http://r:8081' } }, 'keyFormat', /struct/],
+    [{ mode: 'upsert', key: { fields: ['missing'] } }, 'key.fields.0', /not a field of the schema/],
+    [{ mode: 'upsert', key: { fields: ['score'] } }, 'key.fields.0', /float64/],
+    [{ mode: 'upsert', key: { fields: ['id', 'id'] } }, 'key.fields.1', /named twice/],
+    [{ mode: 'upsert', key: { fields: ['id'] }, tombstones: 'delete' }, 'tombstones', /no value to read key fields from/],
+    [{ mode: 'upsert', key: { fields: ['id'] }, schema: 'infer' }, 'key.fields.0', /would be inferred/],
+  ])('%j is refused, naming %s', (extra, field, message) => {
+    const found = problems({ ...base, ...extra });
+    expect(found.map((p) => p.field)).toContain(field);
+    expect(found.find((p) => p.field === field)!.message).toMatch(message);
+  });
+});
