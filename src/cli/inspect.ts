@@ -175,9 +175,7 @@ export async function inspect(consumer: ResolvedConsumer): Promise<InspectReport
           mode: consumer.mode,
           ...(consumer.upsertKey ? { key: consumer.upsertKey } : {}),
           tombstones: consumer.tombstones,
-          ...(deletedRows !== undefined && shape
-            ? { liveRows: shape.rows - deletedRows, deletedRows }
-            : {}),
+          ...(deletedRows !== undefined && shape ? { liveRows: shape.rows - deletedRows, deletedRows } : {}),
         },
         kafka: {
           brokers: consumer.brokers,

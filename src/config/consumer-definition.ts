@@ -248,7 +248,10 @@ export const consumerDefinitionSchema = z
       def.schema === 'infer'
         ? undefined
         : Object.fromEntries(
-            Object.entries(def.schema.fields).map(([n, spec]) => [n, typeof spec === 'string' ? spec : spec.type]),
+            Object.entries(def.schema.fields).map(([n, spec]) => [
+              n,
+              typeof spec === 'string' ? spec : spec.type,
+            ]),
           );
     for (const problem of upsertProblems({ ...def, fieldTypes }))
       ctx.addIssue({ code: 'custom', path: [...problem.path], message: problem.message });

@@ -169,7 +169,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   mode: {
     meaning:
-      '`append`: every record is a row. `upsert`: one row per key, the newest record\'s value in Kafka\'s order; deletes are `_deleted` rows readers filter (docs/upserts-and-cdc.md).',
+      "`append`: every record is a row. `upsert`: one row per key, the newest record's value in Kafka's order; deletes are `_deleted` rows readers filter (docs/upserts-and-cdc.md).",
   },
   'key.fields': {
     meaning:

@@ -96,7 +96,8 @@ export function resolveConsumer(
       },
     ]);
   }
-  const keyFields = def.mode === 'upsert' && def.key !== undefined && def.key !== 'record-key' ? def.key.fields : [];
+  const keyFields =
+    def.mode === 'upsert' && def.key !== undefined && def.key !== 'record-key' ? def.key.fields : [];
   // A key field is never null: a record without it names no row (a dead letter), and
   // Lance's primary key takes only non-nullable columns.
   const fields =

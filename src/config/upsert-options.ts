@@ -70,7 +70,10 @@ export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
   const problems: UpsertProblem[] = [];
   if (def.mode === 'append') {
     if (def.key !== undefined)
-      problems.push({ path: ['key'], message: 'a key is for mode "upsert": set mode: "upsert" or remove key' });
+      problems.push({
+        path: ['key'],
+        message: 'a key is for mode "upsert": set mode: "upsert" or remove key',
+      });
     if (def.tombstones === 'delete')
       problems.push({
         path: ['tombstones'],

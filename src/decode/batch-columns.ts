@@ -147,7 +147,9 @@ export class BatchColumns {
     }
     this.#data.forEach(({ field }, i) => {
       const type = 'raw' in field ? new Binary() : field.codec.arrowType();
-      fields.push(new Field(field.name, type, 'raw' in field || this.upsert?.deletes === true ? true : field.nullable));
+      fields.push(
+        new Field(field.name, type, 'raw' in field || this.upsert?.deletes === true ? true : field.nullable),
+      );
       children.push(data[i]!);
     });
     const schema = new Schema(fields);

@@ -296,14 +296,21 @@ export class LanceTable {
       } catch (error) {
         addError = this.#writeError(error);
       }
-      if ((await afterAdd(addError)) === 'done') return { rows, version: merge?.version, adds, ...(merge ? { merge } : {}) };
+      if ((await afterAdd(addError)) === 'done')
+        return { rows, version: merge?.version, adds, ...(merge ? { merge } : {}) };
     }
   }
 
   /** A write's failure as the publisher classifies it: a schema refusal, a full disk, or a retriable write error. */
   #writeError(error: unknown): LanceWriteError {
     if (isSchemaRejection(error))
-      throw new LanceSchemaError('rejected', this.target.table, `add refused: ${errorMessage(error)}`, {}, error);
+      throw new LanceSchemaError(
+        'rejected',
+        this.target.table,
+        `add refused: ${errorMessage(error)}`,
+        {},
+        error,
+      );
     // A full disk is named as such (never a reason to set the plan aside): see failure.ts.
     const cause = isLanceDiskFull(error) ? new DiskFullError('lance', this.target.uri, 'add', error) : error;
     return new LanceWriteError('add failed', cause, true, this.target.table);

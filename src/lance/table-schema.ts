@@ -38,7 +38,9 @@ const PK_FLAG = 'lance-schema:unenforced-primary-key';
 const PK_POSITION = 'lance-schema:unenforced-primary-key:position';
 
 /** Columns as Lance's unenforced primary key, in this order. */
-function primaryKeyMetadata(columns: readonly string[]): { path: string; metadata: Record<string, string> }[] {
+function primaryKeyMetadata(
+  columns: readonly string[],
+): { path: string; metadata: Record<string, string> }[] {
   return columns.map((path, i) => ({ path, metadata: { [PK_FLAG]: 'true', [PK_POSITION]: String(i + 1) } }));
 }
 
@@ -115,9 +117,7 @@ export async function ensureTableSchema(
     // mode: an insert-if-absent publication needs it, an append ignores it. An upsert
     // table's key is its upsert key: Lance checks a merge's inserted keys against a
     // concurrent merge's on it (upsert-merge.ts).
-    const keyed = upsertKey
-      ? primaryKeyMetadata(upsertKey)
-      : rowKeyMetadata(plain.fields.map((f) => f.name));
+    const keyed = upsertKey ? primaryKeyMetadata(upsertKey) : rowKeyMetadata(plain.fields.map((f) => f.name));
     const withKey = new Schema(
       plain.fields.map((f) => {
         const k = keyed.find((x) => x.path === f.name);
@@ -179,7 +179,10 @@ export async function addMissingColumns(
  * them. An upsert table's key columns get a BTree each (readers look rows up by key;
  * compaction keeps it fresh), but a binary one: Lance 0.39 builds no BTree on Binary.
  */
-export async function ensureSystemIndexes(table: lancedb.Table, upsertKey: readonly string[] = []): Promise<void> {
+export async function ensureSystemIndexes(
+  table: lancedb.Table,
+  upsertKey: readonly string[] = [],
+): Promise<void> {
   const existing = new Set((await table.listIndices()).map((i) => i.columns.join(',')));
   const fields = (await table.schema()).fields;
   for (const column of upsertKey) {
@@ -210,7 +213,11 @@ async function schemaChange<T>(table: string, fn: () => Promise<T>): Promise<T> 
  * (keyed on the row key) or with another key holds rows an upsert would not replace.
  * Refused, never changed (Lance changes no key once set).
  */
-export async function ensureUpsertKey(table: lancedb.Table, key: readonly string[], name: string): Promise<void> {
+export async function ensureUpsertKey(
+  table: lancedb.Table,
+  key: readonly string[],
+  name: string,
+): Promise<void> {
   const have = primaryKeyOf(await table.schema());
   if (have.join(',') === key.join(',')) return;
   throw new LanceWriteError(

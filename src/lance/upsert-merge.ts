@@ -50,7 +50,9 @@ export function newer(a: Position, b: Position): boolean {
 export function newerCondition(hasRow: boolean): string {
   const s = (c: string) => `source.${c}`;
   const t = (c: string) => `target.${c}`;
-  const same = [TOPIC_COLUMN, TOPIC_ID_COLUMN, PARTITION_COLUMN].map((c) => `${s(c)} = ${t(c)}`).join(' AND ');
+  const same = [TOPIC_COLUMN, TOPIC_ID_COLUMN, PARTITION_COLUMN]
+    .map((c) => `${s(c)} = ${t(c)}`)
+    .join(' AND ');
   const offsetNewer = `${s(OFFSET_COLUMN)} > ${t(OFFSET_COLUMN)}`;
   const inPartition = hasRow
     ? `${offsetNewer} OR (${s(OFFSET_COLUMN)} = ${t(OFFSET_COLUMN)} AND ${s(ROW_COLUMN)} > ${t(ROW_COLUMN)})`
@@ -74,9 +76,11 @@ export function keyIdentity(values: readonly unknown[]): string {
       if (typeof v === 'string') return ['str', v];
       if (typeof v === 'number') return ['num', v];
       if (typeof v === 'boolean') return ['bool', v];
-      if (v instanceof Uint8Array) return ['bytes', Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')];
+      if (v instanceof Uint8Array)
+        return ['bytes', Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')];
       if (v instanceof Date) return ['time', v.getTime()];
-      return ['other', String(v)];
+      // Not a key column's type (config/upsert-options.ts refuses the rest): by its JSON text.
+      return ['other', JSON.stringify(v) ?? ''];
     }),
   );
 }
@@ -94,7 +98,10 @@ export interface ReducedPublication {
  * is undefined in Lance). Kept rows are taken as slices of the batches, one per run of
  * consecutive kept rows, without copying.
  */
-export function reduceToNewest(batches: readonly RecordBatch[], keyColumns: readonly string[]): ReducedPublication {
+export function reduceToNewest(
+  batches: readonly RecordBatch[],
+  keyColumns: readonly string[],
+): ReducedPublication {
   const newest = new Map<string, { batch: number; row: number; position: Position }>();
   batches.forEach((batch, b) => {
     const system = stagedColumns(batch);
@@ -127,10 +134,10 @@ export function reduceToNewest(batches: readonly RecordBatch[], keyColumns: read
     const batch = batches[b]!;
     const deleted = batch.getChild(DELETED_COLUMN);
     rows.sort((x, y) => x - y);
-    for (let i = 0; i < rows.length; ) {
+    for (let i = 0; i < rows.length;) {
       let end = i + 1;
       while (end < rows.length && rows[end] === rows[end - 1]! + 1) end++;
-      slices.push(batch.slice(rows[i]!, rows[end - 1]! + 1));
+      slices.push(batch.slice(rows[i], rows[end - 1]! + 1));
       i = end;
     }
     if (deleted) for (const r of rows) if (deleted.get(r) === true) deletes++;

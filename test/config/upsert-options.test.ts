@@ -1,7 +1,11 @@
 import { ConfigError, resolveConsumer } from '../../src/config';
 
 const env = { KAFKA_BROKERS: 'b:9092' };
-const base = { name: 'docs', topics: ['docs'], schema: { fields: { id: 'string', n: 'int64', score: 'float64' } } };
+const base = {
+  name: 'docs',
+  topics: ['docs'],
+  schema: { fields: { id: 'string', n: 'int64', score: 'float64' } },
+};
 const problems = (input: unknown): { field: string; message: string }[] => {
   try {
     resolveConsumer(input, 'test.json', env);
@@ -35,11 +39,19 @@ describe('mode and key', () => {
     [{ mode: 'upsert' }, 'key', /needs a key/],
     [{ key: 'record-key' }, 'key', /for mode "upsert"/],
     [{ tombstones: 'delete' }, 'tombstones', /deletes a key of an upsert table/],
-    [{ mode: 'upsert', key: 'record-key', keyFormat: 'avro', schemaRegistry: { url: 'http://r:8081' } }, 'keyFormat', /struct/],
+    [
+      { mode: 'upsert', key: 'record-key', keyFormat: 'avro', schemaRegistry: { url: 'http://r:8081' } },
+      'keyFormat',
+      /struct/,
+    ],
     [{ mode: 'upsert', key: { fields: ['missing'] } }, 'key.fields.0', /not a field of the schema/],
     [{ mode: 'upsert', key: { fields: ['score'] } }, 'key.fields.0', /float64/],
     [{ mode: 'upsert', key: { fields: ['id', 'id'] } }, 'key.fields.1', /named twice/],
-    [{ mode: 'upsert', key: { fields: ['id'] }, tombstones: 'delete' }, 'tombstones', /no value to read key fields from/],
+    [
+      { mode: 'upsert', key: { fields: ['id'] }, tombstones: 'delete' },
+      'tombstones',
+      /no value to read key fields from/,
+    ],
     [{ mode: 'upsert', key: { fields: ['id'] }, schema: 'infer' }, 'key.fields.0', /would be inferred/],
   ])('%j is refused, naming %s', (extra, field, message) => {
     const found = problems({ ...base, ...extra });

@@ -56,7 +56,12 @@ function workload(keys: number, rounds: number, tag: string): Change[] {
       else
         changes.push({
           key,
-          value: JSON.stringify({ n: r * keys + k, level: 'info', service: 'svc', message: `${key} round ${r}` }),
+          value: JSON.stringify({
+            n: r * keys + k,
+            level: 'info',
+            service: 'svc',
+            message: `${key} round ${r}`,
+          }),
         });
     }
   }
@@ -96,7 +101,10 @@ async function tableState(lanceDir: string, table = 'logs'): Promise<Map<string,
 }
 
 /** The keys where the table and `expected` differ (at most 10), for a failure message. */
-function differences(state: ReadonlyMap<string, string> | undefined, expected: ReadonlyMap<string, string>): string[] {
+function differences(
+  state: ReadonlyMap<string, string> | undefined,
+  expected: ReadonlyMap<string, string>,
+): string[] {
   if (!state) return ['no table'];
   const out: string[] = [];
   for (const [k, v] of expected) if (state.get(k) !== v) out.push(`${k}: ${state.get(k)} ≠ ${v}`);
@@ -141,7 +149,12 @@ async function upsertConsumer(extra: Record<string, unknown> = {}, topicConfig: 
 }
 
 const replica = async (file: string, label: string, dataDir?: string, env: NodeJS.ProcessEnv = {}) =>
-  new ReplicaProcess(file, dataDir ?? (await fsp.mkdtemp(path.join(suite.work, `data-${label}-`))), testBrokers(), env);
+  new ReplicaProcess(
+    file,
+    dataDir ?? (await fsp.mkdtemp(path.join(suite.work, `data-${label}-`))),
+    testBrokers(),
+    env,
+  );
 
 test('a compacted topic: a replica consuming all along and a fresh group after the cleaner ran both hold the newest value per key, tombstoned keys absent', async () => {
   const compacted = {
@@ -160,7 +173,10 @@ test('a compacted topic: a replica consuming all along and a fresh group after t
   await produceChanges(suite.kafka, along.topic, changes);
   // segment.ms has passed: these roll new segments, and the old ones become cleanable.
   await sleep(300);
-  const roll: Change[] = Array.from({ length: PARTITIONS * 4 }, (_, i) => ({ key: `roll-${i}`, value: null }));
+  const roll: Change[] = Array.from({ length: PARTITIONS * 4 }, (_, i) => ({
+    key: `roll-${i}`,
+    value: null,
+  }));
   await produceChanges(suite.kafka, along.topic, roll);
   const all = [...changes, ...roll];
   const expected = latest(all);
@@ -211,41 +227,61 @@ test('a compacted topic: a replica consuming all along and a fresh group after t
   ]);
   expect(out.status).toBe(0);
   const report = JSON.parse(out.stdout) as InspectReport;
-  expect(report.mode).toMatchObject({ mode: 'upsert', key: ['_key'], tombstones: 'delete', liveRows: expected.size });
+  expect(report.mode).toMatchObject({
+    mode: 'upsert',
+    key: ['_key'],
+    tombstones: 'delete',
+    liveRows: expected.size,
+  });
   expect(report.mode.deletedRows).toBeGreaterThan(0);
-  const human = runBounded(process.execPath, [BIN, 'inspect', '-c', along.file, '--data-dir', alongData, '--brokers', testBrokers().join(',')]);
+  const human = runBounded(process.execPath, [
+    BIN,
+    'inspect',
+    '-c',
+    along.file,
+    '--data-dir',
+    alongData,
+    '--brokers',
+    testBrokers().join(','),
+  ]);
   expect(human.stdout).toContain('Mode upsert on key (_key (the record key)), tombstones: delete');
 }, 420_000);
 
-test.each(['staged', 'published'] as const)('commitAfter %s: a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key', async (commitAfter) => {
-  const c = await upsertConsumer({ offsets: { commitAfter } });
-  const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-killed-'));
-  const first = workload(400, 4, 'k');
-  await produceChanges(suite.kafka, c.topic, first);
-  // Killed at its first publication's `after-add`: the merge is in Lance, the ledger says `writing`.
-  const crashed = await replica(c.file, 'crashed', dataDir, { KAFKA_LANCE_TEST_CRASH_AT: 'after-add' });
-  const exit = await crashed.exited;
-  expect(exit.signal).toBe('SIGKILL');
-  const second = workload(400, 3, 'k').map((ch, i) => (ch.value === null || i % 3 !== 0 ? ch : { ...ch, value: ch.value.replace('round', 'again') }));
-  const producing = produceChanges(suite.kafka, c.topic, second);
-  const restarted = await replica(c.file, 'restarted', dataDir);
-  await restarted.waitReady();
-  await sleep(1_000 + Math.floor(Math.random() * 2_000));
-  await restarted.kill('SIGKILL');
-  await producing;
-  const last = await replica(c.file, 'last', dataDir);
-  await last.waitReady();
-  const expected = latest([...first, ...second]);
-  await untilEqual(c.lanceDir, expected);
-  await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
-  // The publication the crash left `writing` was written again (idempotently), not counted.
-  const resumed = [...restarted.logs, ...last.logs].filter((l) => l.event === 'publication.resume');
-  expect(resumed.length).toBeGreaterThan(0);
-  const stopped = await last.stop();
-  if (stopped.code !== 0) console.error(JSON.stringify(stopped), last.tail(30));
-  expect(stopped.code).toBe(0);
-  expect(differences(await tableState(c.lanceDir), expected)).toEqual([]);
-}, 420_000);
+test.each(['staged', 'published'] as const)(
+  'commitAfter %s: a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key',
+  async (commitAfter) => {
+    const c = await upsertConsumer({ offsets: { commitAfter } });
+    const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-killed-'));
+    const first = workload(400, 4, 'k');
+    await produceChanges(suite.kafka, c.topic, first);
+    // Killed at its first publication's `after-add`: the merge is in Lance, the ledger says `writing`.
+    const crashed = await replica(c.file, 'crashed', dataDir, { KAFKA_LANCE_TEST_CRASH_AT: 'after-add' });
+    const exit = await crashed.exited;
+    expect(exit.signal).toBe('SIGKILL');
+    const second = workload(400, 3, 'k').map((ch, i) =>
+      ch.value === null || i % 3 !== 0 ? ch : { ...ch, value: ch.value.replace('round', 'again') },
+    );
+    const producing = produceChanges(suite.kafka, c.topic, second);
+    const restarted = await replica(c.file, 'restarted', dataDir);
+    await restarted.waitReady();
+    await sleep(1_000 + Math.floor(Math.random() * 2_000));
+    await restarted.kill('SIGKILL');
+    await producing;
+    const last = await replica(c.file, 'last', dataDir);
+    await last.waitReady();
+    const expected = latest([...first, ...second]);
+    await untilEqual(c.lanceDir, expected);
+    await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
+    // The publication the crash left `writing` was written again (idempotently), not counted.
+    const resumed = [...restarted.logs, ...last.logs].filter((l) => l.event === 'publication.resume');
+    expect(resumed.length).toBeGreaterThan(0);
+    const stopped = await last.stop();
+    if (stopped.code !== 0) console.error(JSON.stringify(stopped), last.tail(30));
+    expect(stopped.code).toBe(0);
+    expect(differences(await tableState(c.lanceDir), expected)).toEqual([]);
+  },
+  420_000,
+);
 
 /** Records a fresh reader finds in the topic now (tombstones included). */
 async function countReadable(kafka: Kafka, topic: string): Promise<number> {
@@ -268,7 +304,11 @@ async function countReadable(kafka: Kafka, topic: string): Promise<number> {
         return Promise.resolve();
       },
     });
-    await until('the reader to reach the log end', () => (done.size === high.size ? true : undefined), 60_000);
+    await until(
+      'the reader to reach the log end',
+      () => (done.size === high.size ? true : undefined),
+      60_000,
+    );
     return seen;
   } finally {
     await consumer.disconnect();

@@ -21,7 +21,12 @@ const TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAA';
 const T0 = Date.UTC(2026, 11, 6, 12);
 const enc = (s: string) => new TextEncoder().encode(s);
 
-type Change = readonly [offset: number, key: string | null, value: Record<string, unknown> | null, at?: number];
+type Change = readonly [
+  offset: number,
+  key: string | null,
+  value: Record<string, unknown> | null,
+  at?: number,
+];
 
 function definition(extra: Partial<ConsumerDefinitionInput> = {}): ConsumerDefinitionInput {
   return {
@@ -68,7 +73,10 @@ async function read(target: LanceTarget): Promise<{ live: Map<string, unknown>; 
   const db = await lancedb.connect(target.uri);
   try {
     const table = await db.openTable(target.table);
-    const rows = (await table.query().where('_deleted = false').toArray()) as { _key: string; title: unknown }[];
+    const rows = (await table.query().where('_deleted = false').toArray()) as {
+      _key: string;
+      title: unknown;
+    }[];
     const live = new Map<string, unknown>();
     for (const r of rows) {
       if (live.has(r._key)) throw new Error(`key ${r._key} held twice`);
@@ -280,7 +288,10 @@ test('a reader of any version between two publications sees one publication whol
   const seen = new Set<string>();
   for (const { version } of versions) {
     await table.checkout(version);
-    const rows = (await table.query().where('_deleted = false').toArray()) as { _key: string; title: string }[];
+    const rows = (await table.query().where('_deleted = false').toArray()) as {
+      _key: string;
+      title: string;
+    }[];
     const state = JSON.stringify(rows.map((r) => [r._key, r.title]).sort());
     expect(whole).toContain(state);
     seen.add(state);
@@ -294,14 +305,22 @@ test('two writers merging the same new key at once (two replicas, a key in two p
   const setup = await connect();
   // Seeded and compacted, so that the key's BTREE covers the table (the indexed join is the
   // path that let concurrent inserts of one key through, measured).
-  await publish(setup, [batchOf(decoder, 0, Array.from({ length: 1_000 }, (_, i): Change => [i, `seed-${i}`, { title: 'seed' }]))]);
+  await publish(setup, [
+    batchOf(
+      decoder,
+      0,
+      Array.from({ length: 1_000 }, (_, i): Change => [i, `seed-${i}`, { title: 'seed' }]),
+    ),
+  ]);
   await setup.optimize();
   setup.close();
   for (let round = 0; round < 3; round++) {
     const writers = await Promise.all([0, 1, 2, 3].map(() => connect()));
     const outcomes = await Promise.allSettled(
       writers.map((w, i) =>
-        publish(w, [batchOf(decoder, i, [[2_000 + round, `new-${round}`, { title: `from ${i}` }, T0 + 10 * round + i]])]),
+        publish(w, [
+          batchOf(decoder, i, [[2_000 + round, `new-${round}`, { title: `from ${i}` }, T0 + 10 * round + i]]),
+        ]),
       ),
     );
     for (const w of writers) w.close();
