@@ -31,6 +31,7 @@ import { replicaHooks } from './faults/replica-hooks';
 import { shareFaults } from './faults/thread-faults';
 import {
   checkDeclaredTypes,
+  checkTableMode,
   checkTopicsExist,
   lanceTargetOf,
   logCommittedOffsets,
@@ -150,6 +151,8 @@ export class Replica {
     if (store) metrics.storeAtomicCommits.set({ table: consumer.table }, store.atomic ? 1 : 0);
     // Also before Kafka: a declared field whose type changed stops the start, naming it.
     if (consumer.fields !== undefined) await checkDeclaredTypes(consumer, consumer.fields, log);
+    // An upsert into an append table, or an append into an upsert table, stops the start.
+    await checkTableMode(consumer, log);
     let reportFailure!: (error: Error) => void;
     const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
 

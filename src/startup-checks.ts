@@ -9,6 +9,7 @@ import { groupTopics } from './kafka/group-topics';
 import { declaredTypeChanges } from './lance/declared-schema';
 import { readKnownFields, readTableSchema } from './lance/known-fields';
 import type { LanceTarget } from './lance/lance-table';
+import { ROW_KEY_COLUMNS, primaryKeyOf } from './lance/table-schema';
 
 /*
  * What a replica reads and checks before it consumes: each function stops the start
@@ -75,6 +76,46 @@ export async function checkDeclaredTypes(
       consumer.source,
       changes.map((c) => ({ field: `schema.fields.${c.field}`, message: c.message })),
     );
+  }
+}
+
+/**
+ * The definition's mode against the existing table: an upsert into a table keyed otherwise
+ * (an append table's row key, another key) would replace nothing, and an append into an
+ * upsert table would hold a key twice; both stop the start, naming the table's key. A table
+ * that cannot be read is not checked here: an upsert publication still refuses it.
+ */
+export async function checkTableMode(consumer: ResolvedConsumer, logger: Logger): Promise<void> {
+  let schema;
+  try {
+    schema = await readTableSchema(lanceTargetOf(consumer));
+  } catch (error) {
+    logger.warn(
+      { event: 'mode.check.failed', err: errorMessage(error) },
+      'could not read the table schema to check its mode and key',
+    );
+    return;
+  }
+  if (!schema) return;
+  const key = primaryKeyOf(schema);
+  // An append table's key is the row key (or none, when created before keys were set).
+  const upsertTable = key.some((c) => !ROW_KEY_COLUMNS.includes(c));
+  const want = consumer.upsertKey;
+  if (want && key.join(',') !== want.join(',')) {
+    throw new ConfigError(consumer.source, [
+      {
+        field: 'key',
+        message: `table ${consumer.table} is keyed on (${key.join(', ')}), not (${want.join(', ')}): ${upsertTable ? 'it is an upsert table with another key' : 'it was created in append mode'}; upsert into a new table`,
+      },
+    ]);
+  }
+  if (!want && upsertTable) {
+    throw new ConfigError(consumer.source, [
+      {
+        field: 'mode',
+        message: `table ${consumer.table} is an upsert table keyed on (${key.join(', ')}): appending would hold its keys twice; set mode: "upsert" with its key`,
+      },
+    ]);
   }
 }
 

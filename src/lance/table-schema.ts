@@ -55,7 +55,7 @@ export function rowKeyMetadata(
 }
 
 /** The table's unenforced primary key columns in position order ([] when it has none). */
-function primaryKeyOf(schema: Schema): string[] {
+export function primaryKeyOf(schema: Schema): string[] {
   return schema.fields
     .filter((f) => f.metadata.get(PK_FLAG) === 'true')
     .sort((a, b) => Number(a.metadata.get(PK_POSITION) ?? 0) - Number(b.metadata.get(PK_POSITION) ?? 0))

@@ -8,6 +8,7 @@ import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder'
 import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
 import { keyIdentity } from '../../src/lance/upsert-merge';
 import { tempDir } from '../support/rows';
+import { checkTableMode } from '../../src/startup-checks';
 
 /**
  * Upsert publications against real LanceDB tables on disk: one row per key, the newest
@@ -330,3 +331,30 @@ test('two writers merging the same new key at once (two replicas, a key in two p
     expect(live.get(`new-${round}`)).toBe('from 3');
   }
 }, 120_000);
+
+describe('the start checks the mode against the table', () => {
+  const consumerOn = (extra: Partial<ConsumerDefinitionInput>) =>
+    resolveConsumer({ ...definition(extra), lance: { uri: target.uri }, table: target.table }, 'docs.json');
+
+  test('an upsert definition on an append table, and an append definition on an upsert table, stop the start naming the key', async () => {
+    const decoder = decoderFor(definition());
+    const schema = batchOf(decoder, 0, [[0, 'a', { title: 'a' }]]).schema;
+    const appendTable = await LanceTable.connect(target, silentLogger());
+    await appendTable.ensureSchema(schema);
+    appendTable.close();
+    await expect(checkTableMode(consumerOn({}), silentLogger())).rejects.toThrow(
+      /- key: table docs is keyed on \(_topic, _partition, _offset, _topic_id\), not \(_key\): it was created in append mode/,
+    );
+    await fsp.rm(target.uri, { recursive: true, force: true });
+    const upsertTable = await connect();
+    await upsertTable.ensureSchema(schema);
+    upsertTable.close();
+    await expect(checkTableMode(consumerOn({}), silentLogger())).resolves.toBeUndefined();
+    await expect(
+      checkTableMode(
+        consumerOn({ mode: 'append', key: undefined, keyFormat: 'binary', tombstones: 'ignore' }),
+        silentLogger(),
+      ),
+    ).rejects.toThrow(/- mode: table docs is an upsert table keyed on \(_key\)/);
+  }, 60_000);
+});
