@@ -2,6 +2,7 @@ import { silentLogger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
 import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
 import { commitCleanupFence, safeCleanupCutoff } from '../lance/table-cleanup';
+import { DELETED_COLUMN, TIMESTAMP_COLUMN } from '../staging/system-columns';
 import { CliError } from './errors';
 import { datasetPathOf, openExistingTable, tableShape, type TableShape } from './lance-read';
 
@@ -42,6 +43,17 @@ export interface CompactResult {
   readonly bytesRemoved: number;
   /** The declared indexes after one round of the index keeper (built, updated or waiting). */
   readonly indexes: readonly IndexReport[];
+  /** Upsert tables, with a purge asked for: `_deleted` rows removed for good. */
+  readonly purgedDeletes?: number;
+}
+
+/**
+ * An upsert table's delete rows (`_deleted = true`) whose record is older than `before`
+ * (epoch ms, the record's `_timestamp`). Removing one is safe only when no record of its key
+ * older than it can still be published: the operator asserts that (docs/upserts-and-cdc.md).
+ */
+export function purgeFilter(before: number): string {
+  return `${DELETED_COLUMN} = true AND ${TIMESTAMP_COLUMN} < arrow_cast(${Math.floor(before)}, 'Timestamp(Millisecond, None)')`;
 }
 
 /**
@@ -56,10 +68,26 @@ export interface CompactResult {
  * declared indexes (build what the table can train, fold in new rows): on a store without
  * atomic commits, where replicas build none, this is how they are built, in a quiet window.
  */
-export async function compact(consumer: ResolvedConsumer, retentionMs: number): Promise<CompactResult> {
+export async function compact(
+  consumer: ResolvedConsumer,
+  retentionMs: number,
+  purgeDeletesBefore?: number,
+): Promise<CompactResult> {
   const opened = await openExistingTable(consumer);
   try {
     const before = await tableShape(opened.table);
+    let purgedDeletes: number | undefined;
+    if (purgeDeletesBefore !== undefined) {
+      if (!consumer.upsertKey)
+        throw new CliError(
+          'BAD_ARGUMENT',
+          `${consumer.name} is not an upsert table: it keeps no delete rows`,
+        );
+      const filter = purgeFilter(purgeDeletesBefore);
+      purgedDeletes = await opened.table.countRows(filter);
+      // Before the compaction, which then rewrites the fragments without them.
+      if (purgedDeletes > 0) await opened.table.delete(filter);
+    }
     const keepFrom = await commitCleanupFence(opened.table, consumer.table);
     // The replicas' cutoff: a version goes once it stopped being the latest retentionMs ago.
     const cutoff = safeCleanupCutoff(await opened.table.listVersions(), Date.now() - retentionMs, keepFrom);
@@ -77,6 +105,7 @@ export async function compact(consumer: ResolvedConsumer, retentionMs: number): 
       versionsRemoved: stats.prune.oldVersionsRemoved,
       bytesRemoved: stats.prune.bytesRemoved,
       indexes,
+      ...(purgedDeletes !== undefined ? { purgedDeletes } : {}),
     };
   } finally {
     opened.close();

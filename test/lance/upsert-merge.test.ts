@@ -9,6 +9,7 @@ import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lanc
 import { keyIdentity } from '../../src/lance/upsert-merge';
 import { tempDir } from '../support/rows';
 import { checkTableMode } from '../../src/startup-checks';
+import { compact } from '../../src/cli/compact';
 
 /**
  * Upsert publications against real LanceDB tables on disk: one row per key, the newest
@@ -358,3 +359,34 @@ describe('the start checks the mode against the table', () => {
     ).rejects.toThrow(/- mode: table docs is an upsert table keyed on \(_key\)/);
   }, 60_000);
 });
+
+test('compact --purge-deletes-older-than removes only the delete rows of records older than the cutoff; live rows stay', async () => {
+  const decoder = decoderFor(definition());
+  const lance = await connect();
+  await publish(lance, [
+    batchOf(decoder, 0, [
+      [0, 'old', { title: 'o' }, T0],
+      [1, 'old', null, T0 + 1_000],
+      [2, 'recent', { title: 'r' }, T0 + 2_000],
+      [3, 'recent', null, T0 + 60_000],
+      [4, 'live', { title: 'l' }, T0 + 3_000],
+    ]),
+  ]);
+  lance.close();
+  const consumer = resolveConsumer(
+    { ...definition(), lance: { uri: target.uri }, table: target.table },
+    'docs.json',
+  );
+  const result = await compact(consumer, 0, T0 + 30_000);
+  expect(result.purgedDeletes).toBe(1);
+  const db = await lancedb.connect(target.uri);
+  const rows = (await (await db.openTable('docs')).query().toArray()) as {
+    _key: string;
+    _deleted: boolean;
+  }[];
+  db.close();
+  expect(rows.map((r) => [r._key, r._deleted]).sort()).toEqual([
+    ['live', false],
+    ['recent', true],
+  ]);
+}, 60_000);

@@ -23,6 +23,12 @@ export function addCompactCommand(program: Command): void {
         .argParser(duration)
         .default(parseDuration(DEFAULT_RETENTION), DEFAULT_RETENTION),
     )
+    .addOption(
+      new Option(
+        '--purge-deletes-older-than <duration>',
+        'upsert tables: remove the delete rows (_deleted) of records older than this for good; only when no replica can still publish an older record of those keys (docs/upserts-and-cdc.md)',
+      ).argParser(duration),
+    )
     .option(
       '--writers-stopped',
       'the table has no running writer (required when the definition declares lance.singleWriter)',
@@ -35,7 +41,13 @@ Example:
   kafka-lance compact -c consumers/app-logs.ts --data-dir data/demo --retention 1h`,
     )
     .action(
-      async (opts: { consumer: string; dataDir?: string; retention: number; writersStopped: boolean }) => {
+      async (opts: {
+        consumer: string;
+        dataDir?: string;
+        retention: number;
+        writersStopped: boolean;
+        purgeDeletesOlderThan?: number;
+      }) => {
         // Compaction needs no broker: any value satisfies the definition's broker check.
         const consumer = loadConsumer(opts.consumer, process.env, {
           brokers: brokersFromEnv() ?? ['(not needed)'],
@@ -49,7 +61,11 @@ Example:
             `${consumer.name} declares lance.singleWriter: compact commits to the table too, so it runs only while that replica is stopped; stop it and pass --writers-stopped`,
           );
         }
-        const r = await compact(consumer, opts.retention);
+        const r = await compact(
+          consumer,
+          opts.retention,
+          opts.purgeDeletesOlderThan === undefined ? undefined : Date.now() - opts.purgeDeletesOlderThan,
+        );
         const shape = (x: typeof r.before) =>
           `${plural(x.fragments, 'fragment')} (${x.smallFragments} small), ${plural(x.versions, 'version')} (current ${x.version}), ${x.rows} rows, ${formatBytes(x.bytes)}`;
         console.log(`Lance table ${consumer.table} at ${r.path}`);
@@ -58,6 +74,8 @@ Example:
         console.log(
           `  compaction merged ${r.fragmentsRemoved} fragments into ${r.fragmentsAdded}; cleanup removed ${r.versionsRemoved} versions older than ${formatDuration(r.retentionMs)} (${formatBytes(r.bytesRemoved)})`,
         );
+        if (r.purgedDeletes !== undefined)
+          console.log(`  removed ${plural(r.purgedDeletes, 'delete row')} for good`);
         for (const i of r.indexes)
           console.log(
             `  index ${i.index} on ${i.column} (${i.type}): ${i.state}, ${i.indexedRows} indexed, ${i.unindexedRows} unindexed${i.error !== undefined ? ` (${i.error})` : ''}`,
