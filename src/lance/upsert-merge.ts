@@ -10,6 +10,7 @@ import {
   TOPIC_ID_COLUMN,
   stagedColumns,
 } from '../staging/system-columns';
+import { takeRows } from './take-rows';
 
 /**
  * An upsert publication as one Lance commit (docs/design/upserts.md): the publication's
@@ -95,8 +96,8 @@ export interface ReducedPublication {
 
 /**
  * The newest row of each key among the batches (a merge whose source holds a key twice
- * is undefined in Lance). Kept rows are taken as slices of the batches, one per run of
- * consecutive kept rows, without copying.
+ * is refused by Lance 0.39: "Ambiguous merge inserts are prohibited"). A batch whose every
+ * row is kept goes as it is; otherwise its kept rows are copied into one batch (take-rows.ts).
  */
 export function reduceToNewest(
   batches: readonly RecordBatch[],
@@ -128,21 +129,24 @@ export function reduceToNewest(
   });
   const kept = batches.map(() => [] as number[]);
   for (const { batch, row } of newest.values()) kept[batch]!.push(row);
-  const slices: RecordBatch[] = [];
+  const taken: RecordBatch[] = [];
   let deletes = 0;
   kept.forEach((rows, b) => {
     const batch = batches[b]!;
+    if (rows.length === 0) return;
     const deleted = batch.getChild(DELETED_COLUMN);
-    rows.sort((x, y) => x - y);
-    for (let i = 0; i < rows.length;) {
-      let end = i + 1;
-      while (end < rows.length && rows[end] === rows[end - 1]! + 1) end++;
-      slices.push(batch.slice(rows[i], rows[end - 1]! + 1));
-      i = end;
-    }
     if (deleted) for (const r of rows) if (deleted.get(r) === true) deletes++;
+    // Every row kept: the batch as it is; else its kept rows copied into one batch.
+    if (rows.length === batch.numRows) taken.push(batch);
+    else
+      taken.push(
+        takeRows(
+          batch,
+          rows.sort((x, y) => x - y),
+        ),
+      );
   });
-  return { table: new ArrowTable(slices), upserts: newest.size - deletes, deletes };
+  return { table: new ArrowTable(taken), upserts: newest.size - deletes, deletes };
 }
 
 export interface MergeOutcome {
@@ -166,12 +170,14 @@ export async function mergeNewest(
   keyColumns: readonly string[],
   reduced: ReducedPublication,
   hasRow: boolean,
+  /** 'index': the join through the key's BTREE, for bench/upsert-cost.ts's comparison only. */
+  join: 'scan' | 'index' = 'scan',
 ): Promise<MergeOutcome> {
   const result = await table
     .mergeInsert([...keyColumns])
     .whenMatchedUpdateAll({ where: newerCondition(hasRow) })
     .whenNotMatchedInsertAll()
-    .useIndex(false)
+    .useIndex(join === 'index')
     .execute(reduced.table);
   return {
     version: result.version,

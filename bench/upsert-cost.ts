@@ -1,0 +1,203 @@
+/**
+ * What an upsert table costs as it grows: a table of N keys (~100-byte rows, created by
+ * LanceTable in upsert mode, so with its BTREE on the key, then compacted), into which M
+ * change records go in publications of P rows: 80 % updates of existing keys, 10 % new
+ * keys, 10 % tombstones. Each publication is what LanceTable.append does in upsert mode
+ * (reduce to the newest per key, one merge): with the merge's join as shipped (a scan of the
+ * key column, `scan`) and through the key's BTREE (`index`, unsafe under concurrent writers:
+ * docs/design/upserts.md), and the same records appended (`append`) into a copy of the table.
+ * Prints changes per second and process CPU seconds (all threads) per GiB of change rows.
+ *
+ *   npm run build && node dist/bench/upsert-cost.js [--keys 1000000,10000000] [--changes 1000000]
+ *     [--publication 200000] [--joins scan,index] [--dir /tmp/x]
+ */
+import { promises as fsp } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
+import {
+  Bool,
+  Field,
+  Int32,
+  Int64,
+  RecordBatch,
+  Schema,
+  Struct,
+  TimeUnit,
+  Timestamp,
+  Utf8,
+  makeData,
+  vectorFromArray,
+  type Data,
+} from 'apache-arrow';
+import { silentLogger } from '../src/common/logger';
+import { LanceTable, type LanceTarget } from '../src/lance/lance-table';
+import { mergeNewest, reduceToNewest } from '../src/lance/upsert-merge';
+import { DELETED_COLUMN, SYSTEM_FIELDS } from '../src/staging/system-columns';
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1]! : fallback;
+}
+
+const PARTITIONS = 6;
+const T0 = Date.UTC(2026, 11, 6);
+const SCHEMA = new Schema([
+  ...SYSTEM_FIELDS,
+  new Field('_key', new Utf8(), false),
+  new Field(DELETED_COLUMN, new Bool(), false),
+  new Field('n', new Int64(), true),
+  new Field('body', new Utf8(), true),
+]);
+const BODY = 'x'.repeat(48);
+
+/** Rows for (key, deleted) pairs; the offsets of each partition keep growing from `offsets`. */
+function changeBatch(
+  rows: readonly (readonly [key: number, deleted: boolean])[],
+  offsets: number[],
+): RecordBatch {
+  const partition = rows.map(([k]) => k % PARTITIONS);
+  const offset = partition.map((p) => BigInt(offsets[p]!++));
+  const columns: Data[] = [
+    vectorFromArray(
+      rows.map(() => 'bench'),
+      new Utf8(),
+    ).data[0]!,
+    vectorFromArray(partition, new Int32()).data[0]!,
+    vectorFromArray(offset, new Int64()).data[0]!,
+    vectorFromArray(
+      offset.map((o) => T0 + Number(o)),
+      new Timestamp(TimeUnit.MILLISECOND),
+    ).data[0]!,
+    vectorFromArray(
+      rows.map(() => 'AAAAAAAAAAAAAAAAAAAAAA'),
+      new Utf8(),
+    ).data[0]!,
+    vectorFromArray(
+      rows.map(([k]) => `key-${k.toString().padStart(9, '0')}`),
+      new Utf8(),
+    ).data[0]!,
+    vectorFromArray(
+      rows.map(([, d]) => d),
+      new Bool(),
+    ).data[0]!,
+    vectorFromArray(
+      rows.map(([k, d]) => (d ? null : BigInt(k))),
+      new Int64(),
+    ).data[0]!,
+    vectorFromArray(
+      rows.map(([, d]) => (d ? null : BODY)),
+      new Utf8(),
+    ).data[0]!,
+  ];
+  return new RecordBatch(
+    SCHEMA,
+    makeData({ type: new Struct(SCHEMA.fields), length: rows.length, nullCount: 0, children: columns }),
+  );
+}
+
+/** A seeded generator (mulberry32): the same changes for every arm. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function changes(keys: number, count: number): [number, boolean][] {
+  const next = random(42);
+  let fresh = keys;
+  return Array.from({ length: count }, (): [number, boolean] => {
+    const r = next();
+    if (r < 0.8) return [Math.floor(next() * keys), false];
+    if (r < 0.9) return [fresh++, false];
+    return [Math.floor(next() * keys), true];
+  });
+}
+
+async function seed(target: LanceTarget, keys: number, offsets: number[]): Promise<void> {
+  const table = await LanceTable.connect(target, silentLogger(), { upsertKey: ['_key'] });
+  const first = changeBatch([[0, false]], offsets);
+  await table.ensureSchema(first.schema);
+  table.close();
+  const db = await lancedb.connect(target.uri);
+  const raw = await db.openTable(target.table);
+  await raw.add({ schema: first.schema, batches: [first] } as never);
+  for (let from = 1; from < keys; from += 500_000) {
+    const rows = Array.from({ length: Math.min(500_000, keys - from) }, (_, i): [number, boolean] => [
+      from + i,
+      false,
+    ]);
+    const batch = changeBatch(rows, offsets);
+    await raw.add({ schema: batch.schema, batches: [batch] } as never);
+  }
+  await raw.optimize();
+  raw.close();
+  db.close();
+}
+
+interface Measured {
+  readonly seconds: number;
+  readonly cpuSeconds: number;
+  readonly bytes: number;
+}
+
+async function run(
+  target: LanceTarget,
+  arm: 'scan' | 'index' | 'append',
+  batches: readonly RecordBatch[],
+): Promise<Measured> {
+  const db = await lancedb.connect(target.uri);
+  const table = await db.openTable(target.table);
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  let bytes = 0;
+  for (const batch of batches) {
+    bytes += batch.data.children.reduce((n, c) => n + c.byteLength, 0);
+    if (arm === 'append') await table.add({ schema: batch.schema, batches: [batch] } as never);
+    else await mergeNewest(table, ['_key'], reduceToNewest([batch], ['_key']), false, arm);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  table.close();
+  db.close();
+  return { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6, bytes };
+}
+
+async function main(): Promise<void> {
+  const sizes = arg('keys', '1000000,10000000').split(',').map(Number);
+  const count = Number(arg('changes', '1000000'));
+  const perPublication = Number(arg('publication', '200000'));
+  const arms = arg('joins', 'scan,index').split(',') as ('scan' | 'index')[];
+  const dir = arg('dir', await fsp.mkdtemp(path.join(os.tmpdir(), 'kl-upsert-cost-')));
+  console.log(`| table keys | arm | changes/s | s | CPU s | CPU s / GiB | rows after |`);
+  console.log(`| --- | --- | --- | --- | --- | --- | --- |`);
+  for (const keys of sizes) {
+    const base: LanceTarget = { uri: path.join(dir, `seed-${keys}`), table: 'kv' };
+    const offsets = Array.from({ length: PARTITIONS }, () => 0);
+    await seed(base, keys, offsets);
+    const all = changes(keys, count);
+    const batches: RecordBatch[] = [];
+    for (let i = 0; i < all.length; i += perPublication)
+      batches.push(changeBatch(all.slice(i, i + perPublication), offsets));
+    for (const arm of [...arms, 'append'] as const) {
+      const target: LanceTarget = { uri: path.join(dir, `${arm}-${keys}`), table: 'kv' };
+      await fsp.cp(base.uri, target.uri, { recursive: true });
+      const m = await run(target, arm, batches);
+      const db = await lancedb.connect(target.uri);
+      const rows = await (await db.openTable('kv')).countRows();
+      db.close();
+      console.log(
+        `| ${keys.toLocaleString('en-US')} | ${arm} | ${Math.round(count / m.seconds).toLocaleString('en-US')} | ${m.seconds.toFixed(1)} | ${m.cpuSeconds.toFixed(1)} | ${(m.cpuSeconds / (m.bytes / 2 ** 30)).toFixed(1)} | ${rows.toLocaleString('en-US')} |`,
+      );
+      await fsp.rm(target.uri, { recursive: true, force: true });
+    }
+    await fsp.rm(base.uri, { recursive: true, force: true });
+  }
+  if (!process.argv.includes('--dir')) await fsp.rm(dir, { recursive: true, force: true });
+}
+
+void main();
