@@ -7,7 +7,7 @@ import { indexProblems, indexSpec } from './index-spec';
 import { lanceOptions } from './lance-options';
 import { materializerOptions } from './materializer-options';
 import type { Transform } from './transform';
-import { MODES, TOMBSTONES, upsertKey, upsertProblems } from './upsert-options';
+import { ENVELOPES, MODES, TOMBSTONES, upsertKey, upsertProblems } from './upsert-options';
 
 /**
  * A consumer definition: what to read, how to decode it, where to stage and publish
@@ -96,6 +96,8 @@ export const consumerDefinitionSchema = z
     mode: z.enum(MODES).default('append'),
     /** Upsert mode: the Kafka record key ('record-key', read by keyFormat) or declared fields. */
     key: upsertKey.optional(),
+    /** 'debezium': values are Debezium change events (docs/upserts-and-cdc.md). */
+    envelope: z.enum(ENVELOPES).default('none'),
     deadLetter: deadLetter.optional(),
     errors: errorHandling,
     durabilityIntervalMs: z.number().int().min(10).max(60_000).default(500),

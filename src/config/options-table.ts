@@ -171,6 +171,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       "`append`: every record is a row. `upsert`: one row per key, the newest record's value in Kafka's order; deletes are `_deleted` rows readers filter (docs/upserts-and-cdc.md).",
   },
+  envelope: {
+    meaning:
+      '`debezium`: each JSON value is a Debezium change event (with or without `schemas.enable`): `c`/`r`/`u` upsert `after`, `d` deletes the key (from `before` or the record key), the tombstone after it is ignored; a truncate or a TOASTed placeholder is a dead letter. Needs mode `upsert` with key fields (docs/upserts-and-cdc.md).',
+  },
   'key.fields': {
     meaning:
       'Declared fields (1 to 8; string, integer, date, timestamp, boolean or binary) whose values together are the key; each becomes non-nullable, a record without one is a dead letter.',

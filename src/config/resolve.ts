@@ -106,7 +106,12 @@ export function resolveConsumer(
       : Object.entries(def.schema.fields).map(([name, spec]) => ({
           name,
           ...declaredField(spec),
-          ...(keyFields.includes(name) ? { nullable: false } : {}),
+          // A Debezium delete's row holds its key only: the other columns take nulls.
+          ...(keyFields.includes(name)
+            ? { nullable: false }
+            : def.envelope === 'debezium'
+              ? { nullable: true }
+              : {}),
         }));
   const recordKey = def.mode === 'upsert' && def.key === 'record-key';
   if (def.eventTimeField && fields && !fields.some((f) => f.name === def.eventTimeField)) {

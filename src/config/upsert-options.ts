@@ -21,6 +21,13 @@ export const upsertKey = z.union([
 ]);
 export type UpsertKeySpec = z.output<typeof upsertKey>;
 
+/**
+ * How a value is read: as it is (`none`), or as a Debezium change event (`debezium`: `op`,
+ * `before`, `after`, src/decode/debezium-envelope.ts).
+ */
+export const ENVELOPES = ['none', 'debezium'] as const;
+export type Envelope = (typeof ENVELOPES)[number];
+
 /** What a null value (tombstone) is: a dead letter, nothing to stage, or (upsert mode) its key's delete. */
 export const TOMBSTONES = ['dead-letter', 'ignore', 'delete'] as const;
 export type Tombstones = (typeof TOMBSTONES)[number];
@@ -57,6 +64,8 @@ export interface UpsertProblem {
 
 interface UpsertDefinition {
   readonly mode: Mode;
+  readonly envelope: Envelope;
+  readonly format: string;
   readonly key?: UpsertKeySpec | undefined;
   readonly tombstones?: Tombstones | undefined;
   readonly keyFormat: KeyFormat;
@@ -68,6 +77,25 @@ interface UpsertDefinition {
 /** The definition's problems with `mode`, `key` and `tombstones`, each naming its field. */
 export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
   const problems: UpsertProblem[] = [];
+  if (def.envelope === 'debezium') {
+    if (def.format !== 'json')
+      problems.push({
+        path: ['envelope'],
+        message: `"debezium" reads JSON change events: format "json", not "${def.format}"`,
+      });
+    if (def.mode !== 'upsert' || def.key === 'record-key' || def.key === undefined)
+      problems.push({
+        path: ['envelope'],
+        message:
+          '"debezium" mirrors a table: mode "upsert" with key { fields: [...] }, the primary key\'s columns (a delete names them in "before" or the record key)',
+      });
+    if (def.tombstones === 'delete')
+      problems.push({
+        path: ['tombstones'],
+        message:
+          'with "debezium" the delete event deletes the key; the tombstone after it is "ignore"d (or a dead letter)',
+      });
+  }
   if (def.mode === 'append') {
     if (def.key !== undefined)
       problems.push({
@@ -96,7 +124,7 @@ export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
       });
     return problems;
   }
-  if (def.tombstones === 'delete')
+  if (def.tombstones === 'delete' && def.envelope !== 'debezium')
     problems.push({
       path: ['tombstones'],
       message:
@@ -132,7 +160,11 @@ export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
 }
 
 /** The default of `tombstones`: a delete where a tombstone names its key, a dead letter otherwise. */
-export function tombstonesOf(def: Pick<UpsertDefinition, 'mode' | 'key' | 'tombstones'>): Tombstones {
+export function tombstonesOf(
+  def: Pick<UpsertDefinition, 'mode' | 'key' | 'tombstones' | 'envelope'>,
+): Tombstones {
   if (def.tombstones !== undefined) return def.tombstones;
+  // Debezium follows each delete with a tombstone (for log compaction): nothing more to do.
+  if (def.envelope === 'debezium') return 'ignore';
   return def.mode === 'upsert' && def.key === 'record-key' ? 'delete' : 'dead-letter';
 }

@@ -9,8 +9,14 @@ export type DeadLetterReason =
   | 'invalid-event-time'
   | 'too-large'
   | 'tombstone'
-  /** Upsert mode on the record key: the record has no key, so it names no row. */
+  /** Upsert mode: the record (or a Debezium delete) holds no key, so it names no row. */
   | 'missing-key'
+  /** Debezium envelope: a value that is not a change event (no `op`, an unknown op). */
+  | 'not-a-change-event'
+  /** Debezium envelope: a truncate, which is refused (the rows stay). */
+  | 'debezium-truncate'
+  /** Debezium envelope: a TOASTed column's placeholder, which would replace its value. */
+  | 'unavailable-value'
   | 'transform-failed'
   /** Registry formats: not the Confluent wire format (magic byte 0, 4-byte schema id). */
   | 'wrong-magic-byte'

@@ -24,6 +24,8 @@ import {
 import { normalizeRows, sourceRecord } from './transform-rows';
 import type { RawMessage } from './raw-message';
 import { decodeNatively } from './native-dispatch';
+import { readChangeEvent } from './debezium-envelope';
+import type { Envelope } from '../config/upsert-options';
 import { convertRows } from './row-conversion';
 import type { DecodedBatch, DecodedSegment } from './decoded-batch';
 
@@ -43,6 +45,8 @@ export type DecoderOptions = Pick<
   | 'epochUnit'
   | 'maxInferredColumns'
 > & {
+  /** 'debezium': values are change events (debezium-envelope.ts); absent: 'none'. */
+  readonly envelope?: Envelope;
   /** Upsert mode: the key's columns (ResolvedConsumer.upsertKey); absent or undefined in append mode. */
   readonly upsertKey?: readonly string[] | undefined;
   /**
@@ -202,8 +206,11 @@ export class RecordDecoder {
     this.#keys?.learn(schemas);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
+    const debezium = this.#options.envelope === 'debezium';
     const upsert =
-      this.#options.upsertKey === undefined ? undefined : { deletes: this.#options.tombstones === 'delete' };
+      this.#options.upsertKey === undefined
+        ? undefined
+        : { deletes: this.#options.tombstones === 'delete' || debezium };
     // Upsert on the record key: a record without a key names no row.
     const keyed = this.#options.upsertKey?.includes(KEY_COLUMN) === true;
     const newColumns = () =>
@@ -298,10 +305,20 @@ export class RecordDecoder {
         }
       }
       let rows: readonly Row[];
+      /** A Debezium delete: its row holds the key only and is staged `_deleted`. */
+      let deleting = false;
       let writerFields: FieldState[] = [];
       let writerTypes: readonly (readonly [string, string])[] = [];
       let writerSchema: number | undefined;
-      if (this.#registry) {
+      if (debezium) {
+        const change = readChangeEvent(value, message.key, this.#options.upsertKey ?? []);
+        if ('reason' in change) {
+          verdict(change.reason, change.detail, change.field);
+          continue;
+        }
+        deleting = change.kind === 'delete';
+        rows = [change.kind === 'delete' ? change.key : change.row];
+      } else if (this.#registry) {
         const decoded = this.#registry.decode(message.value);
         if ('reason' in decoded) {
           verdict(decoded.reason, decoded.detail);
@@ -360,7 +377,8 @@ export class RecordDecoder {
         continue;
       }
       let minute = ingestMinute;
-      if (this.#options.eventTimeField !== undefined && rows.length > 0) {
+      if (deleting) minute = minuteKeyOf(message.timestamp);
+      else if (this.#options.eventTimeField !== undefined && rows.length > 0) {
         const name = this.#options.eventTimeField;
         const unit = this.#byName.get(name)?.epochUnit ?? this.#options.epochUnit;
         const time = parseTimestamp(rows[0]![name], unit);
@@ -379,7 +397,7 @@ export class RecordDecoder {
       for (const [name, type] of writerTypes) this.#writerTypes.set(name, type);
       if (writerSchema !== undefined) this.#admittedSchemas.add(writerSchema);
       converted.values.forEach((values, i) => {
-        builders.appendSystem(partition, message, i, key.value);
+        builders.appendSystem(partition, message, i, key.value, deleting);
         builders.appendValues(values);
         if (this.#options.eventTimeField !== undefined) eventMinutes.push(minute);
       });

@@ -1,0 +1,91 @@
+import type { Row } from '../config';
+import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
+import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
+
+/**
+ * Debezium change events in JSON (Kafka Connect's JsonConverter, with or without
+ * `schemas.enable`): what one event does to an upsert table. `c` (create), `r` (snapshot
+ * read) and `u` (update) write the `after` state; `d` deletes the key, read from `before`
+ * (or, when `before` is null, REPLICA IDENTITY NOTHING, from the record key). A truncate
+ * (`t`) is refused: emptying the table is not built. An `after` holding Debezium's
+ * placeholder for an unchanged TOASTed column is refused too: writing the placeholder would
+ * replace the column's value with it, and keeping the old value needs a merge that updates
+ * some columns only, which LanceDB's Node merge does not have.
+ */
+
+/** The value Debezium's PostgreSQL connector sends for an unchanged TOASTed column. */
+export const UNAVAILABLE_VALUE = '__debezium_unavailable_value';
+
+export type ChangeEvent =
+  | { readonly kind: 'upsert'; readonly row: Row }
+  | { readonly kind: 'delete'; readonly key: Row }
+  | { readonly reason: DeadLetterReason; readonly detail: string; readonly field?: string };
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A JsonConverter message with `schemas.enable`: `{schema, payload}`; without it, the payload itself. */
+function payloadOf(value: unknown): unknown {
+  if (isObject(value) && 'payload' in value && 'schema' in value && Object.keys(value).length === 2)
+    return value.payload;
+  return value;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** The record key's fields (a Debezium key is a struct of the primary key's columns). */
+function keyOf(key: Uint8Array | null): Row | undefined {
+  if (key === null) return undefined;
+  try {
+    const text = utf8.decode(key);
+    const parsed = payloadOf(mayHoldUnsafeInteger(key) ? parseJsonExact(text) : JSON.parse(text));
+    return isObject(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One parsed Debezium JSON value (and its record key) → its change, or why it is a dead letter. */
+export function readChangeEvent(
+  value: unknown,
+  key: Uint8Array | null,
+  keyFields: readonly string[],
+): ChangeEvent {
+  const event = payloadOf(value);
+  if (!isObject(event) || typeof event.op !== 'string')
+    return { reason: 'not-a-change-event', detail: 'not a Debezium change event: no "op"' };
+  switch (event.op) {
+    case 'c':
+    case 'r':
+    case 'u': {
+      if (!isObject(event.after))
+        return { reason: 'not-a-change-event', detail: `op "${event.op}" without an "after" object` };
+      for (const [field, v] of Object.entries(event.after)) {
+        if (v === UNAVAILABLE_VALUE)
+          return {
+            reason: 'unavailable-value',
+            field,
+            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value; set REPLICA IDENTITY FULL on the source table`,
+          };
+      }
+      return { kind: 'upsert', row: event.after };
+    }
+    case 'd': {
+      const source = isObject(event.before) ? event.before : keyOf(key);
+      if (!source || keyFields.some((f) => source[f] === undefined || source[f] === null))
+        return {
+          reason: 'missing-key',
+          detail: `a delete whose "before" and record key do not hold the key (${keyFields.join(', ')})`,
+        };
+      return { kind: 'delete', key: Object.fromEntries(keyFields.map((f) => [f, source[f]])) };
+    }
+    case 't':
+      return {
+        reason: 'debezium-truncate',
+        detail: 'a truncate of the source table: emptying the Lance table is not supported; the rows stay',
+      };
+    default:
+      return { reason: 'not-a-change-event', detail: `op "${event.op}" is not a row change` };
+  }
+}

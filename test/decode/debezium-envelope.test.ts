@@ -1,0 +1,77 @@
+import { resolveConsumer } from '../../src/config';
+import { RecordDecoder } from '../../src/decode/record-decoder';
+import { column, msg, NOW } from './fixture';
+
+/**
+ * Debezium change events (JSON, with and without schemas.enable) as staged rows of an upsert
+ * table keyed on the primary key's columns: c/r/u write `after`, d a `_deleted` row of the
+ * key (from `before`, or the record key), the tombstone after a delete nothing, a truncate and
+ * a TOASTed placeholder a dead letter with its reason.
+ */
+const decoder = () =>
+  new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'customers',
+        brokers: ['b:1'],
+        topics: ['pg.public.customers'],
+        schema: { fields: { id: 'int64', name: { type: 'string', nullable: false }, note: 'string' } },
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        envelope: 'debezium',
+      },
+      'test',
+    ),
+    () => NOW,
+  );
+
+const event = (op: string, before: unknown, after: unknown) =>
+  JSON.stringify({ before, after, source: { lsn: 100 }, op, ts_ms: NOW });
+const withSchema = (payload: string) =>
+  JSON.stringify({
+    schema: { type: 'struct', fields: [], optional: false },
+    payload: JSON.parse(payload) as unknown,
+  });
+
+test('create, snapshot read, update and delete, with and without schemas.enable, become rows and a delete row', () => {
+  const decoded = decoder().decode('pg.public.customers', 0, [
+    msg(0, event('r', null, { id: 1, name: 'Ann', note: 'snap' })),
+    msg(1, withSchema(event('c', null, { id: 2, name: 'Bob', note: null }))),
+    msg(2, event('u', { id: 1, name: 'Ann', note: 'snap' }, { id: 1, name: 'Ann B', note: 'edited' })),
+    msg(3, withSchema(event('d', { id: 2, name: 'Bob', note: null }, null))),
+    msg(4, null, '{"id":2}'),
+  ]);
+  expect(decoded.deadLetters).toEqual([]);
+  const batch = decoded.batch!;
+  expect(column(batch, 'id')).toEqual([1n, 2n, 1n, 2n]);
+  expect(column(batch, 'name')).toEqual(['Ann', 'Bob', 'Ann B', null]);
+  expect(column(batch, '_deleted')).toEqual([false, false, false, true]);
+  expect(column(batch, '_offset')).toEqual([0n, 1n, 2n, 3n]);
+});
+
+test('a delete without "before" (REPLICA IDENTITY NOTHING) takes its key from the record key, with or without its schema', () => {
+  const decoded = decoder().decode('pg.public.customers', 0, [
+    msg(0, event('d', null, null), '{"id":7}'),
+    msg(1, event('d', null, null), withSchema('{"id":8}')),
+    msg(2, event('d', null, null), null),
+  ]);
+  expect(column(decoded.batch!, 'id')).toEqual([7n, 8n]);
+  expect(column(decoded.batch!, '_deleted')).toEqual([true, true]);
+  expect(decoded.deadLetters.map((d) => [d.offset, d.reason])).toEqual([[2, 'missing-key']]);
+});
+
+test('a truncate, a TOASTed placeholder, and a value that is no change event are dead letters with their reasons', () => {
+  const decoded = decoder().decode('pg.public.customers', 0, [
+    msg(0, event('t', null, null)),
+    msg(1, event('u', null, { id: 1, name: 'Ann', note: '__debezium_unavailable_value' })),
+    msg(2, '{"id":1,"name":"plain row"}'),
+    msg(3, event('m', null, null)),
+  ]);
+  expect(decoded.deadLetters.map((d) => [d.offset, d.reason, d.field])).toEqual([
+    [0, 'debezium-truncate', undefined],
+    [1, 'unavailable-value', 'note'],
+    [2, 'not-a-change-event', undefined],
+    [3, 'not-a-change-event', undefined],
+  ]);
+  expect(decoded.batch).toBeUndefined();
+});
