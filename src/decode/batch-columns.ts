@@ -39,11 +39,11 @@ export class BatchColumns {
     topicId: string,
     /**
      * Upsert mode: rows carry `_deleted` and `_key` is never null (a keyless record is a
-     * dead letter before it gets here). With `deletes`, data columns are nullable in the
-     * batch's schema, since a delete's row has no values (a value still gets its field's
-     * checks).
+     * dead letter before it gets here). With `deletes`, data columns but the key's are
+     * nullable in the batch's schema, since a delete's row has no values but its key (a
+     * value still gets its field's checks).
      */
-    private readonly upsert?: { readonly deletes: boolean },
+    private readonly upsert?: { readonly deletes: boolean; readonly key: readonly string[] },
   ) {
     this.#topicBytes = Buffer.from(topic, 'utf8');
     this.#topicIdBytes = Buffer.from(topicId, 'utf8');
@@ -148,7 +148,13 @@ export class BatchColumns {
     this.#data.forEach(({ field }, i) => {
       const type = 'raw' in field ? new Binary() : field.codec.arrowType();
       fields.push(
-        new Field(field.name, type, 'raw' in field || this.upsert?.deletes === true ? true : field.nullable),
+        new Field(
+          field.name,
+          type,
+          'raw' in field || (this.upsert?.deletes === true && !this.upsert.key.includes(field.name))
+            ? true
+            : field.nullable,
+        ),
       );
       children.push(data[i]!);
     });

@@ -210,7 +210,7 @@ export class RecordDecoder {
     const upsert =
       this.#options.upsertKey === undefined
         ? undefined
-        : { deletes: this.#options.tombstones === 'delete' || debezium };
+        : { deletes: this.#options.tombstones === 'delete' || debezium, key: this.#options.upsertKey };
     // Upsert on the record key: a record without a key names no row.
     const keyed = this.#options.upsertKey?.includes(KEY_COLUMN) === true;
     const newColumns = () =>

@@ -47,6 +47,10 @@ test('create, snapshot read, update and delete, with and without schemas.enable,
   expect(column(batch, 'name')).toEqual(['Ann', 'Bob', 'Ann B', null]);
   expect(column(batch, '_deleted')).toEqual([false, false, false, true]);
   expect(column(batch, '_offset')).toEqual([0n, 1n, 2n, 3n]);
+  // The key column is the table's primary key: never null; the others take a delete's nulls.
+  expect(
+    batch.schema.fields.filter((f) => !f.nullable && !f.name.startsWith('_')).map((f) => f.name),
+  ).toEqual(['id']);
 });
 
 test('a delete without "before" (REPLICA IDENTITY NOTHING) takes its key from the record key, with or without its schema', () => {

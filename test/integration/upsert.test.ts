@@ -315,3 +315,102 @@ async function countReadable(kafka: Kafka, topic: string): Promise<number> {
     await admin.disconnect();
   }
 }
+
+test('Debezium change events (JSON, with and without schemas.enable) through a replica SIGKILLed mid-run: the table ends equal to the source table', async () => {
+  // A source table, changed the way Debezium reports it: a snapshot, inserts, updates, deletes
+  // (each followed by its tombstone), primary-key updates (a delete and a create), and a
+  // TOASTed column left out (REPLICA IDENTITY FULL: Debezium sends the full row).
+  const source = new Map<number, { id: number; name: string; note: string | null }>();
+  const events: { key: string; value: string | null }[] = [];
+  let n = 0;
+  const emit = (op: string, before: object | null, after: object | null, id: number) => {
+    const payload = { before, after, source: { lsn: ++n }, op, ts_ms: Date.now() };
+    const value =
+      n % 2 === 0 ? JSON.stringify({ schema: { type: 'struct' }, payload }) : JSON.stringify(payload);
+    events.push({ key: JSON.stringify({ id }), value });
+  };
+  const put = (op: 'r' | 'c' | 'u', id: number, name: string) => {
+    const before = source.get(id) ?? null;
+    const row = { id, name, note: id % 3 === 0 ? null : `note ${name}` };
+    source.set(id, row);
+    emit(op, before, row, id);
+  };
+  const remove = (id: number) => {
+    emit('d', source.get(id)!, null, id);
+    source.delete(id);
+    events.push({ key: JSON.stringify({ id }), value: null });
+  };
+  for (let id = 1; id <= 300; id++) put('r', id, `snap ${id}`);
+  for (let round = 0; round < 6; round++) {
+    for (let id = 1; id <= 300; id++) {
+      if (!source.has(id)) {
+        if (round % 2 === 0) put('c', id, `new ${id}/${round}`);
+      } else if ((id + round) % 11 === 0) remove(id);
+      else if ((id + round) % 13 === 0) {
+        // The primary key changes: a delete of the old id, a create of the new one.
+        const row = source.get(id)!;
+        remove(id);
+        put('c', 1_000 + id * 10 + round, row.name);
+      } else if ((id + round) % 2 === 0) put('u', id, `upd ${id}/${round}`);
+    }
+  }
+  const lanceDir = path.join(suite.work, `${uniqueName('debezium')}-lance`);
+  const c = await topicAndConsumer(suite, PARTITIONS, {
+    schema: { fields: { id: 'int64', name: 'string', note: 'string' } },
+    mode: 'upsert',
+    key: { fields: ['id'] },
+    envelope: 'debezium',
+    lance: { uri: lanceDir },
+    staging: { maxPartAgeMs: 300 },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-debezium-'));
+  const half = Math.floor(events.length / 2);
+  await produceChanges(suite.kafka, c.topic, events.slice(0, half));
+  const first = await replica(c.file, 'debezium', dataDir);
+  await first.waitReady();
+  const producing = produceChanges(suite.kafka, c.topic, events.slice(half));
+  await sleep(500 + Math.floor(Math.random() * 1_500));
+  await first.kill('SIGKILL');
+  await producing;
+  const second = await replica(c.file, 'debezium-2', dataDir);
+  await second.waitReady();
+  const expected = new Map([...source.values()].map((r) => [r.id, JSON.stringify([r.id, r.name, r.note])]));
+  let last: string[] = [];
+  await until(
+    'the table to equal the source table',
+    async () => {
+      const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
+      try {
+        if (!(await db.tableNames()).includes('logs')) return undefined;
+        const rows = (await (
+          await db.openTable('logs')
+        )
+          .query()
+          .where('_deleted = false')
+          .select(['id', 'name', 'note'])
+          .toArray()) as { id: bigint; name: string; note: string | null }[];
+        const state = new Map(
+          rows.map((r) => [Number(r.id), JSON.stringify([Number(r.id), r.name, r.note])]),
+        );
+        last = [];
+        if (rows.length !== state.size) last.push(`${rows.length - state.size} keys held twice`);
+        for (const [id, row] of expected)
+          if (state.get(id) !== row) last.push(`${id}: ${state.get(id)} ≠ ${row}`);
+        for (const [id, row] of state)
+          if (!expected.has(id)) last.push(`${id}: ${row} (deleted at the source)`);
+        return last.length === 0 ? true : undefined;
+      } finally {
+        db.close();
+      }
+    },
+    Number(process.env.UPSERT_TEST_WAIT_MS ?? 180_000),
+    500,
+  ).catch((error: unknown) => {
+    throw new Error(
+      `${String(error)}; differences: ${last.slice(0, 10).join('; ')}; the replica's last lines:\n${second.tail(20)}`,
+    );
+  });
+  await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
+  expect((await second.stop()).code).toBe(0);
+}, 420_000);
