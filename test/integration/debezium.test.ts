@@ -1,0 +1,187 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
+import { brokerSuite, topicAndConsumer, untilHosted } from '../support/broker-suite';
+import { sleep, until } from '../support/faults';
+import { waitForCommittedAtEnd } from '../support/ingestion-fixture';
+import { testBrokers, uniqueName } from '../support/kafka';
+import { runBounded } from '../support/run-bounded';
+import { ReplicaProcess } from '../../src/harness/replica-process';
+
+/**
+ * A real Debezium: PostgreSQL (Debian's package, wal_level=logical) and Kafka Connect in
+ * standalone mode with Debezium's PostgreSQL connector 3.6.1.Final (deploy/debezium-local,
+ * Maven Central jars) against the test broker. A workload of inserts, updates (of the
+ * primary key too, which Debezium sends as a delete and a create), deletes, multi-row
+ * transactions and a TOASTed text column left unchanged by updates runs while a replica
+ * consumes and is SIGKILLed; after it drains, the Lance table equals
+ * `SELECT * FROM t ORDER BY id`, row for row. Run after `npm run build`.
+ */
+const suite = brokerSuite('kl-debezium');
+const SCRIPT = path.resolve(__dirname, '../../deploy/debezium-local/debezium-local');
+const PG_PORT = Number(process.env.DEBEZIUM_TEST_PG_PORT ?? 19810);
+const env = () => ({
+  ...process.env,
+  DEBEZIUM_LOCAL_PG_PORT: String(PG_PORT),
+  DEBEZIUM_LOCAL_BROKERS: testBrokers().join(','),
+});
+
+function debezium(...args: string[]): string {
+  const out = runBounded(SCRIPT, args, { env: env(), timeoutMs: 300_000 });
+  if (out.status !== 0)
+    throw new Error(`debezium-local ${args[0]} failed (${out.status}):\n${out.stderr}${out.stdout}`);
+  return out.stdout;
+}
+
+const sql = (text: string) => debezium('psql', '-At', '-c', text);
+
+beforeAll(() => {
+  debezium('start');
+}, 600_000);
+afterAll(() => {
+  runBounded(SCRIPT, ['stop'], { env: env(), timeoutMs: 120_000 });
+});
+
+interface SourceRow {
+  readonly id: number;
+  readonly name: string;
+  readonly note: string | null;
+}
+
+/** The source table, ordered by id. */
+function sourceRows(table: string): SourceRow[] {
+  const text = sql(`SELECT coalesce(json_agg(t ORDER BY id), '[]') FROM ${table} t`).trim();
+  return JSON.parse(text) as SourceRow[];
+}
+
+async function lanceRows(lanceDir: string): Promise<SourceRow[] | undefined> {
+  const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
+  try {
+    if (!(await db.tableNames()).includes('logs')) return undefined;
+    const rows = (await (
+      await db.openTable('logs')
+    )
+      .query()
+      .where('_deleted = false')
+      .select(['id', 'name', 'note'])
+      .toArray()) as { id: bigint; name: string; note: string | null }[];
+    return rows.map((r) => ({ id: Number(r.id), name: r.name, note: r.note })).sort((a, b) => a.id - b.id);
+  } finally {
+    db.close();
+  }
+}
+
+/** The first difference between the two tables, for a failure message; undefined when equal. */
+function difference(
+  lance: readonly SourceRow[] | undefined,
+  source: readonly SourceRow[],
+): string | undefined {
+  if (!lance) return 'no Lance table yet';
+  for (let i = 0; i < Math.max(lance.length, source.length); i++) {
+    const a = JSON.stringify(lance[i] ?? null);
+    const b = JSON.stringify(source[i] ?? null);
+    if (a !== b)
+      return `row ${i}: Lance ${a.slice(0, 120)} ≠ PostgreSQL ${b.slice(0, 120)} (${lance.length} vs ${source.length} rows)`;
+  }
+  return undefined;
+}
+
+test('a PostgreSQL table mirrored through Debezium, the replica SIGKILLed mid-run, equals SELECT * FROM t ORDER BY id', async () => {
+  const name = uniqueName('t').replace(/-/g, '_');
+  const prefix = uniqueName('dbz').replace(/-/g, '_');
+  const topic = `${prefix}.public.${name}`;
+  // A TOASTed note: 12.8 kB of random hex, stored out of line (compressed above 2 kB).
+  const big = 'repeat(md5(random()::text), 400)';
+  sql(
+    `CREATE TABLE ${name} (id int PRIMARY KEY, name text NOT NULL, note text);
+     ALTER TABLE ${name} REPLICA IDENTITY FULL;
+     INSERT INTO ${name} SELECT g, 'snap ' || g, CASE WHEN g % 5 = 0 THEN ${big} WHEN g % 3 = 0 THEN NULL ELSE 'n' || g END
+       FROM generate_series(1, 300) g;`,
+  );
+  debezium(
+    'connector',
+    prefix,
+    JSON.stringify({
+      'connector.class': 'io.debezium.connector.postgresql.PostgresConnector',
+      'database.hostname': '127.0.0.1',
+      'database.port': String(PG_PORT),
+      'database.user': 'postgres',
+      'database.password': '',
+      'database.dbname': 'postgres',
+      'topic.prefix': prefix,
+      'table.include.list': `public.${name}`,
+      'plugin.name': 'pgoutput',
+      'slot.name': prefix,
+      'publication.name': prefix,
+      'publication.autocreate.mode': 'filtered',
+      'topic.creation.default.replication.factor': '1',
+      'topic.creation.default.partitions': '3',
+    }),
+  );
+  await until(
+    'Debezium to create the topic',
+    async () => ((await suite.admin.listTopics()).includes(topic) ? true : undefined),
+    120_000,
+    500,
+  );
+  await untilHosted(suite.admin, topic, 3);
+  const lanceDir = path.join(suite.work, `${uniqueName('debezium')}-lance`);
+  const c = await topicAndConsumer(suite, 1, {
+    topics: [topic],
+    schema: { fields: { id: 'int64', name: 'string', note: 'string' } },
+    mode: 'upsert',
+    key: { fields: ['id'] },
+    envelope: 'debezium',
+    lance: { uri: lanceDir },
+    staging: { maxPartAgeMs: 300 },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-debezium-'));
+  const first = new ReplicaProcess(c.file, dataDir, testBrokers());
+  await first.waitReady();
+  // Rounds of transactions: updates (some leave the TOASTed note alone), deletes, new rows,
+  // primary-key changes, several rows per transaction.
+  const workload = async (from: number, to: number) => {
+    for (let round = from; round < to; round++) {
+      sql(
+        `BEGIN;
+         UPDATE ${name} SET name = 'upd ' || id || '/${round}' WHERE id % 7 = ${round % 7};
+         UPDATE ${name} SET note = 'note ' || id || '/${round}' WHERE id % 11 = ${round % 11} AND id % 5 <> 0;
+         DELETE FROM ${name} WHERE id % 13 = ${round % 13} AND id < 300;
+         INSERT INTO ${name} SELECT g, 'new ' || g, CASE WHEN g % 2 = 0 THEN ${big} END
+           FROM generate_series(${1000 + round * 20}, ${1000 + round * 20 + 9}) g;
+         UPDATE ${name} SET id = id + 100000 WHERE id = (SELECT min(id) FROM ${name} WHERE id < 100000 AND id % 17 = ${round % 17});
+         COMMIT;`,
+      );
+      await sleep(100);
+    }
+  };
+  await workload(0, 6);
+  await first.kill('SIGKILL');
+  await workload(6, 10);
+  const second = new ReplicaProcess(c.file, dataDir, testBrokers());
+  await second.waitReady();
+  await workload(10, 14);
+  const source = sourceRows(name);
+  expect(source.some((r) => (r.note?.length ?? 0) > 10_000)).toBe(true);
+  let last: string | undefined;
+  await until(
+    'the Lance table to equal the PostgreSQL table',
+    async () => {
+      last = difference(await lanceRows(lanceDir), source);
+      return last === undefined ? true : undefined;
+    },
+    240_000,
+    1_000,
+  ).catch((error: unknown) => {
+    throw new Error(`${String(error)}; ${last}; replica:\n${second.tail(10)}`);
+  });
+  await waitForCommittedAtEnd(suite.admin, c.groupId, topic);
+  expect((await second.stop()).code).toBe(0);
+  // Nothing was set aside: no placeholder, no truncate, no undecodable event.
+  const deadLetters = await fsp
+    .readFile(path.join(suite.work, `${c.name}.dlq.jsonl`), 'utf8')
+    .catch(() => '');
+  expect(deadLetters).toBe('');
+  runBounded('curl', ['-s', '-X', 'DELETE', `http://127.0.0.1:${PG_PORT + 1}/connectors/${prefix}`]);
+}, 600_000);
