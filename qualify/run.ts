@@ -7,7 +7,13 @@ import { STEPS } from './steps';
 import { ensureIndependentReader, PYARROW, PYLANCE } from './support/independent-reader';
 import { QUALIFY_DIR } from './support/paths';
 import { ReplicaRun } from './support/replica';
-import { LocalBroker, LocalCommitTable, LocalObjectStore, LocalSchemaRegistry } from './support/services';
+import {
+  LocalBroker,
+  LocalCommitTable,
+  LocalDebezium,
+  LocalObjectStore,
+  LocalSchemaRegistry,
+} from './support/services';
 
 export interface QualifyOptions {
   /** Step names to run (default: all). */
@@ -30,6 +36,8 @@ export interface QualifyOptions {
   readonly ddbPort: number;
   /** The port of the Schema Registry a step that needs one gets (used as it is when one runs there). */
   readonly registryPort: number;
+  /** PostgreSQL's port for a step that needs Debezium (deploy/debezium-local; Connect on port + 1). */
+  readonly debeziumPort: number;
   readonly log: (line: string) => void;
 }
 
@@ -110,6 +118,7 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
     let store: LocalObjectStore | undefined;
     let commitTable: LocalCommitTable | undefined;
     let registry: LocalSchemaRegistry | undefined;
+    let debezium: LocalDebezium | undefined;
     for (const s of steps) {
       const needs = s.needs ?? [];
       let broker: LocalBroker | undefined = shared;
@@ -160,6 +169,13 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
             await registry.start();
           }
         }
+        if (needs.includes('debezium') && !debezium) {
+          debezium = new LocalDebezium(o.debeziumPort, brokers);
+          o.log(`starting PostgreSQL and Kafka Connect with Debezium on 127.0.0.1:${o.debeziumPort}`);
+          const d = debezium;
+          cleanups.push(() => d.stop());
+          await debezium.start();
+        }
         const workDir = path.join(o.workDir, s.name);
         mkdirSync(workDir, { recursive: true });
         const context: QualifyContext = {
@@ -181,6 +197,7 @@ export async function runQualification(o: QualifyOptions): Promise<QualifyReport
           ...(store ? { objectStore: store } : {}),
           ...(commitTable ? { commitTable } : {}),
           ...(registry ? { schemaRegistry: registry } : {}),
+          ...(debezium ? { debezium } : {}),
         };
         o.log(`── ${s.name}: ${s.title}${o.short ? ' (short)' : ''}; work dir ${workDir}`);
         const stepReport = await s.run(context);
@@ -301,6 +318,7 @@ async function main(): Promise<void> {
     registryPort: Number(
       process.env.KAFKA_LANCE_QUALIFY_REGISTRY_PORT ?? process.env.SCHEMA_REGISTRY_TEST_PORT ?? 18481,
     ),
+    debeziumPort: Number(process.env.KAFKA_LANCE_QUALIFY_DEBEZIUM_PORT ?? 19840),
     log: (line) => console.log(`${new Date().toISOString().slice(11, 19)} ${line}`),
   });
   const files = writeReport(report, path.resolve(opts.out));

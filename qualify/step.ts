@@ -28,6 +28,19 @@ export interface QualifyContext {
   readonly commitTable?: CommitTable;
   /** The Schema Registry (deploy/schema-registry-local) for a step that `needs` 'schema-registry'. */
   readonly schemaRegistry?: SchemaRegistryControl;
+  /** PostgreSQL and Kafka Connect with Debezium (deploy/debezium-local) for a step that `needs` 'debezium'. */
+  readonly debezium?: DebeziumControl;
+}
+
+/** PostgreSQL (wal_level=logical) and a Kafka Connect worker with Debezium's PostgreSQL connector. */
+export interface DebeziumControl {
+  /** PostgreSQL's port on 127.0.0.1 (user postgres, no password, database postgres). */
+  readonly port: number;
+  /** Runs SQL with psql (-At): its output. */
+  psql(sql: string): Promise<string>;
+  /** Creates or updates a connector with this configuration. */
+  connector(name: string, config: Readonly<Record<string, string>>): Promise<void>;
+  deleteConnector(name: string): Promise<void>;
 }
 
 /** A Confluent-compatible Schema Registry the runner started (or found running). */
@@ -69,9 +82,12 @@ export interface QualifyStep {
   /**
    * What the runner must provide besides the broker: 'object-store' starts s3proxy
    * (context.objectStore); 'commit-table' moto's DynamoDB with a commit table (context.commitTable);
-   * 'schema-registry' Apicurio Registry (context.schemaRegistry); 'broker-control' says the step stops and restarts the broker,
+   * 'schema-registry' Apicurio Registry (context.schemaRegistry); 'debezium' PostgreSQL and Kafka
+   * Connect with Debezium (context.debezium); 'broker-control' says the step stops and restarts the broker,
    * so that a runner given a shared broker (the test suite's) runs it on a broker of its own.
    */
-  readonly needs?: readonly ('object-store' | 'commit-table' | 'schema-registry' | 'broker-control')[];
+  readonly needs?: readonly (
+    'object-store' | 'commit-table' | 'schema-registry' | 'debezium' | 'broker-control'
+  )[];
   run(context: QualifyContext): Promise<QualifyStepReport>;
 }

@@ -1,5 +1,6 @@
 import type { QualifyStep } from '../step';
 import { step as brokerOutage } from './broker-outage';
+import { step as cdc } from './cdc';
 import { step as compacted } from './compacted';
 import { step as dataDirLoss } from './data-dir-loss';
 import { step as fullDisk } from './full-disk';
@@ -29,4 +30,5 @@ export const STEPS: readonly QualifyStep[] = [
   recreated,
   scaleDown,
   schemaRegistry,
+  cdc,
 ];

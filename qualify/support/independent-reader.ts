@@ -153,3 +153,34 @@ export function independentProblems(
     );
   return problems;
 }
+
+/** What pylance reads of an upsert table (verify_upsert_table.py): the live rows by key, and keys held twice. */
+export interface UpsertReading {
+  readonly version: number;
+  readonly rows: readonly Record<string, unknown>[];
+  readonly duplicated: readonly unknown[];
+  /** Every row, the deletes kept as rows included. */
+  readonly all_rows: number;
+}
+
+/** Reads an upsert table's live rows (`_deleted = false`) with pylance, sorted by `key`. */
+export async function readUpsertTable(
+  dataset: string,
+  key: string,
+  columns: readonly string[],
+): Promise<UpsertReading> {
+  const { stdout } = await run(
+    PYTHON,
+    [
+      path.join(QUALIFY_DIR, 'verify_upsert_table.py'),
+      '--dataset',
+      dataset,
+      '--key',
+      key,
+      '--columns',
+      columns.join(','),
+    ],
+    { timeout: 600_000, maxBuffer: 256 * 1024 * 1024 },
+  );
+  return JSON.parse(stdout) as UpsertReading;
+}

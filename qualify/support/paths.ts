@@ -12,6 +12,7 @@ export const KAFKA_LOCAL = path.join(ROOT, 'deploy/kafka-local/kafka-local');
 export const S3_LOCAL = path.join(ROOT, 'deploy/s3-local/s3-local');
 export const DYNAMODB_LOCAL = path.join(ROOT, 'deploy/dynamodb-local/dynamodb-local');
 export const SCHEMA_REGISTRY_LOCAL = path.join(ROOT, 'deploy/schema-registry-local/schema-registry-local');
+export const DEBEZIUM_LOCAL = path.join(ROOT, 'deploy/debezium-local/debezium-local');
 export const QUALIFY_DIR = path.join(ROOT, 'qualify');
 
 function findRoot(from: string): string {

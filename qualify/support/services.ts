@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { s3DatabaseUri, storageOptions } from '../../test/support/s3-local';
-import type { CommitTable, ObjectStoreControl, SchemaRegistryControl } from '../step';
-import { DYNAMODB_LOCAL, KAFKA_LOCAL, S3_LOCAL, SCHEMA_REGISTRY_LOCAL } from './paths';
+import type { CommitTable, DebeziumControl, ObjectStoreControl, SchemaRegistryControl } from '../step';
+import { DEBEZIUM_LOCAL, DYNAMODB_LOCAL, KAFKA_LOCAL, S3_LOCAL, SCHEMA_REGISTRY_LOCAL } from './paths';
 
 const run = promisify(execFile);
 
@@ -18,28 +18,32 @@ abstract class LocalServer {
     readonly port: number,
     private readonly script: string,
     private readonly portVariable: string,
+    /** More of the script's environment (deploy/debezium-local: the brokers). */
+    private readonly env: Readonly<Record<string, string>> = {},
   ) {}
 
   async running(): Promise<boolean> {
-    return this.#script('status').then(
+    return this.invoke('status').then(
       () => true,
       () => false,
     );
   }
 
   async start(): Promise<void> {
-    await this.#script('start');
+    await this.invoke('start');
     this.started = true;
   }
 
   async stop(): Promise<void> {
-    await this.#script('stop');
+    await this.invoke('stop');
   }
 
-  async #script(command: string): Promise<string> {
-    const { stdout } = await run(this.script, [command], {
-      env: { ...process.env, [this.portVariable]: String(this.port) },
+  /** The script with arguments, in the server's environment. */
+  protected async invoke(...args: string[]): Promise<string> {
+    const { stdout } = await run(this.script, args, {
+      env: { ...process.env, ...this.env, [this.portVariable]: String(this.port) },
       timeout: 240_000,
+      maxBuffer: 64 * 1024 * 1024,
     });
     return stdout;
   }
@@ -91,5 +95,24 @@ export class LocalCommitTable extends LocalServer implements CommitTable {
 
   get endpoint(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+}
+
+/** PostgreSQL and the Kafka Connect worker with Debezium of deploy/debezium-local (Connect on port + 1). */
+export class LocalDebezium extends LocalServer implements DebeziumControl {
+  constructor(port: number, brokers: readonly string[]) {
+    super(port, DEBEZIUM_LOCAL, 'DEBEZIUM_LOCAL_PG_PORT', { DEBEZIUM_LOCAL_BROKERS: brokers.join(',') });
+  }
+
+  psql(sql: string): Promise<string> {
+    return this.invoke('psql', '-At', '-c', sql);
+  }
+
+  async connector(name: string, config: Readonly<Record<string, string>>): Promise<void> {
+    await this.invoke('connector', name, JSON.stringify(config));
+  }
+
+  async deleteConnector(name: string): Promise<void> {
+    await fetch(`http://127.0.0.1:${this.port + 1}/connectors/${name}`, { method: 'DELETE' });
   }
 }
