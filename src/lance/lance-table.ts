@@ -13,7 +13,7 @@ import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-coun
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
 import { openTableConfirmed } from './open-if-committed';
 import { RestoreDuty } from './restore-duty';
-import { mergeNewest, reduceToNewest, type MergeOutcome } from './upsert-merge';
+import { mergeNewest, reduceToNewest, withTableColumns, type MergeOutcome } from './upsert-merge';
 import {
   collidesWithOtherIncarnation,
   ensureInsertKey,
@@ -277,7 +277,7 @@ export class LanceTable {
       await ensureUpsertKey(table, key, this.target.table);
       this.#upsertKeyChecked = true;
     }
-    const reduced = reduceToNewest(collected, key);
+    const reduced = withTableColumns(reduceToNewest(collected, key), await table.schema());
     const hasRow = collected[0]!.schema.fields.some((f) => f.name === ROW_COLUMN);
     for (let adds = 1; ; adds++) {
       let addError: LanceWriteError | undefined;

@@ -1,5 +1,15 @@
 import type * as lancedb from '@lancedb/lancedb';
-import { Table as ArrowTable, type RecordBatch } from 'apache-arrow';
+import {
+  Field,
+  RecordBatch,
+  Schema,
+  Struct,
+  Table as ArrowTable,
+  DataType,
+  makeData,
+  vectorFromArray,
+  type Data,
+} from 'apache-arrow';
 import {
   DELETED_COLUMN,
   OFFSET_COLUMN,
@@ -147,6 +157,55 @@ export function reduceToNewest(
       );
   });
   return { table: new ArrowTable(taken), upserts: newest.size - deletes, deletes };
+}
+
+/**
+ * The reduced publication with every column of the table, a column it lacks all null. A
+ * merge whose source lacks a column keeps the target's value there (measured with LanceDB
+ * 0.39): an upsert is a record's whole state, so a column its publication never saw (added
+ * to the table by another replica's rows since this one started) is null, not the older
+ * record's value.
+ */
+export function withTableColumns(reduced: ReducedPublication, table: Schema): ReducedPublication {
+  const first = reduced.table.batches[0];
+  if (!first) return reduced;
+  const missing = table.fields.filter((f) => !first.schema.fields.some((g) => g.name === f.name));
+  if (missing.length === 0) return reduced;
+  const fields = [...first.schema.fields, ...missing.map((f) => new Field(f.name, f.type, true))];
+  const batches = reduced.table.batches.map((batch) => {
+    const nulls = missing.map((f) => nullColumn(f.type as DataType, batch.numRows));
+    const children = [...batch.data.children, ...nulls];
+    return new RecordBatch(
+      new Schema(fields),
+      makeData({ type: new Struct(fields), length: batch.numRows, nullCount: 0, children }),
+    );
+  });
+  return { ...reduced, table: new ArrowTable(batches) };
+}
+
+/**
+ * A column of `length` nulls. A fixed-size list's (a vector's) children are there too, null:
+ * apache-arrow's builders leave them out, which LanceDB refuses ("values length 0").
+ */
+function nullColumn(type: DataType, length: number): Data {
+  const nullBitmap = new Uint8Array((length + 7) >> 3);
+  if (DataType.isFixedSizeList(type))
+    return makeData({
+      type,
+      length,
+      nullCount: length,
+      nullBitmap,
+      child: nullColumn(type.children[0]!.type as DataType, length * type.listSize),
+    });
+  if (DataType.isStruct(type))
+    return makeData({
+      type,
+      length,
+      nullCount: length,
+      nullBitmap,
+      children: type.children.map((c) => nullColumn(c.type as DataType, length)),
+    });
+  return vectorFromArray(new Array<null>(length).fill(null), type).data[0]!;
 }
 
 export interface MergeOutcome {

@@ -390,3 +390,23 @@ test('compact --purge-deletes-older-than removes only the delete rows of records
     ['recent', true],
   ]);
 }, 60_000);
+
+test('an upsert whose publication lacks a column of the table (another replica added it) leaves that column null, not the older value', async () => {
+  const wide = decoderFor(
+    definition({ schema: { fields: { title: 'string', extra: 'string', emb: { type: 'vector', dim: 2 } } } }),
+  );
+  const narrow = decoderFor(definition());
+  const lance = await connect();
+  await publish(lance, [batchOf(wide, 0, [[0, 'a', { title: 'a0', extra: 'old', emb: [1, 2] }]])]);
+  await publish(lance, [batchOf(narrow, 0, [[1, 'a', { title: 'a1' }]])]);
+  const db = await lancedb.connect(target.uri);
+  const rows = (await (await db.openTable('docs')).query().toArray()) as {
+    _key: string;
+    title: string;
+    extra: string | null;
+    emb: unknown;
+  }[];
+  db.close();
+  expect(rows.map((r) => [r._key, r.title, r.extra, r.emb])).toEqual([['a', 'a1', null, null]]);
+  lance.close();
+}, 60_000);
