@@ -14,6 +14,7 @@ import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';
 import { NativeJsonColumns } from './native-json-columns';
+import { BatchColumns, KEY_COLUMN } from './batch-columns';
 import {
   declaredField,
   inferredField,
@@ -66,7 +67,6 @@ export interface KnownField {
 }
 
 export { KEY_COLUMN } from './batch-columns';
-import { BatchColumns, KEY_COLUMN } from './batch-columns';
 /** Index of a row among the rows one record's transform produced: keeps (topic, partition, offset, _row) unique. */
 export { ROW_COLUMN };
 
