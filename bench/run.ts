@@ -47,6 +47,8 @@ interface Options {
   readonly arms: ArmId[];
   /** The vector arm (bench/vector-throughput.ts, its own report bench/vectors.md): `vectors` in --arms, or no --arms. */
   readonly vectors: boolean;
+  /** The upsert arm (bench/upsert-cost.ts, its own report bench/upserts.md; 11M rows on disk): only `upsert` in --arms. */
+  readonly upsert: boolean;
   readonly out: string;
   readonly backlogGiB: number[] | undefined;
   readonly freshRate: number;
@@ -59,15 +61,17 @@ function parseOptions(argv: readonly string[]): Options {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const asked = (get('arms') ?? [...ALL_ARMS, 'vectors'].join(',')).split(',').map((a) => a.trim());
-  const arms = asked.filter((a) => a !== 'vectors') as ArmId[];
+  const arms = asked.filter((a) => a !== 'vectors' && a !== 'upsert') as ArmId[];
   for (const a of arms)
-    if (!ALL_ARMS.includes(a)) throw new Error(`unknown arm ${a}: one of ${ALL_ARMS.join(', ')}, vectors`);
+    if (!ALL_ARMS.includes(a))
+      throw new Error(`unknown arm ${a}: one of ${ALL_ARMS.join(', ')}, vectors, upsert`);
   const backlog = argv.indexOf('--backlog');
   const backlogValue = argv[backlog + 1];
   return {
     records: Number(get('records') ?? 1_000_000),
     arms,
     vectors: asked.includes('vectors'),
+    upsert: asked.includes('upsert'),
     out: path.resolve(get('out') ?? BENCH),
     backlogGiB:
       backlog < 0
@@ -265,6 +269,18 @@ async function main(): Promise<void> {
     const saved = JSON.parse(await fsp.readFile(path.join(o.out, 'report.json'), 'utf8')) as BenchReport;
     // The targets are judged again from the saved measurements (they may have changed since).
     return writeReport(o.out, { ...saved, ...ratiosAndTargets(saved.arms, saved.freshness) });
+  }
+  if (o.upsert) {
+    // No broker: the merge's cost as the table grows, on LanceDB alone.
+    log('arm upsert (bench/upsert-cost.ts)');
+    execFileSync(
+      process.execPath,
+      [path.join(__dirname, 'upsert-cost.js'), '--report', path.join(BENCH, 'upserts.md')],
+      {
+        stdio: ['ignore', 'inherit', 'inherit'],
+      },
+    );
+    if (o.arms.length === 0 && !o.vectors) return;
   }
   const broker = ensureBroker(log);
   try {
