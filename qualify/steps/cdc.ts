@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
-import { Campaign } from '../support/campaign';
+import { Campaign, TABLE, type Slot } from '../support/campaign';
+import { openPublications } from '../support/ledger-state';
 import { readUpsertTable } from '../support/independent-reader';
 import { sleep } from '../support/random';
 import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';
@@ -22,7 +23,8 @@ interface SourceRow {
  * (`mode: 'upsert'`, `key: { fields: ['id'] }`, `envelope: 'debezium'`), two replicas. A
  * snapshot, then rounds of transactions (updates, some leaving a TOASTed note alone; deletes;
  * inserts; primary-key updates, which Debezium sends as a delete and a create), while the
- * replicas are SIGKILLed at random moments and restarted from their data dirs, and one is
+ * replicas are SIGKILLed (into a merge when one is under way, else at a random moment) and
+ * restarted from their data dirs, and one is
  * SIGSTOPped past the session timeout and SIGCONTed (a zombie). The verdict: once quiet, the
  * Lance table read by pylance (`_deleted = false`) equals `SELECT * FROM t ORDER BY id`, row
  * for row, with no key held twice, and nothing was dead-lettered.
@@ -102,9 +104,14 @@ export const step: QualifyStep = {
         );
         statements += 6;
         if (killAt.has(round)) {
-          const slot = c.random.pick(c.slots.filter((s) => s.run.alive));
-          await sleep(c.random.int(0, 1_500));
-          await c.kill(slot, `round ${round} of ${rounds}: a random moment`);
+          // Into a merge when one shows within 5 s (its ledger `writing`), else at a random moment.
+          const writing = await writingSlot(c, 5_000);
+          const slot = writing ?? c.random.pick(c.slots.filter((s) => s.run.alive));
+          if (!writing) await sleep(c.random.int(0, 1_500));
+          await c.kill(
+            slot,
+            `round ${round} of ${rounds}: ${writing ? 'a publication writing' : 'a random moment'}`,
+          );
           await sleep(c.random.int(300, 2_000));
           c.restart(slot);
         }
@@ -125,7 +132,7 @@ export const step: QualifyStep = {
       }
       await c.restartStopped();
       const expected = await source();
-      const dataset = path.join(c.lanceUri, 'records.lance');
+      const dataset = path.join(c.lanceUri, `${TABLE}.lance`);
       // Quiet: LanceDB's reading of the live rows equals PostgreSQL's table.
       const deadline = Date.now() + (ctx.short ? 180_000 : 400_000);
       const want = JSON.stringify(expected);
@@ -177,6 +184,17 @@ export const step: QualifyStep = {
     }
   },
 };
+
+/** A live slot whose ledger shows a publication `writing` (its merge under way), polled every 10 ms. */
+async function writingSlot(c: Campaign, timeoutMs: number): Promise<Slot | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const s of c.slots)
+      if (s.run.alive && openPublications(s.dataDir, TABLE).writing.length > 0) return s;
+    await sleep(10);
+  }
+  return undefined;
+}
 
 /** LanceDB's reading of the table's live rows, sorted by id ([] before the table exists). */
 async function liveRows(uri: string): Promise<SourceRow[]> {
