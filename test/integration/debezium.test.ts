@@ -183,5 +183,16 @@ test('a PostgreSQL table mirrored through Debezium, the replica SIGKILLed mid-ru
     .readFile(path.join(suite.work, `${c.name}.dlq.jsonl`), 'utf8')
     .catch(() => '');
   expect(deadLetters).toBe('');
+  // The connector, then its slot and publication: an idle slot would hold WAL for ever.
   runBounded('curl', ['-s', '-X', 'DELETE', `http://127.0.0.1:${PG_PORT + 1}/connectors/${prefix}`]);
+  await until(
+    'the slot to be released',
+    () =>
+      sql(`SELECT count(*) FROM pg_replication_slots WHERE slot_name = '${prefix}' AND active`).trim() === '0'
+        ? true
+        : undefined,
+    30_000,
+    500,
+  );
+  sql(`SELECT pg_drop_replication_slot('${prefix}'); DROP PUBLICATION ${prefix}; DROP TABLE ${name};`);
 }, 600_000);
