@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { Partitioners, type Kafka } from 'kafkajs';
-import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
+import { brokerSuite, topicAndConsumer, untilHosted } from '../support/broker-suite';
 import { sleep, until } from '../support/faults';
 import { waitForCommittedAtEnd } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
@@ -413,4 +413,44 @@ test('Debezium change events (JSON, with and without schemas.enable) through a r
   });
   await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
   expect((await second.stop()).code).toBe(0);
+}, 420_000);
+
+test('keys that move partition when the topic grows (partitions 2 → 5) keep the newest value: the later record in the new partition wins over the old partition’s', async () => {
+  const lanceDir = path.join(suite.work, `${uniqueName('grow')}-lance`);
+  const topic = uniqueName('grow');
+  await suite.admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+  const grown = await topicAndConsumer(suite, 1, {
+    topics: [topic],
+    mode: 'upsert',
+    key: 'record-key',
+    keyFormat: 'string',
+    lance: { uri: lanceDir },
+    staging: { maxPartAgeMs: 300 },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const before = workload(200, 2, 'mv');
+  await produceChanges(suite.kafka, topic, before);
+  const r = await replica(grown.file, 'grow');
+  await untilEqual(lanceDir, latest(before));
+  // The default partitioner hashes the key modulo the partition count: most keys move. A
+  // replica takes added partitions at its group's next join: this one restarts (kafkajs
+  // refreshes a live member's topic metadata only every few minutes).
+  await suite.admin.createPartitions({ topicPartitions: [{ topic, count: 5 }] });
+  await untilHosted(suite.admin, topic, 5);
+  expect((await r.stop()).code).toBe(0);
+  const r2 = await replica(grown.file, 'grow-2');
+  await r2.waitReady();
+  const after = workload(200, 2, 'mv').map((ch) =>
+    ch.value === null ? ch : { ...ch, value: ch.value.replace('round', 'moved round') },
+  );
+  await produceChanges(suite.kafka, topic, after);
+  const expected = latest([...before, ...after]);
+  await untilEqual(lanceDir, expected);
+  // The keys did move: rows of the new partitions hold most of them.
+  const db = await lancedb.connect(lanceDir);
+  const moved = await (await db.openTable('logs')).countRows('_partition >= 2 AND _deleted = false');
+  db.close();
+  expect(moved).toBeGreaterThan(expected.size / 3);
+  await waitForCommittedAtEnd(suite.admin, grown.groupId, topic);
+  expect((await r2.stop()).code).toBe(0);
 }, 420_000);
