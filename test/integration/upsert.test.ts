@@ -247,10 +247,17 @@ test('a compacted topic: a replica consuming all along and a fresh group after t
   expect(human.stdout).toContain('Mode upsert on key (_key (the record key)), tombstones: delete');
 }, 420_000);
 
-test.each(['staged', 'published'] as const)(
-  'commitAfter %s: a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key',
-  async (commitAfter) => {
-    const c = await upsertConsumer({ offsets: { commitAfter } });
+test.each([
+  ['staged', false],
+  ['published', false],
+  ['staged', true],
+] as const)(
+  'commitAfter %s, streamed preparation %s: a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key',
+  async (commitAfter, pipelinePreparation) => {
+    const c = await upsertConsumer({
+      offsets: { commitAfter },
+      materializer: { maxPublicationDelayMs: 200, pollMs: 200, pipelinePreparation },
+    });
     const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-killed-'));
     const first = workload(400, 4, 'k');
     await produceChanges(suite.kafka, c.topic, first);
