@@ -8,6 +8,11 @@ export interface RegistryRow {
   readonly schemaId: number;
   readonly row: Record<string, unknown>;
   readonly fields: readonly NamedField[];
+  /**
+   * Which of the schema's types wrote it, when a schema has several (Protobuf: the
+   * message-index path, "1.0"): each maps to columns of its own.
+   */
+  readonly message?: string;
 }
 
 export interface RegistryVerdict {

@@ -270,6 +270,27 @@ describe('Protobuf schemas as serializers register them: .proto text or a base64
     expect(plainColumn(orderRow, 'lines')).toEqual([[{ sku: 'b', price: null }]]);
   });
 
+  test("two messages of one schema id each add their own columns: the second message's values are not dropped", () => {
+    const line = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order.Line');
+    const order = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order');
+    const out = protobufDecoder().decode(
+      't',
+      0,
+      [
+        msg(0, protobufFramed(3, [0, 1], line({ sku: 'a' }))),
+        msg(1, protobufFramed(3, [0], order({ counts: { k: 1 } }))),
+      ],
+      '',
+      [registered(3, ORDER_DESCRIPTOR, { 'shop_money.proto': MONEY_DESCRIPTOR })],
+    );
+    expect(out.deadLetters).toEqual([]);
+    const batches = [...out.earlier.map((s) => s.batch), out.batch!];
+    const column = (name: string) =>
+      batches.flatMap((b) => (b.schema.fields.some((f) => f.name === name) ? plainColumn(b, name) : [null]));
+    expect(column('sku')).toEqual(['a', null]);
+    expect(column('counts')).toEqual([null, [{ key: 'k', value: 1 }]]);
+  });
+
   test("references resolve in either form, mixed, and a reference's messages in the same package do not shift the file's top-level indexes", () => {
     const encode = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order');
     const value = encode({ lines: [{ sku: 'x', price: { currency: 'USD', units: '-3' } }] });

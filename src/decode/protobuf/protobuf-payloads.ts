@@ -42,7 +42,8 @@ export const PROTOBUF_PAYLOADS: RegistryPayloadFormat<ParsedProto> = {
       parsed.byPath.set(path, message);
     }
     if ('unsupported' in message) return { reason: 'unsupported-schema', detail: message.unsupported };
-    return decodeMessage(message.type, message.columns, value.subarray(framing.payloadOffset));
+    const decoded = decodeMessage(message.type, message.columns, value.subarray(framing.payloadOffset));
+    return 'reason' in decoded ? decoded : { ...decoded, message: path };
   },
 };
 
