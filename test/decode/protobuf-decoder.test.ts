@@ -198,6 +198,31 @@ message Order {
   }
   repeated Line lines = 2;
 }`;
+/**
+ * ORDER_PROTO as Confluent's Java serializer registers it: the text it prints from protoc's
+ * descriptor (fields first, the map's entry an explicit nested message in protoc's place).
+ */
+const ORDER_PRINTED = `syntax = "proto3";
+package shop;
+
+import "shop_money.proto";
+
+message Order {
+  repeated .shop.Order.CountsEntry counts = 1;
+  repeated .shop.Order.Line lines = 2;
+
+  message CountsEntry {
+    option map_entry = true;
+
+    string key = 1;
+    int32 value = 2;
+  }
+  message Line {
+    string sku = 1;
+    .shop.Money price = 2;
+  }
+}
+`;
 const MONEY_PROTO =
   'syntax = "proto3"; package shop; message Money { string currency = 1; int64 units = 2; }';
 const ORDER_DESCRIPTOR =
@@ -250,25 +275,37 @@ describe('Protobuf schemas as serializers register them: .proto text or a base64
     }
   });
 
-  test("a descriptor's map-entry message counts among the nested types where protoc put it ([0, 1] is Order.Line), and the map is a map column", () => {
-    const line = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order.Line');
-    const order = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order');
-    const schemas = [registered(3, ORDER_DESCRIPTOR, { 'shop_money.proto': MONEY_DESCRIPTOR })];
-    const one = (indexes: number[], value: Uint8Array) => {
-      const out = protobufDecoder().decode('t', 0, [msg(0, protobufFramed(3, indexes, value))], '', schemas);
-      expect(out.deadLetters).toEqual([]);
-      return out.batch!;
-    };
-    const lineRow = one([0, 1], line({ sku: 'a-1', price: { currency: 'EUR', units: '12' } }));
-    expect(dataFields(lineRow).map((f) => f.name)).toEqual(['sku', 'price']);
-    expect(plainColumn(lineRow, 'price')).toEqual([{ currency: 'EUR', units: 12n }]);
-    const orderRow = one([0], order({ counts: { a: 2 }, lines: [{ sku: 'b' }] }));
-    expect(String(orderRow.schema.fields.find((f) => f.name === 'counts')!.type)).toBe(
-      'List<Struct<{key:Utf8, value:Int32}>>',
-    );
-    expect(plainColumn(orderRow, 'counts')).toEqual([[{ key: 'a', value: 2 }]]);
-    expect(plainColumn(orderRow, 'lines')).toEqual([[{ sku: 'b', price: null }]]);
-  });
+  test.each([
+    ['a descriptor', ORDER_DESCRIPTOR],
+    ["the text Java's serializer prints from one", ORDER_PRINTED],
+  ])(
+    '%s: a map-entry message counts among the nested types where protoc put it ([0, 1] is Order.Line), and the map is a map column',
+    (_form, schema) => {
+      const line = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order.Line');
+      const order = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order');
+      const schemas = [registered(3, schema, { 'shop_money.proto': MONEY_DESCRIPTOR })];
+      const one = (indexes: number[], value: Uint8Array) => {
+        const out = protobufDecoder().decode(
+          't',
+          0,
+          [msg(0, protobufFramed(3, indexes, value))],
+          '',
+          schemas,
+        );
+        expect(out.deadLetters).toEqual([]);
+        return out.batch!;
+      };
+      const lineRow = one([0, 1], line({ sku: 'a-1', price: { currency: 'EUR', units: '12' } }));
+      expect(dataFields(lineRow).map((f) => f.name)).toEqual(['sku', 'price']);
+      expect(plainColumn(lineRow, 'price')).toEqual([{ currency: 'EUR', units: 12n }]);
+      const orderRow = one([0], order({ counts: { a: 2 }, lines: [{ sku: 'b' }] }));
+      expect(String(orderRow.schema.fields.find((f) => f.name === 'counts')!.type)).toBe(
+        'List<Struct<{key:Utf8, value:Int32}>>',
+      );
+      expect(plainColumn(orderRow, 'counts')).toEqual([[{ key: 'a', value: 2 }]]);
+      expect(plainColumn(orderRow, 'lines')).toEqual([[{ sku: 'b', price: null }]]);
+    },
+  );
 
   test("two messages of one schema id each add their own columns: the second message's values are not dropped", () => {
     const line = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order.Line');

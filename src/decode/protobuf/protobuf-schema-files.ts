@@ -15,25 +15,6 @@ const typeFromDescriptor = (protobuf.Type as unknown as { fromDescriptor: FromDe
 const enumFromDescriptor = (protobuf.Enum as unknown as { fromDescriptor: FromDescriptor<protobuf.Enum> })
   .fromDescriptor;
 
-/** FieldDescriptorProto.Type's numbers → protobufjs's scalar names (11 message, 14 enum: by type name). */
-const SCALAR_TYPES: Readonly<Record<number, string>> = {
-  1: 'double',
-  2: 'float',
-  3: 'int64',
-  4: 'uint64',
-  5: 'int32',
-  6: 'fixed64',
-  7: 'fixed32',
-  8: 'bool',
-  9: 'string',
-  12: 'bytes',
-  13: 'uint32',
-  15: 'sfixed32',
-  16: 'sfixed64',
-  17: 'sint32',
-  18: 'sint64',
-};
-
 /** A FileDescriptorProto as protobufjs decodes it (the fields this module reads). */
 interface FileDescriptor {
   readonly name?: string;
@@ -54,9 +35,10 @@ interface FileDescriptor {
  *
  * Returns the file's top-level message types in declaration order: what the first index
  * of a message-index path counts. The nested types each further index counts are the
- * protobufjs Type's nested messages in order; in a descriptor those include the map-entry
- * messages protoc generates (as Confluent's serializers count them), kept as types while
- * the map fields themselves become protobufjs map fields, as the text form has them.
+ * protobufjs Type's nested messages in order; in a descriptor (and in the text Confluent's
+ * Java serializer prints from one) those include the map-entry messages protoc generates,
+ * as the serializers count them, kept as types while the map fields themselves become
+ * protobufjs map fields, as `map<K, V>` in .proto text is.
  */
 export function loadProtobufSchema(
   schema: string,
@@ -83,6 +65,7 @@ export function loadProtobufSchema(
       );
     }
   }
+  entriesAsMapFields(root);
   root.resolveAll();
   if (main.topLevel.length === 0) throw new Error('the file defines no message');
   return main.topLevel;
@@ -125,7 +108,7 @@ function addDescriptor(root: protobuf.Root, bytes: Buffer): AddedFile {
   for (const m of file.messageType ?? []) {
     const type = typeFromDescriptor(m, edition);
     container.add(type);
-    asMapFields(type, m);
+    clearMisplacedMapEntries(type, m);
     topLevel.push(type);
   }
   for (const e of file.enumType ?? []) container.add(enumFromDescriptor(e, edition));
@@ -141,31 +124,39 @@ function editionOf(file: FileDescriptor): string {
   return file.syntax === 'proto3' ? 'proto3' : 'proto2';
 }
 
-/**
- * protobufjs reads a descriptor's map field as the repeated map-entry message it is on the
- * wire (and marks the enclosing message, not the entry, as a map entry). The .proto text
- * gives a map field: so does this, for the two forms to map to the same columns.
- */
-function asMapFields(type: protobuf.Type, message: descriptor.IDescriptorProto): void {
+/** protobufjs marks a descriptor's message that holds a map field as a map entry too: only the entry is. */
+function clearMisplacedMapEntries(type: protobuf.Type, message: descriptor.IDescriptorProto): void {
   if (type.options?.map_entry && !message.options?.mapEntry) delete type.options.map_entry;
-  const nested = message.nestedType ?? [];
-  for (const n of nested) {
+  for (const n of message.nestedType ?? []) {
     const child = type.get(n.name ?? '');
-    if (child instanceof protobuf.Type) asMapFields(child, n);
+    if (child instanceof protobuf.Type) clearMisplacedMapEntries(child, n);
   }
-  for (const f of message.field ?? []) {
-    const entry = nested.find((n) => n.options?.mapEntry && `${type.fullName}.${n.name}` === f.typeName);
-    if (!entry || f.label !== 3) continue;
-    const key = entry.field?.find((x) => x.number === 1);
-    const value = entry.field?.find((x) => x.number === 2);
-    const keyType = SCALAR_TYPES[key?.type ?? 0];
-    const valueType = value?.typeName || SCALAR_TYPES[value?.type ?? 0];
-    if (!keyType || !valueType)
-      throw new Error(`map field ${type.fullName.slice(1)}.${f.name}: no key or value type`);
+}
+
+/**
+ * A map field as a descriptor has it, and as Confluent's Java serializer prints a descriptor
+ * into the .proto text it registers: a repeated field of a nested entry message with
+ * `option map_entry = true`. The .proto text's `map<K, V>` is a protobufjs map field; these
+ * become one too, so that every form maps to the same columns. The entry messages stay:
+ * they count among the nested messages of a message-index path, as the serializers count
+ * them (in the field's place in a descriptor, as protoc puts them).
+ */
+function entriesAsMapFields(namespace: protobuf.Namespace): void {
+  for (const nested of namespace.nestedArray)
+    if (nested instanceof protobuf.Namespace) entriesAsMapFields(nested);
+  if (!(namespace instanceof protobuf.Type)) return;
+  const type = namespace;
+  for (const field of [...type.fieldsArray]) {
+    if (!field.repeated || field instanceof protobuf.MapField) continue;
+    const entry = type.lookup(field.type);
+    if (!(entry instanceof protobuf.Type) || entry.parent !== type || !entry.options?.map_entry) continue;
+    const key = entry.fieldsById[1];
+    const value = entry.fieldsById[2];
+    if (!key || !value)
+      throw new Error(`map field ${type.fullName.slice(1)}.${field.name}: its entry has no key or value`);
     const order = Object.keys(type.fields);
-    const old = type.fields[f.name ?? '']!;
-    type.remove(old);
-    type.add(new protobuf.MapField(old.name, old.id, keyType, valueType, old.options));
+    type.remove(field);
+    type.add(new protobuf.MapField(field.name, field.id, key.type, value.type, field.options));
     // Back in its place among the fields (add appends): the columns keep the file's order.
     const fields = { ...type.fields };
     for (const name of order) delete type.fields[name];
