@@ -1,5 +1,6 @@
 import * as protobuf from 'protobufjs';
 import * as descriptor from 'protobufjs/ext/descriptor';
+import { errorMessage } from '../../common/errors';
 import type { ReferencedSchema } from '../../schema-registry/wire-format';
 
 /** Files a registry's schema may import without a schema reference: protobufjs carries them. */
@@ -44,8 +45,10 @@ export function loadProtobufSchema(
   schema: string,
   references: readonly ReferencedSchema[],
 ): readonly protobuf.Type[] {
+  // The schema's own file first, into the empty root: its top-level messages are then its own,
+  // whatever package the other files share with it.
   const root = new protobuf.Root();
-  const main = addFile(root, schema, 'the schema');
+  const main = addFile(root, schema);
   const byName = new Map(references.map((r) => [r.name, r]));
   const loaded = new Set<string>();
   const pending = [...main.imports];
@@ -56,7 +59,11 @@ export function loadProtobufSchema(
     if (reference) {
       if ('missing' in reference)
         throw new Error(`its reference "${name}" is not in the registry: ${reference.missing}`);
-      pending.push(...addFile(root, reference.schema, `its reference "${name}"`).imports);
+      try {
+        pending.push(...addFile(root, reference.schema).imports);
+      } catch (error) {
+        throw new Error(`its reference "${name}": ${errorMessage(error)}`, { cause: error });
+      }
     } else if (WELL_KNOWN.has(name)) {
       root.addJSON(protobuf.common.get(name)?.nested ?? {});
     } else {
@@ -73,30 +80,25 @@ export function loadProtobufSchema(
 
 interface AddedFile {
   readonly imports: readonly string[];
+  /** The messages of the file's package after adding it: the file's own when the root was empty. */
   readonly topLevel: readonly protobuf.Type[];
 }
 
 /** Serialized descriptors are base64; .proto text always has a character base64 lacks (a space, `;`, `{`). */
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
-function addFile(root: protobuf.Root, schema: string, what: string): AddedFile {
+function addFile(root: protobuf.Root, schema: string): AddedFile {
   const text = schema.trim();
-  try {
-    return BASE64.test(text) ? addDescriptor(root, Buffer.from(text, 'base64')) : addText(root, text);
-  } catch (error) {
-    if (what === 'the schema') throw error;
-    throw new Error(`${what}: ${(error as Error).message}`, { cause: error });
-  }
+  return BASE64.test(text) ? addDescriptor(root, Buffer.from(text, 'base64')) : addText(root, text);
 }
 
 function addText(root: protobuf.Root, text: string): AddedFile {
-  // A scratch root first: its top-level messages are this file's alone, whatever package
-  // the other files share with it.
-  const own = protobuf.parse(text, new protobuf.Root(), { keepCase: true });
-  const topLevelNames = messagesOf(own.package ? own.root.lookup(own.package) : own.root).map((t) => t.name);
   const parsed = protobuf.parse(text, root, { keepCase: true });
   const container = parsed.package ? root.lookup(parsed.package) : root;
-  const topLevel = topLevelNames.map((n) => (container as protobuf.Namespace).get(n) as protobuf.Type);
+  const topLevel =
+    container instanceof protobuf.Namespace
+      ? container.nestedArray.filter((n): n is protobuf.Type => n instanceof protobuf.Type)
+      : [];
   return { imports: [...(parsed.imports ?? []), ...(parsed.weakImports ?? [])], topLevel };
 }
 
@@ -162,9 +164,4 @@ function entriesAsMapFields(namespace: protobuf.Namespace): void {
     for (const name of order) delete type.fields[name];
     for (const name of order) type.fields[name] = fields[name]!;
   }
-}
-
-function messagesOf(container: protobuf.ReflectionObject | null): protobuf.Type[] {
-  if (!(container instanceof protobuf.Namespace)) return [];
-  return container.nestedArray.filter((n): n is protobuf.Type => n instanceof protobuf.Type);
 }
