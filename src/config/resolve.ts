@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { KafkaLanceError } from '../common/errors';
 import { consumerDefinitionSchema, type ConsumerDefinition } from './consumer-definition';
 import type { DeclaredField, FieldSpecOutput, NamedField } from './field-spec';
+import { tlsMaterialProblems } from './tls-material';
 import { resolveSecrets, type SecretProblem, type WithSecretsResolved } from './secret';
 
 /** A configuration that fails validation; the message names every offending field. */
@@ -106,6 +107,13 @@ export function resolveConsumer(
   const schemaRegistry = resolveSecrets(def.schemaRegistry, env, baseDir, secretProblems, ['schemaRegistry']);
   const lance = resolveSecrets(def.lance, env, baseDir, secretProblems, ['lance']);
   if (secretProblems.length > 0) throw new ConfigError(source, secretProblems);
+  const tlsProblems = [
+    ...(typeof client.ssl === 'object' ? tlsMaterialProblems(client.ssl, 'client.ssl') : []),
+    ...(typeof schemaRegistry?.ssl === 'object'
+      ? tlsMaterialProblems(schemaRegistry.ssl, 'schemaRegistry.ssl')
+      : []),
+  ];
+  if (tlsProblems.length > 0) throw new ConfigError(source, tlsProblems);
   return {
     ...def,
     client,

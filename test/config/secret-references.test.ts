@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -24,14 +25,17 @@ describe('secret references in a consumer definition', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'secret-ref-'));
   const source = path.join(dir, 'consumer.json');
   writeFileSync(path.join(dir, 'password.txt'), 'from-a-file');
-  writeFileSync(path.join(dir, 'key.pem'), 'PEM KEY TEXT');
+  const keyPem = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
+  writeFileSync(path.join(dir, 'key.pem'), keyPem);
 
   test('${env:NAME} and { file } are read at start, relative files from the definition folder', () => {
     const consumer = resolveConsumer(
       {
         ...base,
         client: {
-          ssl: { ca: ['${env:CA_PEM}'], key: { file: 'key.pem' } },
+          ssl: { servername: 'kafka', key: { file: 'key.pem' }, passphrase: '${env:KEY_PASS}' },
           sasl: {
             mechanism: 'scram-sha-512',
             username: 'u-${env:TENANT}',
@@ -41,9 +45,9 @@ describe('secret references in a consumer definition', () => {
         lance: { uri: 's3://bucket/t', storageOptions: { aws_secret_access_key: '${env:AWS_SECRET}' } },
       },
       source,
-      { CA_PEM: 'CA TEXT', TENANT: 'acme', AWS_SECRET: 's3cr3t' },
+      { KEY_PASS: 'unused', TENANT: 'acme', AWS_SECRET: 's3cr3t' },
     );
-    expect(consumer.client.ssl).toEqual({ ca: ['CA TEXT'], key: 'PEM KEY TEXT' });
+    expect(consumer.client.ssl).toEqual({ servername: 'kafka', key: keyPem, passphrase: 'unused' });
     expect(consumer.client.sasl).toEqual({
       mechanism: 'scram-sha-512',
       username: 'u-acme',
@@ -97,5 +101,21 @@ describe('secret references in a consumer definition', () => {
       ),
     );
     expect(problems.map((p) => p.field)).toEqual(expect.arrayContaining(['client.sasl']));
+  });
+
+  test('malformed key and certificate material stops the start naming its option, not its content', () => {
+    const problems = problemsOf(() =>
+      resolveConsumer(
+        {
+          ...base,
+          client: { ssl: { key: 'not-a-key-SENTINEL', cert: 'not-a-cert-SENTINEL', ca: [keyPem] } },
+        },
+        source,
+        {},
+      ),
+    );
+    expect(problems.map((p) => p.field)).toEqual(['client.ssl.ca', 'client.ssl.cert', 'client.ssl.key']);
+    expect(JSON.stringify(problems)).not.toContain('SENTINEL');
+    expect(JSON.stringify(problems)).not.toContain('PRIVATE KEY');
   });
 });
