@@ -1,4 +1,5 @@
 import pino from 'pino';
+import { scrubSecrets } from './redaction';
 
 /** Newline-delimited JSON logs (pino): `level`, `time`, `msg` and context fields. */
 export type Logger = pino.Logger;
@@ -27,6 +28,19 @@ const REDACT = [
   '*.*.key',
 ];
 
+/**
+ * Every line passes the registered secrets' scrub (redaction.ts) on its way out: the
+ * paths above cover the objects kafka-lance logs itself, this covers a secret echoed
+ * inside any other text (an error message of a library).
+ */
+function scrubbing(target: pino.DestinationStream): pino.DestinationStream {
+  const flushable = target as pino.DestinationStream & { flushSync?: () => void };
+  return {
+    write: (line: string) => target.write(scrubSecrets(line)),
+    ...(flushable.flushSync ? { flushSync: () => flushable.flushSync?.() } : {}),
+  } as pino.DestinationStream;
+}
+
 export function createLogger(options: LoggerOptions = {}, destination?: pino.DestinationStream): Logger {
   const config: pino.LoggerOptions = {
     level: options.level ?? process.env.KAFKA_LANCE_LOG_LEVEL ?? 'info',
@@ -34,7 +48,10 @@ export function createLogger(options: LoggerOptions = {}, destination?: pino.Des
     redact: { paths: REDACT, censor: '[redacted]' },
     base: { pid: process.pid },
   };
-  return destination ? pino(config, destination) : pino(config);
+  return pino(
+    config,
+    scrubbing(destination ?? pino.destination({ dest: process.stdout.fd || 1, sync: true })),
+  );
 }
 
 export const silentLogger = (): Logger => pino({ level: 'silent' });

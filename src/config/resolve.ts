@@ -1,6 +1,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { KafkaLanceError } from '../common/errors';
+import { registerSecrets, secretValuesOf } from '../common/redaction';
 import { consumerDefinitionSchema, type ConsumerDefinition } from './consumer-definition';
 import type { DeclaredField, FieldSpecOutput, NamedField } from './field-spec';
 import { tlsMaterialProblems } from './tls-material';
@@ -114,6 +115,8 @@ export function resolveConsumer(
       : []),
   ];
   if (tlsProblems.length > 0) throw new ConfigError(source, tlsProblems);
+  // From here on every text this process writes has them scrubbed (src/common/redaction.ts).
+  registerSecrets(secretValuesOf({ client, lance, schemaRegistry }));
   return {
     ...def,
     client,
