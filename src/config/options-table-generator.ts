@@ -52,7 +52,7 @@ function jsonSchema(): Json {
       zodSchema._zod.def.type === 'custom' ? { 'x-kafka-lance-type': 'function' } : 'throw',
     // A secret option is one type: text, `${env:NAME}` in it, or `{ file }` (secret.ts).
     override: ({ zodSchema, jsonSchema }) => {
-      if (!secretSchemas.has(zodSchema as unknown as z.ZodType)) return;
+      if (!secretSchemas.has(zodSchema)) return;
       for (const key of Object.keys(jsonSchema)) delete (jsonSchema as Record<string, unknown>)[key];
       Object.assign(jsonSchema, { 'x-kafka-lance-type': 'secret' });
     },

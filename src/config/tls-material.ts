@@ -29,8 +29,8 @@ const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE
 
 export function tlsMaterialProblems(tls: TlsMaterial, at: string, now: Date = new Date()): TlsProblem[] {
   const problems: TlsProblem[] = [];
-  const list = (m: Material | undefined) =>
-    m === undefined ? [] : Array.isArray(m) ? m : [m as string | Buffer];
+  const list = (m: Material | undefined): readonly (string | Buffer)[] =>
+    m === undefined ? [] : typeof m === 'string' || Buffer.isBuffer(m) ? [m] : m;
   for (const name of ['ca', 'cert'] as const) {
     for (const pem of list(tls[name])) {
       const blocks = pem.toString('utf8').match(PEM_CERTIFICATE) ?? [];
