@@ -5,7 +5,7 @@ import { createHookedConsumer } from './coordinator-hook';
 import { DurabilityTick } from './durability-tick';
 import { FetchPositions } from './fetch-positions';
 import { IngestionState, type IngestionOptions, type IngestionStats } from './ingestion-state';
-import { JoinClaims, pauseTopics } from './join-claims';
+import { JoinClaims, pauseTopics, pauseTopicsForStop } from './join-claims';
 import { OffsetCommitter } from './offset-committer';
 
 /**
@@ -130,11 +130,10 @@ export class Ingestion {
     const s = this.#state;
     if (s.stopping) return;
     s.stopping = true;
-    pauseTopics(
-      this.#consumer,
-      s.tracker.assigned().map((a) => a.topic),
-    );
     const log = (step: string) => s.options.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
+    const topics = s.tracker.assigned().map((a) => a.topic);
+    if (!pauseTopicsForStop(this.#consumer, topics))
+      log('the consumer is between a crash and its restart: nothing to pause');
     // A dead-letter write retrying (a DLQ that is down) must not hold the stop.
     this.#outbox.close();
     await this.#ticks.stopTicking();
