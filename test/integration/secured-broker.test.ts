@@ -8,7 +8,7 @@ import { ensureTopicsServed } from '../../src/kafka/topic-ready';
 import { BIN, ReplicaProcess } from '../../src/harness/replica-process';
 import { uniqueName } from '../support/kafka';
 import { tempDir } from '../support/rows';
-import { SECURED, TLS_DIR, securedBrokerSuite } from '../support/secured-broker';
+import { SECURED, TLS_DIR, securedBrokerSuite, setScramUser } from '../support/secured-broker';
 
 /**
  * A real replica (`kafka-lance run`) against a real broker's secured listeners, with the
@@ -51,7 +51,11 @@ afterAll(async () => {
  * A definition beside the example's secrets that takes the example's client section as
  * it is, with this suite's topic, a group of its own and quick publications.
  */
-async function definitionFrom(example: string, client?: Record<string, unknown>): Promise<string> {
+async function definitionFrom(
+  example: string,
+  client?: Record<string, unknown>,
+  topic = state.topic,
+): Promise<string> {
   const name = uniqueName(example.replace(/\W/g, '')).replace(/[^A-Za-z0-9_-]/g, '');
   const file = path.join(state.work!, `${name}.ts`);
   await fsp.writeFile(
@@ -60,7 +64,7 @@ async function definitionFrom(example: string, client?: Record<string, unknown>)
 export default {
   ...example,
   name: ${JSON.stringify(name)},
-  topics: [${JSON.stringify(state.topic)}],
+  topics: [${JSON.stringify(topic)}],
   table: 'logs',
   materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
   durabilityIntervalMs: 200,
@@ -236,3 +240,69 @@ describe('a bad credential stops the start with exit code 2 and one line naming 
     expect(result.stderr[0]).toMatch(/does not speak TLS; check brokers .* or client\.ssl/);
   }, 180_000);
 });
+
+async function until<T>(
+  read: () => Promise<T | undefined> | T | undefined,
+  what: string,
+  timeoutMs = 120_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`never: ${what}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+test('a password rotated under a running replica: it keeps what it staged, warns, sets the metric, retries, and lands the rest once accepted again', async () => {
+  const user = uniqueName('rotating');
+  const password = 'first-password-1';
+  setScramUser(user, password);
+  const topic = uniqueName('rotation');
+  await ensureTopicsServed(state.admin!, [{ topic, numPartitions: 1 }]);
+  const producer = kafka.producer();
+  await producer.connect();
+  const produce = (from: number) =>
+    producer.send({
+      topic,
+      acks: -1,
+      messages: Array.from({ length: RECORDS }, (_, i) => ({ value: JSON.stringify({ n: from + i }) })),
+    });
+  await produce(0);
+  const file = await definitionFrom('sasl-scram-sha-256', undefined, topic);
+  const dataDir = await tempDir('secured-rotation');
+  const replica = new ReplicaProcess(file, dataDir, [SECURED.saslSsl], {
+    KAFKA_USERNAME: user,
+    KAFKA_PASSWORD: password,
+  });
+  const failing = async () =>
+    (await replica.metrics()).find((m) => m.name === 'kafka_lance_broker_authentication_failing')?.value;
+  try {
+    await until(
+      async () => ((await rowsIn(dataDir)) === RECORDS ? true : undefined),
+      'the first records land',
+    );
+    // Rotated on the broker, not in the replica's secret: its next session is refused
+    // (the broker ends SCRAM-SHA-256 sessions every 10 s).
+    setScramUser(user, 'rotated-password-2');
+    const lost = await replica.waitForEvent('kafka.authentication.lost', 90_000);
+    expect(lost.msg).toMatch(/refuses this replica: the broker refused the SASL credentials/);
+    expect(lost.option).toMatch(/client\.sasl\.password/);
+    expect(replica.alive).toBe(true);
+    expect(await failing()).toBe(1);
+    await produce(RECORDS);
+    expect(await rowsIn(dataDir)).toBe(RECORDS);
+    // The operator puts the old password back: the retries get in and the rest lands.
+    setScramUser(user, password);
+    await replica.waitForEvent('kafka.authentication.restored', 120_000);
+    await until(async () => ((await rowsIn(dataDir)) === 2 * RECORDS ? true : undefined), 'the rest lands');
+    expect(await failing()).toBe(0);
+    expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(JSON.stringify(replica.logs)).not.toContain(password);
+  } finally {
+    await producer.disconnect();
+    await replica.kill('SIGKILL').catch(() => undefined);
+    await fsp.rm(dataDir, { recursive: true, force: true });
+  }
+}, 400_000);
