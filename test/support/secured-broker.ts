@@ -37,9 +37,13 @@ function securedKafkaLocal(command: 'start' | 'stop' | 'status'): { code: number
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
 
-/** Creates a SCRAM-SHA-256 user of the secured broker, or rotates its password. */
-export function setScramUser(name: string, password: string): void {
-  const result = runBounded(path.join(DEPLOY, 'kafka-local'), ['scram-user', name, password], {
+/** Creates a SCRAM user of the secured broker, or rotates its password. */
+export function setScramUser(
+  name: string,
+  password: string,
+  mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512' = 'SCRAM-SHA-256',
+): void {
+  const result = runBounded(path.join(DEPLOY, 'kafka-local'), ['scram-user', name, password, mechanism], {
     env: { ...process.env, KAFKA_LOCAL_SECURITY: 'sasl_ssl', KAFKA_LOCAL_PORT: String(SECURED_PORT) },
   });
   if (result.status !== 0) throw new Error(`scram-user ${name} failed:\n${result.stdout}${result.stderr}`);
