@@ -5,7 +5,8 @@
  * - by structure: the sections that hold secrets are shown with every value replaced
  *   (client.ssl, client.sasl except its mechanism, lance.storageOptions,
  *   schemaRegistry.basicAuth and schemaRegistry.ssl), and a URL's user info is cut;
- * - by value: every secret a definition resolved is registered here (config/load.ts),
+ * - by value: every secret a definition resolved (passwords, keys, tokens; not the
+ *   identities beside them) is registered here (config/resolve.ts),
  *   and the logger's destination, the CLI's error line and dead-letter texts pass
  *   through `scrubSecrets`, so one that reaches a text some other way (a library echoing
  *   its options in an error) is still replaced.
@@ -80,7 +81,16 @@ function pemBodies(text: string): string[] {
     .filter((l) => l.length >= 16 && !l.startsWith('-----'));
 }
 
-/** Every secret value a resolved definition holds, walked by structure. */
+/**
+ * Options that name an identity rather than hold a secret: hidden by structure where
+ * kafka-lance shows its options, but not scrubbed by value, since a user or key id is
+ * often an ordinary word ("kafka-lance") that every line would lose.
+ */
+const IDENTITIES = ['mechanism', 'username', 'accessKeyId', 'authorizationIdentity'];
+/** storageOptions whose values are secrets; the others (endpoint, region, ...) are hidden by structure only. */
+const SECRET_STORAGE_OPTION = /secret|token|password|key$|sas|credential/i;
+
+/** The secret values a resolved definition holds, to scrub from every text by value. */
 export function secretValuesOf(consumer: {
   readonly client: { readonly ssl?: unknown; readonly sasl?: unknown };
   readonly lance: { readonly storageOptions?: Readonly<Record<string, string>> };
@@ -93,16 +103,15 @@ export function secretValuesOf(consumer: {
     else if (value !== null && typeof value === 'object')
       for (const [k, v] of Object.entries(value)) if (!skip.includes(k)) collect(v);
   };
-  collect(consumer.client.ssl);
-  collect(consumer.client.sasl, ['mechanism']);
-  collect(consumer.lance.storageOptions);
-  collect(consumer.schemaRegistry?.basicAuth);
+  collect(consumer.client.ssl, ['servername']);
+  collect(consumer.client.sasl, IDENTITIES);
+  for (const [key, value] of Object.entries(consumer.lance.storageOptions ?? {}))
+    if (SECRET_STORAGE_OPTION.test(key)) out.push(value);
+  collect(consumer.schemaRegistry?.basicAuth, IDENTITIES);
   collect(consumer.schemaRegistry?.ssl);
   const userInfo = /^[a-z][a-z0-9+.-]*:\/\/([^/@\s]*)@/i.exec(consumer.schemaRegistry?.url ?? '')?.[1];
-  if (userInfo) {
-    out.push(userInfo);
-    for (const part of userInfo.split(':')) out.push(part, safeDecode(part));
-  }
+  const password = userInfo?.split(':')[1];
+  if (password) out.push(password, safeDecode(password));
   return out;
 }
 
