@@ -35,10 +35,12 @@ const REDACT = [
  */
 function scrubbing(target: pino.DestinationStream): pino.DestinationStream {
   const flushable = target as pino.DestinationStream & { flushSync?: () => void };
-  return {
+  const scrubbed: pino.DestinationStream & { flushSync?: () => void } = {
     write: (line: string) => target.write(scrubSecrets(line)),
-    ...(flushable.flushSync ? { flushSync: () => flushable.flushSync?.() } : {}),
-  } as pino.DestinationStream;
+  };
+  // pino flushes a synchronous destination itself on a fatal line: keep that path.
+  if (flushable.flushSync) scrubbed.flushSync = () => flushable.flushSync?.();
+  return scrubbed;
 }
 
 export function createLogger(options: LoggerOptions = {}, destination?: pino.DestinationStream): Logger {
