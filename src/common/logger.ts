@@ -43,6 +43,8 @@ function scrubbing(target: pino.DestinationStream): pino.DestinationStream {
   return scrubbed;
 }
 
+// Without a destination: stdout through SonicBoom, asynchronous and flushed at exit, as
+// pino's own default is.
 export function createLogger(options: LoggerOptions = {}, destination?: pino.DestinationStream): Logger {
   const config: pino.LoggerOptions = {
     level: options.level ?? process.env.KAFKA_LANCE_LOG_LEVEL ?? 'info',
@@ -52,7 +54,7 @@ export function createLogger(options: LoggerOptions = {}, destination?: pino.Des
   };
   return pino(
     config,
-    scrubbing(destination ?? pino.destination({ dest: process.stdout.fd || 1, sync: true })),
+    scrubbing(destination ?? pino.destination({ dest: process.stdout.fd || 1, sync: false })),
   );
 }
 
