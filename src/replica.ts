@@ -15,7 +15,7 @@ import { chainBound } from './ownership/chain';
 import { OwnershipFeed } from './kafka/ownership-feed';
 import { StagedBatchReports } from './kafka/staged-batch-reports';
 import { redactStorageOptions } from './lance/store-config';
-import { redactedClient } from './common/redaction';
+import { redactedClient, withoutUserInfo } from './common/redaction';
 import { startLanceStore } from './lance/store-start';
 import { MaterializerHost } from './materializer/host';
 import type { MaterializerWorkerInit } from './materializer/worker-protocol';
@@ -124,7 +124,7 @@ export class Replica {
         client: redactedClient(consumer.client),
         // Option values that hold credentials never reach a log.
         lance: {
-          uri: lanceUri,
+          uri: withoutUserInfo(lanceUri),
           storageOptions: redactStorageOptions(consumer.lance.storageOptions),
           commits: consumer.lance.commits,
         },

@@ -118,4 +118,23 @@ describe('secret references in a consumer definition', () => {
     expect(JSON.stringify(problems)).not.toContain('SENTINEL');
     expect(JSON.stringify(problems)).not.toContain('PRIVATE KEY');
   });
+
+  test('a malformed schemaRegistry.ssl key stops the start and validate naming it, instead of crashing the consumer loop later', () => {
+    const problems = problemsOf(() =>
+      resolveConsumer(
+        {
+          ...base,
+          format: 'avro',
+          schemaRegistry: {
+            url: 'https://registry:8081',
+            ssl: { key: '-----BEGIN PRIVATE KEY-----\nnot base64\n-----END PRIVATE KEY-----' },
+          },
+        },
+        source,
+        {},
+      ),
+    );
+    expect(problems.map((p) => p.field)).toEqual(['schemaRegistry.ssl.key']);
+    expect(problems[0]!.message).toMatch(/^not a private key node can read: /);
+  });
 });
