@@ -255,7 +255,7 @@ async function until<T>(
   }
 }
 
-test('a password rotated under a running replica: it keeps what it staged, warns, sets the metric, retries, and lands the rest once accepted again', async () => {
+test('a password rotated under a running replica: it keeps what it staged, warns, sets the metric, retries, lands the rest once accepted again, and stops cleanly while refused', async () => {
   const user = uniqueName('rotating');
   const password = 'first-password-1';
   setScramUser(user, password);
@@ -298,7 +298,16 @@ test('a password rotated under a running replica: it keeps what it staged, warns
     await replica.waitForEvent('kafka.authentication.restored', 120_000);
     await until(async () => ((await rowsIn(dataDir)) === 2 * RECORDS ? true : undefined), 'the rest lands');
     expect(await failing()).toBe(0);
+    // Refused again, and stopped while its consumer has no group (between a refusal and
+    // the next try): the stop still succeeds (it ended in replica.stop.failed, exit 1).
+    const lostBefore = replica.logs.filter((l) => l.event === 'kafka.authentication.lost').length;
+    setScramUser(user, 'rotated-password-3');
+    await replica.waitFor(
+      () => replica.logs.filter((l) => l.event === 'kafka.authentication.lost').length > lostBefore,
+      90_000,
+    );
     expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(replica.logs.some((l) => l.event === 'replica.stop.failed')).toBe(false);
     expect(JSON.stringify(replica.logs)).not.toContain(password);
   } finally {
     await producer.disconnect();
