@@ -156,7 +156,7 @@ export class Metrics {
   });
   readonly brokerAuthenticationFailing = new Gauge({
     name: 'kafka_lance_broker_authentication_failing',
-    help: "The broker refuses this running replica's credentials or TLS (1; a rotated password, a revoked certificate): it retries, keeps what it staged, and commits nothing until it joins again.",
+    help: "The broker refuses this running replica's credentials or TLS (1; credentials rotated on the broker, a revoked certificate): it retries, keeps what it staged, and commits nothing until it joins again.",
     registers: [this.registry],
   });
   readonly brokerAuthenticationFailures = new Counter({
