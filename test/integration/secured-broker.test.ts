@@ -232,6 +232,16 @@ describe('a bad credential stops the start with exit code 2 and one line naming 
     expect(result.stderr[1]).toMatch(/^ {2}- client\.ssl\.cert: the certificate expired on /);
   }, 180_000);
 
+  test('no client certificate on a listener that requires one', async () => {
+    const file = await definitionFrom('tls');
+    const result = await refusedStart(file, SECURED.ssl);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toHaveLength(1);
+    expect(result.stderr[0]).toMatch(
+      /the broker refused the client certificate \(TLS alert .*\); check client\.ssl\.cert and client\.ssl\.key/,
+    );
+  }, 180_000);
+
   test('a TLS client pointed at a listener without TLS', async () => {
     const file = await definitionFrom('tls');
     const result = await refusedStart(file, SECURED.plaintext);
