@@ -15,6 +15,7 @@ import { chainBound } from './ownership/chain';
 import { OwnershipFeed } from './kafka/ownership-feed';
 import { StagedBatchReports } from './kafka/staged-batch-reports';
 import { redactStorageOptions } from './lance/store-config';
+import { redactedClient, withoutUserInfo } from './common/redaction';
 import { startLanceStore } from './lance/store-start';
 import { MaterializerHost } from './materializer/host';
 import type { MaterializerWorkerInit } from './materializer/worker-protocol';
@@ -120,10 +121,10 @@ export class Replica {
         table: consumer.table,
         dataDir: consumer.dataDir,
         brokers: consumer.brokers,
-        client: consumer.client,
+        client: redactedClient(consumer.client),
         // Option values that hold credentials never reach a log.
         lance: {
-          uri: lanceUri,
+          uri: withoutUserInfo(lanceUri),
           storageOptions: redactStorageOptions(consumer.lance.storageOptions),
           commits: consumer.lance.commits,
         },

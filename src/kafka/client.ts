@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
 import type { Logger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
 
@@ -28,7 +28,7 @@ export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId
       },
   };
   if (consumer.client.ssl !== undefined) config.ssl = consumer.client.ssl;
-  if (consumer.client.sasl !== undefined) config.sasl = consumer.client.sasl as unknown as SASLOptions;
+  if (consumer.client.sasl !== undefined) config.sasl = consumer.client.sasl;
   if (consumer.client.connectionTimeout !== undefined)
     config.connectionTimeout = consumer.client.connectionTimeout;
   if (consumer.client.requestTimeout !== undefined) config.requestTimeout = consumer.client.requestTimeout;

@@ -2,6 +2,7 @@ import type { Producer } from 'kafkajs';
 import { DeadLetterWriteError, errorMessage } from '../common/errors';
 import type { DeadLetter, DeadLetterSink } from '../dead-letters/dead-letter';
 import { isRefusedAsTooLarge, produceFailureOf } from './kafka-errors';
+import { scrubSecrets } from '../common/redaction';
 
 /** Dead letters to a Kafka topic, with Kafka Connect's `__connect.errors.*` headers. */
 export class KafkaDeadLetterSink implements DeadLetterSink {
@@ -64,7 +65,7 @@ export function connectHeaders(l: DeadLetter, connectorName: string): Record<str
     '__connect.errors.connector.name': connectorName,
     '__connect.errors.stage': l.reason === 'transform-failed' ? 'TRANSFORMATION' : 'VALUE_CONVERTER',
     '__connect.errors.exception.class.name': `kafka-lance.${l.reason}`,
-    '__connect.errors.exception.message': l.detail,
+    '__connect.errors.exception.message': scrubSecrets(l.detail),
   };
 }
 

@@ -154,6 +154,16 @@ export class Metrics {
     labelNames: ['topic', 'partition', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly brokerAuthenticationFailing = new Gauge({
+    name: 'kafka_lance_broker_authentication_failing',
+    help: "The broker refuses this running replica's credentials or TLS (1; credentials rotated on the broker, a revoked certificate): it retries, keeps what it staged, and commits nothing until it joins again.",
+    registers: [this.registry],
+  });
+  readonly brokerAuthenticationFailures = new Counter({
+    name: 'kafka_lance_broker_authentication_failures_total',
+    help: "Times a running replica's consumer was refused by the broker for its credentials or TLS; each is retried.",
+    registers: [this.registry],
+  });
   readonly schemaRegistryUnreachable = new Gauge({
     name: 'kafka_lance_schema_registry_unreachable',
     help: 'The Schema Registry cannot be reached (1): records of registry formats wait for it, none is dead-lettered for it.',

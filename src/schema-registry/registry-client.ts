@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { KafkaLanceError } from '../common/errors';
+import { withoutUserInfo } from '../common/redaction';
 import type { SchemaRegistryOptions } from '../config';
 
 /** A schema's reference to another one: the name its text imports, and where the registry holds it. */
@@ -33,15 +34,20 @@ const NOT_FOUND_BY_VERSION = [40401, 40402];
  * or answering what is not a schema. Never bad input: the records wait for it.
  */
 export class SchemaRegistryUnavailableError extends KafkaLanceError {
+  /** The registry's URL without user info. */
+  readonly url: string;
+
   constructor(
-    readonly url: string,
+    url: string,
     readonly schemaId: number,
     why: string,
   ) {
-    super('SCHEMA_REGISTRY_UNAVAILABLE', `schema registry ${url}: schema id ${schemaId}: ${why}`, {
+    const shown = withoutUserInfo(url);
+    super('SCHEMA_REGISTRY_UNAVAILABLE', `schema registry ${shown}: schema id ${schemaId}: ${why}`, {
       retriable: true,
-      context: { url, schemaId },
+      context: { url: shown, schemaId },
     });
+    this.url = shown;
   }
 }
 
@@ -72,8 +78,9 @@ export class SchemaRegistryClient {
       : undefined;
   }
 
+  /** The registry's URL as logs and errors show it: without user info. */
   get url(): string {
-    return this.#options.url;
+    return withoutUserInfo(this.#options.url);
   }
 
   async schemaById(id: number): Promise<RegistryAnswer> {
