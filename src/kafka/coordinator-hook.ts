@@ -1,4 +1,5 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
+import { CorruptCompressedBatchError } from './compression';
 import { offsetOutOfRangeIn } from './kafka-errors';
 import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
 
@@ -29,6 +30,12 @@ export interface FetchHook {
    * partition's position (a seek) before it resolves.
    */
   offsetOutOfRange(topic: string, partition: number, fetchOffset: number): Promise<void>;
+  /**
+   * A compressed record batch of this partition, fetched from `fetchOffset`, cannot be
+   * read. kafkajs fails the whole fetch for it (and would fail it again forever): the
+   * fetch is answered empty and the hook must take the partition out of the fetch.
+   */
+  corruptBatch(topic: string, partition: number, fetchOffset: number, error: CorruptCompressedBatchError): void;
 }
 
 /** A Fetch request as kafkajs 2.2.4's Broker takes it. */
@@ -129,13 +136,19 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
     hook.committed(request);
     return answer;
   };
-  const { fetched, offsetOutOfRange } = hook;
-  if (fetched && offsetOutOfRange) {
+  const { fetched, offsetOutOfRange, corruptBatch } = hook;
+  if (fetched && offsetOutOfRange && corruptBatch) {
     broker.fetch = async (request) => {
       let answer: FetchResponse;
       try {
         answer = await fetch.call(broker, request);
       } catch (error) {
+        if (error instanceof CorruptCompressedBatchError) {
+          const found = await corruptPartition((r) => fetch.call(broker, r), request);
+          if (found) corruptBatch.call(hook, found.topic, found.partition, Number(found.fetchOffset), found.error);
+          // Not found (the damage was in transit): kafkajs fetches everything again.
+          return { responses: [] };
+        }
         const refused = offsetOutOfRangeIn(error);
         if (!refused) throw error;
         const fetchOffset = request.topics
@@ -161,4 +174,28 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   }
   marked[HOOKED] = true;
   return broker;
+}
+
+/**
+ * Which partition of a failed fetch holds the corrupt batch: the response fails to decode
+ * as a whole, so each partition is fetched again alone (the log does not change under a
+ * fetch offset). Undefined when none fails alone.
+ */
+async function corruptPartition(
+  fetch: (request: FetchRequest) => Promise<FetchResponse>,
+  request: FetchRequest,
+): Promise<
+  { topic: string; partition: number; fetchOffset: string; error: CorruptCompressedBatchError } | undefined
+> {
+  for (const { topic, partitions } of request.topics)
+    for (const asked of partitions) {
+      try {
+        await fetch({ ...request, topics: [{ topic, partitions: [asked] }] });
+      } catch (error) {
+        if (error instanceof CorruptCompressedBatchError)
+          return { topic, partition: asked.partition, fetchOffset: asked.fetchOffset, error };
+        throw error;
+      }
+    }
+  return undefined;
 }

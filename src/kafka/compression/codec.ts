@@ -1,0 +1,9 @@
+/** What one compression codec does to a record batch's records section. */
+export interface BatchCodec {
+  compress(plain: Buffer): Promise<Buffer>;
+  decompress(compressed: Buffer): Promise<Buffer>;
+}
+
+/** The codecs a producer can name in a record batch's attributes (and `--compression`). */
+export const COMPRESSION_NAMES = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
+export type CompressionName = (typeof COMPRESSION_NAMES)[number];

@@ -1,0 +1,3 @@
+export { COMPRESSION_NAMES, type BatchCodec, type CompressionName } from './codec';
+export { CORRUPT_BATCH_MESSAGE, CorruptCompressedBatchError } from './corrupt-batch';
+export { compressionType, kafkajsCodec, registerCompressionCodecs } from './register';
