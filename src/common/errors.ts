@@ -132,9 +132,7 @@ export class PartitionStoppedError extends KafkaLanceError {
 
 /** Why a partition was stopped (the `reason` label of kafka_lance_partition_stopped). */
 export type PartitionStopReason =
-  | 'dead-letter-write-failed'
-  | 'dead-letter-ratio-exceeded'
-  | 'corrupt-record-batch';
+  'dead-letter-write-failed' | 'dead-letter-ratio-exceeded' | 'corrupt-record-batch';
 
 /** Where kafka-lance writes: the staging directory (parts, plans, ledger) or the Lance table. */
 export type DiskStage = 'staging' | 'lance';

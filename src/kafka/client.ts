@@ -27,7 +27,9 @@ export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId
         // those (and logs kafka.offsets.lost or kafka.offsets.ahead-of-log): an info line here.
         // The same for a corrupt compressed batch: the partition's stop is its one error line.
         const method =
-          isHandledOutOfRange(message, extra) || isCorruptBatch(message, extra) ? 'info' : (LEVELS[level] ?? 'info');
+          isHandledOutOfRange(message, extra) || isCorruptBatch(message, extra)
+            ? 'info'
+            : (LEVELS[level] ?? 'info');
         kafkaLogger[method](extra, message);
       },
   };

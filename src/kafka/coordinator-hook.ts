@@ -35,7 +35,12 @@ export interface FetchHook {
    * read. kafkajs fails the whole fetch for it (and would fail it again forever): the
    * fetch is answered empty and the hook must take the partition out of the fetch.
    */
-  corruptBatch(topic: string, partition: number, fetchOffset: number, error: CorruptCompressedBatchError): void;
+  corruptBatch(
+    topic: string,
+    partition: number,
+    fetchOffset: number,
+    error: CorruptCompressedBatchError,
+  ): void;
 }
 
 /** A Fetch request as kafkajs 2.2.4's Broker takes it. */
@@ -145,7 +150,8 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
       } catch (error) {
         if (error instanceof CorruptCompressedBatchError) {
           const found = await corruptPartition((r) => fetch.call(broker, r), request);
-          if (found) corruptBatch.call(hook, found.topic, found.partition, Number(found.fetchOffset), found.error);
+          if (found)
+            corruptBatch.call(hook, found.topic, found.partition, Number(found.fetchOffset), found.error);
           // Not found (the damage was in transit): kafkajs fetches everything again.
           return { responses: [] };
         }

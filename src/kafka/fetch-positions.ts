@@ -176,7 +176,12 @@ export class FetchPositions {
    * kafkajs alone would fail the broker's whole fetch forever: the partition stops here
    * (nothing from `fetchOffset` on is committed) and the others go on.
    */
-  onCorruptBatch(topic: string, partition: number, fetchOffset: number, error: CorruptCompressedBatchError): void {
+  onCorruptBatch(
+    topic: string,
+    partition: number,
+    fetchOffset: number,
+    error: CorruptCompressedBatchError,
+  ): void {
     const next = error.offsets ? error.offsets.last + 1 : undefined;
     const move =
       next === undefined

@@ -35,7 +35,9 @@ export async function uncompressXerial(data: Buffer): Promise<Buffer> {
     const length = data.readInt32BE(at);
     at += 4;
     if (length < 0 || at + length > data.length)
-      throw new SnappyFramingError(`xerial chunk of ${length} bytes at byte ${at} runs past the stream's end`);
+      throw new SnappyFramingError(
+        `xerial chunk of ${length} bytes at byte ${at} runs past the stream's end`,
+      );
     chunks.push(await uncompressBlock(data.subarray(at, at + length)));
     at += length;
   }
@@ -45,5 +47,6 @@ export async function uncompressXerial(data: Buffer): Promise<Buffer> {
 /** Writes raw blocks (as librdkafka and kafkajs do; every Kafka client reads them); reads both framings. */
 export const snappyCodec: BatchCodec = {
   compress: (plain) => compress(plain),
-  decompress: (compressed) => (isXerialFramed(compressed) ? uncompressXerial(compressed) : uncompressBlock(compressed)),
+  decompress: (compressed) =>
+    isXerialFramed(compressed) ? uncompressXerial(compressed) : uncompressBlock(compressed),
 };
