@@ -47,7 +47,11 @@ export interface FetchHook {
 interface FetchRequest {
   readonly topics: readonly {
     readonly topic: string;
-    readonly partitions: readonly { readonly partition: number; readonly fetchOffset: string }[];
+    readonly partitions: readonly {
+      readonly partition: number;
+      readonly fetchOffset: string;
+      readonly maxBytes?: number;
+    }[];
   }[];
 }
 interface FetchResponse {
@@ -145,29 +149,36 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   if (fetched && offsetOutOfRange && corruptBatch) {
     broker.fetch = async (request) => {
       let answer: FetchResponse;
+      let answered = request;
       try {
         answer = await fetch.call(broker, request);
       } catch (error) {
         if (error instanceof CorruptCompressedBatchError) {
           const found = await corruptPartition((r) => fetch.call(broker, r), request);
-          if (found)
-            corruptBatch.call(hook, found.topic, found.partition, Number(found.fetchOffset), found.error);
           // Not found (the damage was in transit): kafkajs fetches everything again.
+          if (!found) return { responses: [] };
+          if ('error' in found) {
+            corruptBatch.call(hook, found.topic, found.partition, Number(found.fetchOffset), found.error);
+            return { responses: [] };
+          }
+          // The batches before the corrupt one are delivered, one per fetch, until it is first.
+          answered = found.request;
+          answer = found.answer;
+        } else {
+          const refused = offsetOutOfRangeIn(error);
+          if (!refused) throw error;
+          const fetchOffset = request.topics
+            .find((t) => t.topic === refused.topic)
+            ?.partitions.find((p) => p.partition === refused.partition)?.fetchOffset;
+          if (fetchOffset === undefined) throw error;
+          await offsetOutOfRange.call(hook, refused.topic, refused.partition, Number(fetchOffset));
+          // The other partitions of this fetch were not consumed: kafkajs fetches them again.
           return { responses: [] };
         }
-        const refused = offsetOutOfRangeIn(error);
-        if (!refused) throw error;
-        const fetchOffset = request.topics
-          .find((t) => t.topic === refused.topic)
-          ?.partitions.find((p) => p.partition === refused.partition)?.fetchOffset;
-        if (fetchOffset === undefined) throw error;
-        await offsetOutOfRange.call(hook, refused.topic, refused.partition, Number(fetchOffset));
-        // The other partitions of this fetch were not consumed: kafkajs fetches them again.
-        return { responses: [] };
       }
       const batches: FetchedBatch[] = [];
       for (const { topicName, partitions } of answer.responses) {
-        const asked = request.topics.find((t) => t.topic === topicName)?.partitions ?? [];
+        const asked = answered.topics.find((t) => t.topic === topicName)?.partitions ?? [];
         for (const data of partitions) {
           hideAbortedRecords(data);
           const fetchOffset = asked.find((p) => p.partition === data.partition)?.fetchOffset;
@@ -183,24 +194,39 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
 }
 
 /**
- * Which partition of a failed fetch holds the corrupt batch: the response fails to decode
- * as a whole, so each partition is fetched again alone (the log does not change under a
- * fetch offset). Undefined when none fails alone.
+ * Where the corrupt batch of a failed fetch lies: the response fails to decode as a
+ * whole, so each partition is fetched again alone (the log does not change under a fetch
+ * offset), first for its first batch only (maxBytes 1: the broker still returns one whole
+ * batch), then in full. A partition whose first batch is corrupt is the answer (`error`);
+ * one whose corrupt batch comes later answers with its first batch, so that what precedes
+ * the corrupt batch is delivered. Undefined when no partition fails alone.
  */
 async function corruptPartition(
   fetch: (request: FetchRequest) => Promise<FetchResponse>,
   request: FetchRequest,
 ): Promise<
-  { topic: string; partition: number; fetchOffset: string; error: CorruptCompressedBatchError } | undefined
+  | { topic: string; partition: number; fetchOffset: string; error: CorruptCompressedBatchError }
+  | { request: FetchRequest; answer: FetchResponse }
+  | undefined
 > {
   for (const { topic, partitions } of request.topics)
     for (const asked of partitions) {
+      const firstBatch: FetchRequest = {
+        ...request,
+        topics: [{ topic, partitions: [{ ...asked, maxBytes: 1 }] }],
+      };
+      let first: FetchResponse;
+      try {
+        first = await fetch(firstBatch);
+      } catch (error) {
+        if (!(error instanceof CorruptCompressedBatchError)) throw error;
+        return { topic, partition: asked.partition, fetchOffset: asked.fetchOffset, error };
+      }
       try {
         await fetch({ ...request, topics: [{ topic, partitions: [asked] }] });
       } catch (error) {
-        if (error instanceof CorruptCompressedBatchError)
-          return { topic, partition: asked.partition, fetchOffset: asked.fetchOffset, error };
-        throw error;
+        if (!(error instanceof CorruptCompressedBatchError)) throw error;
+        return { request: firstBatch, answer: first };
       }
     }
   return undefined;
