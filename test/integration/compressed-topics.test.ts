@@ -1,7 +1,8 @@
 import * as lancedb from '@lancedb/lancedb';
+import { CompressionCodecs, CompressionTypes } from 'kafkajs';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { brokerSuite } from '../support/broker-suite';
+import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { sleep, until } from '../support/faults';
 import {
   ensureKcat,
@@ -11,8 +12,11 @@ import {
   sha256,
   type ProducerCodec,
 } from '../support/foreign-producers';
-import { waitForCommittedAtEnd, writeConsumer } from '../support/ingestion-fixture';
-import { testBrokers, uniqueName } from '../support/kafka';
+import { logValue, produceRecords, waitForCommittedAtEnd, writeConsumer } from '../support/ingestion-fixture';
+import { testBrokers, testKafka, uniqueName } from '../support/kafka';
+import { runBounded } from '../support/run-bounded';
+import { kafkajsCodec } from '../../src/kafka/compression';
+import { zstdCodec } from '../../src/kafka/compression/zstd';
 import { ensureTopicsServed } from '../../src/kafka/topic-ready';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 
@@ -80,6 +84,41 @@ async function rowCount(lanceDir: string): Promise<number> {
 
 beforeAll(() => ensureKcat());
 
+const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
+const OWN_RECORDS = 2_000;
+
+/**
+ * Reads a topic with a kafkajs consumer whose zstd codec counts its calls: how many
+ * record batches were zstd-compressed, once `records` records came back.
+ */
+async function zstdBatchesIn(topic: string, records: number): Promise<number> {
+  const checked = kafkajsCodec('zstd', zstdCodec);
+  let batches = 0;
+  (CompressionCodecs as Record<number, () => unknown>)[CompressionTypes.ZSTD] = () => ({
+    compress: checked.compress,
+    decompress: (compressed: Buffer) => {
+      batches += 1;
+      return checked.decompress(compressed);
+    },
+  });
+  const consumer = testKafka().consumer({ groupId: uniqueName('zstd-check') });
+  let seen = 0;
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      eachMessage: () => {
+        seen += 1;
+        return Promise.resolve();
+      },
+    });
+    await until(`${records} records of ${topic}`, () => (seen >= records ? true : undefined), 60_000);
+  } finally {
+    await consumer.disconnect();
+  }
+  return batches;
+}
+
 test('topics written by the Java producer and by librdkafka with every codec, codecs changing within a partition, and a broker that recompresses land in one table: every record once, each value byte for byte', async () => {
   const brokers = testBrokers();
   const produced = new Map<string, string[]>(); // topic → value hashes
@@ -118,8 +157,27 @@ test('topics written by the Java producer and by librdkafka with every codec, co
     (producer === 'java' ? produceWithJava : produceWithKcat)(brokers, recompressed, codec, values);
     note(recompressed, values);
   }
-  const topics = [...produced.keys()];
-  const total = [...produced.values()].reduce((n, v) => n + v.length, 0);
+  // kafka-lance's own producer (`produce --compression zstd`): its values are its own, so counted, not hashed.
+  const ownTopic = uniqueName('codec-own-zstd');
+  const own = runBounded(process.execPath, [
+    BIN,
+    'produce',
+    '--topic',
+    ownTopic,
+    '--count',
+    String(OWN_RECORDS),
+    '--partitions',
+    '1',
+    '--compression',
+    'zstd',
+    '--brokers',
+    brokers.join(','),
+  ]);
+  expect(own.stderr).not.toMatch(/error/i);
+  expect(own.status).toBe(0);
+  expect(await zstdBatchesIn(ownTopic, OWN_RECORDS)).toBeGreaterThan(0);
+  const topics = [...produced.keys(), ownTopic];
+  const total = [...produced.values()].reduce((n, v) => n + v.length, 0) + OWN_RECORDS;
 
   const lanceDir = path.join(suite.work, 'lance');
   const name = uniqueName('codecs').replace(/[^A-Za-z0-9_-]/g, '');
@@ -159,7 +217,8 @@ test('topics written by the Java producer and by librdkafka with every codec, co
   const rows = await tableRows(lanceDir);
   const keys = new Set(rows.map((r) => `${r.topic}/${r.partition}/${r.offset}`));
   expect({ rows: rows.length, distinct: keys.size }).toEqual({ rows: total, distinct: total });
-  for (const topic of topics) {
+  expect(rows.filter((r) => r.topic === ownTopic)).toHaveLength(OWN_RECORDS);
+  for (const topic of produced.keys()) {
     const ends = await suite.admin.fetchTopicOffsets(topic);
     const landed = rows.filter((r) => r.topic === topic);
     expect({ topic, rows: landed.length }).toEqual({
@@ -171,4 +230,28 @@ test('topics written by the Java producer and by librdkafka with every codec, co
       hashes: [...produced.get(topic)!].sort(),
     });
   }
+});
+
+test('deadLetter.compression: dead letters go to their topic in the codec it names', async () => {
+  const dlq = uniqueName('codec-dlq');
+  await ensureTopicsServed(suite.admin, [{ topic: dlq, numPartitions: 1 }]);
+  const { topic, file } = await topicAndConsumer(suite, 1, {
+    deadLetter: { topic: dlq, compression: 'zstd' },
+    errors: { tolerance: 'all' },
+    materializer: { enabled: false },
+  });
+  const bad = 3;
+  await produceRecords(suite.kafka, topic, 1, 20, (n) => (n % 7 === 3 ? `not json ${n}` : logValue(n)));
+  const replica = new ReplicaProcess(
+    file,
+    await fsp.mkdtemp(path.join(suite.work, 'data-dlq-')),
+    testBrokers(),
+  );
+  await until(
+    `${bad} dead letters in ${dlq}`,
+    async () => ((await suite.admin.fetchTopicOffsets(dlq))[0]!.high === String(bad) ? true : undefined),
+    60_000,
+  );
+  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  expect(await zstdBatchesIn(dlq, bad)).toBeGreaterThan(0);
 });
