@@ -1,5 +1,5 @@
-import { compressFrame, decompressFrame } from 'lz4-napi';
-import type { BatchCodec } from './codec';
+import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
+import { settled, type BatchCodec } from './codec';
 
 /**
  * Kafka's lz4 (message format v2) is the LZ4 frame format, not raw blocks: the Java
@@ -9,6 +9,6 @@ import type { BatchCodec } from './codec';
  * message format v0 is not read.
  */
 export const lz4Codec: BatchCodec = {
-  compress: (plain) => compressFrame(plain),
-  decompress: (compressed) => decompressFrame(compressed),
+  compress: (plain) => settled(() => compressFrameSync(plain)),
+  decompress: (compressed) => settled(() => decompressFrameSync(compressed)),
 };

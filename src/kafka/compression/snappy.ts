@@ -1,5 +1,5 @@
-import { compress, uncompress } from 'snappy';
-import type { BatchCodec } from './codec';
+import { compressSync, uncompressSync } from 'snappy';
+import { settled, type BatchCodec } from './codec';
 
 /**
  * The xerial framing (snappy-java's SnappyOutputStream), which the Java producer
@@ -22,12 +22,12 @@ export function isXerialFramed(data: Buffer): boolean {
   return data.length >= XERIAL_HEADER_BYTES && data.subarray(0, XERIAL_MAGIC.length).equals(XERIAL_MAGIC);
 }
 
-async function uncompressBlock(block: Buffer): Promise<Buffer> {
-  return (await uncompress(block, { asBuffer: true })) as Buffer;
+function uncompressBlock(block: Buffer): Buffer {
+  return uncompressSync(block, { asBuffer: true }) as Buffer;
 }
 
 /** The chunks of a xerial-framed stream, uncompressed and joined. */
-export async function uncompressXerial(data: Buffer): Promise<Buffer> {
+export function uncompressXerial(data: Buffer): Buffer {
   const chunks: Buffer[] = [];
   let at = XERIAL_HEADER_BYTES;
   while (at < data.length) {
@@ -38,7 +38,7 @@ export async function uncompressXerial(data: Buffer): Promise<Buffer> {
       throw new SnappyFramingError(
         `xerial chunk of ${length} bytes at byte ${at} runs past the stream's end`,
       );
-    chunks.push(await uncompressBlock(data.subarray(at, at + length)));
+    chunks.push(uncompressBlock(data.subarray(at, at + length)));
     at += length;
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
@@ -46,7 +46,7 @@ export async function uncompressXerial(data: Buffer): Promise<Buffer> {
 
 /** Writes raw blocks (as librdkafka and kafkajs do; every Kafka client reads them); reads both framings. */
 export const snappyCodec: BatchCodec = {
-  compress: (plain) => compress(plain),
+  compress: (plain) => settled(() => compressSync(plain)),
   decompress: (compressed) =>
-    isXerialFramed(compressed) ? uncompressXerial(compressed) : uncompressBlock(compressed),
+    settled(() => (isXerialFramed(compressed) ? uncompressXerial(compressed) : uncompressBlock(compressed))),
 };
