@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
+import { ROOT } from '../../src/common/repo-root';
 import { runBounded } from './run-bounded';
 
 /**
@@ -11,7 +12,8 @@ import { runBounded } from './run-bounded';
  */
 export type ProducerCodec = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
 
-const DEPLOY = path.resolve(__dirname, '../../deploy');
+// From the repository root: this runs from source under jest and compiled in the qualification.
+const DEPLOY = path.join(ROOT, 'deploy');
 
 function check(what: string, run: ReturnType<typeof runBounded>): void {
   if (run.status !== 0) throw new Error(`${what} failed (exit ${run.status}): ${run.stderr || run.stdout}`);
