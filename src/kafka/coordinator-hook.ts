@@ -1,5 +1,5 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
-import { CorruptCompressedBatchError } from './compression';
+import { CorruptCompressedBatchError, fetchExpansion } from './compression';
 import { offsetOutOfRangeIn } from './kafka-errors';
 import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
 
@@ -45,6 +45,7 @@ export interface FetchHook {
 
 /** A Fetch request as kafkajs 2.2.4's Broker takes it. */
 interface FetchRequest {
+  readonly maxBytes?: number;
   readonly topics: readonly {
     readonly topic: string;
     readonly partitions: readonly {
@@ -147,7 +148,8 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   };
   const { fetched, offsetOutOfRange, corruptBatch } = hook;
   if (fetched && offsetOutOfRange && corruptBatch) {
-    broker.fetch = async (request) => {
+    broker.fetch = async (asked) => {
+      const request = decompressedSized(asked);
       let answer: FetchResponse;
       let answered = request;
       try {
@@ -191,6 +193,33 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   }
   marked[HOOKED] = true;
   return broker;
+}
+
+/** Fetch sizes below which a request is never scaled down (the broker returns a whole first batch anyway). */
+const MIN_FETCH_BYTES = 256 * 1024;
+const MIN_PARTITION_FETCH_BYTES = 64 * 1024;
+
+/**
+ * The request with its sizes (compressed bytes) divided by how much fetched batches grow
+ * when decompressed (compression/expansion.ts): a fetch of a compressed topic holds about
+ * as many record bytes as one of an uncompressed topic, within the memory budget.
+ */
+function decompressedSized(request: FetchRequest): FetchRequest {
+  if (fetchExpansion.ratio <= 1) return request;
+  return {
+    ...request,
+    ...(request.maxBytes === undefined
+      ? {}
+      : { maxBytes: fetchExpansion.scaled(request.maxBytes, MIN_FETCH_BYTES) }),
+    topics: request.topics.map((t) => ({
+      ...t,
+      partitions: t.partitions.map((p) =>
+        p.maxBytes === undefined
+          ? p
+          : { ...p, maxBytes: fetchExpansion.scaled(p.maxBytes, MIN_PARTITION_FETCH_BYTES) },
+      ),
+    })),
+  };
 }
 
 /**

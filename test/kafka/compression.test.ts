@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import { CompressionTypes } from 'kafkajs';
-import { CorruptCompressedBatchError, kafkajsCodec } from '../../src/kafka/compression';
+import { CorruptCompressedBatchError, FetchExpansion, kafkajsCodec } from '../../src/kafka/compression';
 import type { BatchCodec } from '../../src/kafka/compression';
 import { gzipCodec } from '../../src/kafka/compression/gzip';
 import { lz4Codec } from '../../src/kafka/compression/lz4';
@@ -112,5 +112,32 @@ describe('a corrupt compressed batch is named, never read as other records', () 
   it('a records section not inside a v2 batch (a legacy message set) is decompressed without the check', async () => {
     const alone = await gzipCodec.compress(plain);
     expect((await kafkajsCodec('gzip', gzipCodec).decompress(alone)).equals(plain)).toBe(true);
+  });
+});
+
+describe('fetch sizes follow how much fetched batches decompress to (the memory budget holds)', () => {
+  const MiB = 1024 * 1024;
+
+  it('uncompressed: the sizes asked for stay as they are', () => {
+    const e = new FetchExpansion();
+    e.observe(1_000, 1_000);
+    expect(e.scaled(4 * MiB, 64 * 1024)).toBe(4 * MiB);
+  });
+
+  it('a topic that compresses 12x: a twelfth at once, never below the floor, never above the size', () => {
+    const e = new FetchExpansion();
+    e.observe(MiB, 12 * MiB);
+    expect(e.scaled(12 * MiB, 64 * 1024)).toBe(MiB);
+    expect(e.scaled(128 * 1024, 64 * 1024)).toBe(64 * 1024);
+    expect(e.scaled(32 * 1024, 64 * 1024)).toBe(32 * 1024);
+  });
+
+  it('after compressible batches, a few poorly compressed ones bring the sizes back only slowly', () => {
+    const e = new FetchExpansion();
+    e.observe(MiB, 12 * MiB);
+    for (let i = 0; i < 5; i++) e.observe(MiB, MiB);
+    expect(e.ratio).toBeGreaterThan(8);
+    for (let i = 0; i < 200; i++) e.observe(MiB, MiB);
+    expect(e.ratio).toBeLessThan(1.01);
   });
 });

@@ -1,6 +1,7 @@
 import { CompressionCodecs, CompressionTypes } from 'kafkajs';
 import type { BatchCodec, CompressionName } from './codec';
 import { CorruptCompressedBatchError, batchCrcMatches, batchOffsets, enclosingBatch } from './corrupt-batch';
+import { fetchExpansion } from './expansion';
 import { gzipCodec } from './gzip';
 import { lz4Codec } from './lz4';
 import { snappyCodec } from './snappy';
@@ -35,7 +36,9 @@ export function kafkajsCodec(name: Exclude<CompressionName, 'none'>, codec: Batc
       if (batch && !batchCrcMatches(batch))
         throw new CorruptCompressedBatchError(name, offsets, 'its CRC does not match its bytes');
       try {
-        return await codec.decompress(compressed);
+        const plain = await codec.decompress(compressed);
+        fetchExpansion.observe(compressed.length, plain.length);
+        return plain;
       } catch (error) {
         const detail = `the ${name} codec cannot read it (${error instanceof Error ? error.message : String(error)})`;
         throw new CorruptCompressedBatchError(name, offsets, detail, error);
