@@ -87,7 +87,7 @@ export function ratiosAndTargets(
         detail: `${a.mibPerSecond} vs 0.85 × ${buffered.mibPerSecond} MiB/s`,
       });
   }
-  for (const id of ['e2e-buffered', 'e2e-streamed']) {
+  for (const id of ['e2e-buffered', 'e2e-streamed', 'e2e-gzip', 'e2e-snappy', 'e2e-lz4', 'e2e-zstd']) {
     const a = arms.find((x) => x.id === id);
     if (a)
       targets.push({

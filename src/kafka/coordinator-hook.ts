@@ -154,6 +154,7 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
       let answered = request;
       try {
         answer = await fetch.call(broker, request);
+        fetchExpansion.answered();
       } catch (error) {
         if (error instanceof CorruptCompressedBatchError) {
           const found = await corruptPartition((r) => fetch.call(broker, r), request);

@@ -118,15 +118,18 @@ describe('a corrupt compressed batch is named, never read as other records', () 
 describe('fetch sizes follow how much fetched batches decompress to (the memory budget holds)', () => {
   const MiB = 1024 * 1024;
 
-  it('uncompressed: the sizes asked for stay as they are', () => {
+  it('the first fetch, before anything is known, asks for a quarter; uncompressed, the sizes then stay as they are', () => {
     const e = new FetchExpansion();
+    expect(e.scaled(4 * MiB, 64 * 1024)).toBe(MiB);
     e.observe(1_000, 1_000);
+    e.answered();
     expect(e.scaled(4 * MiB, 64 * 1024)).toBe(4 * MiB);
   });
 
   it('a topic that compresses 12x: a twelfth at once, never below the floor, never above the size', () => {
     const e = new FetchExpansion();
     e.observe(MiB, 12 * MiB);
+    e.answered();
     expect(e.scaled(12 * MiB, 64 * 1024)).toBe(MiB);
     expect(e.scaled(128 * 1024, 64 * 1024)).toBe(64 * 1024);
     expect(e.scaled(32 * 1024, 64 * 1024)).toBe(32 * 1024);
@@ -134,6 +137,7 @@ describe('fetch sizes follow how much fetched batches decompress to (the memory 
 
   it('after compressible batches, a few poorly compressed ones bring the sizes back only slowly', () => {
     const e = new FetchExpansion();
+    e.answered();
     e.observe(MiB, 12 * MiB);
     for (let i = 0; i < 5; i++) e.observe(MiB, MiB);
     expect(e.ratio).toBeGreaterThan(8);

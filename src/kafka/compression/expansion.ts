@@ -9,10 +9,20 @@
  */
 export class FetchExpansion {
   #ratio = 1;
+  #answered = false;
 
-  /** The moving ratio (decompressed / compressed bytes, at least 1) of recent batches. */
+  /**
+   * The moving ratio (decompressed / compressed bytes, at least 1) of recent batches; until
+   * a first fetch was answered, at least FIRST_FETCH_RATIO: nothing is known yet, and a
+   * first fetch of a compressed backlog would hold the most.
+   */
   get ratio(): number {
-    return this.#ratio;
+    return this.#answered ? this.#ratio : Math.max(this.#ratio, FIRST_FETCH_RATIO);
+  }
+
+  /** A fetch was answered (its batches, compressed or not, observed). */
+  answered(): void {
+    this.#answered = true;
   }
 
   /** One batch decompressed: its bytes before and after. */
@@ -25,11 +35,13 @@ export class FetchExpansion {
 
   /** A fetch size in compressed bytes that decompresses to about `bytes`, never below `floor`. */
   scaled(bytes: number, floor: number): number {
-    return this.#ratio <= 1 ? bytes : Math.min(bytes, Math.max(floor, Math.floor(bytes / this.#ratio)));
+    const ratio = this.ratio;
+    return ratio <= 1 ? bytes : Math.min(bytes, Math.max(floor, Math.floor(bytes / ratio)));
   }
 }
 
 const EASING = 0.05;
+const FIRST_FETCH_RATIO = 4;
 
 /** The process's one measure: kafkajs's codec table is one per process too. */
 export const fetchExpansion = new FetchExpansion();
