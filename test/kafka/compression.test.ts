@@ -14,7 +14,7 @@ import { zstdCodec } from '../../src/kafka/compression/zstd';
 // and the lz4 and zstd command-line tools for the framings the Java producer never writes.
 const FIXTURES = path.join(__dirname, 'compression-fixtures');
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
-const plain = fixture('plain.json');
+const plain = fixture('plain.log');
 
 describe('each codec reads what the reference encoders write', () => {
   it.each([

@@ -14,7 +14,7 @@ import com.github.luben.zstd.ZstdOutputStreamNoFinalizer;
 public class MakeFixtures {
   public static void main(String[] args) throws Exception {
     Path dir = Path.of(args[0]);
-    byte[] plain = Files.readAllBytes(dir.resolve("plain.json"));
+    byte[] plain = Files.readAllBytes(dir.resolve("plain.log"));
     // Raw snappy block (what librdkafka and kafkajs write).
     Files.write(dir.resolve("snappy-raw.bin"), Snappy.compress(plain));
     // xerial framing, the Java producer's; 32 KiB chunks so the stream holds several.
