@@ -7,6 +7,7 @@ import { loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from './c
 import { REGISTRY_FORMATS } from './config/formats';
 import { FileDeadLetterSink, type DeadLetterSink } from './dead-letters/dead-letter';
 import { createKafka } from './kafka/client';
+import { compressionType } from './kafka/compression';
 import { KafkaDeadLetterSink } from './kafka/dead-letter-topic';
 import { DiskPressure } from './kafka/disk-pressure';
 import { RECORD_DECODER_INSTALLED } from './kafka/fetched-batch';
@@ -342,7 +343,13 @@ async function openDeadLetterSink(consumer: ResolvedConsumer, producer: Producer
   const target = consumer.deadLetter;
   if (target && 'topic' in target) {
     await producer.connect();
-    return new KafkaDeadLetterSink(producer, target.topic, consumer.name, target.contextHeaders);
+    return new KafkaDeadLetterSink(
+      producer,
+      target.topic,
+      consumer.name,
+      target.contextHeaders,
+      compressionType(target.compression),
+    );
   }
   const file = target?.file ?? path.join(consumer.dataDir, 'dead-letter', `${consumer.name}.jsonl`);
   return new FileDeadLetterSink(path.resolve(file));

@@ -177,6 +177,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       "Add Kafka Connect's `__connect.errors.*` headers (Connect's `errors.deadletterqueue.context.headers.enable`).",
   },
+  'deadLetter.compression': {
+    meaning:
+      "The codec of the dead letters' record batches (the Java producer's `compression.type`): `none`, `gzip`, `snappy`, `lz4` or `zstd`.",
+  },
   'deadLetter.file': {
     meaning: 'A JSON-lines file (relative to the working directory), fsynced on every write.',
   },

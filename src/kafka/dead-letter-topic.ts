@@ -1,4 +1,4 @@
-import type { Producer } from 'kafkajs';
+import { CompressionTypes, type Producer } from 'kafkajs';
 import { DeadLetterWriteError, errorMessage } from '../common/errors';
 import type { DeadLetter, DeadLetterSink } from '../dead-letters/dead-letter';
 import { isRefusedAsTooLarge, produceFailureOf } from './kafka-errors';
@@ -13,6 +13,7 @@ export class KafkaDeadLetterSink implements DeadLetterSink {
     private readonly topic: string,
     private readonly connectorName: string,
     private readonly contextHeaders: boolean,
+    private readonly compression: CompressionTypes = CompressionTypes.None,
   ) {
     this.description = `topic ${topic}`;
   }
@@ -32,6 +33,7 @@ export class KafkaDeadLetterSink implements DeadLetterSink {
       await this.producer.send({
         topic: this.topic,
         acks: -1,
+        compression: this.compression,
         messages: letters.map((l) => ({
           key: l.key,
           value: l.value,

@@ -52,6 +52,8 @@ export class Ingestion {
         fetched: (batches) => this.#positions.onFetched(batches),
         offsetOutOfRange: (topic, partition, fetchOffset) =>
           this.#positions.onOffsetOutOfRange(topic, partition, fetchOffset),
+        corruptBatch: (topic, partition, fetchOffset, error) =>
+          this.#positions.onCorruptBatch(topic, partition, fetchOffset, error),
       },
     );
     this.#outbox = new DeadLetterOutbox({

@@ -150,7 +150,7 @@ export class Metrics {
   });
   readonly partitionStopped = new Gauge({
     name: 'kafka_lance_partition_stopped',
-    help: 'Partitions this replica stopped consuming (1) until it restarts: a dead letter could not be written, or too many records were dead letters.',
+    help: 'Partitions this replica stopped consuming (1) until it restarts: a dead letter could not be written, too many records were dead letters, or a compressed record batch is corrupt.',
     labelNames: ['topic', 'partition', 'reason'] as const,
     registers: [this.registry],
   });
