@@ -87,7 +87,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  *   string, boolean → boolean, object or array → json. null creates no column.
  * - `knownFields` seeds the table's existing columns, which keep their types.
  * - At most `maxInferredColumns` data columns (known ones included): a record that
- *   would add more is a dead letter (too-many-columns). Map-like objects belong
+ *   would add more is a dead letter (too-many-columns); registry formats too, whose
+ *   columns come from the writer schemas. Map-like objects belong
  *   under one key (a json column) or in a declared json field.
  * - A key Lance cannot take as a column name is a dead letter naming the key, not
  *   renamed: a renaming ("a.b" → "a_b") could collide with a real key and would
@@ -265,6 +266,16 @@ export class RecordDecoder {
           continue;
         }
         const fields = this.#writerFields(decoded.schemaId, decoded.fields);
+        // The writer schemas widen the table like inferred keys do, and are held to the same cap:
+        // a schema (or a run of versions) adding names without bound is a producer's choice.
+        const columns = this.#fields.length + fields.added.length;
+        if (columns > this.#options.maxInferredColumns) {
+          verdict(
+            'too-many-columns',
+            `schema id ${decoded.schemaId} would make ${columns} data columns, beyond maxInferredColumns ${this.#options.maxInferredColumns}`,
+          );
+          continue;
+        }
         if (fields.retyped.length > 0) {
           // A column's type cannot change within a batch: the rows so far keep theirs and go
           // to a part of their own. Whether the table takes the new type is the publication's
