@@ -35,6 +35,7 @@ import {
   lanceTargetOf,
   logCommittedOffsets,
   tableColumns,
+  tableKeyType,
   logJsonDecoder,
 } from './startup-checks';
 
@@ -193,6 +194,7 @@ export class Replica {
     );
     const hooks = replicaHooks(faults, log); // test-only fault injection
     const knownFields = await tableColumns(consumer, log);
+    const keyType = await tableKeyType(consumer, log);
     const diskPressure = new DiskPressure(log, metrics);
     // Before the staging pool, whose sealed parts it takes: made in the order they report to each other.
     const materializer = consumer.materializer.enabled
@@ -213,6 +215,7 @@ export class Replica {
           workers: consumer.workers,
           consumerPath: consumer.source,
           knownFields,
+          ...(keyType === undefined ? {} : { tableKeyType: keyType }),
           brokers: consumer.brokers,
           tableDir,
           epoch: { owner, epoch: 0 },

@@ -52,6 +52,8 @@ export type DecoderOptions = Pick<
   readonly knownFields?: readonly KnownField[];
   /** With `includeKey`: how the key becomes `_key` (key-column.ts); `binary` when absent. */
   readonly keyFormat?: KeyFormat;
+  /** A registry `keyFormat`: the table's `_key` Arrow type (its text), which keys are held to. */
+  readonly tableKeyType?: string;
 };
 
 /** A data column of the table, as a seed for inference. */
@@ -127,7 +129,7 @@ export class RecordDecoder {
     this.#options = options;
     this.#registry = writerSchemasFor(options.format);
     this.#keys = options.includeKey
-      ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit)
+      ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit, options.tableKeyType)
       : undefined;
     // Registry formats take their columns from the writer schemas, not from the keys.
     this.#infer = options.fields === undefined && this.#registry === undefined;
