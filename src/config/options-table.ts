@@ -188,7 +188,8 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning: 'With `ratio`: the share of dead letters (below 1) above which a partition stops.',
   },
   'errors.window': {
-    meaning: "With `ratio`: how many of a partition's most recent records the share is measured over.",
+    meaning:
+      "With `ratio`: how many of a partition's most recent records the share is measured over. A window not yet full (a partition's first records since start, a quiet partition) is judged too, from its 100th record (or `window`'s, when smaller).",
   },
   'errors.retryTimeoutMs': {
     meaning:
