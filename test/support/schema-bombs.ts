@@ -54,5 +54,5 @@ export function jsonSchemaBomb(depth: number, branches = 2): object {
       ),
     };
   definitions[`L${depth}`] = { type: 'object', properties: { x: { type: 'integer' } } };
-  return { $ref: '#/definitions/L0', definitions };
+  return { $schema: 'http://json-schema.org/draft-07/schema#', $ref: '#/definitions/L0', definitions };
 }
