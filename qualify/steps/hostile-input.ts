@@ -65,7 +65,12 @@ async function runHostileInput(ctx: QualifyContext): Promise<QualifyStepReport> 
   await ensureIndependentReader((line) => ctx.log(line));
   const limit = statefulSetMemoryLimit();
   const outcomes: FormatOutcome[] = [];
-  for (const format of HOSTILE_FORMATS) outcomes.push(await runFormat(ctx, format, url, limit));
+  for (const format of HOSTILE_FORMATS) {
+    // A topic that fails outright is reported as such; the other formats still run.
+    outcomes.push(
+      await runFormat(ctx, format, url, limit).catch((error: unknown) => failedFormat(format, error)),
+    );
+  }
   const problems = outcomes.flatMap((o) => o.problems.map((p) => `${o.format}: ${p}`));
   const passed = problems.length === 0;
   const total = (f: (o: FormatOutcome) => number) => outcomes.reduce((n, o) => n + f(o), 0);
@@ -158,6 +163,23 @@ async function runFormat(
   } finally {
     await c.close();
   }
+}
+
+function failedFormat(format: HostileFormat, error: unknown): FormatOutcome {
+  return {
+    format,
+    records: 0,
+    bytes: 0,
+    rows: 0,
+    deadLetters: 0,
+    reasons: {},
+    kinds: new Map(),
+    peakRssBytes: undefined,
+    lagSeconds: undefined,
+    skipped: [],
+    errors: [],
+    problems: [`the topic's run failed: ${String(error).slice(0, 400)}`],
+  };
 }
 
 /** Confluent's POST /subjects/<subject>/versions. */
@@ -337,7 +359,12 @@ async function fatesOf(
   }
   const expectedFile = path.join(c.o.context.workDir, 'expected-rows.json');
   writeFileSync(expectedFile, JSON.stringify(expected));
-  const reading = await readIndependently(path.join(c.lanceUri, `${TABLE}.lance`), {}, c.topic, expectedFile);
+  const dataset = path.join(c.lanceUri, `${TABLE}.lance`);
+  if (!existsSync(dataset)) {
+    if (rows > 0) problems.push(`no table: ${rows} records are neither rows nor dead letters`);
+    return { rows: 0, deadLetters: dead.size, reasons, kinds };
+  }
+  const reading = await readIndependently(dataset, {}, c.topic, expectedFile);
   if (reading.rows !== rows)
     problems.push(`pylance reads ${reading.rows} rows, ${rows} records are not dead letters`);
   if ((reading.missing ?? 0) > 0)
