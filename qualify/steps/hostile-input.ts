@@ -75,13 +75,14 @@ async function runHostileInput(ctx: QualifyContext): Promise<QualifyStepReport> 
   const passed = problems.length === 0;
   const total = (f: (o: FormatOutcome) => number) => outcomes.reduce((n, o) => n + f(o), 0);
   const peak = Math.max(...outcomes.map((o) => o.peakRssBytes ?? 0));
+  const exited = outcomes.filter((o) => o.problems.some((p) => p.startsWith('the replica exited'))).length;
   const lag = Math.max(...outcomes.map((o) => o.lagSeconds ?? Number.POSITIVE_INFINITY));
   return {
     passed,
     summary:
       `${total((o) => o.records)} records (${(total((o) => o.bytes) / MiB).toFixed(1)} MiB) on 4 topics (JSON, Avro, Protobuf, JSON Schema), good ones mixed with hostile ones, seed ${ctx.seed}; ` +
-      `a replica per topic with the StatefulSet's ${(limit / MiB).toFixed(0)} MiB limit: none exited, peak RSS ${(peak / MiB).toFixed(0)} MiB, ` +
-      `committed = log end ${lag.toFixed(1)} s at most after production; ${total((o) => o.rows)} rows (pylance) + ${total((o) => o.deadLetters)} dead letters with a reason. ` +
+      `a replica per topic with the StatefulSet's ${(limit / MiB).toFixed(0)} MiB limit: ${exited === 0 ? 'none' : exited} exited, peak RSS ${(peak / MiB).toFixed(0)} MiB, ` +
+      `committed = log end ${Number.isFinite(lag) ? `${lag.toFixed(1)} s at most` : 'not within a minute'} after production; ${total((o) => o.rows)} rows (pylance) + ${total((o) => o.deadLetters)} dead letters with a reason. ` +
       (passed ? 'Passed.' : `FAILED: ${problems.join('; ')}`),
     details: details(outcomes, ctx.seed, limit),
   };
