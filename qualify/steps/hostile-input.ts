@@ -4,12 +4,15 @@ import { CompressionTypes } from 'kafkajs';
 import { Campaign, TABLE } from '../support/campaign';
 import {
   HOSTILE_FORMATS,
-  hostileTopic,
+  jsonTopic,
   volumes,
   type HostileFormat,
   type HostileRecord,
+  type HostileTopic,
   type Register,
+  type Volumes,
 } from '../support/hostile-records';
+import { avroTopic, jsonSchemaTopic, protobufTopic } from '../support/hostile-registry-records';
 import { ensureIndependentReader, readIndependently, PYLANCE } from '../support/independent-reader';
 import { commitLag, logRecords } from '../support/log-offsets';
 import { ROOT } from '../support/paths';
@@ -181,6 +184,25 @@ function failedFormat(format: HostileFormat, error: unknown): FormatOutcome {
     errors: [],
     problems: [`the topic's run failed: ${String(error).slice(0, 400)}`],
   };
+}
+
+function hostileTopic(
+  format: HostileFormat,
+  random: Random,
+  v: Volumes,
+  register: Register,
+  prefix: string,
+): Promise<HostileTopic> {
+  switch (format) {
+    case 'json':
+      return Promise.resolve(jsonTopic(random, v));
+    case 'avro':
+      return avroTopic(random, v, register, prefix);
+    case 'protobuf':
+      return protobufTopic(random, v, register, prefix);
+    case 'json-schema':
+      return jsonSchemaTopic(random, v, register, prefix);
+  }
 }
 
 /** Confluent's POST /subjects/<subject>/versions. */
