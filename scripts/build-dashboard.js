@@ -206,6 +206,20 @@ const panels = [
     ],
     r6(0),
   ),
+  // A running replica the broker stops accepting (rotated password, revoked certificate)
+  // keeps what it staged and retries: refused (1) beside refusals per second.
+  panel(
+    'Broker authentication: refused (1) and refusals/s',
+    'short',
+    [
+      [`max by (instance) (kafka_lance_broker_authentication_failing{${sel}})`, 'refused {{instance}}'],
+      [
+        `sum by (instance) (${rate('kafka_lance_broker_authentication_failures_total')})`,
+        'refusals/s {{instance}}',
+      ],
+    ],
+    r6(8),
+  ),
 ];
 
 const dashboard = {

@@ -1,5 +1,6 @@
 import type { QualifyStep } from '../step';
 import { step as brokerOutage } from './broker-outage';
+import { step as codecs } from './codecs';
 import { step as compacted } from './compacted';
 import { step as dataDirLoss } from './data-dir-loss';
 import { step as fullDisk } from './full-disk';
@@ -25,6 +26,7 @@ export const STEPS: readonly QualifyStep[] = [
   fullDisk,
   fuzz,
   compacted,
+  codecs,
   transactional,
   retention,
   recreated,

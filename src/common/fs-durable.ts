@@ -2,8 +2,8 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
 /**
- * A rename or create is durable only once its directory is fsynced too
- * (notes/node-jest.md). Every place that publishes a file name goes through here.
+ * A rename or create is durable only once its directory is fsynced too (POSIX makes
+ * no promise for a directory entry until then). Every place that publishes a file name goes through here.
  */
 export async function fsyncDirectory(dir: string): Promise<void> {
   const handle = await fsp.open(dir, 'r');

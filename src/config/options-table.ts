@@ -177,6 +177,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       "Add Kafka Connect's `__connect.errors.*` headers (Connect's `errors.deadletterqueue.context.headers.enable`).",
   },
+  'deadLetter.compression': {
+    meaning:
+      "The codec of the dead letters' record batches (the Java producer's `compression.type`): `none`, `gzip`, `snappy`, `lz4` or `zstd`.",
+  },
   'deadLetter.file': {
     meaning: 'A JSON-lines file (relative to the working directory), fsynced on every write.',
   },
@@ -230,7 +234,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'lance.storageOptions': {
     meaning:
-      'Object-store options passed to LanceDB (`region`, `endpoint`, `allow_http`, credentials; `AWS_*` variables work too). Secret values are never logged.',
+      'Object-store options passed to LanceDB (`region`, `endpoint`, `allow_http`, credentials; `AWS_*` variables work too). Each value is a `secret` (docs/security.md); none is ever logged.',
   },
   'lance.commits': {
     meaning:
@@ -318,11 +322,32 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning: 'How long the coordinator waits for the members to rejoin during a rebalance.',
   },
   'client.clientId': { meaning: 'kafkajs client id.', computedDefault: '`kafka-lance-<name>`' },
-  'client.ssl': { meaning: '`true`, or Node `tls.connect` options (kafkajs `ssl`).' },
+  'client.ssl': {
+    meaning:
+      '`true` (TLS, the system CAs), or Node `tls.connect` options (kafkajs `ssl`): the named ones are checked at start, others go to node:tls as given. Never logged (docs/security.md).',
+  },
+  'client.ssl.ca': { meaning: "PEM of the CA(s) the brokers' certificates chain to; one or a list." },
+  'client.ssl.cert': { meaning: 'PEM client certificate (mutual TLS).' },
+  'client.ssl.key': { meaning: 'PEM private key of `cert`.' },
+  'client.ssl.pfx': { meaning: 'PKCS#12 bundle of key and certificate (`{ file }`, read as bytes).' },
+  'client.ssl.passphrase': { meaning: 'Password of an encrypted `key` or `pfx`.' },
+  'client.ssl.rejectUnauthorized': { meaning: '`false` accepts any broker certificate (tests only).' },
+  'client.ssl.servername': { meaning: 'TLS server name (SNI) when it differs from the broker host.' },
   'client.sasl': {
-    meaning: 'kafkajs `sasl`: `mechanism` plus its own fields (`username`, `password`, ...).',
+    meaning:
+      'kafkajs `sasl`: `mechanism` plus its own fields. Every field is a `secret` and never logged (docs/security.md).',
   },
   'client.sasl.mechanism': { meaning: 'SASL mechanism.' },
+  'client.sasl.username': { meaning: '`plain`, `scram-sha-256`, `scram-sha-512`: the user.' },
+  'client.sasl.password': { meaning: '`plain`, `scram-sha-256`, `scram-sha-512`: the password.' },
+  'client.sasl.oauthBearerProvider': {
+    meaning:
+      '`oauthbearer`: a function returning a promise of `{ value: token }` (.ts/.js definitions; AWS MSK IAM: docs/security.md).',
+  },
+  'client.sasl.authorizationIdentity': { meaning: '`aws` (kafkajs AWS-IAM): the authorization identity.' },
+  'client.sasl.accessKeyId': { meaning: '`aws`: the access key id.' },
+  'client.sasl.secretAccessKey': { meaning: '`aws`: the secret access key.' },
+  'client.sasl.sessionToken': { meaning: '`aws`: the session token.' },
   'client.connectionTimeout': { meaning: 'kafkajs `connectionTimeout`, ms (kafkajs default 1000).' },
   'client.requestTimeout': { meaning: 'kafkajs `requestTimeout`, ms (kafkajs default 30000).' },
 };

@@ -3,7 +3,8 @@ import type { Data, DataType } from 'apache-arrow';
 /**
  * Column builders that write straight into typed arrays and one value buffer per
  * string column, wrapped zero-copy with `makeData`. apache-arrow's generic builders
- * cost ~4× the JSON parse itself (notes/performance.md); these stay near the parse.
+ * cost ~4× the JSON parse itself (profiled on the log records of bench/); these stay
+ * near the parse.
  */
 export interface ColumnBuilder {
   readonly length: number;

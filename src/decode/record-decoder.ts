@@ -112,8 +112,12 @@ export class RecordDecoder {
   readonly #writerTypes = new Map<string, string>();
   /** With `includeKey`: the key's reading into `_key`. */
   readonly #keys: KeyColumn | undefined;
-  /** Registry formats: writer schemas whose every field is a column of its type (checked once per id). */
-  readonly #admittedSchemas = new Set<number>();
+  /**
+   * Registry formats: writers whose every field is a column of its type, checked once each: a
+   * schema id, or for Protobuf an id and a message of it ("7/1.0"), since one file's messages
+   * map to different columns.
+   */
+  readonly #admittedSchemas = new Set<string>();
   /** Declared JSON fields the native decoder takes: it reads each batch first. */
   readonly #native: NativeJsonColumns | undefined;
 
@@ -193,7 +197,9 @@ export class RecordDecoder {
     topicId = '',
     schemas: readonly WriterSchema[] = [],
   ): DecodedBatch {
-    for (const id of this.#registry?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
+    for (const id of this.#registry?.learn(schemas) ?? [])
+      for (const writer of this.#admittedSchemas)
+        if (writer === String(id) || writer.startsWith(`${id}/`)) this.#admittedSchemas.delete(writer);
     this.#keys?.learn(schemas);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
@@ -260,14 +266,16 @@ export class RecordDecoder {
       let rows: readonly Row[];
       let writerFields: FieldState[] = [];
       let writerTypes: readonly (readonly [string, string])[] = [];
-      let writerSchema: number | undefined;
+      let writerSchema: string | undefined;
       if (this.#registry) {
         const decoded = this.#registry.decode(message.value);
         if ('reason' in decoded) {
           verdict(decoded.reason, decoded.detail);
           continue;
         }
-        const fields = this.#writerFields(decoded.schemaId, decoded.fields);
+        const writer =
+          decoded.message === undefined ? String(decoded.schemaId) : `${decoded.schemaId}/${decoded.message}`;
+        const fields = this.#writerFields(writer, decoded.fields);
         // The writer schemas widen the table like inferred keys do, and are held to the same cap:
         // a schema (or a run of versions) adding names without bound is a producer's choice.
         const columns = this.#fields.length + fields.added.length;
@@ -302,7 +310,7 @@ export class RecordDecoder {
           eventMinutes = [];
         }
         ({ added: writerFields, types: writerTypes } = fields);
-        writerSchema = decoded.schemaId;
+        writerSchema = writer;
         rows = [decoded.row];
       } else if (this.#options.transform) {
         try {
@@ -366,8 +374,8 @@ export class RecordDecoder {
   }
 
   /** Registry formats: what a writer schema adds or retypes (writerFieldChanges), nothing for one admitted before. */
-  #writerFields(schemaId: number, fields: readonly NamedField[]): WriterFieldChanges {
-    if (this.#admittedSchemas.has(schemaId)) return { added: [], types: [], retyped: [] };
+  #writerFields(writer: string, fields: readonly NamedField[]): WriterFieldChanges {
+    if (this.#admittedSchemas.has(writer)) return { added: [], types: [], retyped: [] };
     return writerFieldChanges(fields, this.#writerTypes, this.#options.epochUnit);
   }
 }

@@ -1,13 +1,18 @@
 import type { NamedField } from '../config';
 import { errorMessage } from '../common/errors';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
-import { frameOf, type WriterSchema } from '../schema-registry/wire-format';
+import { frameOf, type ReferencedSchema, type WriterSchema } from '../schema-registry/wire-format';
 
 /** One record's row and the columns of its writer schema. */
 export interface RegistryRow {
   readonly schemaId: number;
   readonly row: Record<string, unknown>;
   readonly fields: readonly NamedField[];
+  /**
+   * Which of the schema's types wrote it, when a schema has several (Protobuf: the
+   * message-index path, "1.0"): each maps to columns of its own.
+   */
+  readonly message?: string;
 }
 
 export interface RegistryVerdict {
@@ -34,8 +39,11 @@ export interface RegistryPayloadFormat<Parsed> {
   readonly format: string;
   /** The registry's `schemaType` this format reads (Confluent's AVRO, PROTOBUF, JSON). */
   readonly schemaType: string;
-  /** Throws when the schema has no column mapping (its records are dead letters, unsupported-schema). */
-  parse(schema: string): Parsed;
+  /**
+   * Throws when the schema has no column mapping (its records are dead letters,
+   * unsupported-schema). `references`: the schemas it references, by the names it uses.
+   */
+  parse(schema: string, references: readonly ReferencedSchema[]): Parsed;
   /**
    * A framed value (header included) → its row, or why it is a dead letter. The detail
    * need not name the schema id: it is prefixed with it.
@@ -70,7 +78,10 @@ export class RegistryWriterSchemas<Parsed> {
   learn(schemas: readonly WriterSchema[]): number[] {
     const changed: number[] = [];
     for (const s of schemas) {
-      const text = 'unknown' in s ? `unknown:${s.unknown}` : `${s.schemaType}:${s.schema}`;
+      const text =
+        'unknown' in s
+          ? `unknown:${s.unknown}`
+          : `${s.schemaType}:${s.schema}${s.references ? JSON.stringify(s.references) : ''}`;
       const entry = this.#texts.get(s.id) === text ? this.#parsed.get(s.id) : undefined;
       if (entry) {
         this.#parsed.delete(s.id);
@@ -135,7 +146,7 @@ export class RegistryWriterSchemas<Parsed> {
     if (s.schemaType !== this.payloads.schemaType)
       return unsupported(`a ${s.schemaType} schema, and the format is ${this.payloads.format}`);
     try {
-      return { parsed: this.payloads.parse(s.schema) };
+      return { parsed: this.payloads.parse(s.schema, s.references ?? []) };
     } catch (error) {
       // Parse errors and unmappable schemas alike: the schema, not a record, is at fault.
       return unsupported(`not a schema this replica can map to columns: ${errorMessage(error)}`);

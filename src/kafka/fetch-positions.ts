@@ -3,6 +3,7 @@ import { errorMessage } from '../common/errors';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import { StagingPoolClosedError } from '../pool/staging-pool';
+import type { CorruptCompressedBatchError } from './compression';
 import { coveredThrough, type FetchedBatch } from './fetched-batch';
 import type { IngestionState } from './ingestion-state';
 import type { LogBounds } from './partition-offsets';
@@ -177,6 +178,34 @@ export class FetchPositions {
       );
     }
     this.#hold(topic, partition, 5_000);
+  }
+
+  /**
+   * A compressed batch fetched from `fetchOffset` cannot be read. It is no dead letter
+   * (its records cannot be told apart) and skipping it would lose them silently, while
+   * kafkajs alone would fail the broker's whole fetch forever: the partition stops here
+   * (nothing from `fetchOffset` on is committed) and the others go on.
+   */
+  onCorruptBatch(
+    topic: string,
+    partition: number,
+    fetchOffset: number,
+    error: CorruptCompressedBatchError,
+  ): void {
+    const next = error.offsets ? error.offsets.last + 1 : undefined;
+    const move =
+      next === undefined
+        ? 'move the group past the batch'
+        : `to skip the batch, set the group's offset of ${topic}[${partition}] to ${next}`;
+    this.#outbox.stop(topic, partition, fetchOffset, 'corrupt-record-batch', {
+      message: `${error.message}. Its records cannot be read by any client; ${move} (kafka-consumer-groups --reset-offsets) and restart`,
+      cause: error,
+      fields: {
+        codec: error.codec,
+        batchFirstOffset: error.offsets?.first,
+        batchLastOffset: error.offsets?.last,
+      },
+    });
   }
 
   /**

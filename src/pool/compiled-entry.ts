@@ -3,7 +3,7 @@ import * as path from 'node:path';
 /**
  * The path of a compiled module for `new Worker(...)`. Worker threads and child
  * processes do not go through jest's transform, so they always run the files that
- * `tsc -b` wrote to dist/ (notes/node-jest.md). From dist this is a sibling file;
+ * `tsc -b` wrote to dist/ (jest compiles only what its own module registry loads). From dist this is a sibling file;
  * from src (under ts-jest) it is the same file's twin in dist/.
  */
 export function compiledEntry(fromDir: string, file: string): string {

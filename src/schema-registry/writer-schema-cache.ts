@@ -1,4 +1,5 @@
 import { SchemaRegistryUnavailableError, type SchemaRegistryClient } from './registry-client';
+import { referencedSchemas } from './schema-references';
 import type { WriterSchema } from './wire-format';
 
 /** At most this many schema ids are cached; the least recently used go first. */
@@ -22,7 +23,8 @@ interface Entry {
  * An id the registry said it does not know is asked again after `ttlMs` too, and is not
  * reused while the registry is unreachable: its records wait rather than be dead-lettered
  * on an old answer. Unknown ids are kept in a bound of their own (MAX_UNKNOWN_IDS).
- * Concurrent asks for one id share one request.
+ * Concurrent asks for one id share one request. An id's schema comes with the schemas it
+ * references (schema-references.ts), fetched and kept with it.
  */
 export class WriterSchemaCache {
   readonly #entries = new Map<number, Entry>();
@@ -60,9 +62,16 @@ export class WriterSchemaCache {
     let schema: WriterSchema;
     try {
       const answer = await this.client.schemaById(id);
-      schema = answer.found
-        ? { id, schemaType: answer.schemaType, schema: answer.schema }
-        : { id, unknown: answer.message };
+      if (!answer.found) schema = { id, unknown: answer.message };
+      else if (answer.references.length === 0)
+        schema = { id, schemaType: answer.schemaType, schema: answer.schema };
+      else
+        schema = {
+          id,
+          schemaType: answer.schemaType,
+          schema: answer.schema,
+          references: await referencedSchemas(this.client, id, answer.references),
+        };
     } catch (error) {
       if (error instanceof SchemaRegistryUnavailableError && stale && !('unknown' in stale.schema))
         return stale.schema;

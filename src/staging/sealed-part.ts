@@ -41,7 +41,7 @@ export interface SealedPart {
  * Reads and validates a sealed part. A part is self-describing (every row carries
  * `_topic`, `_partition`, `_offset`), so there is no sidecar: a second record of
  * the same facts could disagree with the part after a crash, and the part is the
- * one that gets published. Reading back runs at 650+ MiB/s (notes/performance.md),
+ * one that gets published. Reading back is cheap beside decoding (bench/report.md),
  * and callers cache the result per path since sealed parts are immutable.
  *
  * A sealed part must be whole: schema, whole batches, end-of-stream, and nothing after

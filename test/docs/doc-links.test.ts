@@ -105,3 +105,67 @@ test('a link to a missing file or to a heading its target lacks is reported', as
     await fsp.rm(dir, { recursive: true, force: true });
   }
 });
+
+/** Source and document files whose text may name a document by its path. */
+async function textFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await fsp.readdir(dir, { withFileTypes: true })) {
+    if (SKIP.has(entry.name) || entry.name === '.tools' || entry.name === 'target') continue;
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await textFiles(full)));
+    else if (/\.(ts|js|mjs|md|sh|py)$/.test(entry.name)) out.push(full);
+  }
+  return out;
+}
+
+/**
+ * Document paths (`some/dir/file.md`) named in code comments or prose that resolve
+ * nowhere: not from the repository's root, the naming file's folder, or src/ (where
+ * comments name modules relative to). A comment that sends the reader to a note that is
+ * not in the repository is a dead end no compiler notices.
+ */
+async function missingDocumentPaths(root: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (const file of await textFiles(root)) {
+    // This file's own examples name documents that do not exist on purpose.
+    if (file === __filename) continue;
+    const text = await fsp.readFile(file, 'utf8');
+    for (const m of text.matchAll(/(?<![\w./-])((?:\.\.?\/)*(?:[\w.-]+\/)+[\w.-]+\.md)\b/g)) {
+      const named = m[1]!;
+      const bare = named.replace(/^(?:\.\.?\/)+/, '');
+      const candidates = [
+        path.resolve(path.dirname(file), named),
+        path.join(root, named),
+        path.join(root, bare),
+        path.join(root, 'src', bare),
+      ];
+      if (!candidates.some((c) => existsSync(c))) missing.push(`${path.relative(root, file)}: ${named}`);
+    }
+  }
+  return missing;
+}
+
+test('every document path named in a code comment or a document exists in the repository', async () => {
+  expect(await missingDocumentPaths(ROOT)).toEqual([]);
+});
+
+test('a comment naming a document the repository does not hold is reported', async () => {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'doc-paths-'));
+  try {
+    await fsp.mkdir(path.join(dir, 'docs'));
+    await fsp.writeFile(path.join(dir, 'docs', 'here.md'), '# Here\n');
+    await fsp.writeFile(path.join(dir, 'a.ts'), '// see docs/here.md, and notes/elsewhere.md\n');
+    expect(await missingDocumentPaths(dir)).toEqual(['a.ts: notes/elsewhere.md']);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+});
+
+/**
+ * The design is what a newcomer reads first, whole: about 20 minutes at a reading pace.
+ * Long reasoning belongs in docs/design/, measurements in bench/ and docs/decisions/.
+ */
+test('DESIGN.md stays short enough to read in one sitting (at most 5,000 words)', async () => {
+  const words = (await fsp.readFile(path.join(ROOT, 'DESIGN.md'), 'utf8')).split(/\s+/).filter(Boolean);
+  expect(words.length).toBeLessThanOrEqual(5_000);
+});

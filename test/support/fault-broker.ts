@@ -102,6 +102,11 @@ export class FaultBroker {
     return `127.0.0.1:${this.port}`;
   }
 
+  /** The broker's log directory (one folder per partition, `<topic>-<partition>`). */
+  get logDir(): string {
+    return path.join(this.#home, `broker-${this.port}`, 'data');
+  }
+
   /** The address a replica bootstraps through to use proxy `i`. */
   proxied(i: number): string {
     return `127.0.0.1:${this.proxies[i]!.port}`;
