@@ -37,6 +37,7 @@ import {
   lanceTargetOf,
   logCommittedOffsets,
   tableColumns,
+  tableKeyType,
   logJsonDecoder,
 } from './startup-checks';
 
@@ -195,6 +196,7 @@ export class Replica {
     );
     const hooks = replicaHooks(faults, log); // test-only fault injection
     const knownFields = await tableColumns(consumer, log);
+    const keyType = await tableKeyType(consumer, log);
     const diskPressure = new DiskPressure(log, metrics);
     // Before the staging pool, whose sealed parts it takes: made in the order they report to each other.
     const materializer = consumer.materializer.enabled
@@ -215,6 +217,7 @@ export class Replica {
           workers: consumer.workers,
           consumerPath: consumer.source,
           knownFields,
+          ...(keyType === undefined ? {} : { tableKeyType: keyType }),
           brokers: consumer.brokers,
           tableDir,
           epoch: { owner, epoch: 0 },

@@ -5,6 +5,7 @@ import { step as compacted } from './compacted';
 import { step as dataDirLoss } from './data-dir-loss';
 import { step as fullDisk } from './full-disk';
 import { step as fuzz } from './fuzz';
+import { step as hostileInput } from './hostile-input';
 import { step as killCampaign } from './kill-campaign';
 import { ddbStep as objectStoreKillsDdb, step as objectStoreKills } from './object-store-kills';
 import { step as recreated } from './recreated';
@@ -31,4 +32,5 @@ export const STEPS: readonly QualifyStep[] = [
   recreated,
   scaleDown,
   schemaRegistry,
+  hostileInput,
 ];

@@ -70,7 +70,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'schemaRegistry.cacheTtlMs': {
     meaning:
-      'A schema fetched by id is kept this long, then fetched again (kept as it is when the registry cannot be reached); an id the registry did not know is asked again after this long too. At most 1,000 schemas are kept (least recently used go first).',
+      'A schema fetched by id is kept this long, then fetched again (kept as it is when the registry cannot be reached); an id the registry did not know is asked again after this long too. At most 1,000 schemas are kept (least recently used go first), and apart from them at most 10,000 ids the registry did not know.',
   },
   'schemaRegistry.requestTimeoutMs': {
     meaning:
@@ -144,7 +144,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   maxInferredColumns: {
     meaning:
-      '`schema: "infer"`: at most this many data columns; a record that would add more is a dead letter (`too-many-columns`). Keep map-like objects under one key (a json column).',
+      '`schema: "infer"` and the registry formats: at most this many data columns; a record that would add more (a key, or a writer schema with new fields) is a dead letter (`too-many-columns`). Keep map-like objects under one key (a json column).',
   },
   epochUnit: {
     meaning:
@@ -192,7 +192,8 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning: 'With `ratio`: the share of dead letters (below 1) above which a partition stops.',
   },
   'errors.window': {
-    meaning: "With `ratio`: how many of a partition's most recent records the share is measured over.",
+    meaning:
+      "With `ratio`: how many of a partition's most recent records the share is measured over. A window not yet full (a partition's first records since start, a quiet partition) is judged too, from its 100th record (or `window`'s, when smaller).",
   },
   'errors.retryTimeoutMs': {
     meaning:

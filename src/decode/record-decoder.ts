@@ -52,6 +52,8 @@ export type DecoderOptions = Pick<
   readonly knownFields?: readonly KnownField[];
   /** With `includeKey`: how the key becomes `_key` (key-column.ts); `binary` when absent. */
   readonly keyFormat?: KeyFormat;
+  /** A registry `keyFormat`: the table's `_key` Arrow type (its text), which keys are held to. */
+  readonly tableKeyType?: string;
 };
 
 /** A data column of the table, as a seed for inference. */
@@ -87,7 +89,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  *   string, boolean → boolean, object or array → json. null creates no column.
  * - `knownFields` seeds the table's existing columns, which keep their types.
  * - At most `maxInferredColumns` data columns (known ones included): a record that
- *   would add more is a dead letter (too-many-columns). Map-like objects belong
+ *   would add more is a dead letter (too-many-columns); registry formats too, whose
+ *   columns come from the writer schemas. Map-like objects belong
  *   under one key (a json column) or in a declared json field.
  * - A key Lance cannot take as a column name is a dead letter naming the key, not
  *   renamed: a renaming ("a.b" → "a_b") could collide with a real key and would
@@ -130,7 +133,7 @@ export class RecordDecoder {
     this.#options = options;
     this.#registry = writerSchemasFor(options.format);
     this.#keys = options.includeKey
-      ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit)
+      ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit, options.tableKeyType)
       : undefined;
     // Registry formats take their columns from the writer schemas, not from the keys.
     this.#infer = options.fields === undefined && this.#registry === undefined;
@@ -273,6 +276,16 @@ export class RecordDecoder {
         const writer =
           decoded.message === undefined ? String(decoded.schemaId) : `${decoded.schemaId}/${decoded.message}`;
         const fields = this.#writerFields(writer, decoded.fields);
+        // The writer schemas widen the table like inferred keys do, and are held to the same cap:
+        // a schema (or a run of versions) adding names without bound is a producer's choice.
+        const columns = this.#fields.length + fields.added.length;
+        if (columns > this.#options.maxInferredColumns) {
+          verdict(
+            'too-many-columns',
+            `schema id ${decoded.schemaId} would make ${columns} data columns, beyond maxInferredColumns ${this.#options.maxInferredColumns}`,
+          );
+          continue;
+        }
         if (fields.retyped.length > 0) {
           // A column's type cannot change within a batch: the rows so far keep theirs and go
           // to a part of their own. Whether the table takes the new type is the publication's

@@ -69,6 +69,11 @@ export class RegistryWriterSchemas<Parsed> {
   /**
    * Takes the schemas a batch came with; an id already parsed from the same text is kept.
    * Returns the ids whose schema is new or changed (a registry that was reset reuses ids).
+   *
+   * Every id of the batch moves to the recently-used end before anything is evicted, and
+   * eviction stops at the batch's own ids: a batch with more distinct ids than the bound
+   * keeps them all until the next batch (a batch of headers with a new id each is input,
+   * and must become dead letters, not a staging failure).
    */
   learn(schemas: readonly WriterSchema[]): number[] {
     const changed: number[] = [];
@@ -77,15 +82,22 @@ export class RegistryWriterSchemas<Parsed> {
         'unknown' in s
           ? `unknown:${s.unknown}`
           : `${s.schemaType}:${s.schema}${s.references ? JSON.stringify(s.references) : ''}`;
-      if (this.#texts.get(s.id) === text) continue;
+      const entry = this.#texts.get(s.id) === text ? this.#parsed.get(s.id) : undefined;
+      if (entry) {
+        this.#parsed.delete(s.id);
+        this.#parsed.set(s.id, entry);
+        continue;
+      }
       changed.push(s.id);
       this.#texts.set(s.id, text);
+      this.#parsed.delete(s.id);
       this.#parsed.set(s.id, this.#parse(s));
-      while (this.#parsed.size > MAX_PARSED_SCHEMAS) {
-        const oldest = this.#parsed.keys().next().value!;
-        this.#parsed.delete(oldest);
-        this.#texts.delete(oldest);
-      }
+    }
+    const keep = Math.max(MAX_PARSED_SCHEMAS, schemas.length);
+    while (this.#parsed.size > keep) {
+      const oldest = this.#parsed.keys().next().value!;
+      this.#parsed.delete(oldest);
+      this.#texts.delete(oldest);
     }
     return changed;
   }
@@ -97,8 +109,13 @@ export class RegistryWriterSchemas<Parsed> {
     const { schemaId } = frame;
     const entry = this.#parsed.get(schemaId);
     if (!entry) {
-      // The main thread sends every id of a batch with it: a missing one is a bug, not bad input.
-      throw new Error(`schema id ${schemaId} was not sent with its batch`);
+      // The main thread sends every id of a batch with it, and learn() keeps them all; should
+      // one still be missing, its record is a dead letter with the reason, not a fatal error
+      // that would stop the partition on every start.
+      return {
+        reason: 'unknown-schema-id',
+        detail: `schema id ${schemaId}: not among the writer schemas sent with its batch`,
+      };
     }
     // Recently used last: eviction takes the oldest.
     this.#parsed.delete(schemaId);

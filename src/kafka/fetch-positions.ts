@@ -152,6 +152,16 @@ export class FetchPositions {
       this.#skipGap(topic, partition, position, low - 1);
       return;
     }
+    if (fetchOffset <= high) {
+      // The broker answered out of range, and the bounds read since say the position is in
+      // range: the log moved between the two (a leader change, a log start or end moving).
+      // Nothing is ahead of the log: no gauge, and the partition is fetched again soon.
+      o.logger.info(
+        { event: 'kafka.offsets.out-of-range-retried', topic, partition, position: fetchOffset, low, high },
+        `the broker said ${fetchOffset} of ${topic}[${partition}] is out of range, its log bounds say it is not; fetching again`,
+      );
+      return this.#hold(topic, partition, 1_000);
+    }
     // Beyond the log end: the log was truncated below what this group consumed (an
     // unclean leader election). Records written at those offsets now are other records
     // than the staged ones, under offsets already published: the partition waits (the

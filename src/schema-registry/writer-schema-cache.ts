@@ -4,6 +4,12 @@ import type { WriterSchema } from './wire-format';
 
 /** At most this many schema ids are cached; the least recently used go first. */
 export const MAX_CACHED_SCHEMAS = 1_000;
+/**
+ * At most this many ids the registry did not know are remembered as unknown, apart from the
+ * schemas: a producer churning schema ids neither evicts the schemas in use nor makes the
+ * replica ask the registry again for each id it was already told of.
+ */
+export const MAX_UNKNOWN_IDS = 10_000;
 
 interface Entry {
   readonly schema: WriterSchema;
@@ -16,11 +22,13 @@ interface Entry {
  * registry cannot be reached, the copy at hand is used (an id names one schema for good).
  * An id the registry said it does not know is asked again after `ttlMs` too, and is not
  * reused while the registry is unreachable: its records wait rather than be dead-lettered
- * on an old answer. Concurrent asks for one id share one request. An id's schema comes
- * with the schemas it references (schema-references.ts), fetched and kept with it.
+ * on an old answer. Unknown ids are kept in a bound of their own (MAX_UNKNOWN_IDS).
+ * Concurrent asks for one id share one request. An id's schema comes with the schemas it
+ * references (schema-references.ts), fetched and kept with it.
  */
 export class WriterSchemaCache {
   readonly #entries = new Map<number, Entry>();
+  readonly #unknown = new Map<number, Entry>();
   readonly #inFlight = new Map<number, Promise<WriterSchema>>();
 
   constructor(
@@ -35,10 +43,11 @@ export class WriterSchemaCache {
   }
 
   #one(id: number): Promise<WriterSchema> {
-    const entry = this.#entries.get(id);
+    const map = this.#unknown.has(id) ? this.#unknown : this.#entries;
+    const entry = map.get(id);
     if (entry && this.clock() - entry.fetchedAt < this.ttlMs) {
-      this.#entries.delete(id);
-      this.#entries.set(id, entry);
+      map.delete(id);
+      map.set(id, entry);
       return Promise.resolve(entry.schema);
     }
     let pending = this.#inFlight.get(id);
@@ -69,8 +78,11 @@ export class WriterSchemaCache {
       throw error;
     }
     this.#entries.delete(id);
-    this.#entries.set(id, { schema, fetchedAt: this.clock() });
-    while (this.#entries.size > MAX_CACHED_SCHEMAS) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#unknown.delete(id);
+    const [map, bound] =
+      'unknown' in schema ? [this.#unknown, MAX_UNKNOWN_IDS] : [this.#entries, MAX_CACHED_SCHEMAS];
+    map.set(id, { schema, fetchedAt: this.clock() });
+    while (map.size > bound) map.delete(map.keys().next().value!);
     return schema;
   }
 }

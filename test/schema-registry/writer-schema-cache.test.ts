@@ -5,7 +5,14 @@ import {
   type SchemaRegistryClient,
 } from '../../src/schema-registry/registry-client';
 import { MAX_REFERENCED_SCHEMAS } from '../../src/schema-registry/schema-references';
-import { MAX_CACHED_SCHEMAS, WriterSchemaCache } from '../../src/schema-registry/writer-schema-cache';
+import {
+  MAX_CACHED_SCHEMAS,
+  MAX_UNKNOWN_IDS,
+  WriterSchemaCache,
+} from '../../src/schema-registry/writer-schema-cache';
+
+/** Ids from here on are unknown to the scripted registry (a producer churning schema ids). */
+const CHURN = 1_000_000;
 
 /**
  * The cache's rules, with a scripted registry in place of the HTTP client (the real
@@ -24,7 +31,7 @@ class ScriptedRegistry {
     this.asked.push(id);
     if (this.down) return Promise.reject(new SchemaRegistryUnavailableError('http://sr', id, 'ECONNREFUSED'));
     return Promise.resolve(
-      this.known.has(id) || id > 100
+      this.known.has(id) || (id > 100 && id < CHURN)
         ? { found: true, schemaType: 'AVRO', schema: `"s${id}"`, references: this.references.get(id) ?? [] }
         : { found: false, message: 'not found' },
     );
@@ -100,6 +107,24 @@ test(`at most ${MAX_CACHED_SCHEMAS} ids are kept: the least recently used one is
   await cache.get([101]);
   await cache.get([102]);
   expect(registry.asked).toEqual([102]);
+});
+
+test('a flood of unknown schema ids neither evicts the schemas in use nor is asked of the registry twice while fresh', async () => {
+  const { registry, cache } = setup(3_600_000);
+  await cache.get([1]);
+  const churn = Array.from({ length: 2 * MAX_CACHED_SCHEMAS }, (_, i) => CHURN + i);
+  expect((await cache.get(churn)).every((s) => 'unknown' in s)).toBe(true);
+  registry.asked.length = 0;
+  await cache.get([1, ...churn]);
+  expect(registry.asked).toEqual([]);
+});
+
+test(`at most ${MAX_UNKNOWN_IDS} unknown ids are remembered: the least recently used one is asked again`, async () => {
+  const { registry, cache } = setup(3_600_000);
+  await cache.get(Array.from({ length: MAX_UNKNOWN_IDS + 1 }, (_, i) => CHURN + i));
+  registry.asked.length = 0;
+  await cache.get([CHURN + 1, CHURN]);
+  expect(registry.asked).toEqual([CHURN]);
 });
 
 test('an id comes with the schemas it references and theirs in turn, each name once; a reference the registry lacks is kept as missing', async () => {
