@@ -20,6 +20,7 @@ import { summarizeProfiles } from './lib/cpu-profile';
 import { ensureBroker, produceDataset, type Dataset } from './lib/kafka';
 import { measureFreshness, runReplicaArm, type Freshness } from './lib/replica-arm';
 import { defaultStagingWorkers } from '../src/config/resolve';
+import { compressionType, type CompressionName } from '../src/kafka/compression';
 import { benchConsumer, benchRecord } from './lib/records';
 import { ratiosAndTargets, renderMarkdown, type BenchReport } from './lib/report';
 import { MiB, type ArmResult } from './lib/result';
@@ -34,6 +35,10 @@ const ALL_ARMS = [
   'e2e-buffered',
   'e2e-streamed',
   'e2e-avro',
+  'e2e-gzip',
+  'e2e-snappy',
+  'e2e-lz4',
+  'e2e-zstd',
   'naive-node',
   'naive-python',
   'freshness',
@@ -189,6 +194,35 @@ async function runArms(
             bytes: data.bytes,
             brokers,
             extra: streamed ? { materializer: { pipelinePreparation: true } } : {},
+          },
+          log,
+        );
+        break;
+      }
+      case 'e2e-gzip':
+      case 'e2e-snappy':
+      case 'e2e-lz4':
+      case 'e2e-zstd': {
+        // The same records, produced again in the arm's codec on a topic of their own.
+        const codec = id.slice('e2e-'.length) as Exclude<CompressionName, 'none'>;
+        const compressed = await produceDataset(
+          brokers,
+          `${data.topic}-${codec}`,
+          data.records,
+          PARTITIONS,
+          log,
+          undefined,
+          compressionType(codec),
+        );
+        result = await runReplicaArm(
+          {
+            id,
+            label: `kafka-lance run, buffered (defaults), explicit schema, the topic's batches ${codec}-compressed`,
+            topic: compressed.topic,
+            records: compressed.records,
+            bytes: data.bytes,
+            brokers,
+            extra: {},
           },
           log,
         );

@@ -46,6 +46,7 @@ const r3 = row(24);
 const r4 = row(32);
 const r5 = row(40);
 const r6 = row(48);
+const r7 = row(56);
 const panels = [
   panel(
     'Records per second: consumed, staged, published',
@@ -206,6 +207,20 @@ const panels = [
     ],
     r6(0),
   ),
+  // A running replica the broker stops accepting (rotated password, revoked certificate)
+  // keeps what it staged and retries: refused (1) beside refusals per second.
+  panel(
+    'Broker authentication: refused (1) and refusals/s',
+    'short',
+    [
+      [`max by (instance) (kafka_lance_broker_authentication_failing{${sel}})`, 'refused {{instance}}'],
+      [
+        `sum by (instance) (${rate('kafka_lance_broker_authentication_failures_total')})`,
+        'refusals/s {{instance}}',
+      ],
+    ],
+    r6(8),
+  ),
   // Upsert tables (mode: 'upsert'): keys upserted and deleted per second, what the merges
   // changed (a replay changes nothing), and the merge's duration.
   panel(
@@ -216,7 +231,7 @@ const panels = [
       [`sum by (table) (${rate('kafka_lance_deleted_rows_total')})`, '{{table}} deleted'],
       [`sum by (table, change) (${rate('kafka_lance_merged_rows_total')})`, '{{table}} {{change}}'],
     ],
-    r6(8),
+    r7(0),
   ),
   panel(
     'Upserts: merge duration',
@@ -225,7 +240,7 @@ const panels = [
       [q(0.5, 'kafka_lance_merge_duration_seconds', 'table'), 'p50 {{table}}'],
       [q(0.99, 'kafka_lance_merge_duration_seconds', 'table'), 'p99 {{table}}'],
     ],
-    r6(16),
+    r7(8),
   ),
 ];
 

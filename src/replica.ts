@@ -7,6 +7,7 @@ import { loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from './c
 import { REGISTRY_FORMATS } from './config/formats';
 import { FileDeadLetterSink, type DeadLetterSink } from './dead-letters/dead-letter';
 import { createKafka } from './kafka/client';
+import { compressionType } from './kafka/compression';
 import { KafkaDeadLetterSink } from './kafka/dead-letter-topic';
 import { DiskPressure } from './kafka/disk-pressure';
 import { RECORD_DECODER_INSTALLED } from './kafka/fetched-batch';
@@ -15,6 +16,7 @@ import { chainBound } from './ownership/chain';
 import { OwnershipFeed } from './kafka/ownership-feed';
 import { StagedBatchReports } from './kafka/staged-batch-reports';
 import { redactStorageOptions } from './lance/store-config';
+import { redactedClient, withoutUserInfo } from './common/redaction';
 import { startLanceStore } from './lance/store-start';
 import { MaterializerHost } from './materializer/host';
 import type { MaterializerWorkerInit } from './materializer/worker-protocol';
@@ -36,6 +38,7 @@ import {
   lanceTargetOf,
   logCommittedOffsets,
   tableColumns,
+  tableKeyType,
   logJsonDecoder,
 } from './startup-checks';
 
@@ -121,10 +124,10 @@ export class Replica {
         table: consumer.table,
         dataDir: consumer.dataDir,
         brokers: consumer.brokers,
-        client: consumer.client,
+        client: redactedClient(consumer.client),
         // Option values that hold credentials never reach a log.
         lance: {
-          uri: lanceUri,
+          uri: withoutUserInfo(lanceUri),
           storageOptions: redactStorageOptions(consumer.lance.storageOptions),
           commits: consumer.lance.commits,
         },
@@ -196,6 +199,7 @@ export class Replica {
     );
     const hooks = replicaHooks(faults, log); // test-only fault injection
     const knownFields = await tableColumns(consumer, log);
+    const keyType = await tableKeyType(consumer, log);
     const diskPressure = new DiskPressure(log, metrics);
     // Before the staging pool, whose sealed parts it takes: made in the order they report to each other.
     const materializer = consumer.materializer.enabled
@@ -216,6 +220,7 @@ export class Replica {
           workers: consumer.workers,
           consumerPath: consumer.source,
           knownFields,
+          ...(keyType === undefined ? {} : { tableKeyType: keyType }),
           brokers: consumer.brokers,
           tableDir,
           epoch: { owner, epoch: 0 },
@@ -344,7 +349,13 @@ async function openDeadLetterSink(consumer: ResolvedConsumer, producer: Producer
   const target = consumer.deadLetter;
   if (target && 'topic' in target) {
     await producer.connect();
-    return new KafkaDeadLetterSink(producer, target.topic, consumer.name, target.contextHeaders);
+    return new KafkaDeadLetterSink(
+      producer,
+      target.topic,
+      consumer.name,
+      target.contextHeaders,
+      compressionType(target.compression),
+    );
   }
   const file = target?.file ?? path.join(consumer.dataDir, 'dead-letter', `${consumer.name}.jsonl`);
   return new FileDeadLetterSink(path.resolve(file));

@@ -4,7 +4,7 @@ import { errorMessage } from './common/errors';
 import type { Logger } from './common/logger';
 import { ConfigError, type ResolvedConsumer, type ResolvedField } from './config';
 import { NATIVE_MODULE_PATH, nativeJsonModule } from './decode/native-json-columns';
-import { RecordDecoder, type KnownField } from './decode/record-decoder';
+import { KEY_COLUMN, RecordDecoder, type KnownField } from './decode/record-decoder';
 import { groupTopics } from './kafka/group-topics';
 import { declaredTypeChanges } from './lance/declared-schema';
 import { readKnownFields, readTableSchema } from './lance/known-fields';
@@ -23,6 +23,28 @@ export function lanceTargetOf(consumer: ResolvedConsumer): LanceTarget {
     table: consumer.table,
     ...(consumer.lance.storageOptions ? { storageOptions: consumer.lance.storageOptions } : {}),
   };
+}
+
+/**
+ * A registry `keyFormat`: the Arrow type of the table's `_key` column (its text, as
+ * publications compare types), so that every staging worker holds keys to it as value
+ * columns are held to theirs; undefined when the table has no `_key` yet or cannot be read
+ * (the publication-side check still holds).
+ */
+export async function tableKeyType(consumer: ResolvedConsumer, logger: Logger): Promise<string | undefined> {
+  if (!consumer.includeKey || consumer.keyFormat === 'binary' || consumer.keyFormat === 'string')
+    return undefined;
+  try {
+    const schema = await readTableSchema(lanceTargetOf(consumer));
+    const key = schema?.fields.find((f) => f.name === KEY_COLUMN);
+    return key === undefined ? undefined : String(key.type);
+  } catch (error) {
+    logger.warn(
+      { event: 'schema.key.failed', err: errorMessage(error) },
+      'could not read the table schema to hold _key to its type',
+    );
+    return undefined;
+  }
 }
 
 /**

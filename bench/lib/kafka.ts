@@ -1,7 +1,8 @@
 /** The bench's broker (given, or a local one it starts and stops) and its data topic. */
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
+import { CompressionTypes, Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
+import { registerCompressionCodecs } from '../../src/kafka/compression';
 import { benchRecord } from './records';
 
 const REPO = path.resolve(__dirname, '../../..');
@@ -41,6 +42,7 @@ export function ensureBroker(log: (line: string) => void): Broker {
 }
 
 export function kafkaClient(brokers: readonly string[]): Kafka {
+  registerCompressionCodecs();
   return new Kafka({ clientId: 'bench', brokers: [...brokers], logLevel: logLevel.NOTHING });
 }
 
@@ -65,6 +67,7 @@ export interface Dataset {
  * unless it already holds exactly that many (a rerun reuses it). Sends of ~2 MiB per
  * partition, all partitions at once, acks=all. `encode` turns each JSON record into the
  * value sent (the Avro arm's serializer); a reused topic's bytes are then the caller's to count.
+ * `compression`: the codec of every record batch (the codec arms).
  */
 export async function produceDataset(
   brokers: readonly string[],
@@ -73,6 +76,7 @@ export async function produceDataset(
   partitions: number,
   log: (line: string) => void,
   encode?: (json: string) => Promise<Buffer>,
+  compression: CompressionTypes = CompressionTypes.None,
 ): Promise<Dataset> {
   const kafka = kafkaClient(brokers);
   const admin = kafka.admin();
@@ -112,7 +116,12 @@ export async function produceDataset(
           messages.push({ value });
         }
         sends.push(
-          producer.send({ topic, acks: -1, messages: messages.map((m) => ({ ...m, partition: p })) }),
+          producer.send({
+            topic,
+            acks: -1,
+            compression,
+            messages: messages.map((m) => ({ ...m, partition: p })),
+          }),
         );
       }
       await Promise.all(sends);

@@ -76,7 +76,18 @@ export function ratiosAndTargets(
         detail: `${buffered.recordsPerSecond} vs 0.8 × ${limit} records/s`,
       });
   }
-  for (const id of ['e2e-buffered', 'e2e-streamed']) {
+  for (const codec of ['gzip', 'snappy', 'lz4', 'zstd']) {
+    const a = by(`e2e-${codec}`);
+    if (!a || !buffered) continue;
+    ratios[`e2e-${codec} / e2e-buffered`] = round(a.recordsPerSecond / buffered.recordsPerSecond, 2);
+    if (codec === 'lz4' || codec === 'zstd')
+      targets.push({
+        name: `e2e with ${codec} ≥ 0.85 × e2e buffered (uncompressed)`,
+        pass: a.recordsPerSecond >= 0.85 * buffered.recordsPerSecond,
+        detail: `${a.mibPerSecond} vs 0.85 × ${buffered.mibPerSecond} MiB/s`,
+      });
+  }
+  for (const id of ['e2e-buffered', 'e2e-streamed', 'e2e-gzip', 'e2e-snappy', 'e2e-lz4', 'e2e-zstd']) {
     const a = arms.find((x) => x.id === id);
     if (a)
       targets.push({

@@ -1,10 +1,12 @@
 import type { QualifyStep } from '../step';
 import { step as brokerOutage } from './broker-outage';
+import { step as codecs } from './codecs';
 import { step as cdc } from './cdc';
 import { step as compacted } from './compacted';
 import { step as dataDirLoss } from './data-dir-loss';
 import { step as fullDisk } from './full-disk';
 import { step as fuzz } from './fuzz';
+import { step as hostileInput } from './hostile-input';
 import { step as killCampaign } from './kill-campaign';
 import { ddbStep as objectStoreKillsDdb, step as objectStoreKills } from './object-store-kills';
 import { step as recreated } from './recreated';
@@ -25,10 +27,12 @@ export const STEPS: readonly QualifyStep[] = [
   fullDisk,
   fuzz,
   compacted,
+  codecs,
   transactional,
   retention,
   recreated,
   scaleDown,
   schemaRegistry,
+  hostileInput,
   cdc,
 ];

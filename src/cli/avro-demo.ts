@@ -7,6 +7,7 @@ import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system
 import { BAD_RATIO, runDemo, type DemoOptions, type DemoVariant } from './demo';
 import type { RunRanges } from './demo-summary';
 import { CliError } from './errors';
+import { registerCompressionCodecs } from '../kafka/compression';
 import { openExistingTable, quote } from './lance-read';
 import { logRecord } from './log-records';
 import { ADDED_FIELD, LOG_V1, LOG_V2, avroLog } from './avro-log-records';
@@ -83,6 +84,7 @@ function avroLogs(url: string): DemoVariant {
       };
       let schemaId = await register(LOG_V1, 0);
       const evolveAt = Math.floor(count / 2);
+      registerCompressionCodecs();
       const kafka = new Kafka({
         clientId: 'kafka-lance-avro-demo',
         brokers: [...brokers],

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { KAFKA_LOCAL } from './paths';
+import { registerCompressionCodecs } from '../kafka/compression';
 
 /**
  * The demos' Kafka client and its end: silent (a demo prints its own lines), quick to
@@ -9,6 +10,7 @@ import { KAFKA_LOCAL } from './paths';
  */
 
 export function demoKafka(clientId: string, brokers: string[]): Kafka {
+  registerCompressionCodecs();
   return new Kafka({ clientId, brokers, logLevel: logLevel.NOTHING, connectionTimeout: 3_000 });
 }
 

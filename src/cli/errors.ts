@@ -1,3 +1,4 @@
+import type { BrokerAuthFailure } from '../kafka/broker-auth-failure';
 import { KafkaJSBrokerNotFound, KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded } from 'kafkajs';
 
 /**
@@ -9,6 +10,7 @@ import { KafkaJSBrokerNotFound, KafkaJSConnectionError, KafkaJSNumberOfRetriesEx
 export type CliErrorCode =
   | 'CONSUMER_FILE_MISSING'
   | 'BROKER_UNREACHABLE'
+  | 'BROKER_AUTHENTICATION'
   | 'TABLE_MISSING'
   | 'DEMO_MISMATCH'
   | 'REPLICA_FAILED'
@@ -47,6 +49,20 @@ export class BrokerUnreachableError extends CliError {
       `cannot reach the Kafka broker at ${brokers.join(',')} (${causeText(cause)}); start it (npm run kafka:start for the local one) or pass the right address with --brokers or KAFKA_BOOTSTRAP_SERVERS`,
       { brokers },
       cause,
+    );
+  }
+}
+
+/** The broker refused the client's credentials or TLS: exit code 2, one line naming the cause and the option. */
+export class BrokerAuthenticationError extends CliError {
+  constructor(
+    readonly brokers: readonly string[],
+    readonly failure: BrokerAuthFailure,
+  ) {
+    super(
+      'BROKER_AUTHENTICATION',
+      `cannot connect to the Kafka broker at ${brokers.join(',')}: ${failure.cause}; check ${failure.option}`,
+      { brokers, failure },
     );
   }
 }

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { errorMessage } from '../common/errors';
+import { scrubSecrets } from '../common/redaction';
 import { ConfigError } from '../config';
 import { addCompactCommand } from './commands/compact';
 import { addDemoCommand } from './commands/demo';
@@ -8,7 +9,7 @@ import { addProduceCommand } from './commands/produce';
 import { addRunCommand } from './commands/run';
 import { addScaleDemoCommand } from './commands/scale-demo';
 import { addValidateCommand } from './commands/validate';
-import { CliError } from './errors';
+import { CliError, type CliErrorCode } from './errors';
 import { packageVersion } from './paths';
 
 /** The `kafka-lance` program: one command per file in ./commands, in the order `--help` lists them. */
@@ -32,20 +33,27 @@ export function buildCli(): Command {
   return program;
 }
 
+/** What the operator must fix in the definition or the command line: exit code 2, like a ConfigError. */
+const CONFIGURATION_ERRORS: ReadonlySet<CliErrorCode> = new Set([
+  'CONSUMER_FILE_MISSING',
+  'BAD_ARGUMENT',
+  'BROKER_AUTHENTICATION',
+]);
+
 /** Parses argv and runs the command; configuration errors exit with code 2 and field-named messages. */
 export function runCli(argv: readonly string[] = process.argv): void {
   buildCli()
     .parseAsync([...argv])
     .catch((error: unknown) => {
       if (error instanceof ConfigError) {
-        console.error(error.message);
+        console.error(scrubSecrets(error.message));
         process.exit(2);
       }
       if (error instanceof CliError) {
-        console.error(`kafka-lance: ${error.message}`);
-        process.exit(error.code === 'CONSUMER_FILE_MISSING' || error.code === 'BAD_ARGUMENT' ? 2 : 1);
+        console.error(scrubSecrets(`kafka-lance: ${error.message}`));
+        process.exit(CONFIGURATION_ERRORS.has(error.code) ? 2 : 1);
       }
-      console.error(`kafka-lance: ${errorMessage(error)}`);
+      console.error(scrubSecrets(`kafka-lance: ${errorMessage(error)}`));
       process.exit(1);
     });
 }

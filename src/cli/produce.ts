@@ -1,4 +1,6 @@
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import type { CompressionName } from '../kafka/compression/codec';
+import { compressionType, registerCompressionCodecs } from '../kafka/compression';
 import { ensureTopicsServed } from '../kafka/topic-ready';
 import { connectAdmin } from './kafka-admin';
 import { badCount, logRecord } from './log-records';
@@ -14,6 +16,8 @@ export interface ProduceOptions {
   readonly badRatio: number;
   /** Partitions of the topic when it has to be created. */
   readonly partitions: number;
+  /** The codec of the record batches (default none). */
+  readonly compression?: CompressionName;
   /** Progress lines (stderr); called every couple of seconds. */
   readonly progress?: (line: string) => void;
   /** Called after each acknowledged send with the running total. */
@@ -37,6 +41,8 @@ const TICK_MS = 100;
 
 /** A load generator: realistic JSON log records, a share of them undecodable on purpose. */
 export async function produce(o: ProduceOptions): Promise<ProduceResult> {
+  registerCompressionCodecs();
+  const compression = compressionType(o.compression ?? 'none');
   const kafka = new Kafka({
     clientId: 'kafka-lance-produce',
     brokers: [...o.brokers],
@@ -87,7 +93,7 @@ export async function produce(o: ProduceOptions): Promise<ProduceResult> {
           messages.push({ value: r.value });
           batchBytes += Buffer.byteLength(r.value);
         }
-        await producer.send({ topic: o.topic, acks: -1, messages });
+        await producer.send({ topic: o.topic, acks: -1, compression, messages });
         produced += messages.length;
         bytes += batchBytes;
         left -= messages.length;

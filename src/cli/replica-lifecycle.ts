@@ -3,7 +3,8 @@ import { createLogger, type Logger } from '../common/logger';
 import { Metrics } from '../metrics/metrics';
 import { startMetricsServer } from '../metrics/server';
 import type { Replica } from '../replica';
-import { BrokerUnreachableError, isConnectionFailure } from './errors';
+import { brokerAuthFailureOf } from '../kafka/broker-auth-failure';
+import { BrokerAuthenticationError, BrokerUnreachableError, isConnectionFailure } from './errors';
 
 /**
  * The life of a `kafka-lance run` process around its one replica: the metrics server,
@@ -20,6 +21,8 @@ const DRAIN_MARGIN_MS = Math.min(10_000, SHUTDOWN_TIMEOUT_MS / 3);
 export interface ReplicaLifecycleOptions {
   /** The resolved brokers, to name them when none can be reached. */
   readonly brokers: readonly string[];
+  /** Whether the client connects with TLS (a closed handshake then means a listener without it). */
+  readonly tls: boolean;
   readonly logLevel: string;
   readonly metricsPort: number;
   readonly metricsHost: string;
@@ -78,6 +81,8 @@ export async function runReplicaLifecycle(o: ReplicaLifecycleOptions): Promise<v
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   const replica = await starting.catch((error: unknown) => {
+    const refused = brokerAuthFailureOf(error, o.tls);
+    if (refused) throw new BrokerAuthenticationError(o.brokers, refused);
     throw isConnectionFailure(error) ? new BrokerUnreachableError(o.brokers, error) : error;
   });
   running.replica = replica;

@@ -15,6 +15,7 @@ import {
 } from './demo';
 import { closeDemoBroker } from './demo-broker';
 import { CliError } from './errors';
+import { registerCompressionCodecs } from '../kafka/compression';
 import { indexLine } from './inspect';
 import { connectAdmin } from './kafka-admin';
 import { indexShapes, openExistingTable } from './lance-read';
@@ -82,6 +83,7 @@ export async function runVectorDemo(o: DemoOptions): Promise<void> {
   o.print(`Logs of this run: ${logFile}`);
   const embedded = startEmbeddedBrokerIfNeeded(o);
   const brokers = embedded.brokers;
+  registerCompressionCodecs();
   const kafka = new Kafka({ clientId: 'kafka-lance-vector-demo', brokers, logLevel: logLevel.NOTHING });
   const admin = await connectAdmin(kafka, brokers);
   let replica: ReplicaProcess | undefined;

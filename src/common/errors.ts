@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'MATERIALIZER_FAILED'
   | 'DEAD_LETTER_WRITE_FAILED'
   | 'PARTITION_STOPPED'
+  | 'BATCH_CORRUPT'
   | 'DISK_FULL'
   | 'TOPIC_NOT_SERVED'
   | 'SCHEMA_REGISTRY_UNAVAILABLE';
@@ -130,7 +131,8 @@ export class PartitionStoppedError extends KafkaLanceError {
 }
 
 /** Why a partition was stopped (the `reason` label of kafka_lance_partition_stopped). */
-export type PartitionStopReason = 'dead-letter-write-failed' | 'dead-letter-ratio-exceeded';
+export type PartitionStopReason =
+  'dead-letter-write-failed' | 'dead-letter-ratio-exceeded' | 'corrupt-record-batch';
 
 /** Where kafka-lance writes: the staging directory (parts, plans, ledger) or the Lance table. */
 export type DiskStage = 'staging' | 'lance';

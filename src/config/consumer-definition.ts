@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { clientOptions } from './client-options';
 import { columnNameProblem } from './column-name';
 import { deadLetter, errorHandling } from './dead-letter-options';
 import { epochUnit, fieldSpec } from './field-spec';
@@ -31,19 +32,6 @@ const identifier = z
     /^[A-Za-z][A-Za-z0-9_-]{0,127}$/,
     'letters, digits, "_" and "-", starting with a letter (at most 128)',
   );
-
-const clientOptions = z
-  .strictObject({
-    clientId: z.string().optional(),
-    ssl: z.union([z.boolean(), z.record(z.string(), z.unknown())]).optional(),
-    sasl: z
-      .object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer', 'aws']) })
-      .passthrough()
-      .optional(),
-    connectionTimeout: z.number().int().positive().optional(),
-    requestTimeout: z.number().int().positive().optional(),
-  })
-  .default({});
 
 export const consumerDefinitionSchema = z
   .strictObject({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { COMPRESSION_NAMES } from '../kafka/compression/codec';
 
 /** Where records that cannot be staged go, and when too many of them stop a partition. */
 
@@ -7,6 +8,8 @@ export const deadLetter = z.union([
     topic: z.string().min(1),
     /** Add Connect's `__connect.errors.*` headers (errors.deadletterqueue.context.headers.enable). */
     contextHeaders: z.boolean().default(true),
+    /** The codec of the dead letters' record batches (the Java producer's `compression.type`). */
+    compression: z.enum(COMPRESSION_NAMES).default('none'),
   }),
   z.strictObject({ file: z.string().min(1) }),
 ]);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { secretString, type WithSecretsResolved } from './secret';
 
 /** How record values and keys are encoded, and the Schema Registry the registry formats read. */
 
@@ -24,15 +25,17 @@ export const schemaRegistry = z.strictObject({
     .string()
     .regex(/^https?:\/\/[^/\s]+/, 'an http:// or https:// URL (the API base, e.g. http://host:8081)')
     .transform((u) => u.replace(/\/+$/, '')),
-  basicAuth: z.strictObject({ username: z.string().min(1), password: z.string() }).optional(),
+  basicAuth: z
+    .strictObject({ username: secretString(z.string().min(1)), password: secretString() })
+    .optional(),
   /** https: `true` for the system's CAs, or PEM texts (`ca`, `cert`, `key`) and `rejectUnauthorized`. */
   ssl: z
     .union([
       z.boolean(),
       z.strictObject({
-        ca: z.string().min(1).optional(),
-        cert: z.string().min(1).optional(),
-        key: z.string().min(1).optional(),
+        ca: secretString(z.string().min(1)).optional(),
+        cert: secretString(z.string().min(1)).optional(),
+        key: secretString(z.string().min(1)).optional(),
         rejectUnauthorized: z.boolean().optional(),
       }),
     ])
@@ -42,4 +45,5 @@ export const schemaRegistry = z.strictObject({
   /** One registry request fails (and is retried: the registry is unreachable) after this long. */
   requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
 });
-export type SchemaRegistryOptions = z.output<typeof schemaRegistry>;
+/** With its secret references read (resolve.ts). */
+export type SchemaRegistryOptions = WithSecretsResolved<z.output<typeof schemaRegistry>>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { secretString } from './secret';
 import { OBJECT_STORE_SCHEMES, ddbTableNameOf, isObjectStoreUri, uriScheme } from './store-uri';
 
 /** Where the Lance table lives: a directory (default <dataDir>/lance) or s3://, gs://, az:// with storageOptions. */
@@ -28,7 +29,7 @@ export const lanceOptions = z
      * aws_secret_access_key, allow_http, ...). Values are strings; secret ones are
      * never logged. The AWS_* environment variables are read too.
      */
-    storageOptions: z.record(z.string().min(1), z.string()).optional(),
+    storageOptions: z.record(z.string().min(1), secretString()).optional(),
     /**
      * Whether concurrent Lance commits on this store are atomic (put-if-absent):
      * 'probe' (default) races concurrent appends at start; 'atomic' trusts the operator.

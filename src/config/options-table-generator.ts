@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { consumerDefinitionSchema } from './consumer-definition';
 import { OPTION_TEXTS } from './options-table';
+import { secretSchemas } from './secret';
 import { cell, markdownTable, tableBetweenMarkers, withTableBetweenMarkers } from './markdown-table';
 
 /**
@@ -49,6 +50,12 @@ function jsonSchema(): Json {
     // The one schema JSON Schema cannot express: a transform function.
     unrepresentable: ({ zodSchema }) =>
       zodSchema._zod.def.type === 'custom' ? { 'x-kafka-lance-type': 'function' } : 'throw',
+    // A secret option is one type: text, `${env:NAME}` in it, or `{ file }` (secret.ts).
+    override: ({ zodSchema, jsonSchema }) => {
+      if (!secretSchemas.has(zodSchema)) return;
+      for (const key of Object.keys(jsonSchema)) delete (jsonSchema as Record<string, unknown>)[key];
+      Object.assign(jsonSchema, { 'x-kafka-lance-type': 'secret' });
+    },
   }) as Json;
 }
 
@@ -135,6 +142,8 @@ function typeText(node: Json): string {
   if (isRecord(node)) {
     const value = node.additionalProperties;
     if (typeof value === 'object' && value.$ref !== undefined) return 'record<string, field type>';
+    if (typeof value === 'object' && value['x-kafka-lance-type'] === 'secret')
+      return 'record<string, secret>';
     return typeof value === 'object' && value.type === 'string' && !value.enum
       ? 'record<string, string>'
       : 'object';

@@ -70,7 +70,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'schemaRegistry.cacheTtlMs': {
     meaning:
-      'A schema fetched by id is kept this long, then fetched again (kept as it is when the registry cannot be reached); an id the registry did not know is asked again after this long too. At most 1,000 schemas are kept (least recently used go first).',
+      'A schema fetched by id is kept this long, then fetched again (kept as it is when the registry cannot be reached); an id the registry did not know is asked again after this long too. At most 1,000 schemas are kept (least recently used go first), and apart from them at most 10,000 ids the registry did not know.',
   },
   'schemaRegistry.requestTimeoutMs': {
     meaning:
@@ -144,7 +144,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   maxInferredColumns: {
     meaning:
-      '`schema: "infer"`: at most this many data columns; a record that would add more is a dead letter (`too-many-columns`). Keep map-like objects under one key (a json column).',
+      '`schema: "infer"` and the registry formats: at most this many data columns; a record that would add more (a key, or a writer schema with new fields) is a dead letter (`too-many-columns`). Keep map-like objects under one key (a json column).',
   },
   epochUnit: {
     meaning:
@@ -195,6 +195,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       "Add Kafka Connect's `__connect.errors.*` headers (Connect's `errors.deadletterqueue.context.headers.enable`).",
   },
+  'deadLetter.compression': {
+    meaning:
+      "The codec of the dead letters' record batches (the Java producer's `compression.type`): `none`, `gzip`, `snappy`, `lz4` or `zstd`.",
+  },
   'deadLetter.file': {
     meaning: 'A JSON-lines file (relative to the working directory), fsynced on every write.',
   },
@@ -206,7 +210,8 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning: 'With `ratio`: the share of dead letters (below 1) above which a partition stops.',
   },
   'errors.window': {
-    meaning: "With `ratio`: how many of a partition's most recent records the share is measured over.",
+    meaning:
+      "With `ratio`: how many of a partition's most recent records the share is measured over. A window not yet full (a partition's first records since start, a quiet partition) is judged too, from its 100th record (or `window`'s, when smaller).",
   },
   'errors.retryTimeoutMs': {
     meaning:
@@ -247,7 +252,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'lance.storageOptions': {
     meaning:
-      'Object-store options passed to LanceDB (`region`, `endpoint`, `allow_http`, credentials; `AWS_*` variables work too). Secret values are never logged.',
+      'Object-store options passed to LanceDB (`region`, `endpoint`, `allow_http`, credentials; `AWS_*` variables work too). Each value is a `secret` (docs/security.md); none is ever logged.',
   },
   'lance.commits': {
     meaning:
@@ -335,11 +340,32 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning: 'How long the coordinator waits for the members to rejoin during a rebalance.',
   },
   'client.clientId': { meaning: 'kafkajs client id.', computedDefault: '`kafka-lance-<name>`' },
-  'client.ssl': { meaning: '`true`, or Node `tls.connect` options (kafkajs `ssl`).' },
+  'client.ssl': {
+    meaning:
+      '`true` (TLS, the system CAs), or Node `tls.connect` options (kafkajs `ssl`): the named ones are checked at start, others go to node:tls as given. Never logged (docs/security.md).',
+  },
+  'client.ssl.ca': { meaning: "PEM of the CA(s) the brokers' certificates chain to; one or a list." },
+  'client.ssl.cert': { meaning: 'PEM client certificate (mutual TLS).' },
+  'client.ssl.key': { meaning: 'PEM private key of `cert`.' },
+  'client.ssl.pfx': { meaning: 'PKCS#12 bundle of key and certificate (`{ file }`, read as bytes).' },
+  'client.ssl.passphrase': { meaning: 'Password of an encrypted `key` or `pfx`.' },
+  'client.ssl.rejectUnauthorized': { meaning: '`false` accepts any broker certificate (tests only).' },
+  'client.ssl.servername': { meaning: 'TLS server name (SNI) when it differs from the broker host.' },
   'client.sasl': {
-    meaning: 'kafkajs `sasl`: `mechanism` plus its own fields (`username`, `password`, ...).',
+    meaning:
+      'kafkajs `sasl`: `mechanism` plus its own fields. Every field is a `secret` and never logged (docs/security.md).',
   },
   'client.sasl.mechanism': { meaning: 'SASL mechanism.' },
+  'client.sasl.username': { meaning: '`plain`, `scram-sha-256`, `scram-sha-512`: the user.' },
+  'client.sasl.password': { meaning: '`plain`, `scram-sha-256`, `scram-sha-512`: the password.' },
+  'client.sasl.oauthBearerProvider': {
+    meaning:
+      '`oauthbearer`: a function returning a promise of `{ value: token }` (.ts/.js definitions; AWS MSK IAM: docs/security.md).',
+  },
+  'client.sasl.authorizationIdentity': { meaning: '`aws` (kafkajs AWS-IAM): the authorization identity.' },
+  'client.sasl.accessKeyId': { meaning: '`aws`: the access key id.' },
+  'client.sasl.secretAccessKey': { meaning: '`aws`: the secret access key.' },
+  'client.sasl.sessionToken': { meaning: '`aws`: the session token.' },
   'client.connectionTimeout': { meaning: 'kafkajs `connectionTimeout`, ms (kafkajs default 1000).' },
   'client.requestTimeout': { meaning: 'kafkajs `requestTimeout`, ms (kafkajs default 30000).' },
 };

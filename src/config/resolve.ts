@@ -1,8 +1,11 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { KafkaLanceError } from '../common/errors';
+import { registerSecrets, secretValuesOf } from '../common/redaction';
 import { consumerDefinitionSchema, type ConsumerDefinition } from './consumer-definition';
 import type { DeclaredField, FieldSpecOutput, NamedField } from './field-spec';
+import { tlsMaterialProblems } from './tls-material';
+import { resolveSecrets, type SecretProblem, type WithSecretsResolved } from './secret';
 import { tombstonesOf, type Tombstones } from './upsert-options';
 
 /** A configuration that fails validation; the message names every offending field. */
@@ -28,7 +31,15 @@ export type ResolvedField = NamedField;
 /** A validated definition with every default and environment fallback applied. */
 export interface ResolvedConsumer extends Omit<
   ConsumerDefinition,
-  'brokers' | 'groupId' | 'table' | 'dataDir' | 'workers' | 'tombstones'
+  | 'brokers'
+  | 'groupId'
+  | 'table'
+  | 'dataDir'
+  | 'workers'
+  | 'tombstones'
+  | 'client'
+  | 'schemaRegistry'
+  | 'lance'
 > {
   /** What a null value is, its default applied (upsert-options.ts, `tombstonesOf`). */
   readonly tombstones: Tombstones;
@@ -37,6 +48,10 @@ export interface ResolvedConsumer extends Omit<
    * the declared key fields); undefined in append mode.
    */
   readonly upsertKey: readonly string[] | undefined;
+  /** The sections holding secret options, with every `${env:…}` and `{ file }` reference read. */
+  readonly client: WithSecretsResolved<ConsumerDefinition['client']>;
+  readonly schemaRegistry: WithSecretsResolved<ConsumerDefinition['schemaRegistry']>;
+  readonly lance: WithSecretsResolved<ConsumerDefinition['lance']>;
   readonly brokers: string[];
   readonly workers: number;
   readonly groupId: string;
@@ -119,8 +134,27 @@ export function resolveConsumer(
       { field: 'eventTimeField', message: `"${def.eventTimeField}" is not a field of the schema` },
     ]);
   }
+  // Relative secret files are read from the definition's folder, as its author sees them.
+  const baseDir = path.dirname(path.resolve(source));
+  const secretProblems: SecretProblem[] = [];
+  const client = resolveSecrets(def.client, env, baseDir, secretProblems, ['client']);
+  const schemaRegistry = resolveSecrets(def.schemaRegistry, env, baseDir, secretProblems, ['schemaRegistry']);
+  const lance = resolveSecrets(def.lance, env, baseDir, secretProblems, ['lance']);
+  if (secretProblems.length > 0) throw new ConfigError(source, secretProblems);
+  const tlsProblems = [
+    ...(typeof client.ssl === 'object' ? tlsMaterialProblems(client.ssl, 'client.ssl') : []),
+    ...(typeof schemaRegistry?.ssl === 'object'
+      ? tlsMaterialProblems(schemaRegistry.ssl, 'schemaRegistry.ssl')
+      : []),
+  ];
+  if (tlsProblems.length > 0) throw new ConfigError(source, tlsProblems);
+  // From here on every text this process writes has them scrubbed (src/common/redaction.ts).
+  registerSecrets(secretValuesOf({ client, lance, schemaRegistry }));
   return {
     ...def,
+    client,
+    schemaRegistry,
+    lance,
     brokers,
     groupId: def.groupId ?? `kafka-lance-${def.name}`,
     table: def.table ?? def.name,

@@ -190,7 +190,7 @@ export class DeadLetterOutbox {
       const elapsed = Date.now() - started;
       if (!error.retriable || elapsed >= errors.retryTimeoutMs) {
         const why = error.retriable ? `still failing after ${Math.round(elapsed / 1000)} s of retries: ` : '';
-        this.#stop(topic, partition, letters[0]!.offset, 'dead-letter-write-failed', {
+        this.stop(topic, partition, letters[0]!.offset, 'dead-letter-write-failed', {
           message: `${letters.length} dead letter(s) could not be written to ${sink.description}: ${why}${error.detail}`,
           cause: error,
           fields: { sink: sink.description, cause: error.detail, attempts: attempt + 1 },
@@ -282,7 +282,7 @@ export class DeadLetterOutbox {
       tolerance === 'none'
         ? 'a record is a dead letter and errors.tolerance is "none"'
         : `${exceeded.deadLetters} of the last ${exceeded.records} records are dead letters, more than errors.maxDeadLetterRatio ${maxDeadLetterRatio}`;
-    this.#stop(topic, partition, exceeded.firstOffending, 'dead-letter-ratio-exceeded', {
+    this.stop(topic, partition, exceeded.firstOffending, 'dead-letter-ratio-exceeded', {
       message: `${share}; most common: ${common.reason}${on} (${common.count}), e.g. ${common.detail}. Fix the definition (or set errors.tolerance "all") and restart`,
       fields: {
         deadLetters: exceeded.deadLetters,
@@ -294,7 +294,12 @@ export class DeadLetterOutbox {
     });
   }
 
-  #stop(
+  /**
+   * Stops a partition: commits held below `offset`, fetching paused, the gauge set and
+   * one error line. Also for what is not a dead letter but stops the same way (a
+   * corrupt compressed batch: fetch-positions.ts).
+   */
+  stop(
     topic: string,
     partition: number,
     offset: number,

@@ -21,14 +21,23 @@ export interface RatioExceeded {
 const MAX_KINDS = 64;
 
 /**
+ * A window that has not filled yet (a partition's first `size` records since start, or a
+ * quiet partition's) is judged once it holds this many records, or `size` when smaller.
+ */
+export const MIN_JUDGED_RECORDS = 100;
+
+/**
  * The last `size` records of one partition, each good or a kind of dead letter, in
- * typed arrays (a fixed few bytes per record, whatever the traffic). It judges only a
- * full window: a handful of records says nothing about a definition, and a bad record
- * that arrives first must not stop a partition.
+ * typed arrays (a fixed few bytes per record, whatever the traffic). It judges the records
+ * it holds once they are MIN_JUDGED_RECORDS or more: a handful of records says nothing about
+ * a definition, and a bad record that arrives first must not stop a partition; but judging
+ * only a full window let a definition that matched nothing dead-letter and commit every
+ * record of a partition smaller than the window.
  */
 export class DeadLetterWindow {
   readonly #size: number;
-  readonly #maxDeadLetters: number;
+  readonly #maxRatio: number;
+  readonly #judgeFrom: number;
   readonly #offsets: Float64Array;
   /** 0: a good record; k > 0: a dead letter of kind k - 1. */
   readonly #kinds: Uint8Array;
@@ -42,7 +51,8 @@ export class DeadLetterWindow {
   /** Trips when more than `maxRatio` of the last `size` records are dead letters. */
   constructor(size: number, maxRatio: number) {
     this.#size = size;
-    this.#maxDeadLetters = maxRatio * size;
+    this.#maxRatio = maxRatio;
+    this.#judgeFrom = Math.min(size, MIN_JUDGED_RECORDS);
     this.#offsets = new Float64Array(size);
     this.#kinds = new Uint8Array(size);
   }
@@ -70,7 +80,8 @@ export class DeadLetterWindow {
       this.#offsets[slot] = offset;
       this.#kinds[slot] = verdict ? this.#kind(verdict) : 0;
       this.#next = (slot + 1) % this.#size;
-      if (this.#filled === this.#size && this.#deadLetters > this.#maxDeadLetters) return this.#exceeded();
+      if (this.#filled >= this.#judgeFrom && this.#deadLetters > this.#maxRatio * this.#filled)
+        return this.#exceeded();
     }
     return undefined;
   }
@@ -94,9 +105,10 @@ export class DeadLetterWindow {
 
   #exceeded(): RatioExceeded {
     let firstOffending = Number.NaN;
-    // The slot after the newest is the oldest, the window being full.
-    for (let i = 0; i < this.#size; i++) {
-      const slot = (this.#next + i) % this.#size;
+    // A full window's oldest slot is the one after the newest; a filling one's is the first.
+    const oldest = this.#filled === this.#size ? this.#next : 0;
+    for (let i = 0; i < this.#filled; i++) {
+      const slot = (oldest + i) % this.#size;
       if (this.#kinds[slot]! > 0) {
         firstOffending = this.#offsets[slot]!;
         break;
@@ -106,7 +118,7 @@ export class DeadLetterWindow {
     return {
       firstOffending,
       deadLetters: this.#deadLetters,
-      records: this.#size,
+      records: this.#filled,
       common: { ...common },
     };
   }

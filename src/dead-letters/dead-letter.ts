@@ -4,6 +4,7 @@ import type { IHeaders } from 'kafkajs';
 import { DeadLetterWriteError, errorMessage } from '../common/errors';
 import { mkdirDurably, realDirectorySync, type DirectorySync } from '../common/fs-durable';
 import type { DeadLetterReason } from './dead-letter-reason';
+import { scrubSecrets } from '../common/redaction';
 
 /** A record that could not be staged, with everything needed to replay it. */
 export interface DeadLetter {
@@ -101,7 +102,8 @@ export class FileDeadLetterSink implements DeadLetterSink {
         offset: l.offset,
         timestamp: l.timestamp,
         reason: l.reason,
-        detail: l.detail,
+        // A reason's text may quote an error that echoed an option: scrubbed like a log line.
+        detail: scrubSecrets(l.detail),
         key: l.key?.toString('base64') ?? null,
         value: l.value?.toString('base64') ?? null,
         headers: Object.fromEntries(

@@ -19,10 +19,13 @@ export type KeyVerdict = Omit<DeadLetterVerdict, 'offset'>;
  * the registry into a struct of the schema's columns, mapped as a value's would be (an
  * Avro `"string"` key is `struct<value: string>`, like a value's `value` column).
  *
- * A registry key's struct is the first key schema's columns: a key schema with other
- * columns is a dead letter (schema-mismatch on `_key`), since a column's type cannot
- * change. Until a batch of this decoder has seen a key schema the type is unknown, and a
- * batch of null keys only carries no `_key` column (the table's rows take null there).
+ * A registry key's struct is the table's `_key` type when the table has one (`tableType`,
+ * as value columns are held to theirs), else the first key schema's columns: a key schema
+ * with other columns is a dead letter (schema-mismatch on `_key`), since a column's type
+ * cannot change; otherwise the parts would carry a `_key` the table refuses, and every
+ * publication from then on would be set aside. Until a batch of this decoder has seen a
+ * key schema the type is unknown, and a batch of null keys only carries no `_key` column
+ * (the table's rows take null there).
  */
 export class KeyColumn {
   readonly #format: KeyFormat;
@@ -33,7 +36,12 @@ export class KeyColumn {
   #identity: string | undefined;
   #label: string | undefined;
 
-  constructor(format: KeyFormat, epochUnit: EpochUnit) {
+  /** `tableType`: the table's `_key` Arrow type (its text), when the table has the column. */
+  constructor(
+    format: KeyFormat,
+    epochUnit: EpochUnit,
+    private readonly tableType?: string,
+  ) {
     this.#format = format;
     this.#epochUnit = epochUnit;
     this.#schemas = writerSchemasFor(format === 'binary' || format === 'string' ? 'json' : format);
@@ -74,7 +82,22 @@ export class KeyColumn {
     const label = typeLabel(type);
     const identity = JSON.stringify(type);
     if (this.#identity === undefined) {
-      this.#codec = codecOf(type, this.#epochUnit);
+      const codec = codecOf(type, this.#epochUnit);
+      // Each Arrow type prints itself with its children ('Struct<{id:Int64}>'), the text publications compare.
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string
+      const arrowType = String(codec.arrowType());
+      // The publication's rule (sameColumnType, src/lance/table-schema.ts): the same type, or Int32 into Int64.
+      if (
+        this.tableType !== undefined &&
+        arrowType !== this.tableType &&
+        !(this.tableType === 'Int64' && arrowType === 'Int32')
+      )
+        return {
+          reason: 'schema-mismatch',
+          field: '_key',
+          detail: `the key's schema id ${decoded.schemaId} makes _key ${arrowType}, the table's _key is ${this.tableType} (a column's type cannot change)`,
+        };
+      this.#codec = codec;
       this.#identity = identity;
       this.#label = label;
     } else if (this.#identity !== identity) {

@@ -58,6 +58,8 @@ export type DecoderOptions = Pick<
   readonly knownFields?: readonly KnownField[];
   /** With `includeKey`: how the key becomes `_key` (key-column.ts); `binary` when absent. */
   readonly keyFormat?: KeyFormat;
+  /** A registry `keyFormat`: the table's `_key` Arrow type (its text), which keys are held to. */
+  readonly tableKeyType?: string;
 };
 
 /** A data column of the table, as a seed for inference. */
@@ -93,7 +95,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  *   string, boolean → boolean, object or array → json. null creates no column.
  * - `knownFields` seeds the table's existing columns, which keep their types.
  * - At most `maxInferredColumns` data columns (known ones included): a record that
- *   would add more is a dead letter (too-many-columns). Map-like objects belong
+ *   would add more is a dead letter (too-many-columns); registry formats too, whose
+ *   columns come from the writer schemas. Map-like objects belong
  *   under one key (a json column) or in a declared json field.
  * - A key Lance cannot take as a column name is a dead letter naming the key, not
  *   renamed: a renaming ("a.b" → "a_b") could collide with a real key and would
@@ -115,8 +118,12 @@ export class RecordDecoder {
   readonly #writerTypes = new Map<string, string>();
   /** With `includeKey`: the key's reading into `_key`. */
   readonly #keys: KeyColumn | undefined;
-  /** Registry formats: writer schemas whose every field is a column of its type (checked once per id). */
-  readonly #admittedSchemas = new Set<number>();
+  /**
+   * Registry formats: writers whose every field is a column of its type, checked once each: a
+   * schema id, or for Protobuf an id and a message of it ("7/1.0"), since one file's messages
+   * map to different columns.
+   */
+  readonly #admittedSchemas = new Set<string>();
   /** Declared JSON fields the native decoder takes: it reads each batch first. */
   readonly #native: NativeJsonColumns | undefined;
 
@@ -132,7 +139,7 @@ export class RecordDecoder {
     this.#options = options;
     this.#registry = writerSchemasFor(options.format);
     this.#keys = options.includeKey
-      ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit)
+      ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit, options.tableKeyType)
       : undefined;
     // Registry formats take their columns from the writer schemas, not from the keys.
     this.#infer = options.fields === undefined && this.#registry === undefined;
@@ -202,7 +209,9 @@ export class RecordDecoder {
     topicId = '',
     schemas: readonly WriterSchema[] = [],
   ): DecodedBatch {
-    for (const id of this.#registry?.learn(schemas) ?? []) this.#admittedSchemas.delete(id);
+    for (const id of this.#registry?.learn(schemas) ?? [])
+      for (const writer of this.#admittedSchemas)
+        if (writer === String(id) || writer.startsWith(`${id}/`)) this.#admittedSchemas.delete(writer);
     this.#keys?.learn(schemas);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
@@ -309,7 +318,7 @@ export class RecordDecoder {
       let deleting = false;
       let writerFields: FieldState[] = [];
       let writerTypes: readonly (readonly [string, string])[] = [];
-      let writerSchema: number | undefined;
+      let writerSchema: string | undefined;
       if (debezium) {
         const change = readChangeEvent(value, message.key, this.#options.upsertKey ?? []);
         if ('reason' in change) {
@@ -324,7 +333,19 @@ export class RecordDecoder {
           verdict(decoded.reason, decoded.detail);
           continue;
         }
-        const fields = this.#writerFields(decoded.schemaId, decoded.fields);
+        const writer =
+          decoded.message === undefined ? String(decoded.schemaId) : `${decoded.schemaId}/${decoded.message}`;
+        const fields = this.#writerFields(writer, decoded.fields);
+        // The writer schemas widen the table like inferred keys do, and are held to the same cap:
+        // a schema (or a run of versions) adding names without bound is a producer's choice.
+        const columns = this.#fields.length + fields.added.length;
+        if (columns > this.#options.maxInferredColumns) {
+          verdict(
+            'too-many-columns',
+            `schema id ${decoded.schemaId} would make ${columns} data columns, beyond maxInferredColumns ${this.#options.maxInferredColumns}`,
+          );
+          continue;
+        }
         if (fields.retyped.length > 0) {
           // A column's type cannot change within a batch: the rows so far keep theirs and go
           // to a part of their own. Whether the table takes the new type is the publication's
@@ -349,7 +370,7 @@ export class RecordDecoder {
           eventMinutes = [];
         }
         ({ added: writerFields, types: writerTypes } = fields);
-        writerSchema = decoded.schemaId;
+        writerSchema = writer;
         rows = [decoded.row];
       } else if (this.#options.transform) {
         try {
@@ -414,8 +435,8 @@ export class RecordDecoder {
   }
 
   /** Registry formats: what a writer schema adds or retypes (writerFieldChanges), nothing for one admitted before. */
-  #writerFields(schemaId: number, fields: readonly NamedField[]): WriterFieldChanges {
-    if (this.#admittedSchemas.has(schemaId)) return { added: [], types: [], retyped: [] };
+  #writerFields(writer: string, fields: readonly NamedField[]): WriterFieldChanges {
+    if (this.#admittedSchemas.has(writer)) return { added: [], types: [], retyped: [] };
     return writerFieldChanges(fields, this.#writerTypes, this.#options.epochUnit);
   }
 }

@@ -1,13 +1,18 @@
 import type { NamedField } from '../config';
 import { errorMessage } from '../common/errors';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
-import { frameOf, type WriterSchema } from '../schema-registry/wire-format';
+import { frameOf, type ReferencedSchema, type WriterSchema } from '../schema-registry/wire-format';
 
 /** One record's row and the columns of its writer schema. */
 export interface RegistryRow {
   readonly schemaId: number;
   readonly row: Record<string, unknown>;
   readonly fields: readonly NamedField[];
+  /**
+   * Which of the schema's types wrote it, when a schema has several (Protobuf: the
+   * message-index path, "1.0"): each maps to columns of its own.
+   */
+  readonly message?: string;
 }
 
 export interface RegistryVerdict {
@@ -34,8 +39,11 @@ export interface RegistryPayloadFormat<Parsed> {
   readonly format: string;
   /** The registry's `schemaType` this format reads (Confluent's AVRO, PROTOBUF, JSON). */
   readonly schemaType: string;
-  /** Throws when the schema has no column mapping (its records are dead letters, unsupported-schema). */
-  parse(schema: string): Parsed;
+  /**
+   * Throws when the schema has no column mapping (its records are dead letters,
+   * unsupported-schema). `references`: the schemas it references, by the names it uses.
+   */
+  parse(schema: string, references: readonly ReferencedSchema[]): Parsed;
   /**
    * A framed value (header included) → its row, or why it is a dead letter. The detail
    * need not name the schema id: it is prefixed with it.
@@ -61,20 +69,35 @@ export class RegistryWriterSchemas<Parsed> {
   /**
    * Takes the schemas a batch came with; an id already parsed from the same text is kept.
    * Returns the ids whose schema is new or changed (a registry that was reset reuses ids).
+   *
+   * Every id of the batch moves to the recently-used end before anything is evicted, and
+   * eviction stops at the batch's own ids: a batch with more distinct ids than the bound
+   * keeps them all until the next batch (a batch of headers with a new id each is input,
+   * and must become dead letters, not a staging failure).
    */
   learn(schemas: readonly WriterSchema[]): number[] {
     const changed: number[] = [];
     for (const s of schemas) {
-      const text = 'unknown' in s ? `unknown:${s.unknown}` : `${s.schemaType}:${s.schema}`;
-      if (this.#texts.get(s.id) === text) continue;
+      const text =
+        'unknown' in s
+          ? `unknown:${s.unknown}`
+          : `${s.schemaType}:${s.schema}${s.references ? JSON.stringify(s.references) : ''}`;
+      const entry = this.#texts.get(s.id) === text ? this.#parsed.get(s.id) : undefined;
+      if (entry) {
+        this.#parsed.delete(s.id);
+        this.#parsed.set(s.id, entry);
+        continue;
+      }
       changed.push(s.id);
       this.#texts.set(s.id, text);
+      this.#parsed.delete(s.id);
       this.#parsed.set(s.id, this.#parse(s));
-      while (this.#parsed.size > MAX_PARSED_SCHEMAS) {
-        const oldest = this.#parsed.keys().next().value!;
-        this.#parsed.delete(oldest);
-        this.#texts.delete(oldest);
-      }
+    }
+    const keep = Math.max(MAX_PARSED_SCHEMAS, schemas.length);
+    while (this.#parsed.size > keep) {
+      const oldest = this.#parsed.keys().next().value!;
+      this.#parsed.delete(oldest);
+      this.#texts.delete(oldest);
     }
     return changed;
   }
@@ -86,8 +109,13 @@ export class RegistryWriterSchemas<Parsed> {
     const { schemaId } = frame;
     const entry = this.#parsed.get(schemaId);
     if (!entry) {
-      // The main thread sends every id of a batch with it: a missing one is a bug, not bad input.
-      throw new Error(`schema id ${schemaId} was not sent with its batch`);
+      // The main thread sends every id of a batch with it, and learn() keeps them all; should
+      // one still be missing, its record is a dead letter with the reason, not a fatal error
+      // that would stop the partition on every start.
+      return {
+        reason: 'unknown-schema-id',
+        detail: `schema id ${schemaId}: not among the writer schemas sent with its batch`,
+      };
     }
     // Recently used last: eviction takes the oldest.
     this.#parsed.delete(schemaId);
@@ -118,7 +146,7 @@ export class RegistryWriterSchemas<Parsed> {
     if (s.schemaType !== this.payloads.schemaType)
       return unsupported(`a ${s.schemaType} schema, and the format is ${this.payloads.format}`);
     try {
-      return { parsed: this.payloads.parse(s.schema) };
+      return { parsed: this.payloads.parse(s.schema, s.references ?? []) };
     } catch (error) {
       // Parse errors and unmappable schemas alike: the schema, not a record, is at fault.
       return unsupported(`not a schema this replica can map to columns: ${errorMessage(error)}`);

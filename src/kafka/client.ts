@@ -1,6 +1,7 @@
-import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
 import type { Logger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
+import { CORRUPT_BATCH_MESSAGE, registerCompressionCodecs } from './compression';
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -11,6 +12,7 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
 
 /** kafkajs with its logs routed through our JSON logger (one log stream per process). */
 export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId?: string): Kafka {
+  registerCompressionCodecs();
   const kafkaLogger = logger.child({ component: 'kafkajs' });
   const config: KafkaConfig = {
     clientId: clientId ?? consumer.client.clientId ?? `kafka-lance-${consumer.name}`,
@@ -23,12 +25,16 @@ export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId
         // kafkajs logs a rebalance as an error while the group recovers on its own: keep it a warning.
         // It also logs each OFFSET_OUT_OF_RANGE fetch answer as an error; the fetch hook handles
         // those (and logs kafka.offsets.lost or kafka.offsets.ahead-of-log): an info line here.
-        const method = isHandledOutOfRange(message, extra) ? 'info' : (LEVELS[level] ?? 'info');
+        // The same for a corrupt compressed batch: the partition's stop is its one error line.
+        const method =
+          isHandledOutOfRange(message, extra) || isCorruptBatch(message, extra)
+            ? 'info'
+            : (LEVELS[level] ?? 'info');
         kafkaLogger[method](extra, message);
       },
   };
   if (consumer.client.ssl !== undefined) config.ssl = consumer.client.ssl;
-  if (consumer.client.sasl !== undefined) config.sasl = consumer.client.sasl as unknown as SASLOptions;
+  if (consumer.client.sasl !== undefined) config.sasl = consumer.client.sasl;
   if (consumer.client.connectionTimeout !== undefined)
     config.connectionTimeout = consumer.client.connectionTimeout;
   if (consumer.client.requestTimeout !== undefined) config.requestTimeout = consumer.client.requestTimeout;
@@ -41,5 +47,14 @@ function isHandledOutOfRange(message: string, extra: Record<string, unknown>): b
     message.startsWith('Response Fetch') &&
     typeof extra.error === 'string' &&
     extra.error.includes('not within the range of offsets')
+  );
+}
+
+/** kafkajs's "Response Fetch" error line for a batch our codecs found corrupt (it logs only the message). */
+function isCorruptBatch(message: string, extra: Record<string, unknown>): boolean {
+  return (
+    message.startsWith('Response Fetch') &&
+    typeof extra.error === 'string' &&
+    extra.error.startsWith(CORRUPT_BATCH_MESSAGE)
   );
 }

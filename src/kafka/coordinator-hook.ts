@@ -1,4 +1,5 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
+import { CorruptCompressedBatchError, fetchExpansion } from './compression';
 import { offsetOutOfRangeIn } from './kafka-errors';
 import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
 
@@ -29,13 +30,29 @@ export interface FetchHook {
    * partition's position (a seek) before it resolves.
    */
   offsetOutOfRange(topic: string, partition: number, fetchOffset: number): Promise<void>;
+  /**
+   * A compressed record batch of this partition, fetched from `fetchOffset`, cannot be
+   * read. kafkajs fails the whole fetch for it (and would fail it again forever): the
+   * fetch is answered empty and the hook must take the partition out of the fetch.
+   */
+  corruptBatch(
+    topic: string,
+    partition: number,
+    fetchOffset: number,
+    error: CorruptCompressedBatchError,
+  ): void;
 }
 
 /** A Fetch request as kafkajs 2.2.4's Broker takes it. */
 interface FetchRequest {
+  readonly maxBytes?: number;
   readonly topics: readonly {
     readonly topic: string;
-    readonly partitions: readonly { readonly partition: number; readonly fetchOffset: string }[];
+    readonly partitions: readonly {
+      readonly partition: number;
+      readonly fetchOffset: string;
+      readonly maxBytes?: number;
+    }[];
   }[];
 }
 interface FetchResponse {
@@ -129,26 +146,42 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
     hook.committed(request);
     return answer;
   };
-  const { fetched, offsetOutOfRange } = hook;
-  if (fetched && offsetOutOfRange) {
-    broker.fetch = async (request) => {
+  const { fetched, offsetOutOfRange, corruptBatch } = hook;
+  if (fetched && offsetOutOfRange && corruptBatch) {
+    broker.fetch = async (asked) => {
+      const request = decompressedSized(asked);
       let answer: FetchResponse;
+      let answered = request;
       try {
         answer = await fetch.call(broker, request);
+        fetchExpansion.answered();
       } catch (error) {
-        const refused = offsetOutOfRangeIn(error);
-        if (!refused) throw error;
-        const fetchOffset = request.topics
-          .find((t) => t.topic === refused.topic)
-          ?.partitions.find((p) => p.partition === refused.partition)?.fetchOffset;
-        if (fetchOffset === undefined) throw error;
-        await offsetOutOfRange.call(hook, refused.topic, refused.partition, Number(fetchOffset));
-        // The other partitions of this fetch were not consumed: kafkajs fetches them again.
-        return { responses: [] };
+        if (error instanceof CorruptCompressedBatchError) {
+          const found = await corruptPartition((r) => fetch.call(broker, r), request);
+          // Not found (the damage was in transit): kafkajs fetches everything again.
+          if (!found) return { responses: [] };
+          if ('error' in found) {
+            corruptBatch.call(hook, found.topic, found.partition, Number(found.fetchOffset), found.error);
+            return { responses: [] };
+          }
+          // The batches before the corrupt one are delivered, one per fetch, until it is first.
+          answered = found.request;
+          answer = found.answer;
+        } else {
+          const refused = offsetOutOfRangeIn(error);
+          if (!refused) throw error;
+          const fetchOffset = request.topics
+            .find((t) => t.topic === refused.topic)
+            ?.partitions.find((p) => p.partition === refused.partition)?.fetchOffset;
+          if (fetchOffset === undefined) throw error;
+          await offsetOutOfRange.call(hook, refused.topic, refused.partition, Number(fetchOffset));
+          // The other partitions of this fetch were not consumed: kafkajs fetches them again.
+          return { responses: [] };
+        }
       }
       const batches: FetchedBatch[] = [];
       for (const { topicName, partitions } of answer.responses) {
-        const asked = request.topics.find((t) => t.topic === topicName)?.partitions ?? [];
+        const asked = answered.topics.find((t) => t.topic === topicName)?.partitions ?? [];
         for (const data of partitions) {
           hideAbortedRecords(data);
           const fetchOffset = asked.find((p) => p.partition === data.partition)?.fetchOffset;
@@ -161,4 +194,70 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   }
   marked[HOOKED] = true;
   return broker;
+}
+
+/** Fetch sizes below which a request is never scaled down (the broker returns a whole first batch anyway). */
+const MIN_FETCH_BYTES = 256 * 1024;
+const MIN_PARTITION_FETCH_BYTES = 64 * 1024;
+
+/**
+ * The request with its sizes (compressed bytes) divided by how much fetched batches grow
+ * when decompressed (compression/expansion.ts): a fetch of a compressed topic holds about
+ * as many record bytes as one of an uncompressed topic, within the memory budget.
+ */
+function decompressedSized(request: FetchRequest): FetchRequest {
+  if (fetchExpansion.ratio <= 1) return request;
+  return {
+    ...request,
+    ...(request.maxBytes === undefined
+      ? {}
+      : { maxBytes: fetchExpansion.scaled(request.maxBytes, MIN_FETCH_BYTES) }),
+    topics: request.topics.map((t) => ({
+      ...t,
+      partitions: t.partitions.map((p) =>
+        p.maxBytes === undefined
+          ? p
+          : { ...p, maxBytes: fetchExpansion.scaled(p.maxBytes, MIN_PARTITION_FETCH_BYTES) },
+      ),
+    })),
+  };
+}
+
+/**
+ * Where the corrupt batch of a failed fetch lies: the response fails to decode as a
+ * whole, so each partition is fetched again alone (the log does not change under a fetch
+ * offset), first for its first batch only (maxBytes 1: the broker still returns one whole
+ * batch), then in full. A partition whose first batch is corrupt is the answer (`error`);
+ * one whose corrupt batch comes later answers with its first batch, so that what precedes
+ * the corrupt batch is delivered. Undefined when no partition fails alone.
+ */
+async function corruptPartition(
+  fetch: (request: FetchRequest) => Promise<FetchResponse>,
+  request: FetchRequest,
+): Promise<
+  | { topic: string; partition: number; fetchOffset: string; error: CorruptCompressedBatchError }
+  | { request: FetchRequest; answer: FetchResponse }
+  | undefined
+> {
+  for (const { topic, partitions } of request.topics)
+    for (const asked of partitions) {
+      const firstBatch: FetchRequest = {
+        ...request,
+        topics: [{ topic, partitions: [{ ...asked, maxBytes: 1 }] }],
+      };
+      let first: FetchResponse;
+      try {
+        first = await fetch(firstBatch);
+      } catch (error) {
+        if (!(error instanceof CorruptCompressedBatchError)) throw error;
+        return { topic, partition: asked.partition, fetchOffset: asked.fetchOffset, error };
+      }
+      try {
+        await fetch({ ...request, topics: [{ topic, partitions: [asked] }] });
+      } catch (error) {
+        if (!(error instanceof CorruptCompressedBatchError)) throw error;
+        return { request: firstBatch, answer: first };
+      }
+    }
+  return undefined;
 }

@@ -1,7 +1,8 @@
-import type { Producer } from 'kafkajs';
+import { CompressionTypes, type Producer } from 'kafkajs';
 import { DeadLetterWriteError, errorMessage } from '../common/errors';
 import type { DeadLetter, DeadLetterSink } from '../dead-letters/dead-letter';
 import { isRefusedAsTooLarge, produceFailureOf } from './kafka-errors';
+import { scrubSecrets } from '../common/redaction';
 
 /** Dead letters to a Kafka topic, with Kafka Connect's `__connect.errors.*` headers. */
 export class KafkaDeadLetterSink implements DeadLetterSink {
@@ -12,6 +13,7 @@ export class KafkaDeadLetterSink implements DeadLetterSink {
     private readonly topic: string,
     private readonly connectorName: string,
     private readonly contextHeaders: boolean,
+    private readonly compression: CompressionTypes = CompressionTypes.None,
   ) {
     this.description = `topic ${topic}`;
   }
@@ -31,6 +33,7 @@ export class KafkaDeadLetterSink implements DeadLetterSink {
       await this.producer.send({
         topic: this.topic,
         acks: -1,
+        compression: this.compression,
         messages: letters.map((l) => ({
           key: l.key,
           value: l.value,
@@ -64,7 +67,7 @@ export function connectHeaders(l: DeadLetter, connectorName: string): Record<str
     '__connect.errors.connector.name': connectorName,
     '__connect.errors.stage': l.reason === 'transform-failed' ? 'TRANSFORMATION' : 'VALUE_CONVERTER',
     '__connect.errors.exception.class.name': `kafka-lance.${l.reason}`,
-    '__connect.errors.exception.message': l.detail,
+    '__connect.errors.exception.message': scrubSecrets(l.detail),
   };
 }
 

@@ -3,6 +3,7 @@ import { errorMessage } from '../common/errors';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import { StagingPoolClosedError } from '../pool/staging-pool';
+import type { CorruptCompressedBatchError } from './compression';
 import { coveredThrough, type FetchedBatch } from './fetched-batch';
 import type { IngestionState } from './ingestion-state';
 import type { LogBounds } from './partition-offsets';
@@ -151,6 +152,16 @@ export class FetchPositions {
       this.#skipGap(topic, partition, position, low - 1);
       return;
     }
+    if (fetchOffset <= high) {
+      // The broker answered out of range, and the bounds read since say the position is in
+      // range: the log moved between the two (a leader change, a log start or end moving).
+      // Nothing is ahead of the log: no gauge, and the partition is fetched again soon.
+      o.logger.info(
+        { event: 'kafka.offsets.out-of-range-retried', topic, partition, position: fetchOffset, low, high },
+        `the broker said ${fetchOffset} of ${topic}[${partition}] is out of range, its log bounds say it is not; fetching again`,
+      );
+      return this.#hold(topic, partition, 1_000);
+    }
     // Beyond the log end: the log was truncated below what this group consumed (an
     // unclean leader election). Records written at those offsets now are other records
     // than the staged ones, under offsets already published: the partition waits (the
@@ -167,6 +178,34 @@ export class FetchPositions {
       );
     }
     this.#hold(topic, partition, 5_000);
+  }
+
+  /**
+   * A compressed batch fetched from `fetchOffset` cannot be read. It is no dead letter
+   * (its records cannot be told apart) and skipping it would lose them silently, while
+   * kafkajs alone would fail the broker's whole fetch forever: the partition stops here
+   * (nothing from `fetchOffset` on is committed) and the others go on.
+   */
+  onCorruptBatch(
+    topic: string,
+    partition: number,
+    fetchOffset: number,
+    error: CorruptCompressedBatchError,
+  ): void {
+    const next = error.offsets ? error.offsets.last + 1 : undefined;
+    const move =
+      next === undefined
+        ? 'move the group past the batch'
+        : `to skip the batch, set the group's offset of ${topic}[${partition}] to ${next}`;
+    this.#outbox.stop(topic, partition, fetchOffset, 'corrupt-record-batch', {
+      message: `${error.message}. Its records cannot be read by any client; ${move} (kafka-consumer-groups --reset-offsets) and restart`,
+      cause: error,
+      fields: {
+        codec: error.codec,
+        batchFirstOffset: error.offsets?.first,
+        batchLastOffset: error.offsets?.last,
+      },
+    });
   }
 
   /**

@@ -1,11 +1,12 @@
 import type { Consumer } from 'kafkajs';
 import { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
+import { AuthenticationRetry } from './authentication-retry';
 import { BatchRunner } from './batch-runner';
 import { createHookedConsumer } from './coordinator-hook';
 import { DurabilityTick } from './durability-tick';
 import { FetchPositions } from './fetch-positions';
 import { IngestionState, type IngestionOptions, type IngestionStats } from './ingestion-state';
-import { JoinClaims, pauseTopics } from './join-claims';
+import { JoinClaims, pauseTopics, pauseTopicsForStop } from './join-claims';
 import { OffsetCommitter } from './offset-committer';
 
 /**
@@ -29,6 +30,7 @@ export class Ingestion {
   readonly #joins: JoinClaims;
   readonly #runner: BatchRunner;
   readonly #ticks: DurabilityTick;
+  readonly #authentication: AuthenticationRetry;
 
   constructor(options: IngestionOptions) {
     const state = new IngestionState(options);
@@ -50,6 +52,8 @@ export class Ingestion {
         fetched: (batches) => this.#positions.onFetched(batches),
         offsetOutOfRange: (topic, partition, fetchOffset) =>
           this.#positions.onOffsetOutOfRange(topic, partition, fetchOffset),
+        corruptBatch: (topic, partition, fetchOffset, error) =>
+          this.#positions.onCorruptBatch(topic, partition, fetchOffset, error),
       },
     );
     this.#outbox = new DeadLetterOutbox({
@@ -66,6 +70,13 @@ export class Ingestion {
     this.#joins = new JoinClaims(state, this.#consumer, this.#outbox, this.#positions, this.#committer);
     this.#runner = new BatchRunner(state, this.#consumer, this.#outbox, this.#positions, this.#joins);
     this.#ticks = new DurabilityTick(state, this.#committer);
+    const ssl = options.consumer.client.ssl;
+    this.#authentication = new AuthenticationRetry({
+      logger: options.logger,
+      metrics: options.metrics,
+      tls: ssl !== undefined && ssl !== false,
+      restart: () => this.#run(),
+    });
     // A full disk pauses fetching (nothing is dropped: unfetched records stay in Kafka,
     // admitted ones wait in their writers) and the ticks go on retrying the writes.
     options.diskPressure.onChange((full) => {
@@ -98,6 +109,7 @@ export class Ingestion {
     const o = this.#state.options;
     const c = o.consumer;
     this.#consumer.on(this.#consumer.events.GROUP_JOIN, (event) => {
+      this.#authentication.onJoin();
       this.#joins.onJoin(event.payload.memberAssignment);
     });
     this.#consumer.on(this.#consumer.events.CRASH, (event) => {
@@ -106,20 +118,28 @@ export class Ingestion {
         { event: 'kafka.crash', err: error, restart: event.payload.restart },
         'consumer crashed',
       );
-      if (!event.payload.restart) onFatal(error);
+      // Refused credentials after a first join are retried (authentication-retry.ts); at
+      // start they stop the replica, which the CLI reports with exit code 2.
+      if (event.payload.restart) return;
+      if (this.#state.ready && this.#authentication.onCrash(error)) return;
+      onFatal(error);
     });
     await this.#consumer.connect();
     await this.#consumer.subscribe({
       topics: c.topics ?? [new RegExp(c.topicsRegex!)],
       fromBeginning: c.fromBeginning,
     });
-    await this.#consumer.run({
+    await this.#run();
+    this.#ticks.schedule();
+  }
+
+  #run(): Promise<void> {
+    return this.#consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 1,
       eachBatch: (payload) => this.#runner.eachBatch(payload),
     });
-    this.#ticks.schedule();
   }
 
   /**
@@ -130,11 +150,11 @@ export class Ingestion {
     const s = this.#state;
     if (s.stopping) return;
     s.stopping = true;
-    pauseTopics(
-      this.#consumer,
-      s.tracker.assigned().map((a) => a.topic),
-    );
+    this.#authentication.stop();
     const log = (step: string) => s.options.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
+    const topics = s.tracker.assigned().map((a) => a.topic);
+    if (!pauseTopicsForStop(this.#consumer, topics))
+      log('the consumer is between a crash and its restart: nothing to pause');
     // A dead-letter write retrying (a DLQ that is down) must not hold the stop.
     this.#outbox.close();
     await this.#ticks.stopTicking();

@@ -16,7 +16,6 @@ interface KafkajsDecoder {
   readVarInt(): number;
   readVarLong(): KafkajsLong;
   readVarIntBytes(): Buffer | null;
-  readVarIntArray<T>(reader: (decoder: KafkajsDecoder) => T): T[];
 }
 
 interface KafkajsLong {
@@ -80,16 +79,52 @@ function offsetFrom(first: string, delta: number | KafkajsLong): string {
   return Long.fromValue(first).add(delta).toString();
 }
 
-/** kafkajs's fold of a record's headers (a repeated key collects its values in an array); none: `{}`. */
-function headersOf(headers: readonly { key: string; value: Buffer | null }[]): Record<string, unknown> {
-  if (headers.length === 0) return {};
-  return headers.reduce<Record<string, unknown>>((obj, { key, value }) => {
-    const seen = obj[key];
-    return {
-      ...obj,
-      [key]: seen === undefined ? value : Array.isArray(seen) ? seen.concat([value]) : [seen, value],
-    };
-  }, {});
+/**
+ * At most this many headers of a record are decoded; the rest are skipped unread. Headers
+ * reach nothing but a dead letter (a copy of the record), so dropping the excess loses no
+ * row, and bounds what one record costs the main thread (kafkajs decodes every header into
+ * an object of its own, before any of our code can refuse the record).
+ */
+export const MAX_HEADERS_PER_RECORD = 1_000;
+/** Set on a record whose headers beyond MAX_HEADERS_PER_RECORD were dropped: how many (a decimal string). */
+export const DROPPED_HEADERS = '__kafka_lance.headers.dropped';
+
+/**
+ * kafkajs's fold of a record's headers (a repeated key collects its values in an array;
+ * none: `{}`), in one object mutated in place: kafkajs's own fold copies the object once per
+ * header, quadratic (20,000 keys took 80 s of the main thread, past the session timeout).
+ * Keys are own properties whatever they are named (`__proto__`, `constructor`).
+ */
+function readHeaders(decoder: KafkajsDecoder): Record<string, unknown> {
+  const count = decoder.readVarInt();
+  const headers: Record<string, unknown> = {};
+  for (let i = 0; i < count; i++) {
+    if (i === MAX_HEADERS_PER_RECORD) {
+      for (; i < count; i++) skipHeader(decoder);
+      setOwn(headers, DROPPED_HEADERS, Buffer.from(String(count - MAX_HEADERS_PER_RECORD)));
+      break;
+    }
+    const { key, value } = HeaderDecoder(decoder);
+    const seen = Object.hasOwn(headers, key) ? headers[key] : undefined;
+    if (seen === undefined) setOwn(headers, key, value);
+    else if (Array.isArray(seen)) seen.push(value);
+    else setOwn(headers, key, [seen, value]);
+  }
+  return headers;
+}
+
+function setOwn(headers: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(headers, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** Moves the decoder past one header (a varint-length key and value; -1 is a null value). */
+function skipHeader(decoder: KafkajsDecoder): void {
+  for (let field = 0; field < 2; field++) {
+    const length = decoder.readVarInt();
+    if (length > 0) decoder.offset += length;
+  }
+  // A count beyond the record's bytes is a corrupt record: stop rather than spin on nothing.
+  if (decoder.offset > decoder.buffer.length) throw new RangeError('record headers run past the record');
 }
 
 /** kafkajs 2.2.4's record decoder (v0), field for field, with exact numbers where they suffice. */
@@ -112,7 +147,7 @@ export const decodeRecord: RecordDecoderFunction = (decoder, batchContext) => {
   const offset = offsetFrom(firstOffset as string, offsetDelta);
   const key = decoder.readVarIntBytes();
   const value = decoder.readVarIntBytes();
-  const headers = headersOf(decoder.readVarIntArray(HeaderDecoder));
+  const headers = readHeaders(decoder);
   return {
     magicByte,
     attributes,

@@ -1,3 +1,4 @@
+import { REDACTED } from '../common/redaction';
 /**
  * Object-store settings of a Lance database that can be checked before anything
  * connects. The uri's own rules (schemes, the DynamoDB table name) are the
@@ -135,15 +136,10 @@ export function ddbEndpointOf(
   return fromEnv ? fromEnv : undefined;
 }
 
-/** Option names that hold secrets: their values never reach a log or an error. */
-const SECRET_NAME = /secret|token|password|key$|sas|credential/i;
-
-/** storageOptions for logs: every value of a secret-looking option replaced. */
+/** storageOptions for logs and errors: every value replaced, the keys kept (which options are set). */
 export function redactStorageOptions(
   options: Readonly<Record<string, string>> | undefined,
 ): Record<string, string> | undefined {
   if (!options) return undefined;
-  return Object.fromEntries(
-    Object.entries(options).map(([k, v]) => [k, SECRET_NAME.test(k) ? '[redacted]' : v]),
-  );
+  return Object.fromEntries(Object.keys(options).map((k) => [k, REDACTED]));
 }

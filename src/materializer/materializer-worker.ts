@@ -12,11 +12,14 @@ import { Materializer } from './materializer';
 import type { PartitionOwnership } from '../ownership/partition-ownership';
 import { PartialPublicationError } from './publication-errors';
 import type { MaterializerReply, MaterializerRequest, MaterializerWorkerInit } from './worker-protocol';
+import { registerSecrets, secretValuesOf } from '../common/redaction';
 
 async function main(): Promise<void> {
   const port = parentPort;
   if (!port) throw new Error('materializer-worker runs only as a worker thread');
   const init = workerData as MaterializerWorkerInit;
+  // This thread loads no definition: its store's secrets are scrubbed from its lines too.
+  registerSecrets(secretValuesOf({ client: {}, lance: init.lance }));
   const logger = createLogger({ level: init.logLevel as 'info', name: 'materializer' });
   const reply = (m: MaterializerReply) => port.postMessage(m);
   // Stats after every publication too, not only after a run (a run can drain a backlog).

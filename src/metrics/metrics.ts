@@ -175,8 +175,18 @@ export class Metrics {
   });
   readonly partitionStopped = new Gauge({
     name: 'kafka_lance_partition_stopped',
-    help: 'Partitions this replica stopped consuming (1) until it restarts: a dead letter could not be written, or too many records were dead letters.',
+    help: 'Partitions this replica stopped consuming (1) until it restarts: a dead letter could not be written, too many records were dead letters, or a compressed record batch is corrupt.',
     labelNames: ['topic', 'partition', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly brokerAuthenticationFailing = new Gauge({
+    name: 'kafka_lance_broker_authentication_failing',
+    help: "The broker refuses this running replica's credentials or TLS (1; credentials rotated on the broker, a revoked certificate): it retries, keeps what it staged, and commits nothing until it joins again.",
+    registers: [this.registry],
+  });
+  readonly brokerAuthenticationFailures = new Counter({
+    name: 'kafka_lance_broker_authentication_failures_total',
+    help: "Times a running replica's consumer was refused by the broker for its credentials or TLS; each is retried.",
     registers: [this.registry],
   });
   readonly schemaRegistryUnreachable = new Gauge({

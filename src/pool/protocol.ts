@@ -13,6 +13,8 @@ export interface StagingWorkerInit {
   readonly consumerPath: string;
   /** `schema: 'infer'`: the table's existing column types, so every worker infers the same ones. */
   readonly knownFields: readonly KnownField[];
+  /** A registry `keyFormat`: the table's `_key` Arrow type, so every worker holds keys to it. */
+  readonly tableKeyType?: string;
   /** The brokers the main thread resolved (the worker re-validates the definition with them). */
   readonly brokers: readonly string[];
   readonly tableDir: string;

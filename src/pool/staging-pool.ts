@@ -25,6 +25,8 @@ export interface StagingPoolOptions {
   readonly consumerPath: string;
   /** `schema: 'infer'`: the table's existing column types (see readKnownFields). */
   readonly knownFields?: readonly KnownField[];
+  /** A registry `keyFormat`: the table's `_key` type (see tableKeyType), when it has one. */
+  readonly tableKeyType?: string;
   readonly brokers: readonly string[];
   readonly tableDir: string;
   readonly epoch: StagingEpoch;
@@ -100,6 +102,7 @@ export class StagingPool {
         const init: StagingWorkerInit = {
           consumerPath: options.consumerPath,
           knownFields: options.knownFields ?? [],
+          ...(options.tableKeyType === undefined ? {} : { tableKeyType: options.tableKeyType }),
           brokers: options.brokers,
           tableDir: options.tableDir,
           workerIndex: index,

@@ -28,7 +28,11 @@ export class StagingService {
   static async open(init: StagingWorkerInit, name: string): Promise<StagingService> {
     const logger = createLogger({ level: init.logLevel as 'info', name });
     const consumer = loadConsumer(init.consumerPath, process.env, { brokers: init.brokers });
-    const decoder = new RecordDecoder({ ...consumer, knownFields: init.knownFields });
+    const decoder = new RecordDecoder({
+      ...consumer,
+      knownFields: init.knownFields,
+      ...(init.tableKeyType === undefined ? {} : { tableKeyType: init.tableKeyType }),
+    });
     const staging = await TableStaging.open({
       tableDir: init.tableDir,
       table: consumer.table,

@@ -1,28 +1,53 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { KafkaLanceError } from '../common/errors';
+import { withoutUserInfo } from '../common/redaction';
 import type { SchemaRegistryOptions } from '../config';
 
-/** What the registry holds under an id. */
+/** A schema's reference to another one: the name its text imports, and where the registry holds it. */
+export interface SchemaReference {
+  readonly name: string;
+  readonly subject: string;
+  readonly version: number;
+}
+
+/** What the registry holds under an id, or under a subject's version. */
 export type RegistryAnswer =
-  | { readonly found: true; readonly schemaType: string; readonly schema: string }
-  /** The registry answered that it has no such schema (HTTP 404 with Confluent's error code 40403). */
+  | {
+      readonly found: true;
+      readonly schemaType: string;
+      readonly schema: string;
+      readonly references: readonly SchemaReference[];
+    }
+  /**
+   * The registry answered that it has no such schema (HTTP 404 with Confluent's error code
+   * 40403 for an id; 40401 or 40402 for a subject or a version).
+   */
   | { readonly found: false; readonly message: string };
+
+/** Confluent's error codes for "no such schema" (40403), "no such subject" (40401), "no such version" (40402). */
+const NOT_FOUND_BY_ID = [40403];
+const NOT_FOUND_BY_VERSION = [40401, 40402];
 
 /**
  * The registry could not answer: down, unreachable, too slow, refusing our credentials
  * or answering what is not a schema. Never bad input: the records wait for it.
  */
 export class SchemaRegistryUnavailableError extends KafkaLanceError {
+  /** The registry's URL without user info. */
+  readonly url: string;
+
   constructor(
-    readonly url: string,
+    url: string,
     readonly schemaId: number,
     why: string,
   ) {
-    super('SCHEMA_REGISTRY_UNAVAILABLE', `schema registry ${url}: schema id ${schemaId}: ${why}`, {
+    const shown = withoutUserInfo(url);
+    super('SCHEMA_REGISTRY_UNAVAILABLE', `schema registry ${shown}: schema id ${schemaId}: ${why}`, {
       retriable: true,
-      context: { url, schemaId },
+      context: { url: shown, schemaId },
     });
+    this.url = shown;
   }
 }
 
@@ -53,13 +78,36 @@ export class SchemaRegistryClient {
       : undefined;
   }
 
+  /** The registry's URL as logs and errors show it: without user info. */
   get url(): string {
-    return this.#options.url;
+    return withoutUserInfo(this.#options.url);
   }
 
   async schemaById(id: number): Promise<RegistryAnswer> {
-    const { status, body } = await this.#get(`/schemas/ids/${id}`, id);
-    let parsed: { schema?: unknown; schemaType?: unknown; error_code?: unknown; message?: unknown };
+    return this.#answer(`/schemas/ids/${id}`, id, NOT_FOUND_BY_ID);
+  }
+
+  /**
+   * A referenced schema: `GET /subjects/{subject}/versions/{version}`. `forId` is the id
+   * whose schema references it (for the errors).
+   */
+  async schemaByVersion(subject: string, version: number, forId: number): Promise<RegistryAnswer> {
+    return this.#answer(
+      `/subjects/${encodeURIComponent(subject)}/versions/${version}`,
+      forId,
+      NOT_FOUND_BY_VERSION,
+    );
+  }
+
+  async #answer(path: string, id: number, notFoundCodes: readonly number[]): Promise<RegistryAnswer> {
+    const { status, body } = await this.#get(path, id);
+    let parsed: {
+      schema?: unknown;
+      schemaType?: unknown;
+      references?: unknown;
+      error_code?: unknown;
+      message?: unknown;
+    };
     try {
       parsed = JSON.parse(body) as typeof parsed;
     } catch {
@@ -69,14 +117,15 @@ export class SchemaRegistryClient {
         `HTTP ${status}, not JSON: ${body.slice(0, 200)}`,
       );
     }
-    if (status === 200 && typeof parsed.schema === 'string') {
+    const references = referencesOf(parsed.references);
+    if (status === 200 && typeof parsed.schema === 'string' && references) {
       // Confluent leaves schemaType out for Avro.
       const schemaType = typeof parsed.schemaType === 'string' ? parsed.schemaType : 'AVRO';
-      return { found: true, schemaType, schema: parsed.schema };
+      return { found: true, schemaType, schema: parsed.schema, references };
     }
     // Only Confluent's "schema not found" is an answer about the input: another 404 (a URL
     // without the API's base path, a proxy) would dead-letter every record of a healthy topic.
-    if (status === 404 && parsed.error_code === 40403) {
+    if (status === 404 && notFoundCodes.includes(parsed.error_code as number)) {
       return { found: false, message: typeof parsed.message === 'string' ? parsed.message : 'not found' };
     }
     throw new SchemaRegistryUnavailableError(this.url, id, `HTTP ${status}: ${body.slice(0, 200)}`);
@@ -123,4 +172,19 @@ export class SchemaRegistryClient {
       request.on('error', (error: NodeJS.ErrnoException) => fail(error.code ?? error.message));
     });
   }
+}
+
+/** The answer's `references` (absent: none), or undefined when they are not Confluent's shape. */
+function referencesOf(value: unknown): SchemaReference[] | undefined {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) return undefined;
+  const references: SchemaReference[] = [];
+  for (const r of value as unknown[]) {
+    if (typeof r !== 'object' || r === null) return undefined;
+    const { name, subject, version } = r as Record<string, unknown>;
+    if (typeof name !== 'string' || typeof subject !== 'string' || typeof version !== 'number')
+      return undefined;
+    references.push({ name, subject, version });
+  }
+  return references;
 }

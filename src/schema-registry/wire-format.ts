@@ -21,6 +21,14 @@ export function frameOf(value: Uint8Array): Framed {
   return { schemaId: new DataView(value.buffer, value.byteOffset, value.byteLength).getUint32(1, false) };
 }
 
+/**
+ * A schema another one references (a Protobuf import), by the name the referencing text
+ * uses: its text, or why the registry could not give it (the referencing schema is then
+ * unsupported; its records are dead letters).
+ */
+export type ReferencedSchema =
+  { readonly name: string; readonly schema: string } | { readonly name: string; readonly missing: string };
+
 /** What the main thread learnt from the registry about one id, sent to the staging workers with a batch. */
 export type WriterSchema =
   | {
@@ -28,6 +36,8 @@ export type WriterSchema =
       /** The registry's `schemaType`: AVRO (also when the registry leaves it out), PROTOBUF, JSON. */
       readonly schemaType: string;
       readonly schema: string;
+      /** The schemas it references, and theirs in turn, each name once (absent: none). */
+      readonly references?: readonly ReferencedSchema[];
     }
   /** The registry answered that it has no schema with this id. */
   | { readonly id: number; readonly unknown: string };

@@ -1,8 +1,15 @@
 import { SchemaRegistryUnavailableError, type SchemaRegistryClient } from './registry-client';
+import { referencedSchemas } from './schema-references';
 import type { WriterSchema } from './wire-format';
 
 /** At most this many schema ids are cached; the least recently used go first. */
 export const MAX_CACHED_SCHEMAS = 1_000;
+/**
+ * At most this many ids the registry did not know are remembered as unknown, apart from the
+ * schemas: a producer churning schema ids neither evicts the schemas in use nor makes the
+ * replica ask the registry again for each id it was already told of.
+ */
+export const MAX_UNKNOWN_IDS = 10_000;
 
 interface Entry {
   readonly schema: WriterSchema;
@@ -15,10 +22,13 @@ interface Entry {
  * registry cannot be reached, the copy at hand is used (an id names one schema for good).
  * An id the registry said it does not know is asked again after `ttlMs` too, and is not
  * reused while the registry is unreachable: its records wait rather than be dead-lettered
- * on an old answer. Concurrent asks for one id share one request.
+ * on an old answer. Unknown ids are kept in a bound of their own (MAX_UNKNOWN_IDS).
+ * Concurrent asks for one id share one request. An id's schema comes with the schemas it
+ * references (schema-references.ts), fetched and kept with it.
  */
 export class WriterSchemaCache {
   readonly #entries = new Map<number, Entry>();
+  readonly #unknown = new Map<number, Entry>();
   readonly #inFlight = new Map<number, Promise<WriterSchema>>();
 
   constructor(
@@ -33,10 +43,11 @@ export class WriterSchemaCache {
   }
 
   #one(id: number): Promise<WriterSchema> {
-    const entry = this.#entries.get(id);
+    const map = this.#unknown.has(id) ? this.#unknown : this.#entries;
+    const entry = map.get(id);
     if (entry && this.clock() - entry.fetchedAt < this.ttlMs) {
-      this.#entries.delete(id);
-      this.#entries.set(id, entry);
+      map.delete(id);
+      map.set(id, entry);
       return Promise.resolve(entry.schema);
     }
     let pending = this.#inFlight.get(id);
@@ -51,17 +62,27 @@ export class WriterSchemaCache {
     let schema: WriterSchema;
     try {
       const answer = await this.client.schemaById(id);
-      schema = answer.found
-        ? { id, schemaType: answer.schemaType, schema: answer.schema }
-        : { id, unknown: answer.message };
+      if (!answer.found) schema = { id, unknown: answer.message };
+      else if (answer.references.length === 0)
+        schema = { id, schemaType: answer.schemaType, schema: answer.schema };
+      else
+        schema = {
+          id,
+          schemaType: answer.schemaType,
+          schema: answer.schema,
+          references: await referencedSchemas(this.client, id, answer.references),
+        };
     } catch (error) {
       if (error instanceof SchemaRegistryUnavailableError && stale && !('unknown' in stale.schema))
         return stale.schema;
       throw error;
     }
     this.#entries.delete(id);
-    this.#entries.set(id, { schema, fetchedAt: this.clock() });
-    while (this.#entries.size > MAX_CACHED_SCHEMAS) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#unknown.delete(id);
+    const [map, bound] =
+      'unknown' in schema ? [this.#unknown, MAX_UNKNOWN_IDS] : [this.#entries, MAX_CACHED_SCHEMAS];
+    map.set(id, { schema, fetchedAt: this.clock() });
+    while (map.size > bound) map.delete(map.keys().next().value!);
     return schema;
   }
 }

@@ -28,6 +28,13 @@ describe('kafka-lance CLI', () => {
     }
   });
 
+  test("validate's help says a .ts or .js definition runs with the user's privileges, though nothing is connected to", () => {
+    const out = run('validate', '--help');
+    expect(out.stdout.replace(/\s+/g, ' ')).toContain(
+      'validate runs it (and what it imports) with your privileges',
+    );
+  });
+
   test('an unknown consumer file is named, with what to pass instead', () => {
     for (const command of ['run', 'validate', 'inspect', 'compact']) {
       const out = run(command, '-c', 'no/such/definition.ts');

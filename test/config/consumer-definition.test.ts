@@ -65,6 +65,7 @@ describe('consumer definitions', () => {
     [{ ...valid, durabilityIntervalMs: 0 }, ['durabilityIntervalMs']],
     [{ ...valid, queue: { maxRecords: -1 } }, ['queue.maxRecords']],
     [{ ...valid, deadLetter: { topic: '' } }, ['deadLetter.topic']],
+    [{ ...valid, deadLetter: { topic: 'dlq', compression: 'brotli' } }, ['deadLetter.compression']],
     [{ ...valid, unknownKnob: 1 }, ['(definition)']],
     [{ ...valid, eventTimeField: 'missing' }, ['eventTimeField']],
   ])('a bad definition fails with the field named (%#)', (input, fields) => {

@@ -4,6 +4,7 @@ import { createLogger } from '../../src/common/logger';
 import type { DeadLetterVerdict } from '../../src/dead-letters/dead-letter-reason';
 import type { DeadLetter, DeadLetterSink } from '../../src/dead-letters/dead-letter';
 import { DeadLetterOutbox, type ErrorHandling } from '../../src/dead-letters/dead-letter-outbox';
+import { MIN_JUDGED_RECORDS } from '../../src/dead-letters/dead-letter-window';
 import { Metrics } from '../../src/metrics/metrics';
 
 /** An outbox wired to recording fakes of the consumer (pause) and the offset tracker (hold, resolved). */
@@ -223,6 +224,44 @@ describe('dead-letter outbox', () => {
     );
     expect(calls.paused).toEqual([]);
     expect(outbox.delivered).toBe(7);
+  });
+
+  test(`a definition matching nothing on a partition smaller than its window stops it at the ${MIN_JUDGED_RECORDS}th record, not after dead-lettering every record`, async () => {
+    const sink = ok();
+    const { outbox, calls, lines } = harness(sink, {
+      tolerance: 'ratio',
+      window: 1_000,
+      maxDeadLetterRatio: 0.5,
+    });
+    // ~833 records per partition, all dead letters, in batches of 50.
+    let stopped: number | undefined;
+    for (let from = 0; from < 833 && stopped === undefined; from += 50) {
+      const batch = messages(from, Math.min(50, 833 - from));
+      const taken = outbox.take(
+        't',
+        0,
+        batch,
+        batch.map((m) => verdict(Number(m.offset))),
+      );
+      if (taken === undefined) stopped = from;
+      else await outbox.deliver(taken);
+    }
+    expect(stopped).toBe(MIN_JUDGED_RECORDS - 50);
+    expect(calls.paused).toEqual([['t', 0]]);
+    expect(sink.written).toHaveLength(MIN_JUDGED_RECORDS - 50);
+    expect(lines.find((l) => l.event === 'partition.stopped')).toMatchObject({
+      reason: 'dead-letter-ratio-exceeded',
+      offset: 0,
+      deadLetters: MIN_JUDGED_RECORDS,
+      records: MIN_JUDGED_RECORDS,
+    });
+  });
+
+  test('a bad first record, with good ones after it, does not stop a partition whose window is filling', async () => {
+    const { outbox, calls } = harness(ok(), { tolerance: 'ratio', window: 1_000, maxDeadLetterRatio: 0.5 });
+    await outbox.deliver(outbox.take('t', 0, messages(0, 1), [verdict(0)]));
+    await outbox.deliver(outbox.take('t', 0, messages(1, 2 * MIN_JUDGED_RECORDS), []));
+    expect(calls.paused).toEqual([]);
   });
 
   test("tolerance 'all' never stops; 'none' stops at the first dead letter", async () => {

@@ -115,4 +115,30 @@ describe('keys in their own format (keyFormat beside format)', () => {
     expect(keyType(out.batch!)).toBe('Binary');
     expect(plainColumn(out.batch!, '_key')).toEqual([[0x6b], null]);
   });
+
+  test("a restarted decoder holds registry keys to the table's _key type, not to the first key schema it sees", () => {
+    const WIDER = { ...KEY, fields: [...KEY.fields, { name: 'zone', type: 'string' }] };
+    // The table's _key came from KEY; the key schema has since gained a field, and this decoder starts fresh.
+    const d = decoder({
+      format: 'json-schema',
+      includeKey: true,
+      keyFormat: 'avro',
+      tableKeyType: 'Struct<{id:Int64, region:Utf8}>',
+    });
+    const out = d.decode(
+      't',
+      0,
+      [
+        keyed(0, avroKey(5, { id: 1, region: 'a', zone: 'z' }, WIDER), jsonFramed(2, '{"n":1}')),
+        keyed(1, avroKey(1, { id: 2, region: 'b' }), jsonFramed(2, '{"n":2}')),
+      ],
+      '',
+      [avroSchema(5, WIDER), avroSchema(1, KEY), jsonSchema(2, VALUE)],
+    );
+    expect(out.deadLetters).toEqual([
+      expect.objectContaining({ offset: 0, reason: 'schema-mismatch', field: '_key' }),
+    ]);
+    expect(keyType(out.batch!)).toBe('Struct<{id:Int64, region:Utf8}>');
+    expect(plainColumn(out.batch!, '_key')).toEqual([{ id: 2n, region: 'b' }]);
+  });
 });

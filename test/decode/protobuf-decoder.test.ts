@@ -7,19 +7,29 @@ import {
   EVERYTHING_MESSAGES,
   EVERYTHING_PROTO,
   EVERYTHING_PROTO_ARROW_TYPES,
+  EVERYTHING_PROTO_DESCRIPTOR,
   EVERYTHING_PROTO_EXPECTED,
   protobufFramed,
 } from '../support/protobuf-fixtures';
 import { decoder, msg } from './fixture';
 
 const protobufDecoder = () => decoder({ format: 'protobuf' });
-const registered = (id: number, schema: string): WriterSchema => ({ id, schemaType: 'PROTOBUF', schema });
+const registered = (id: number, schema: string, references?: Record<string, string>): WriterSchema => ({
+  id,
+  schemaType: 'PROTOBUF',
+  schema,
+  ...(references
+    ? { references: Object.entries(references).map(([name, text]) => ({ name, schema: text })) }
+    : {}),
+});
 const dataFields = (batch: { schema: { fields: { name: string; nullable: boolean }[] } }) =>
   batch.schema.fields.slice(SYSTEM_FIELDS.length);
 
 /** Encodes with protobufjs, as a producer would (not through the decoder's parsing). */
-function encoder(proto: string, type: string): (message: object) => Uint8Array {
-  const root = protobuf.parse(proto, new protobuf.Root(), { keepCase: true }).root;
+function encoder(proto: string | readonly string[], type: string): (message: object) => Uint8Array {
+  const root = new protobuf.Root();
+  for (const file of typeof proto === 'string' ? [proto] : proto)
+    protobuf.parse(file, root, { keepCase: true });
   for (const name of ['timestamp', 'duration', 'wrappers'])
     root.addJSON(protobuf.common.get(`google/protobuf/${name}.proto`)!.nested!);
   const t = root.lookupType(type);
@@ -167,5 +177,207 @@ describe('Protobuf messages in the Confluent wire format', () => {
     expect(details[8]).toMatch(/^schema id 7: a google.protobuf.Timestamp with 1 nanoseconds/);
     expect(details[9]).toMatch(/^schema id 1: .*a string field that is not valid UTF-8/);
     expect(plainColumn(out.batch!, 'message')).toEqual(['hello']);
+  });
+});
+
+/**
+ * A file whose map field comes before its nested message, and the file it imports (same
+ * package), as .proto text and as protoc's descriptors (grpcio-tools 1.85.4, base64: what
+ * Python's ProtobufSerializer registers). protoc puts the map's entry message among the
+ * nested types where the map field is: Order.nested_types is [CountsEntry, Line], so
+ * Python's and Java's serializers frame a Line with the message index [0, 1].
+ */
+const ORDER_PROTO = `syntax = "proto3";
+package shop;
+import "shop_money.proto";
+message Order {
+  map<string, int32> counts = 1;
+  message Line {
+    string sku = 1;
+    shop.Money price = 2;
+  }
+  repeated Line lines = 2;
+}`;
+/**
+ * ORDER_PROTO as Confluent's Java serializer registers it: the text it prints from protoc's
+ * descriptor (fields first, the map's entry an explicit nested message in protoc's place).
+ */
+const ORDER_PRINTED = `syntax = "proto3";
+package shop;
+
+import "shop_money.proto";
+
+message Order {
+  repeated .shop.Order.CountsEntry counts = 1;
+  repeated .shop.Order.Line lines = 2;
+
+  message CountsEntry {
+    option map_entry = true;
+
+    string key = 1;
+    int32 value = 2;
+  }
+  message Line {
+    string sku = 1;
+    .shop.Money price = 2;
+  }
+}
+`;
+const MONEY_PROTO =
+  'syntax = "proto3"; package shop; message Money { string currency = 1; int64 units = 2; }';
+const ORDER_DESCRIPTOR =
+  'Cg5tYXBmaXJzdC5wcm90bxIEc2hvcBoQc2hvcF9tb25leS5wcm90byKxAQoFT3JkZXISJwoGY291bnRzGAEgAygLMhcuc2hvcC5P' +
+  'cmRlci5Db3VudHNFbnRyeRIfCgVsaW5lcxgCIAMoCzIQLnNob3AuT3JkZXIuTGluZRotCgtDb3VudHNFbnRyeRILCgNrZXkYASAB' +
+  'KAkSDQoFdmFsdWUYAiABKAU6AjgBGi8KBExpbmUSCwoDc2t1GAEgASgJEhoKBXByaWNlGAIgASgLMgsuc2hvcC5Nb25leWIGcHJv' +
+  'dG8z';
+const MONEY_DESCRIPTOR =
+  'ChBzaG9wX21vbmV5LnByb3RvEgRzaG9wIigKBU1vbmV5EhAKCGN1cnJlbmN5GAEgASgJEg0KBXVuaXRzGAIgASgDYgZwcm90bzM=';
+
+describe('Protobuf schemas as serializers register them: .proto text or a base64 FileDescriptorProto, with references', () => {
+  const everything = (schema: string) => {
+    const encode = encoder(EVERYTHING_PROTO, 'acme.Everything');
+    return protobufDecoder().decode(
+      't',
+      0,
+      EVERYTHING_MESSAGES.map((m, i) => msg(i, protobufFramed(7, EVERYTHING_INDEXES, encode(m)))),
+      '',
+      [registered(7, schema)],
+    );
+  };
+
+  test("a base64 FileDescriptorProto (Python's serializer) maps to the .proto text's columns, in its order, with the same exact values", () => {
+    const fromText = everything(EVERYTHING_PROTO);
+    const fromDescriptor = everything(EVERYTHING_PROTO_DESCRIPTOR);
+    expect(fromDescriptor.deadLetters).toEqual([]);
+    const batch = fromDescriptor.batch!;
+    const types = (b: typeof batch) =>
+      dataFields(b).map((f) => [f.name, String(b.schema.fields.find((x) => x.name === f.name)!.type)]);
+    expect(types(batch)).toEqual(types(fromText.batch!));
+    expect(Object.fromEntries(types(batch))).toEqual(EVERYTHING_PROTO_ARROW_TYPES);
+    for (const [name, values] of Object.entries(EVERYTHING_PROTO_EXPECTED)) {
+      expect([name, plainColumn(batch, name)]).toEqual([name, values]);
+    }
+  });
+
+  test('a nested message index ([1, 0]: Everything.Point) names the same message in both forms', () => {
+    const encode = encoder(EVERYTHING_PROTO, 'acme.Everything.Point');
+    for (const schema of [EVERYTHING_PROTO, EVERYTHING_PROTO_DESCRIPTOR]) {
+      const out = protobufDecoder().decode(
+        't',
+        0,
+        [msg(0, protobufFramed(7, [1, 0], encode({ x: 1.5, y: -2 })))],
+        '',
+        [registered(7, schema)],
+      );
+      expect(out.deadLetters).toEqual([]);
+      expect(dataFields(out.batch!).map((f) => f.name)).toEqual(['x', 'y']);
+      expect([plainColumn(out.batch!, 'x'), plainColumn(out.batch!, 'y')]).toEqual([[1.5], [-2]]);
+    }
+  });
+
+  test.each([
+    ['a descriptor', ORDER_DESCRIPTOR],
+    ["the text Java's serializer prints from one", ORDER_PRINTED],
+  ])(
+    '%s: a map-entry message counts among the nested types where protoc put it ([0, 1] is Order.Line), and the map is a map column',
+    (_form, schema) => {
+      const line = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order.Line');
+      const order = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order');
+      const schemas = [registered(3, schema, { 'shop_money.proto': MONEY_DESCRIPTOR })];
+      const one = (indexes: number[], value: Uint8Array) => {
+        const out = protobufDecoder().decode(
+          't',
+          0,
+          [msg(0, protobufFramed(3, indexes, value))],
+          '',
+          schemas,
+        );
+        expect(out.deadLetters).toEqual([]);
+        return out.batch!;
+      };
+      const lineRow = one([0, 1], line({ sku: 'a-1', price: { currency: 'EUR', units: '12' } }));
+      expect(dataFields(lineRow).map((f) => f.name)).toEqual(['sku', 'price']);
+      expect(plainColumn(lineRow, 'price')).toEqual([{ currency: 'EUR', units: 12n }]);
+      const orderRow = one([0], order({ counts: { a: 2 }, lines: [{ sku: 'b' }] }));
+      expect(String(orderRow.schema.fields.find((f) => f.name === 'counts')!.type)).toBe(
+        'List<Struct<{key:Utf8, value:Int32}>>',
+      );
+      expect(plainColumn(orderRow, 'counts')).toEqual([[{ key: 'a', value: 2 }]]);
+      expect(plainColumn(orderRow, 'lines')).toEqual([[{ sku: 'b', price: null }]]);
+    },
+  );
+
+  test("two messages of one schema id each add their own columns: the second message's values are not dropped", () => {
+    const line = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order.Line');
+    const order = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order');
+    const out = protobufDecoder().decode(
+      't',
+      0,
+      [
+        msg(0, protobufFramed(3, [0, 1], line({ sku: 'a' }))),
+        msg(1, protobufFramed(3, [0], order({ counts: { k: 1 } }))),
+      ],
+      '',
+      [registered(3, ORDER_DESCRIPTOR, { 'shop_money.proto': MONEY_DESCRIPTOR })],
+    );
+    expect(out.deadLetters).toEqual([]);
+    const batches = [...out.earlier.map((s) => s.batch), out.batch!];
+    const column = (name: string) =>
+      batches.flatMap((b) => (b.schema.fields.some((f) => f.name === name) ? plainColumn(b, name) : [null]));
+    expect(column('sku')).toEqual(['a', null]);
+    expect(column('counts')).toEqual([null, [{ key: 'k', value: 1 }]]);
+  });
+
+  test("references resolve in either form, mixed, and a reference's messages in the same package do not shift the file's top-level indexes", () => {
+    const encode = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order');
+    const value = encode({ lines: [{ sku: 'x', price: { currency: 'USD', units: '-3' } }] });
+    for (const [schema, money] of [
+      [ORDER_DESCRIPTOR, MONEY_PROTO],
+      [ORDER_PROTO, MONEY_DESCRIPTOR],
+      [ORDER_PROTO, MONEY_PROTO],
+    ] as const) {
+      const out = protobufDecoder().decode('t', 0, [msg(0, protobufFramed(4, [0], value))], '', [
+        registered(4, schema, { 'shop_money.proto': money }),
+      ]);
+      expect(out.deadLetters).toEqual([]);
+      expect(plainColumn(out.batch!, 'lines')).toEqual([
+        [{ sku: 'x', price: { currency: 'USD', units: -3n } }],
+      ]);
+    }
+  });
+
+  test('a reference the registry lacks, or an import neither referenced nor well-known, makes the schema unsupported, naming the file', () => {
+    const value = encoder([ORDER_PROTO, MONEY_PROTO], 'shop.Order')({});
+    const out = protobufDecoder().decode(
+      't',
+      0,
+      [msg(0, protobufFramed(5, [0], value)), msg(1, protobufFramed(6, [0], value))],
+      '',
+      [
+        {
+          id: 5,
+          schemaType: 'PROTOBUF',
+          schema: ORDER_DESCRIPTOR,
+          references: [
+            { name: 'shop_money.proto', missing: 'subject "shop_money.proto" version 1: not found' },
+          ],
+        },
+        registered(6, ORDER_DESCRIPTOR),
+      ],
+    );
+    expect(out.deadLetters.map((d) => [d.reason, d.detail])).toEqual([
+      [
+        'unsupported-schema',
+        expect.stringMatching(
+          /^schema id 5: .*its reference "shop_money.proto" is not in the registry: subject "shop_money.proto" version 1: not found/,
+        ),
+      ],
+      [
+        'unsupported-schema',
+        expect.stringMatching(
+          /^schema id 6: .*it imports "shop_money.proto", which is neither among its schema references/,
+        ),
+      ],
+    ]);
   });
 });

@@ -240,7 +240,11 @@ test('many small dead letters that together exceed the DLQ topic max.message.byt
     waitForLeaders: true,
   });
   await untilHosted(suite.admin, dlq, 1);
-  const { topic, groupId, file } = await setup(1, { deadLetter: { topic: dlq } });
+  // Every record bad: tolerance 'all', or the ratio safeguard would rightly stop the partition.
+  const { topic, groupId, file } = await setup(1, {
+    deadLetter: { topic: dlq },
+    errors: { tolerance: 'all' },
+  });
   // 200 bad records of ~100 bytes: each fits the DLQ topic, one batch of them does not.
   await produceTo(
     topic,

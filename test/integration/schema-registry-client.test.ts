@@ -38,3 +38,40 @@ test('a URL without the API base path and a port nobody listens on are unreachab
     closedPort.close();
   }
 });
+
+test('a schema\'s references come with the id and are found by subject and version (a subject with a slash too); a subject or version the registry lacks is "not found"', async () => {
+  const stamp = Date.now();
+  const referenced = `refs/${stamp}/money.proto`;
+  const post = async (subject: string, body: object) => {
+    const response = await fetch(`${registry.url}/subjects/${encodeURIComponent(subject)}/versions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify(body),
+    });
+    return ((await response.json()) as { id: number }).id;
+  };
+  const money = 'syntax = "proto3";\npackage shop;\nmessage Money {\n  int64 units = 1;\n}\n';
+  await post(referenced, { schemaType: 'PROTOBUF', schema: money });
+  const id = await post(`client-refs-${stamp}-value`, {
+    schemaType: 'PROTOBUF',
+    schema: `syntax = "proto3";\npackage shop;\nimport "${referenced}";\nmessage Order {\n  shop.Money price = 1;\n}\n`,
+    references: [{ name: referenced, subject: referenced, version: 1 }],
+  });
+  const c = client(registry.url);
+  try {
+    expect(await c.schemaById(id)).toMatchObject({
+      found: true,
+      references: [{ name: referenced, subject: referenced, version: 1 }],
+    });
+    expect(await c.schemaByVersion(referenced, 1, id)).toMatchObject({
+      found: true,
+      schemaType: 'PROTOBUF',
+      schema: money,
+      references: [],
+    });
+    expect(await c.schemaByVersion(`no-such-subject-${stamp}`, 1, id)).toMatchObject({ found: false });
+    expect(await c.schemaByVersion(referenced, 99, id)).toMatchObject({ found: false });
+  } finally {
+    c.close();
+  }
+});

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { decodeRecord } from '../../src/kafka/record-decoding';
+import { decodeRecord, DROPPED_HEADERS, MAX_HEADERS_PER_RECORD } from '../../src/kafka/record-decoding';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- kafkajs 2.2.4 internals, the reference */
 const Decoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) => unknown;
@@ -86,14 +86,14 @@ describe('decodeRecord gives what kafkajs 2.2.4 decodes', () => {
       { offsetDelta: 2, timestampDelta: 3, key: null, value: Buffer.from('x') },
     ],
     [
-      'headers, a repeated key and __proto__',
+      'headers and a repeated key',
       context('5', '1796000000000'),
       {
         offsetDelta: 2,
         timestampDelta: 3,
         key: null,
         value: Buffer.from('x'),
-        headers: { a: 'x', b: ['y', 'z'], ['__proto__']: 'p' },
+        headers: { a: 'x', b: ['y', 'z'] },
       },
     ],
   ];
@@ -113,6 +113,51 @@ describe('decodeRecord gives what kafkajs 2.2.4 decodes', () => {
         kafkajsDecodeRecord(bodyDecoder(record), batchContext),
       );
     }
+  });
+});
+
+describe('a record with a flood of headers', () => {
+  const headersOf = (headers: Record<string, string | string[]>) =>
+    (
+      decodeRecord(
+        bodyDecoder({
+          offsetDelta: 0,
+          timestampDelta: 0,
+          key: null,
+          value: Buffer.from('x'),
+          headers,
+        }) as Parameters<typeof decodeRecord>[0],
+        context('0', '1796000000000'),
+      ) as { headers: Record<string, unknown>; value: Buffer }
+    ).headers;
+
+  it(`keeps the first ${MAX_HEADERS_PER_RECORD} of 20,000 distinct keys and says how many it dropped`, () => {
+    const flood = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, 'v']));
+    const headers = headersOf(flood);
+    expect(Object.keys(headers)).toHaveLength(MAX_HEADERS_PER_RECORD + 1);
+    expect(headers.k0).toEqual(Buffer.from('v'));
+    expect(headers[`k${MAX_HEADERS_PER_RECORD - 1}`]).toEqual(Buffer.from('v'));
+    expect(headers[`k${MAX_HEADERS_PER_RECORD}`]).toBeUndefined();
+    expect(String(headers[DROPPED_HEADERS])).toBe(String(20_000 - MAX_HEADERS_PER_RECORD));
+  });
+
+  it('collects one key repeated beyond the cap up to the cap, in order', () => {
+    const values = Array.from({ length: 3 * MAX_HEADERS_PER_RECORD }, (_, i) => String(i));
+    const headers = headersOf({ k: values });
+    expect((headers.k as Buffer[]).map(String)).toEqual(values.slice(0, MAX_HEADERS_PER_RECORD));
+  });
+
+  it("reads keys named like Object's own properties as headers, not as inherited values", () => {
+    // kafkajs's fold reads these through the prototype: `constructor` became [Object, 'c'].
+    const named = JSON.parse('{"__proto__": "p", "constructor": "c", "toString": ["t", "u"]}') as Record<
+      string,
+      string | string[]
+    >;
+    const headers = headersOf(named);
+    expect(Object.getPrototypeOf(headers)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(headers, '__proto__')?.value).toEqual(Buffer.from('p'));
+    expect(headers.constructor).toEqual(Buffer.from('c'));
+    expect(headers.toString).toEqual([Buffer.from('t'), Buffer.from('u')]);
   });
 });
 

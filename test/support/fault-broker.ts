@@ -102,6 +102,11 @@ export class FaultBroker {
     return `127.0.0.1:${this.port}`;
   }
 
+  /** The broker's log directory (one folder per partition, `<topic>-<partition>`). */
+  get logDir(): string {
+    return path.join(this.#home, `broker-${this.port}`, 'data');
+  }
+
   /** The address a replica bootstraps through to use proxy `i`. */
   proxied(i: number): string {
     return `127.0.0.1:${this.proxies[i]!.port}`;
@@ -118,8 +123,10 @@ export class FaultBroker {
     for (const name of await fsp.readdir(cache)) {
       if (name.startsWith('lib-')) await fsp.symlink(path.join(cache, name), path.join(home, name));
     }
-    for (const name of ['kafka-local', 'log4j.properties', 'pom.xml']) {
-      await fsp.copyFile(path.join(KAFKA_LOCAL_DIR, name), path.join(scripts, name));
+    // Every file of the script's folder (it sources its helpers beside it), not its cache.
+    for (const entry of await fsp.readdir(KAFKA_LOCAL_DIR, { withFileTypes: true })) {
+      if (entry.isFile())
+        await fsp.copyFile(path.join(KAFKA_LOCAL_DIR, entry.name), path.join(scripts, entry.name));
     }
     await fsp.chmod(path.join(scripts, 'kafka-local'), 0o755);
     // The script sources the servers' shared lifecycle from ../lib.

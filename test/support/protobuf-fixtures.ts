@@ -57,6 +57,25 @@ message Everything {
 }
 `;
 
+/**
+ * EVERYTHING_PROTO as Python's ProtobufSerializer registers it: protoc's FileDescriptorProto
+ * of the file (grpcio-tools 1.85.4, `everything_pb2.DESCRIPTOR.serialized_pb`), base64.
+ */
+export const EVERYTHING_PROTO_DESCRIPTOR =
+  'ChBldmVyeXRoaW5nLnByb3RvEgRhY21lGh9nb29nbGUvcHJvdG9idWYvdGltZXN0YW1wLnByb3RvGh5nb29nbGUvcHJvdG9i' +
+  'dWYvZHVyYXRpb24ucHJvdG8aHmdvb2dsZS9wcm90b2J1Zi93cmFwcGVycy5wcm90byIVCgVPdGhlchIMCgRub3RlGAEgASgJ' +
+  'ItcFCgpFdmVyeXRoaW5nEgkKAWIYASABKAgSCwoDaTMyGAIgASgFEgsKA3MzMhgDIAEoERILCgN1MzIYBCABKA0SCwoDaTY0' +
+  'GAUgASgDEgsKA3M2NBgGIAEoEhILCgN1NjQYByABKAQSCwoDZjY0GAggASgGEgkKAWYYCSABKAISCQoBZBgKIAEoARIJCgFz' +
+  'GAsgASgJEgsKA3JhdxgMIAEoDBIlCgVjb2xvchgNIAEoDjIWLmFjbWUuRXZlcnl0aGluZy5Db2xvchIQCgNvcHQYDiABKAlI' +
+  'AYgBARIlCgVwb2ludBgPIAEoCzIWLmFjbWUuRXZlcnl0aGluZy5Qb2ludBIMCgR0YWdzGBAgAygJEiYKBnBvaW50cxgRIAMo' +
+  'CzIWLmFjbWUuRXZlcnl0aGluZy5Qb2ludBIqCgVhdHRycxgSIAMoCzIbLmFjbWUuRXZlcnl0aGluZy5BdHRyc0VudHJ5EhAK' +
+  'Bm51bWJlchgTIAEoBUgAEg4KBHRleHQYFCABKAlIABImCgJ0cxgVIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAS' +
+  'JwoEdG9vaxgWIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgptYXliZV9sb25nGBcgASgLMhsuZ29vZ2xlLnBy' +
+  'b3RvYnVmLkludDY0VmFsdWUSMAoKbWF5YmVfdGV4dBgYIAEoCzIcLmdvb2dsZS5wcm90b2J1Zi5TdHJpbmdWYWx1ZRooCgVQ' +
+  'b2ludBIJCgF4GAEgASgBEg4KAXkYAiABKAFIAIgBAUIECgJfeRoWCgVJbm5lchINCgVkZXB0aBgBIAEoBRosCgpBdHRyc0Vu' +
+  'dHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAEiGwoFQ29sb3ISBwoDUkVEEAASCQoFR1JFRU4QAUIICgZjaG9p' +
+  'Y2VCBgoEX29wdGIGcHJvdG8z';
+
 /** Everything's message-index path: the second top-level message. */
 export const EVERYTHING_INDEXES = [1] as const;
 

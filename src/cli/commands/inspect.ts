@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { loadConsumer } from '../../config';
 import { formatInspect, inspect } from '../inspect';
 import { brokersOption, consumerOption, dataDirOption } from './options';
+import { scrubSecrets } from '../../common/redaction';
 
 /** `kafka-lance inspect`: the state of a consumer, read only. */
 export function addInspectCommand(program: Command): void {
@@ -27,11 +28,12 @@ Example:
         dataDir: opts.dataDir,
       });
       const report = await inspect(consumer);
-      if (opts.json) console.log(JSON.stringify(report, null, 2));
-      else for (const line of formatInspect(report)) console.log(line);
+      // Scrubbed like a log line: a broker's or store's error text may echo an option.
+      if (opts.json) console.log(scrubSecrets(JSON.stringify(report, null, 2)));
+      else for (const line of formatInspect(report)) console.log(scrubSecrets(line));
       // The local part of the report is still worth printing; the exit code says it is partial.
       if (!report.kafka.reachable) {
-        console.error(`kafka-lance: ${report.kafka.error ?? 'broker unreachable'}`);
+        console.error(scrubSecrets(`kafka-lance: ${report.kafka.error ?? 'broker unreachable'}`));
         process.exitCode = 1;
       }
     });

@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
 import { brokersFromEnv } from '../../config';
+import { COMPRESSION_NAMES, type CompressionName } from '../../kafka/compression/codec';
 import { brokerList, nonNegativeInt, positiveInt, ratio } from './options';
 
 interface ProduceCommandOptions {
@@ -9,6 +10,7 @@ interface ProduceCommandOptions {
   recordBytes: number;
   badRatio: number;
   partitions: number;
+  compression: CompressionName;
   brokers?: string[];
 }
 
@@ -45,6 +47,11 @@ export function addProduceCommand(program: Command): void {
         .default(6),
     )
     .addOption(
+      new Option('--compression <codec>', 'codec of the record batches written (compression.type)')
+        .choices(COMPRESSION_NAMES)
+        .default('none'),
+    )
+    .addOption(
       new Option(
         '--brokers <list>',
         'comma-separated bootstrap brokers (default: KAFKA_BOOTSTRAP_SERVERS, KAFKA_BROKERS, else the local broker 127.0.0.1:9092)',
@@ -54,7 +61,7 @@ export function addProduceCommand(program: Command): void {
       'after',
       `
 Example:
-  kafka-lance produce --topic app-logs --count 100000 --rate 5000 --record-bytes 512 --bad-ratio 0.01 --partitions 6`,
+  kafka-lance produce --topic app-logs --count 100000 --rate 5000 --record-bytes 512 --bad-ratio 0.01 --partitions 6 --compression lz4`,
     )
     .action(async (opts: ProduceCommandOptions) => {
       const { produce } = await import('../produce');
@@ -68,6 +75,7 @@ Example:
         recordBytes: opts.recordBytes,
         badRatio: opts.badRatio,
         partitions: opts.partitions,
+        compression: opts.compression,
         progress: (line) => console.error(line),
       });
       console.log(

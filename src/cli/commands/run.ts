@@ -46,9 +46,10 @@ Example:
       const faults = parseFaults(process.env);
       const overrides = { brokers: opts.brokers, dataDir: opts.dataDir };
       // Resolved here too, so that an unreachable broker can be reported by its address.
-      const { brokers } = loadConsumer(opts.consumer, process.env, overrides);
+      const { brokers, client } = loadConsumer(opts.consumer, process.env, overrides);
       await runReplicaLifecycle({
         brokers,
+        tls: client.ssl !== undefined && client.ssl !== false,
         logLevel: opts.logLevel,
         metricsPort: opts.metricsPort,
         metricsHost: opts.metricsHost,

@@ -2,11 +2,13 @@ import type { Command } from 'commander';
 import { loadConsumer } from '../../config';
 import { brokersOption, consumerOption } from './options';
 
-/** `kafka-lance validate`: checks a definition without connecting. */
+/** `kafka-lance validate`: checks a definition without connecting (but runs a .ts/.js one: it is code). */
 export function addValidateCommand(program: Command): void {
   program
     .command('validate')
-    .description('Check a consumer definition without connecting; exits non-zero with field-named errors.')
+    .description(
+      'Check a consumer definition without connecting; exits non-zero with field-named errors. A .ts or .js definition is a program: validate runs it (and what it imports) with your privileges, as a replica does with its own; validate only definitions you trust, or use .json.',
+    )
     .addOption(consumerOption())
     .addOption(brokersOption)
     .addHelpText(

@@ -1,6 +1,7 @@
 import type { NamedField } from '../../config';
 import { columnNameProblem } from '../../config/column-name';
 import { identity, mapEntries, structField, type Mapped } from '../column-mapping';
+import { SchemaBudget } from '../schema-budget';
 
 /**
  * How an Avro writer schema becomes columns, and its decoded values become values the
@@ -22,7 +23,8 @@ import { identity, mapEntries, structField, type Mapped } from '../column-mappin
  *   midnight: the column types have no Arrow Time); uuid → string. An unknown logical type
  *   is its underlying type (the Avro specification's rule).
  * - A recursive record (a field that refers to an enclosing record) has no Arrow type:
- *   the schema is unsupported, and its records are dead letters.
+ *   the schema is unsupported, and its records are dead letters; so is a schema beyond
+ *   the limits of schema-budget.ts (a named type is mapped once and counted at each use).
  */
 export interface AvroColumns {
   readonly fields: readonly NamedField[];
@@ -72,6 +74,7 @@ function recordFields(
     throw new UnsupportedAvroSchema(`record ${JSON.stringify(record.name)} has no fields`);
   return fields.map((f) => {
     if (!isObject(f) || typeof f.name !== 'string') throw new UnsupportedAvroSchema('a field without a name');
+    names.budget.fields();
     const problem = columnNameProblem(f.name);
     if (problem !== undefined) throw new UnsupportedAvroSchema(`field "${f.name}": ${problem}`);
     return { name: f.name, mapped: mapType(f.type ?? null, namespace, names) };
@@ -88,28 +91,32 @@ function mapType(schema: Json, namespace: string, names: NamedTypes): Mapped {
   switch (resolved.type) {
     case 'record': {
       const inner = names.namespaceOf(resolved, namespace);
-      names.enter(resolved, inner);
-      try {
-        const fields = recordFields(resolved, inner, names);
-        return {
-          field: structField(fields, false),
-          toValue: (v) => {
-            const record = v as Record<string, unknown>;
-            const out: Record<string, unknown> = {};
-            for (const f of fields) out[f.name] = f.mapped.toValue(record[f.name]);
-            return out;
-          },
-        };
-      } finally {
-        names.leave(resolved, inner);
-      }
+      return names.budget.nested(() =>
+        names.budget.once(names.fullName(resolved, namespace), () => {
+          names.enter(resolved, inner);
+          try {
+            const fields = recordFields(resolved, inner, names);
+            return {
+              field: structField(fields, false),
+              toValue: (v: unknown) => {
+                const record = v as Record<string, unknown>;
+                const out: Record<string, unknown> = {};
+                for (const f of fields) out[f.name] = f.mapped.toValue(record[f.name]);
+                return out;
+              },
+            };
+          } finally {
+            names.leave(resolved, inner);
+          }
+        }),
+      );
     }
     case 'enum':
       return { field: { type: 'string', nullable: false }, toValue: identity };
     case 'fixed':
       return { field: { type: 'binary', nullable: false }, toValue: identity };
     case 'array': {
-      const items = mapType(resolved.items ?? null, namespace, names);
+      const items = names.budget.nested(() => mapType(resolved.items ?? null, namespace, names));
       return {
         field: { type: 'list', items: items.field, nullable: false },
         toValue: (v) => (v as unknown[]).map(items.toValue),
@@ -118,7 +125,10 @@ function mapType(schema: Json, namespace: string, names: NamedTypes): Mapped {
     case 'map': {
       // Avro's map keys are strings.
       const keys: Mapped = { field: { type: 'string', nullable: false }, toValue: identity };
-      return mapEntries(keys, mapType(resolved.values ?? null, namespace, names));
+      return mapEntries(
+        keys,
+        names.budget.nested(() => mapType(resolved.values ?? null, namespace, names)),
+      );
     }
     default:
       // { "type": "string" } and the like: a primitive written as an object.
@@ -206,9 +216,10 @@ function mapUnion(branches: Json[], namespace: string, names: NamedTypes): Mappe
       toValue: (v) => (v === null ? null : only.toValue(Object.values(v as object)[0])),
     };
   }
+  names.budget.fields(nonNull.length);
   const mapped = nonNull.map((b) => ({
     branch: names.branchName(b, namespace),
-    mapped: mapType(b, namespace, names),
+    mapped: names.budget.nested(() => mapType(b, namespace, names)),
   }));
   const columns = mapped.map(({ branch }) => shortName(branch));
   if (new Set(columns).size !== columns.length)
@@ -258,6 +269,7 @@ const PRIMITIVES = new Set(['null', 'boolean', 'int', 'long', 'float', 'double',
  * it refers to them, and the records being mapped (a reference to one is recursion).
  */
 class NamedTypes {
+  readonly budget = new SchemaBudget((why) => new UnsupportedAvroSchema(why));
   readonly #defined = new Map<string, JsonObject>();
   readonly #open = new Set<string>();
 

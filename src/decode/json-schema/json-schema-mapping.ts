@@ -1,5 +1,6 @@
 import type { DeclaredField, NamedField } from '../../config';
 import { columnNameProblem } from '../../config/column-name';
+import { SchemaBudget } from '../schema-budget';
 
 /**
  * How a JSON Schema becomes columns. The payload is JSON, read exactly (exact-json.ts),
@@ -18,7 +19,9 @@ import { columnNameProblem } from '../../config/column-name';
  * - Anything without one declared type (several types, `anyOf` of several, an object
  *   without `properties` such as a map, an array without `items`, a recursive `$ref`)
  *   → json: the value's JSON text, exact. Local `$ref`s (`#/definitions/…`, `#/$defs/…`)
- *   are followed.
+ *   are followed. A schema beyond the limits of schema-budget.ts is unsupported (a `$ref`
+ *   counts at each use; it is mapped again at each, since what a recursive one maps to
+ *   depends on where it is used, and the count bounds that work).
  */
 export interface JsonSchemaColumns {
   readonly fields: readonly NamedField[];
@@ -57,6 +60,7 @@ const JSON_COLUMN: DeclaredField = { type: 'json', nullable: true };
 
 class SchemaMapping {
   readonly #open = new Set<string>();
+  readonly #budget = new SchemaBudget((why) => new UnsupportedJsonSchema(why));
 
   constructor(private readonly root: Json) {}
 
@@ -77,6 +81,7 @@ class SchemaMapping {
     return Object.entries(object.properties as JsonObject).map(([name, schema]) => {
       const problem = columnNameProblem(name);
       if (problem !== undefined) throw new UnsupportedJsonSchema(`property "${name}": ${problem}`);
+      this.#budget.fields();
       const field = this.field(schema);
       return { name, field: { ...field, nullable: field.nullable || !required.has(name) } };
     });
@@ -127,12 +132,15 @@ class SchemaMapping {
         return { type: 'string', nullable };
       case 'object': {
         if (!isObject(schema.properties) || Object.keys(schema.properties).length === 0) return JSON_COLUMN;
-        const fields = this.properties(schema).map(({ name, field }) => ({ name, ...field }));
+        const fields = this.#budget.nested(() =>
+          this.properties(schema).map(({ name, field }) => ({ name, ...field })),
+        );
         return { type: 'struct', fields, nullable };
       }
       case 'array': {
-        if (!isObject(schema.items)) return JSON_COLUMN;
-        const items = this.field(schema.items);
+        const itemSchema = schema.items;
+        if (!isObject(itemSchema)) return JSON_COLUMN;
+        const items = this.#budget.nested(() => this.field(itemSchema));
         return { type: 'list', items, nullable };
       }
       default:

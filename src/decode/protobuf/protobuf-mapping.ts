@@ -2,6 +2,7 @@ import * as protobuf from 'protobufjs';
 import type { DeclaredField, NamedField } from '../../config';
 import { columnNameProblem } from '../../config/column-name';
 import { identity, mapEntries, structField, type Mapped, type ToValue } from '../column-mapping';
+import { SchemaBudget } from '../schema-budget';
 
 /**
  * How a Protobuf message type becomes columns, and its decoded messages (protobufjs)
@@ -27,7 +28,9 @@ import { identity, mapEntries, structField, type Mapped, type ToValue } from '..
  *   and is a dead letter. The wrappers (DoubleValue … BytesValue) → their scalar,
  *   nullable. Other well-known messages (Any, FieldMask) are ordinary messages.
  * - A recursive message (google.protobuf.Struct and Value among them) and a message
- *   without fields have no Arrow type: the schema is unsupported, its records dead letters.
+ *   without fields have no Arrow type: the schema is unsupported, its records dead letters;
+ *   so is a schema beyond the limits of schema-budget.ts (a message type is mapped once
+ *   and counted at each use).
  */
 export interface ProtobufColumns {
   readonly fields: readonly NamedField[];
@@ -77,6 +80,7 @@ const hasOwn = (o: object, key: string) => Object.prototype.hasOwnProperty.call(
 
 class MessageMapping {
   readonly #open = new Set<string>();
+  readonly #budget = new SchemaBudget((why) => new UnsupportedProtobufSchema(why));
 
   fieldsOf(type: protobuf.Type): MappedField[] {
     if (this.#open.has(type.fullName))
@@ -89,6 +93,7 @@ class MessageMapping {
         const problem = columnNameProblem(f.name);
         if (problem !== undefined)
           throw new UnsupportedProtobufSchema(`field "${f.name}" of ${type.fullName}: ${problem}`);
+        this.#budget.fields();
         f.resolve();
         const mapped = this.#fieldType(f);
         const name = f.name;
@@ -116,9 +121,12 @@ class MessageMapping {
 
   #fieldType(f: protobuf.Field): Mapped {
     if (f instanceof protobuf.MapField) {
-      return mapEntries(scalar(f.keyType, true), this.#valueType(f));
+      return mapEntries(
+        scalar(f.keyType, true),
+        this.#budget.nested(() => this.#valueType(f)),
+      );
     }
-    const one = this.#valueType(f);
+    const one = f.repeated ? this.#budget.nested(() => this.#valueType(f)) : this.#valueType(f);
     if (!f.repeated) return { field: { ...one.field, nullable: this.#hasPresence(f) }, toValue: one.toValue };
     return {
       field: { type: 'list', items: one.field, nullable: false },
@@ -136,7 +144,8 @@ class MessageMapping {
         toValue: (v) => (typeof v === 'string' ? v : (names[v as number] ?? String(v))),
       };
     }
-    if (resolved instanceof protobuf.Type) return this.#message(resolved);
+    if (resolved instanceof protobuf.Type)
+      return this.#budget.nested(() => this.#budget.once(resolved.fullName, () => this.#message(resolved)));
     return scalar(f.type, false);
   }
 

@@ -4,6 +4,7 @@ import { errorMessage } from '../../common/errors';
 import { messageIndexesOf } from '../../schema-registry/wire-format';
 import type { RegistryPayloadFormat, RegistryRow, RegistryVerdict } from '../registry-writer-schemas';
 import { InexactProtobufValue, protobufColumns, type ProtobufColumns } from './protobuf-mapping';
+import { loadProtobufSchema } from './protobuf-schema-files';
 
 /** One .proto file from the registry, its message types mapped on first use. */
 interface ParsedProto {
@@ -13,37 +14,17 @@ interface ParsedProto {
   readonly byPath: Map<string, { type: protobuf.Type; columns: ProtobufColumns } | { unsupported: string }>;
 }
 
-/** Files a registry's schema may import without a schema reference: protobufjs carries them. */
-const WELL_KNOWN = new Set(Object.keys(protobuf.common).filter((k) => k.endsWith('.proto')));
-
 /**
  * Protobuf in the Confluent wire format: the 5-byte header, the message-index list
- * (wire-format.ts), then the message's binary encoding. The registry holds the .proto
- * text (schemaType PROTOBUF). Imports of Google's well-known types
- * (google/protobuf/timestamp.proto, duration.proto, wrappers.proto, any.proto,
- * empty.proto, struct.proto, field_mask.proto) resolve without the registry; an import of
- * another file (a schema reference) is not followed, and the schema is unsupported.
+ * (wire-format.ts), then the message's binary encoding. The registry holds the file
+ * (schemaType PROTOBUF) as .proto text or as a base64 FileDescriptorProto, with the files
+ * it imports as schema references (protobuf-schema-files.ts).
  */
 export const PROTOBUF_PAYLOADS: RegistryPayloadFormat<ParsedProto> = {
   format: 'protobuf',
   schemaType: 'PROTOBUF',
-  parse(schema) {
-    const root = new protobuf.Root();
-    const file = protobuf.parse(schema, root, { keepCase: true });
-    for (const name of [...(file.imports ?? []), ...(file.weakImports ?? [])]) {
-      const wellKnown = WELL_KNOWN.has(name) ? protobuf.common.get(name) : null;
-      if (!wellKnown)
-        throw new Error(
-          `it imports "${name}": only Google's well-known types are resolved, not schema references`,
-        );
-      root.addJSON(wellKnown.nested ?? {});
-    }
-    root.resolveAll();
-    const container = file.package ? root.lookup(file.package) : root;
-    if (!(container instanceof protobuf.Namespace)) throw new Error(`package ${file.package} holds nothing`);
-    const topLevel = container.nestedArray.filter((n): n is protobuf.Type => n instanceof protobuf.Type);
-    if (topLevel.length === 0) throw new Error('the file defines no message');
-    return { topLevel, byPath: new Map() };
+  parse(schema, references) {
+    return { topLevel: loadProtobufSchema(schema, references), byPath: new Map() };
   },
   decode(parsed, value) {
     const framing = messageIndexesOf(value);
@@ -61,7 +42,8 @@ export const PROTOBUF_PAYLOADS: RegistryPayloadFormat<ParsedProto> = {
       parsed.byPath.set(path, message);
     }
     if ('unsupported' in message) return { reason: 'unsupported-schema', detail: message.unsupported };
-    return decodeMessage(message.type, message.columns, value.subarray(framing.payloadOffset));
+    const decoded = decodeMessage(message.type, message.columns, value.subarray(framing.payloadOffset));
+    return 'reason' in decoded ? decoded : { ...decoded, message: path };
   },
 };
 

@@ -1,0 +1,69 @@
+import { CompressionCodecs, CompressionTypes } from 'kafkajs';
+import type { BatchCodec, CompressionName } from './codec';
+import { CorruptCompressedBatchError, batchCrcMatches, batchOffsets, enclosingBatch } from './corrupt-batch';
+import { fetchExpansion } from './expansion';
+import { gzipCodec } from './gzip';
+import { lz4Codec } from './lz4';
+import { snappyCodec } from './snappy';
+import { zstdCodec } from './zstd';
+
+const CODECS: Record<Exclude<CompressionName, 'none'>, { type: CompressionTypes; codec: BatchCodec }> = {
+  gzip: { type: CompressionTypes.GZIP, codec: gzipCodec },
+  snappy: { type: CompressionTypes.Snappy, codec: snappyCodec },
+  lz4: { type: CompressionTypes.LZ4, codec: lz4Codec },
+  zstd: { type: CompressionTypes.ZSTD, codec: zstdCodec },
+};
+
+/** kafkajs's value for a codec name (`--compression`, `deadLetter.compression`). */
+export function compressionType(name: CompressionName): CompressionTypes {
+  return name === 'none' ? CompressionTypes.None : CODECS[name].type;
+}
+
+/** kafkajs's codec shape: compress takes its Encoder, decompress a records section. */
+interface KafkajsCodec {
+  compress(encoder: { buffer: Buffer }): Promise<Buffer>;
+  decompress(compressed: Buffer): Promise<Buffer>;
+}
+
+/** One codec as kafkajs calls it, checking each batch's CRC and naming a corrupt one. */
+export function kafkajsCodec(name: Exclude<CompressionName, 'none'>, codec: BatchCodec): KafkajsCodec {
+  const type = CODECS[name].type;
+  return {
+    compress: (encoder) => codec.compress(encoder.buffer),
+    async decompress(compressed) {
+      const batch = enclosingBatch(compressed, type);
+      const offsets = batch ? batchOffsets(batch) : undefined;
+      if (batch && !batchCrcMatches(batch))
+        throw new CorruptCompressedBatchError(name, offsets, 'its CRC does not match its bytes');
+      try {
+        const plain = await codec.decompress(compressed);
+        fetchExpansion.observe(compressed.length, plain.length);
+        return plain;
+      } catch (error) {
+        const detail = `the ${name} codec cannot read it (${error instanceof Error ? error.message : String(error)})`;
+        throw new CorruptCompressedBatchError(name, offsets, detail, error);
+      }
+    },
+  };
+}
+
+let registered = false;
+
+/**
+ * Registers every codec with kafkajs, once per process: kafkajs keeps them in one
+ * module-level table that all its clients share (consumer, producers, admin), and a
+ * fetched record batch is decompressed by the codec its attributes name. Staging
+ * worker threads never see a batch (kafkajs decodes fetches on the main thread, the
+ * workers get decoded records), so they register nothing.
+ */
+export function registerCompressionCodecs(): void {
+  if (registered) return;
+  for (const [name, { type, codec }] of Object.entries(CODECS) as [
+    Exclude<CompressionName, 'none'>,
+    (typeof CODECS)[keyof typeof CODECS],
+  ][]) {
+    const wrapped = kafkajsCodec(name, codec);
+    (CompressionCodecs as Record<number, () => KafkajsCodec>)[type] = () => wrapped;
+  }
+  registered = true;
+}
