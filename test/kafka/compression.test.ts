@@ -2,10 +2,16 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import { CompressionTypes } from 'kafkajs';
-import { CorruptCompressedBatchError, FetchExpansion, kafkajsCodec } from '../../src/kafka/compression';
-import type { BatchCodec } from '../../src/kafka/compression';
+import {
+  CorruptCompressedBatchError,
+  DecompressedSizeOverCapError,
+  FetchExpansion,
+  kafkajsCodec,
+  MAX_DECOMPRESSED_BATCH_BYTES,
+} from '../../src/kafka/compression';
+import type { BatchCodec, CompressionName } from '../../src/kafka/compression';
 import { gzipCodec } from '../../src/kafka/compression/gzip';
-import { lz4Codec } from '../../src/kafka/compression/lz4';
+import { lz4Codec, lz4DecompressedBound } from '../../src/kafka/compression/lz4';
 import { snappyCodec, SnappyFramingError } from '../../src/kafka/compression/snappy';
 import { zstdCodec } from '../../src/kafka/compression/zstd';
 
@@ -112,6 +118,54 @@ describe('a corrupt compressed batch is named, never read as other records', () 
   it('a records section not inside a v2 batch (a legacy message set) is decompressed without the check', async () => {
     const alone = await gzipCodec.compress(plain);
     expect((await kafkajsCodec('gzip', gzipCodec).decompress(alone)).equals(plain)).toBe(true);
+  });
+});
+
+describe('a decompression bomb is refused before it is allocated (the replica is not OOM-killed)', () => {
+  // Zeros just over the cap: each codec's real output, 255× (lz4) to 32,000× (zstd) smaller.
+  const zeros = Buffer.alloc(MAX_DECOMPRESSED_BATCH_BYTES + 1024 * 1024);
+
+  it.each([
+    ['gzip', CompressionTypes.GZIP, gzipCodec],
+    ['snappy', CompressionTypes.Snappy, snappyCodec],
+    ['lz4', CompressionTypes.LZ4, lz4Codec],
+    ['zstd', CompressionTypes.ZSTD, zstdCodec],
+  ] as [Exclude<CompressionName, 'none'>, number, BatchCodec][])(
+    '%s: a batch of zeros over the cap stops as a corrupt batch naming its offsets',
+    async (name, type, codec) => {
+      const records = recordBatch(500, 10, type, await codec.compress(zeros));
+      const error = await kafkajsCodec(name, codec)
+        .decompress(records)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(CorruptCompressedBatchError);
+      expect((error as CorruptCompressedBatchError).offsets).toEqual({ first: 500, last: 509 });
+      expect((error as Error).message).toContain(`the cap of ${MAX_DECOMPRESSED_BATCH_BYTES} bytes`);
+      expect((error as CorruptCompressedBatchError).cause).toBeInstanceOf(DecompressedSizeOverCapError);
+    },
+  );
+
+  it('snappy: a block whose length preamble claims 4 GiB is refused by its preamble alone', async () => {
+    const claims4GiB = Buffer.from([0x80, 0x80, 0x80, 0x80, 0x10, 0x00]);
+    await expect(snappyCodec.decompress(claims4GiB)).rejects.toThrow(DecompressedSizeOverCapError);
+  });
+
+  it('snappy: xerial chunks each under the cap but over it together are refused before any is read', async () => {
+    const chunk = await snappyCodec.compress(Buffer.alloc(1024 * 1024));
+    const header = Buffer.from(fixture('snappy-xerial.bin').subarray(0, 16));
+    const length = Buffer.alloc(4);
+    length.writeInt32BE(chunk.length);
+    const framed = Buffer.concat([header, length, chunk, length, chunk]);
+    await expect(snappyCodec.decompress(framed, 1024 * 1024)).rejects.toThrow(DecompressedSizeOverCapError);
+    expect((await snappyCodec.decompress(framed, 2 * 1024 * 1024)).length).toBe(2 * 1024 * 1024);
+  });
+
+  it.each([
+    'lz4-java.bin',
+    'lz4-4mib-content-checksum.bin',
+    'lz4-64kib-no-checksum.bin',
+    'lz4-4mib-linked-content-size.bin',
+  ])('lz4: the bound read from the frame (%s) is at least what it decompresses to', (file) => {
+    expect(lz4DecompressedBound(fixture(file))).toBeGreaterThanOrEqual(plain.length);
   });
 });
 

@@ -1,8 +1,10 @@
 import { gzipSync, unzipSync } from 'node:zlib';
-import { settled, type BatchCodec } from './codec';
+import { MAX_DECOMPRESSED_BATCH_BYTES, settled, zlibCapped, type BatchCodec } from './codec';
 
 /** As kafkajs's own gzip codec (but synchronous); registered again so that its batches are checked like the others'. */
 export const gzipCodec: BatchCodec = {
   compress: (plain) => settled(() => gzipSync(plain)),
-  decompress: (compressed) => settled(() => unzipSync(compressed)),
+  // zlib stops at maxOutputLength before allocating more: a bomb costs the cap at most.
+  decompress: (compressed, maxBytes = MAX_DECOMPRESSED_BATCH_BYTES) =>
+    settled(() => zlibCapped(maxBytes, () => unzipSync(compressed, { maxOutputLength: maxBytes }))),
 };

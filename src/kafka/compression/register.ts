@@ -1,5 +1,10 @@
 import { CompressionCodecs, CompressionTypes } from 'kafkajs';
-import type { BatchCodec, CompressionName } from './codec';
+import {
+  DecompressedSizeOverCapError,
+  MAX_DECOMPRESSED_BATCH_BYTES,
+  type BatchCodec,
+  type CompressionName,
+} from './codec';
 import { CorruptCompressedBatchError, batchCrcMatches, batchOffsets, enclosingBatch } from './corrupt-batch';
 import { fetchExpansion } from './expansion';
 import { gzipCodec } from './gzip';
@@ -25,8 +30,15 @@ interface KafkajsCodec {
   decompress(compressed: Buffer): Promise<Buffer>;
 }
 
-/** One codec as kafkajs calls it, checking each batch's CRC and naming a corrupt one. */
-export function kafkajsCodec(name: Exclude<CompressionName, 'none'>, codec: BatchCodec): KafkajsCodec {
+/**
+ * One codec as kafkajs calls it, checking each batch's CRC and naming a corrupt one; a
+ * batch over the decompressed-size cap is refused as a corrupt one (its partition stops).
+ */
+export function kafkajsCodec(
+  name: Exclude<CompressionName, 'none'>,
+  codec: BatchCodec,
+  maxBytes = MAX_DECOMPRESSED_BATCH_BYTES,
+): KafkajsCodec {
   const type = CODECS[name].type;
   return {
     compress: (encoder) => codec.compress(encoder.buffer),
@@ -36,10 +48,13 @@ export function kafkajsCodec(name: Exclude<CompressionName, 'none'>, codec: Batc
       if (batch && !batchCrcMatches(batch))
         throw new CorruptCompressedBatchError(name, offsets, 'its CRC does not match its bytes');
       try {
-        const plain = await codec.decompress(compressed);
+        const plain = await codec.decompress(compressed, maxBytes);
+        if (plain.length > maxBytes) throw new DecompressedSizeOverCapError(maxBytes, plain.length);
         fetchExpansion.observe(compressed.length, plain.length);
         return plain;
       } catch (error) {
+        if (error instanceof DecompressedSizeOverCapError)
+          throw new CorruptCompressedBatchError(name, offsets, error.message, error);
         const detail = `the ${name} codec cannot read it (${error instanceof Error ? error.message : String(error)})`;
         throw new CorruptCompressedBatchError(name, offsets, detail, error);
       }

@@ -1,5 +1,10 @@
 import { compressSync, uncompressSync } from 'snappy';
-import { settled, type BatchCodec } from './codec';
+import {
+  DecompressedSizeOverCapError,
+  MAX_DECOMPRESSED_BATCH_BYTES,
+  settled,
+  type BatchCodec,
+} from './codec';
 
 /**
  * The xerial framing (snappy-java's SnappyOutputStream), which the Java producer
@@ -22,13 +27,34 @@ export function isXerialFramed(data: Buffer): boolean {
   return data.length >= XERIAL_HEADER_BYTES && data.subarray(0, XERIAL_MAGIC.length).equals(XERIAL_MAGIC);
 }
 
+/**
+ * The length a raw snappy block says it decompresses to: its preamble, a little-endian
+ * base-128 varint (the decoder allocates that much first).
+ */
+export function snappyClaimedLength(block: Buffer): number {
+  let length = 0;
+  for (let i = 0; i < 5 && i < block.length; i++) {
+    const byte = block[i]!;
+    length += (byte & 0x7f) * 2 ** (7 * i);
+    if ((byte & 0x80) === 0) return length;
+  }
+  throw new SnappyFramingError('a snappy block without a length preamble');
+}
+
 function uncompressBlock(block: Buffer): Buffer {
   return uncompressSync(block, { asBuffer: true }) as Buffer;
 }
 
-/** The chunks of a xerial-framed stream, uncompressed and joined. */
-export function uncompressXerial(data: Buffer): Buffer {
-  const chunks: Buffer[] = [];
+function uncompressRaw(block: Buffer, maxBytes: number): Buffer {
+  const claimed = snappyClaimedLength(block);
+  if (claimed > maxBytes) throw new DecompressedSizeOverCapError(maxBytes, claimed);
+  return uncompressBlock(block);
+}
+
+/** The chunks of a xerial-framed stream, uncompressed and joined; refused whole if their lengths sum over the cap. */
+export function uncompressXerial(data: Buffer, maxBytes = MAX_DECOMPRESSED_BATCH_BYTES): Buffer {
+  const blocks: Buffer[] = [];
+  let claimed = 0;
   let at = XERIAL_HEADER_BYTES;
   while (at < data.length) {
     if (at + 4 > data.length) throw new SnappyFramingError(`xerial chunk header cut short at byte ${at}`);
@@ -38,15 +64,23 @@ export function uncompressXerial(data: Buffer): Buffer {
       throw new SnappyFramingError(
         `xerial chunk of ${length} bytes at byte ${at} runs past the stream's end`,
       );
-    chunks.push(uncompressBlock(data.subarray(at, at + length)));
+    const block = data.subarray(at, at + length);
+    claimed += snappyClaimedLength(block);
+    blocks.push(block);
     at += length;
   }
+  if (claimed > maxBytes) throw new DecompressedSizeOverCapError(maxBytes, claimed);
+  const chunks = blocks.map(uncompressBlock);
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
 /** Writes raw blocks (as librdkafka and kafkajs do; every Kafka client reads them); reads both framings. */
 export const snappyCodec: BatchCodec = {
   compress: (plain) => settled(() => compressSync(plain)),
-  decompress: (compressed) =>
-    settled(() => (isXerialFramed(compressed) ? uncompressXerial(compressed) : uncompressBlock(compressed))),
+  decompress: (compressed, maxBytes = MAX_DECOMPRESSED_BATCH_BYTES) =>
+    settled(() =>
+      isXerialFramed(compressed)
+        ? uncompressXerial(compressed, maxBytes)
+        : uncompressRaw(compressed, maxBytes),
+    ),
 };

@@ -1,11 +1,13 @@
 import { zstdCompressSync, zstdDecompressSync } from 'node:zlib';
-import { settled, type BatchCodec } from './codec';
+import { MAX_DECOMPRESSED_BATCH_BYTES, settled, zlibCapped, type BatchCodec } from './codec';
 
 /**
  * Node's own zstd (no dependency). Its decoder reads frames without a content size
- * (the Java producer's stream writes none) and several frames one after the other.
+ * (the Java producer's stream writes none) and several frames one after the other;
+ * maxOutputLength bounds their sum (the cap) before it is allocated.
  */
 export const zstdCodec: BatchCodec = {
   compress: (plain) => settled(() => zstdCompressSync(plain)),
-  decompress: (compressed) => settled(() => zstdDecompressSync(compressed)),
+  decompress: (compressed, maxBytes = MAX_DECOMPRESSED_BATCH_BYTES) =>
+    settled(() => zlibCapped(maxBytes, () => zstdDecompressSync(compressed, { maxOutputLength: maxBytes }))),
 };
