@@ -100,6 +100,20 @@ export class DeadLetterOutbox {
   }
 
   /**
+   * Of an assignment, the partitions this process stopped: every join pauses them again,
+   * since a kafkajs consumer restart (restartOnFailure) builds its subscription state
+   * anew and forgets every pause.
+   */
+  stoppedAmong(assignment: Readonly<Record<string, readonly number[]>>): TopicPartitions[] {
+    return Object.entries(assignment)
+      .map(([topic, partitions]) => ({
+        topic,
+        partitions: partitions.filter((p) => this.isStopped(topic, p)),
+      }))
+      .filter((t) => t.partitions.length > 0);
+  }
+
+  /**
    * Synchronously, when a batch is staged: judges it against `errors.tolerance` and
    * copies its dead letters out of `messages`, so that the caller can let go of the
    * kafkajs batch (its buffers) before the write. Undefined: nothing to write.
@@ -307,7 +321,11 @@ export class DeadLetterOutbox {
     report: { message: string; cause?: unknown; fields: Record<string, unknown> },
   ): void {
     const key = tpKey(topic, partition);
-    if (this.#stopped.has(key)) return;
+    if (this.#stopped.has(key)) {
+      // Paused again: a kafkajs consumer restart (restartOnFailure) forgets every pause.
+      this.#o.pause(topic, partition);
+      return;
+    }
     const error = new PartitionStoppedError(topic, partition, offset, reason, report.message, report.cause);
     this.#stopped.set(key, error);
     // Hold before pausing: from here on no commit of this partition may pass `offset`.

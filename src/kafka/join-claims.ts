@@ -75,6 +75,7 @@ export class JoinClaims {
       const paused = this.#outbox.resumable(this.#consumer.paused());
       if (paused.length > 0) this.#consumer.resume(paused);
     }
+    pauseStopped(this.#consumer, this.#outbox, memberAssignment);
     s.epoch += 1;
     const epoch: StagingEpoch = { owner: o.owner, epoch: s.epoch };
     const previous = this.#assignmentReady;
@@ -217,6 +218,20 @@ export class JoinClaims {
 }
 
 /** Pauses whole topics (each once): to stop, or while a disk is full. */
+/**
+ * Pauses the assigned partitions the dead-letter outbox stopped. kafkajs keeps pauses
+ * across rebalances but not across its own restart (restartOnFailure builds a fresh
+ * subscription state): without this, a restart would fetch a stopped partition again.
+ */
+export function pauseStopped(
+  consumer: Pick<Consumer, 'pause'>,
+  outbox: Pick<DeadLetterOutbox, 'stoppedAmong'>,
+  assignment: Readonly<Record<string, readonly number[]>>,
+): void {
+  const stopped = outbox.stoppedAmong(assignment);
+  if (stopped.length > 0) consumer.pause(stopped);
+}
+
 export function pauseTopics(consumer: Consumer, topics: readonly string[]): void {
   const unique = [...new Set(topics)];
   if (unique.length > 0) consumer.pause(unique.map((topic) => ({ topic })));

@@ -1,10 +1,11 @@
-import type { KafkaMessage } from 'kafkajs';
+import type { KafkaMessage, TopicPartitions } from 'kafkajs';
 import { DeadLetterWriteError } from '../../src/common/errors';
 import { createLogger } from '../../src/common/logger';
 import type { DeadLetterVerdict } from '../../src/dead-letters/dead-letter-reason';
 import type { DeadLetter, DeadLetterSink } from '../../src/dead-letters/dead-letter';
 import { DeadLetterOutbox, type ErrorHandling } from '../../src/dead-letters/dead-letter-outbox';
 import { MIN_JUDGED_RECORDS } from '../../src/dead-letters/dead-letter-window';
+import { pauseStopped } from '../../src/kafka/join-claims';
 import { Metrics } from '../../src/metrics/metrics';
 
 /** An outbox wired to recording fakes of the consumer (pause) and the offset tracker (hold, resolved). */
@@ -170,6 +171,29 @@ describe('dead-letter outbox', () => {
       { topic: 't', partitions: [0, 2] },
       { topic: 'u', partitions: [1] },
     ]);
+  });
+
+  test('a kafkajs consumer restart does not resume a stopped partition: stopping it again pauses it again, and every join pauses it (fake consumer)', async () => {
+    const { outbox, calls, lines } = harness(failing(false));
+    await outbox.deliver(outbox.take('t', 1, messages(0, 1), [verdict(0)]));
+    expect(calls.paused).toEqual([['t', 1]]);
+    // kafkajs's restart forgot the pause; the corrupt batch is fetched again and stops it again.
+    outbox.stop('t', 1, 0, 'corrupt-record-batch', { message: 'again', fields: {} });
+    expect(calls.paused).toEqual([
+      ['t', 1],
+      ['t', 1],
+    ]);
+    expect(lines.filter((l) => l.event === 'partition.stopped')).toHaveLength(1); // reported once
+
+    // The join after the restart pauses it before any fetch (a fake consumer whose pauses were lost).
+    const consumer = {
+      paused: [] as TopicPartitions[],
+      pause: (tps: TopicPartitions[]) => void consumer.paused.push(...tps),
+    };
+    pauseStopped(consumer, outbox, { t: [0, 1, 2], u: [1] });
+    expect(consumer.paused).toEqual([{ topic: 't', partitions: [1] }]);
+    pauseStopped(consumer, outbox, { t: [0, 2] }); // not assigned here: nothing to pause
+    expect(consumer.paused).toHaveLength(1);
   });
 
   test('more than maxDeadLetterRatio of the last `window` records stops the partition at the oldest dead letter in the window, naming the most common reason and field', async () => {
