@@ -1,5 +1,5 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
-import { CorruptCompressedBatchError, fetchExpansion } from './compression';
+import { CorruptCompressedBatchError, fetchExpansion, type FetchExpansion } from './compression';
 import { offsetOutOfRangeIn } from './kafka-errors';
 import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
 
@@ -44,7 +44,9 @@ export interface FetchHook {
 }
 
 /** A Fetch request as kafkajs 2.2.4's Broker takes it. */
-interface FetchRequest {
+export interface FetchRequest {
+  readonly maxWaitTime?: number;
+  readonly minBytes?: number;
   readonly maxBytes?: number;
   readonly topics: readonly {
     readonly topic: string;
@@ -55,7 +57,7 @@ interface FetchRequest {
     }[];
   }[];
 }
-interface FetchResponse {
+export interface FetchResponse {
   readonly responses: readonly {
     readonly topicName: string;
     readonly partitions: readonly PartitionData[];
@@ -148,8 +150,9 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   };
   const { fetched, offsetOutOfRange, corruptBatch } = hook;
   if (fetched && offsetOutOfRange && corruptBatch) {
+    let fetches = 0;
     broker.fetch = async (asked) => {
-      const request = decompressedSized(asked);
+      const request = decompressedSized(asked, fetchExpansion, fetches++);
       let answer: FetchResponse;
       let answered = request;
       try {
@@ -204,41 +207,76 @@ const MIN_PARTITION_FETCH_BYTES = 64 * 1024;
  * The request with its sizes (compressed bytes) divided by how much fetched batches grow
  * when decompressed (compression/expansion.ts): a fetch of a compressed topic holds about
  * as many record bytes as one of an uncompressed topic, within the memory budget.
+ *
+ * A scaled size can be below one batch, and the broker returns a whole batch over the
+ * limits only for the first partition of a request (KIP-74); kafkajs asks for the same
+ * partitions in the same order every time, so the later ones would never be answered.
+ * The partitions are rotated by one every `fetch` (the broker's count of fetches): each
+ * comes first once every so many fetches.
  */
-function decompressedSized(request: FetchRequest): FetchRequest {
-  if (fetchExpansion.ratio <= 1) return request;
+export function decompressedSized(
+  request: FetchRequest,
+  expansion: FetchExpansion,
+  fetch: number,
+): FetchRequest {
+  if (expansion.ratio <= 1) return request;
+  const scaled = rotated(request.topics, fetch).map((t) => ({
+    ...t,
+    partitions: t.partitions.map((p) =>
+      p.maxBytes === undefined
+        ? p
+        : { ...p, maxBytes: expansion.scaled(p.maxBytes, MIN_PARTITION_FETCH_BYTES) },
+    ),
+  }));
   return {
     ...request,
     ...(request.maxBytes === undefined
       ? {}
-      : { maxBytes: fetchExpansion.scaled(request.maxBytes, MIN_FETCH_BYTES) }),
-    topics: request.topics.map((t) => ({
-      ...t,
-      partitions: t.partitions.map((p) =>
-        p.maxBytes === undefined
-          ? p
-          : { ...p, maxBytes: fetchExpansion.scaled(p.maxBytes, MIN_PARTITION_FETCH_BYTES) },
-      ),
-    })),
+      : { maxBytes: expansion.scaled(request.maxBytes, MIN_FETCH_BYTES) }),
+    topics: scaled,
   };
+}
+
+/**
+ * The request's partitions, all topics in a row, rotated by `by` and grouped by topic
+ * again (the first partition's topic first): the first partition of the request is a
+ * different one every call, each in turn.
+ */
+function rotated(topics: FetchRequest['topics'], by: number): FetchRequest['topics'] {
+  const flat = topics.flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, p })));
+  if (flat.length <= 1) return topics;
+  const start = by % flat.length;
+  const grouped = new Map<string, FetchRequest['topics'][number]['partitions'][number][]>();
+  for (const { topic, p } of [...flat.slice(start), ...flat.slice(0, start)]) {
+    const partitions = grouped.get(topic) ?? [];
+    partitions.push(p);
+    grouped.set(topic, partitions);
+  }
+  return [...grouped].map(([topic, partitions]) => ({
+    ...topics.find((t) => t.topic === topic)!,
+    partitions,
+  }));
 }
 
 /**
  * Where the corrupt batch of a failed fetch lies: the response fails to decode as a
  * whole, so each partition is fetched again alone (the log does not change under a fetch
  * offset), first for its first batch only (maxBytes 1: the broker still returns one whole
- * batch), then in full. A partition whose first batch is corrupt is the answer (`error`);
+ * batch), then in full. These fetches do not wait for data (maxWaitTime 0, minBytes 0):
+ * with kafkajs's 5 s wait an idle partition would cost 10 s, and a few of them the
+ * group's session. A partition whose first batch is corrupt is the answer (`error`);
  * one whose corrupt batch comes later answers with its first batch, so that what precedes
  * the corrupt batch is delivered. Undefined when no partition fails alone.
  */
-async function corruptPartition(
+export async function corruptPartition(
   fetch: (request: FetchRequest) => Promise<FetchResponse>,
-  request: FetchRequest,
+  failed: FetchRequest,
 ): Promise<
   | { topic: string; partition: number; fetchOffset: string; error: CorruptCompressedBatchError }
   | { request: FetchRequest; answer: FetchResponse }
   | undefined
 > {
+  const request: FetchRequest = { ...failed, maxWaitTime: 0, minBytes: 0 };
   for (const { topic, partitions } of request.topics)
     for (const asked of partitions) {
       const firstBatch: FetchRequest = {

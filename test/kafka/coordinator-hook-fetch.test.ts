@@ -1,0 +1,65 @@
+import { CorruptCompressedBatchError, FetchExpansion } from '../../src/kafka/compression';
+import {
+  corruptPartition,
+  decompressedSized,
+  type FetchRequest,
+  type FetchResponse,
+} from '../../src/kafka/coordinator-hook';
+
+const partition = (p: number) => ({ partition: p, fetchOffset: '0', maxBytes: 4 * 1024 * 1024 });
+
+/** A request as kafkajs's consumer group sends it: the same partitions in the same order every time. */
+const request: FetchRequest = {
+  maxWaitTime: 5_000,
+  minBytes: 1,
+  maxBytes: 10 * 1024 * 1024,
+  topics: [
+    { topic: 'a', partitions: [partition(0), partition(1)] },
+    { topic: 'b', partitions: [partition(0), partition(1)] },
+  ],
+};
+
+describe('a fetch scaled below one batch does not starve the later partitions', () => {
+  const compressing = () => {
+    const expansion = new FetchExpansion();
+    expansion.answered();
+    expansion.observe(1, 100); // a topic that compresses 100x: sizes far below one batch
+    return expansion;
+  };
+  const first = (r: FetchRequest) => `${r.topics[0]!.topic}${r.topics[0]!.partitions[0]!.partition}`;
+
+  test('every partition comes first (the only one the broker answers over the limit) in turn', () => {
+    const expansion = compressing();
+    const firsts = [0, 1, 2, 3, 4].map((n) => first(decompressedSized(request, expansion, n)));
+    expect(firsts).toEqual(['a0', 'a1', 'b0', 'b1', 'a0']);
+  });
+
+  test('a rotated request still asks for every partition once, at the scaled size', () => {
+    const scaled = decompressedSized(request, compressing(), 1);
+    const asked = scaled.topics.flatMap((t) => t.partitions.map((p) => `${t.topic}${p.partition}`)).sort();
+    expect(asked).toEqual(['a0', 'a1', 'b0', 'b1']);
+    expect(scaled.topics.every((t) => t.partitions.every((p) => p.maxBytes! < 4 * 1024 * 1024))).toBe(true);
+  });
+
+  test('an uncompressed topic is fetched as kafkajs asks', () => {
+    const expansion = new FetchExpansion();
+    expansion.answered();
+    expect(decompressedSized(request, expansion, 3)).toBe(request);
+  });
+});
+
+describe('locating the corrupt batch of a failed fetch', () => {
+  test('the partitions fetched alone do not wait for data (idle ones would cost the session)', async () => {
+    const sent: FetchRequest[] = [];
+    const corrupt = new CorruptCompressedBatchError('zstd', { first: 0, last: 9 }, 'damaged');
+    const found = await corruptPartition((r) => {
+      sent.push(r);
+      const only = r.topics[0]!;
+      if (only.topic === 'b' && only.partitions[0]!.partition === 1) return Promise.reject(corrupt);
+      return Promise.resolve<FetchResponse>({ responses: [] });
+    }, request);
+    expect(found).toMatchObject({ topic: 'b', partition: 1, error: corrupt });
+    expect(sent.length).toBeGreaterThan(1);
+    for (const r of sent) expect(r).toMatchObject({ maxWaitTime: 0, minBytes: 0 });
+  });
+});
