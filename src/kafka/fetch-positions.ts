@@ -31,6 +31,8 @@ export class FetchPositions {
   readonly #positions = new Map<TopicPartitionKey, FetchPosition>();
   /** Positions beyond the log end already reported (once each). */
   readonly #aheadOfLogLogged = new Set<string>();
+  /** Partitions whose ahead-of-log gauge is up: back to 0 once the log has caught up. */
+  readonly #aheadOfLog = new Set<TopicPartitionKey>();
 
   constructor(state: IngestionState, consumer: Consumer, outbox: DeadLetterOutbox) {
     this.#state = state;
@@ -41,6 +43,7 @@ export class FetchPositions {
   /** A claim of `epoch` starts the partition at `start`. */
   claimed(topic: string, partition: number, epoch: number, start: number): void {
     this.#positions.set(tpKey(topic, partition), { epoch, next: start });
+    this.#aheadOfLog.delete(tpKey(topic, partition)); // the claim sets its gauge to 0
   }
 
   /** Where the partition's next fetch is expected, in whatever epoch set it. */
@@ -93,10 +96,12 @@ export class FetchPositions {
    */
   onFetched(batches: readonly FetchedBatch[]): void {
     for (const batch of batches) {
-      if (!batch.isEmpty()) continue;
-      const through = coveredThrough(batch);
       const position = this.consuming(batch.topic, batch.partition);
-      if (through === undefined || !position || position.next !== Number(batch.fetchedOffset)) continue;
+      if (!position || position.next !== Number(batch.fetchedOffset)) continue;
+      // Answered from this epoch's position: it is not ahead of the log (any more).
+      this.#notAheadOfLog(batch.topic, batch.partition);
+      const through = batch.isEmpty() ? coveredThrough(batch) : undefined;
+      if (through === undefined) continue;
       this.#skipGap(batch.topic, batch.partition, position, through);
     }
   }
@@ -133,6 +138,7 @@ export class FetchPositions {
       return;
     }
     const { low, high } = bounds!;
+    if (fetchOffset <= high) this.#notAheadOfLog(topic, partition);
     if (fetchOffset < low) {
       const lost = low - fetchOffset;
       o.metrics.offsetsLost.inc({ topic, partition: String(partition) }, lost);
@@ -167,6 +173,7 @@ export class FetchPositions {
     // than the staged ones, under offsets already published: the partition waits (the
     // others go on) and is tried again every few seconds, shown meanwhile.
     o.metrics.offsetsAheadOfLog.set({ topic, partition: String(partition) }, fetchOffset - high);
+    this.#aheadOfLog.add(tpKey(topic, partition));
     const key = `${tpKey(topic, partition)}@${fetchOffset}`;
     if (!this.#aheadOfLogLogged.has(key)) {
       this.#aheadOfLogLogged.add(key);
@@ -192,6 +199,14 @@ export class FetchPositions {
     fetchOffset: number,
     error: CorruptCompressedBatchError,
   ): void {
+    const position = this.consuming(topic, partition);
+    // Not ours to stop now (a claim is landing, another epoch's fetch): it is fetched again.
+    if (!position) return this.#hold(topic, partition, 1_000);
+    if (position.next !== fetchOffset) {
+      // A fetch from a stale position: this epoch's position is where to read from.
+      this.#consumer.seek({ topic, partition, offset: String(position.next) });
+      return;
+    }
     const next = error.offsets ? error.offsets.last + 1 : undefined;
     const move =
       next === undefined
@@ -206,6 +221,12 @@ export class FetchPositions {
         batchLastOffset: error.offsets?.last,
       },
     });
+  }
+
+  /** The partition's position is within its log again: its ahead-of-log gauge goes back to 0. */
+  #notAheadOfLog(topic: string, partition: number): void {
+    if (!this.#aheadOfLog.delete(tpKey(topic, partition))) return;
+    this.#state.options.metrics.offsetsAheadOfLog.set({ topic, partition: String(partition) }, 0);
   }
 
   /**
