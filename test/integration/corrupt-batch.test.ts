@@ -7,7 +7,7 @@ import { logValue, readStaged, writeConsumer } from '../support/ingestion-fixtur
 import { TEST_BROKER_PORT } from '../support/kafka-local';
 import { uniqueName } from '../support/kafka';
 import { tempDir } from '../support/rows';
-import { registerCompressionCodecs } from '../../src/kafka/compression';
+import { MAX_DECOMPRESSED_BATCH_BYTES, registerCompressionCodecs } from '../../src/kafka/compression';
 import { untilTopicServed } from '../../src/kafka/topic-ready';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 
@@ -173,6 +173,76 @@ test('a compressed batch damaged on the broker stops its partition at the batch 
     const p0 = staged.filter((r) => r.partition === 0).map((r) => r.offset);
     expect(p0.sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i));
     expect(staged.filter((r) => r.partition === 1)).toHaveLength(155);
+  } finally {
+    await producer.disconnect();
+    await admin.disconnect();
+  }
+});
+
+test('a zstd batch that decompresses over the cap (a bomb the broker accepts) stops its partition at the batch instead of exhausting the replica', async () => {
+  const broker = state.broker!;
+  registerCompressionCodecs();
+  const kafka = new Kafka({
+    clientId: 'corrupt-batch-bomb',
+    brokers: [broker.address],
+    logLevel: logLevel.NOTHING,
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  const producer = kafka.producer({ maxInFlightRequests: 1 });
+  await producer.connect();
+  const topic = uniqueName('bomb');
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await untilTopicServed(admin, topic, 1);
+    await producer.send({
+      topic,
+      acks: -1,
+      compression: CompressionTypes.ZSTD,
+      messages: Array.from({ length: 10 }, (_, i) => ({ partition: 0, value: logValue(i) })),
+    });
+    // One record of zeros just over the cap: a few KiB on the broker.
+    await producer.send({
+      topic,
+      acks: -1,
+      compression: CompressionTypes.ZSTD,
+      messages: [{ partition: 0, value: Buffer.alloc(MAX_DECOMPRESSED_BATCH_BYTES + 1024) }],
+    });
+    const name = uniqueName('b').replace(/[^A-Za-z0-9_-]/g, '');
+    const file = await writeConsumer(state.work!, {
+      name,
+      topics: [topic],
+      table: 'logs',
+      schema: { fields: { n: { type: 'int64', nullable: false }, message: 'string' } },
+      fromBeginning: true,
+      deadLetter: { file: path.join(state.work!, `${name}.dlq.jsonl`) },
+      staging: { maxPartBytes: 8 * 1024 * 1024, maxPartAgeMs: 1_000 },
+      materializer: { enabled: false },
+      durabilityIntervalMs: 200,
+      sessionTimeoutMs: 6_000,
+      heartbeatIntervalMs: 1_000,
+      workers: 1,
+    });
+    const groupId = `kafka-lance-${name}`;
+    const committed = async () => {
+      const [c] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      return Number(c!.partitions.find((p) => p.partition === 0)!.offset);
+    };
+    const replica = new ReplicaProcess(file, await tempDir('kl-bomb-data'), [broker.address]);
+    const stopped = await replica.waitFor((l) => l.event === 'partition.stopped', 90_000);
+    expect(stopped).toMatchObject({
+      topic,
+      partition: 0,
+      offset: 10,
+      reason: 'corrupt-record-batch',
+      codec: 'zstd',
+    });
+    expect(String(stopped.msg)).toContain(`the cap of ${MAX_DECOMPRESSED_BATCH_BYTES} bytes`);
+    await until('the batch before the bomb committed', async () =>
+      (await committed()) === 10 ? true : undefined,
+    );
+    expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(await committed()).toBe(10);
   } finally {
     await producer.disconnect();
     await admin.disconnect();
