@@ -70,7 +70,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'schemaRegistry.cacheTtlMs': {
     meaning:
-      'A schema fetched by id is kept this long, then fetched again (kept as it is when the registry cannot be reached); an id the registry did not know is asked again after this long too. At most 1,000 schemas are kept (least recently used go first), and apart from them at most 10,000 ids the registry did not know.',
+      'A schema fetched by id is kept this long, then fetched again (kept as it is when the registry cannot be reached); an id the registry did not know is asked again after this long too. At most 1,000 schemas and 64 MiB of their text are kept (least recently used go first), and apart from them at most 10,000 ids the registry did not know.',
   },
   'schemaRegistry.requestTimeoutMs': {
     meaning:
