@@ -144,7 +144,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   maxInferredColumns: {
     meaning:
-      '`schema: "infer"` and the registry formats: at most this many data columns; a record that would add more (a key, or a writer schema with new fields) is a dead letter (`too-many-columns`). Keep map-like objects under one key (a json column).',
+      '`schema: "infer"` and the registry formats: at most this many data columns; a record that would add more (a key, or a writer schema with new fields) is a dead letter (`too-many-columns`). Keep map-like objects under one key (a json column). The cap counts top-level columns; nested struct fields are bounded apart: the registry formats\' columns hold at most 10,000 fields in all, nested ones included, and a writer schema that would go beyond is `too-many-columns` too.',
   },
   epochUnit: {
     meaning:
