@@ -211,7 +211,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'errors.window': {
     meaning:
-      "With `ratio`: how many of a partition's most recent records the share is measured over. A window not yet full (a partition's first records since start, a quiet partition) is judged too, from its 100th record (or `window`'s, when smaller).",
+      "With `ratio`: how many of a partition's most recent records the share is measured over. A window not yet full (a partition's first records since start, a quiet partition) is judged too, from its 100th record (or `window`'s, when smaller), and before that replica-wide: the records of every partition whose window has not reached that point share one window of this size.",
   },
   'errors.retryTimeoutMs': {
     meaning:
