@@ -70,7 +70,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'schemaRegistry.cacheTtlMs': {
     meaning:
-      'A schema fetched by id is kept this long, then fetched again (kept as it is when the registry cannot be reached); an id the registry did not know is asked again after this long too. At most 1,000 schemas are kept (least recently used go first), and apart from them at most 10,000 ids the registry did not know.',
+      'A schema fetched by id is kept this long, then fetched again (kept as it is when the registry cannot be reached); an id the registry did not know is asked again after this long too. At most 1,000 schemas and 64 MiB of their text are kept (least recently used go first), and apart from them at most 10,000 ids the registry did not know.',
   },
   'schemaRegistry.requestTimeoutMs': {
     meaning:
@@ -144,7 +144,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   maxInferredColumns: {
     meaning:
-      '`schema: "infer"` and the registry formats: at most this many data columns; a record that would add more (a key, or a writer schema with new fields) is a dead letter (`too-many-columns`). Keep map-like objects under one key (a json column).',
+      '`schema: "infer"` and the registry formats: at most this many data columns; a record that would add more (a key, or a writer schema with new fields) is a dead letter (`too-many-columns`). Keep map-like objects under one key (a json column). The cap counts top-level columns; nested struct fields are bounded apart: the registry formats\' columns hold at most 10,000 fields in all, nested ones included, and a writer schema that would go beyond is `too-many-columns` too.',
   },
   epochUnit: {
     meaning:
@@ -211,7 +211,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'errors.window': {
     meaning:
-      "With `ratio`: how many of a partition's most recent records the share is measured over. A window not yet full (a partition's first records since start, a quiet partition) is judged too, from its 100th record (or `window`'s, when smaller).",
+      "With `ratio`: how many of a partition's most recent records the share is measured over. A window not yet full (a partition's first records since start, a quiet partition) is judged too, from its 100th record (or `window`'s, when smaller), and before that replica-wide: the records of every partition whose window has not reached that point share one window of this size.",
   },
   'errors.retryTimeoutMs': {
     meaning:

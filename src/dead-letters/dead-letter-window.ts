@@ -33,6 +33,13 @@ export const MIN_JUDGED_RECORDS = 100;
  * a definition, and a bad record that arrives first must not stop a partition; but judging
  * only a full window let a definition that matched nothing dead-letter and commit every
  * record of a partition smaller than the window.
+ *
+ * Until then, with a `replica` window (one per replica, the same size and ratio), its
+ * records are judged there too, with the records of every other partition whose window is
+ * still filling: 200 partitions of 80 records each of a definition that matches nothing
+ * would otherwise all be dead-lettered and committed. When the replica-wide window is over
+ * its share, a filling partition stops at its own oldest dead letter (a partition without
+ * one goes on: nothing of it is bad).
  */
 export class DeadLetterWindow {
   readonly #size: number;
@@ -47,9 +54,14 @@ export class DeadLetterWindow {
   #next = 0;
   #filled = 0;
   #deadLetters = 0;
+  readonly #replica: DeadLetterWindow | undefined;
 
-  /** Trips when more than `maxRatio` of the last `size` records are dead letters. */
-  constructor(size: number, maxRatio: number) {
+  /**
+   * Trips when more than `maxRatio` of the last `size` records are dead letters, or while it
+   * is filling, when more than that share of `replica`'s are (see above).
+   */
+  constructor(size: number, maxRatio: number, replica?: DeadLetterWindow) {
+    this.#replica = replica;
     this.#size = size;
     this.#maxRatio = maxRatio;
     this.#judgeFrom = Math.min(size, MIN_JUDGED_RECORDS);
@@ -67,23 +79,34 @@ export class DeadLetterWindow {
   ): RatioExceeded | undefined {
     for (const offset of offsets) {
       const verdict = deadLetters.get(offset);
-      const slot = this.#next;
-      if (this.#filled === this.#size) {
-        const evicted = this.#kinds[slot]!;
-        if (evicted > 0) {
-          this.#deadLetters -= 1;
-          this.#causes[evicted - 1]!.count -= 1;
-        }
-      } else {
-        this.#filled += 1;
+      const filling = this.#filled < this.#judgeFrom;
+      if (this.#push(offset, verdict)) return this.#exceeded();
+      // Judged replica-wide while it is filling; the replica's numbers are what tripped.
+      const replica = this.#replica;
+      if (filling && replica !== undefined && replica.#push(offset, verdict) && this.#deadLetters > 0) {
+        const wide = replica.#exceeded();
+        return { ...wide, firstOffending: this.#exceeded().firstOffending };
       }
-      this.#offsets[slot] = offset;
-      this.#kinds[slot] = verdict ? this.#kind(verdict) : 0;
-      this.#next = (slot + 1) % this.#size;
-      if (this.#filled >= this.#judgeFrom && this.#deadLetters > this.#maxRatio * this.#filled)
-        return this.#exceeded();
     }
     return undefined;
+  }
+
+  /** Adds one record; true when the window is judged and over its share. */
+  #push(offset: number, verdict: DeadLetterVerdict | undefined): boolean {
+    const slot = this.#next;
+    if (this.#filled === this.#size) {
+      const evicted = this.#kinds[slot]!;
+      if (evicted > 0) {
+        this.#deadLetters -= 1;
+        this.#causes[evicted - 1]!.count -= 1;
+      }
+    } else {
+      this.#filled += 1;
+    }
+    this.#offsets[slot] = offset;
+    this.#kinds[slot] = verdict ? this.#kind(verdict) : 0;
+    this.#next = (slot + 1) % this.#size;
+    return this.#filled >= this.#judgeFrom && this.#deadLetters > this.#maxRatio * this.#filled;
   }
 
   #kind(verdict: DeadLetterVerdict): number {

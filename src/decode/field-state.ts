@@ -1,4 +1,4 @@
-import type { EpochUnit, NamedField } from '../config';
+import type { DeclaredField, EpochUnit, NamedField } from '../config';
 import {
   FIELD_CODECS,
   INVALID,
@@ -69,6 +69,18 @@ export function writerFieldChanges(
     }
   }
   return { added, types, retyped };
+}
+
+/** How many fields a column is, nested ones included (a struct counts itself and each of its fields). */
+export function nestedFieldCount(field: DeclaredField): number {
+  switch (field.type) {
+    case 'struct':
+      return field.fields.reduce((n, f) => n + nestedFieldCount(f), 1);
+    case 'list':
+      return nestedFieldCount(field.items);
+    default:
+      return 1;
+  }
 }
 
 /** A column `schema: 'infer'` created from a value's JSON kind. */

@@ -18,6 +18,7 @@ import { BatchColumns, KEY_COLUMN } from './batch-columns';
 import {
   declaredField,
   inferredField,
+  nestedFieldCount,
   writerFieldChanges,
   type FieldState,
   type WriterFieldChanges,
@@ -28,6 +29,7 @@ import { decodeNatively } from './native-dispatch';
 import { readChangeEvent } from './debezium-envelope';
 import type { Envelope } from '../config/upsert-options';
 import { convertRows } from './row-conversion';
+import { MAX_TABLE_FIELDS } from './schema-budget';
 import type { DecodedBatch, DecodedSegment } from './decoded-batch';
 
 export type { RawMessage } from './raw-message';
@@ -116,6 +118,8 @@ export class RecordDecoder {
   readonly #registry: WriterSchemas | undefined;
   /** Registry formats: each column's type as the latest writer schema that named it declared it (JSON). */
   readonly #writerTypes = new Map<string, string>();
+  /** Registry formats: how many fields each writer column is, nested ones included (MAX_TABLE_FIELDS). */
+  readonly #nestedFields = new Map<string, number>();
   /** With `includeKey`: the key's reading into `_key`. */
   readonly #keys: KeyColumn | undefined;
   /**
@@ -346,6 +350,15 @@ export class RecordDecoder {
           );
           continue;
         }
+        const nested = this.#nestedFieldsWith(decoded.fields, fields);
+        if (nested.total > MAX_TABLE_FIELDS) {
+          verdict(
+            'too-many-columns',
+            `schema id ${decoded.schemaId} would make the table's columns ${nested.total} fields, nested ones included, beyond ${MAX_TABLE_FIELDS}`,
+          );
+          continue;
+        }
+        for (const [name, count] of nested.changed) this.#nestedFields.set(name, count);
         if (fields.retyped.length > 0) {
           // A column's type cannot change within a batch: the rows so far keep theirs and go
           // to a part of their own. Whether the table takes the new type is the publication's
@@ -435,6 +448,21 @@ export class RecordDecoder {
   }
 
   /** Registry formats: what a writer schema adds or retypes (writerFieldChanges), nothing for one admitted before. */
+  /** The fields the table's columns would be with a writer's changes, nested ones included, and the changed columns' counts. */
+  #nestedFieldsWith(
+    writerFields: readonly NamedField[],
+    changes: WriterFieldChanges,
+  ): { total: number; changed: Map<string, number> } {
+    const changed = new Map<string, number>();
+    if (changes.added.length === 0 && changes.retyped.length === 0) return { total: 0, changed };
+    const names = new Set([...changes.added.map((f) => f.name), ...changes.retyped.map(([f]) => f.name)]);
+    for (const f of writerFields) if (names.has(f.name)) changed.set(f.name, nestedFieldCount(f));
+    let total = 0;
+    for (const f of this.#fields) total += changed.get(f.name) ?? this.#nestedFields.get(f.name) ?? 1;
+    for (const f of changes.added) total += changed.get(f.name) ?? 1;
+    return { total, changed };
+  }
+
   #writerFields(writer: string, fields: readonly NamedField[]): WriterFieldChanges {
     if (this.#admittedSchemas.has(writer)) return { added: [], types: [], retyped: [] };
     return writerFieldChanges(fields, this.#writerTypes, this.#options.epochUnit);

@@ -1,7 +1,12 @@
 import type { NamedField } from '../config';
 import { errorMessage } from '../common/errors';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
-import { frameOf, type ReferencedSchema, type WriterSchema } from '../schema-registry/wire-format';
+import {
+  frameOf,
+  schemaTextBytes,
+  type ReferencedSchema,
+  type WriterSchema,
+} from '../schema-registry/wire-format';
 
 /** One record's row and the columns of its writer schema. */
 export interface RegistryRow {
@@ -55,6 +60,11 @@ type Entry<Parsed> = { readonly parsed: Parsed } | { readonly verdict: RegistryV
 
 /** A staging worker keeps this many writer schemas parsed (the least recently used go first). */
 export const MAX_PARSED_SCHEMAS = 1_000;
+/**
+ * And parsed from at most this many bytes of schema text: a schema may be 16 MiB and 10,000
+ * fields, so a count alone would let 1,000 of them hold gigabytes per worker.
+ */
+export const MAX_PARSED_SCHEMA_BYTES = 32 * 1024 * 1024;
 
 /**
  * The writer schemas of a staging worker, by id: learnt from what the main thread fetched
@@ -62,7 +72,8 @@ export const MAX_PARSED_SCHEMAS = 1_000;
  */
 export class RegistryWriterSchemas<Parsed> {
   readonly #parsed = new Map<number, Entry<Parsed>>();
-  readonly #texts = new Map<number, string>();
+  readonly #texts = new Map<number, { readonly text: string; readonly bytes: number }>();
+  #bytes = 0;
 
   constructor(private readonly payloads: RegistryPayloadFormat<Parsed>) {}
 
@@ -71,8 +82,9 @@ export class RegistryWriterSchemas<Parsed> {
    * Returns the ids whose schema is new or changed (a registry that was reset reuses ids).
    *
    * Every id of the batch moves to the recently-used end before anything is evicted, and
-   * eviction stops at the batch's own ids: a batch with more distinct ids than the bound
-   * keeps them all until the next batch (a batch of headers with a new id each is input,
+   * eviction (past MAX_PARSED_SCHEMAS ids or MAX_PARSED_SCHEMA_BYTES of text) stops at the
+   * batch's own ids: a batch with more distinct ids or text than the bounds keeps them all
+   * until the next batch (a batch of headers with a new id each is input,
    * and must become dead letters, not a staging failure).
    */
   learn(schemas: readonly WriterSchema[]): number[] {
@@ -82,24 +94,38 @@ export class RegistryWriterSchemas<Parsed> {
         'unknown' in s
           ? `unknown:${s.unknown}`
           : `${s.schemaType}:${s.schema}${s.references ? JSON.stringify(s.references) : ''}`;
-      const entry = this.#texts.get(s.id) === text ? this.#parsed.get(s.id) : undefined;
+      const entry = this.#texts.get(s.id)?.text === text ? this.#parsed.get(s.id) : undefined;
       if (entry) {
         this.#parsed.delete(s.id);
         this.#parsed.set(s.id, entry);
         continue;
       }
       changed.push(s.id);
-      this.#texts.set(s.id, text);
-      this.#parsed.delete(s.id);
+      this.#forget(s.id);
+      const bytes = schemaTextBytes(s);
+      this.#texts.set(s.id, { text, bytes });
+      this.#bytes += bytes;
       this.#parsed.set(s.id, this.#parse(s));
     }
-    const keep = Math.max(MAX_PARSED_SCHEMAS, schemas.length);
-    while (this.#parsed.size > keep) {
-      const oldest = this.#parsed.keys().next().value!;
-      this.#parsed.delete(oldest);
-      this.#texts.delete(oldest);
+    const inHand = new Set(schemas.map((s) => s.id));
+    for (;;) {
+      const oldest = this.#parsed.keys().next().value;
+      if (oldest === undefined || inHand.has(oldest)) break;
+      if (this.#parsed.size <= MAX_PARSED_SCHEMAS && this.#bytes <= MAX_PARSED_SCHEMA_BYTES) break;
+      this.#forget(oldest);
     }
     return changed;
+  }
+
+  /** How many bytes of schema text the parsed schemas kept come from. */
+  get textBytes(): number {
+    return this.#bytes;
+  }
+
+  #forget(id: number): void {
+    this.#parsed.delete(id);
+    this.#bytes -= this.#texts.get(id)?.bytes ?? 0;
+    this.#texts.delete(id);
   }
 
   /** One framed value → its row, or why it is a dead letter (the schema id in the detail). */

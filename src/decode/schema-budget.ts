@@ -10,6 +10,13 @@
 
 /** Fields in all, nested ones included and a named type counted at each use (the Arrow schema's size). */
 export const MAX_SCHEMA_FIELDS = 10_000;
+/**
+ * Fields in all, nested ones included, of the table's columns that writer schemas made: each
+ * schema is bounded by MAX_SCHEMA_FIELDS and the columns by `maxInferredColumns`, but versions
+ * that each add one struct column of thousands of nested fields would pass both. A writer
+ * schema that would take the table beyond this makes its records `too-many-columns` dead letters.
+ */
+export const MAX_TABLE_FIELDS = MAX_SCHEMA_FIELDS;
 /** Levels of nesting (struct, list, map, union) below a top-level column. */
 export const MAX_SCHEMA_DEPTH = 32;
 

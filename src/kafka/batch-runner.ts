@@ -51,10 +51,10 @@ export class BatchRunner {
     const position = this.#positions.consuming(topic, partition);
     if (!payload.isRunning() || payload.isStale() || !position) return;
     const epoch = position.epoch;
-    const messages = batch.messages;
+    let messages = batch.messages;
     const last = messages[messages.length - 1];
     const fetched = batch as unknown as FetchedBatch;
-    const through = coveredThrough(fetched);
+    let through = coveredThrough(fetched);
     if (!last || through === undefined) return;
     const fetchedFrom = Number(fetched.fetchedOffset);
     if (fetchedFrom !== position.next) {
@@ -67,7 +67,7 @@ export class BatchRunner {
       this.#consumer.seek({ topic, partition, offset: String(position.next) });
       return;
     }
-    const schemas = await o.schemas?.forBatch(messages, {
+    const forBatch = await o.schemas?.forBatch(messages, {
       heartbeat: () =>
         heartbeat().catch((error: unknown) => {
           // A group change leaves eachBatch so that kafkajs rejoins; others are the next heartbeat's to tell.
@@ -76,8 +76,16 @@ export class BatchRunner {
       wanted: () => payload.isRunning() && !payload.isStale() && s.epoch === epoch && !s.stopping,
       heartbeatIntervalMs: o.consumer.heartbeatIntervalMs,
     });
-    // Given up while the registry was unreachable: nothing admitted, the batch is fetched again.
-    if (o.schemas && schemas === undefined) return;
+    // Given up while the registry was asked: nothing admitted, the batch is fetched again.
+    if (o.schemas && forBatch === undefined) return;
+    const schemas = forBatch?.schemas;
+    // Too many distinct schema ids for one batch: only the prefix whose ids were resolved
+    // is admitted, and the rest is fetched again from right after it (see MAX_SCHEMA_IDS_PER_BATCH).
+    const partial = forBatch !== undefined && forBatch.admitted < messages.length;
+    if (partial) {
+      messages = messages.slice(0, forBatch.admitted);
+      through = Number(messages[messages.length - 1]!.offset);
+    }
     let done: Promise<BatchDone>;
     try {
       ({ done } = await this.#whileHeartbeating(
@@ -97,6 +105,7 @@ export class BatchRunner {
     position.next = through + 1;
     // Only the fetch position: with autoCommit off, kafkajs never commits what is resolved.
     payload.resolveOffset(String(through));
+    if (partial) this.#consumer.seek({ topic, partition, offset: String(through + 1) });
     let bytes = 0;
     for (const m of messages) bytes += (m.value?.byteLength ?? 0) + (m.key?.byteLength ?? 0);
     s.stats.consumedRecords += messages.length;

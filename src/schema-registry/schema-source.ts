@@ -19,6 +19,24 @@ export interface WaitControl {
 const MAX_BACKOFF_MS = 5_000;
 
 /**
+ * At most this many distinct schema ids are resolved for one batch. A fetch of header-only
+ * records can carry tens of thousands of ids; resolving them all in one go outlasts any
+ * session timeout on a slow registry and evicts its own earlier answers from the cache
+ * (MAX_CACHED_SCHEMAS, MAX_UNKNOWN_IDS), so the batch would be fetched and asked for again
+ * forever. Only the batch's prefix whose ids fit is admitted; the rest is fetched again
+ * from right after it (nothing is dead-lettered for it). Below MAX_CACHED_SCHEMAS, so a
+ * prefix's schemas all stay cached together.
+ */
+export const MAX_SCHEMA_IDS_PER_BATCH = 500;
+
+/** The writer schemas of a batch's first `admitted` records (the prefix whose ids were resolved). */
+export interface BatchSchemas {
+  readonly schemas: WriterSchema[];
+  /** How many of the batch's records (from its first) the schemas cover: admit those, fetch the rest again. */
+  readonly admitted: number;
+}
+
+/**
  * The main thread's side of registry formats: before a batch goes to its staging
  * worker, the writer schemas of its schema ids are fetched (cached), so the workers
  * decode without a network call. A registry that cannot be reached is not bad input:
@@ -38,35 +56,43 @@ export class SchemaSource {
     private readonly logger: Logger,
     private readonly metrics: Metrics,
     private readonly framedKeys = false,
+    client: SchemaRegistryClient = new SchemaRegistryClient(options),
   ) {
-    this.#client = new SchemaRegistryClient(options);
+    this.#client = client;
     this.#cache = new WriterSchemaCache(this.#client, options.cacheTtlMs);
     metrics.schemaRegistryUnreachable.set(0);
   }
 
   /**
-   * The writer schemas of every framed value (and, with `framedKeys`, key) in the batch
-   * (those that are not framed get none: the worker dead-letters them), or undefined when
-   * the batch stopped being wanted while the registry was unreachable.
+   * The writer schemas of every framed value (and, with `framedKeys`, key) in the batch's
+   * longest prefix holding at most MAX_SCHEMA_IDS_PER_BATCH distinct ids (those that are not
+   * framed get none: the worker dead-letters them), or undefined when the batch stopped
+   * being wanted while the registry was asked. The wait heartbeats, answered or not: a
+   * slow registry is waited for like an unreachable one.
    */
   async forBatch(
     messages: readonly { readonly value: Buffer | null; readonly key?: Buffer | null }[],
     control: WaitControl,
-  ): Promise<WriterSchema[] | undefined> {
+  ): Promise<BatchSchemas | undefined> {
     const ids = new Set<number>();
-    const add = (bytes: Buffer | null | undefined) => {
-      if (bytes && bytes.length >= HEADER_BYTES && bytes[0] === MAGIC_BYTE) ids.add(bytes.readUInt32BE(1));
-    };
+    const idOf = (bytes: Buffer | null | undefined) =>
+      bytes && bytes.length >= HEADER_BYTES && bytes[0] === MAGIC_BYTE ? bytes.readUInt32BE(1) : undefined;
+    let admitted = 0;
     for (const m of messages) {
-      add(m.value);
-      if (this.framedKeys) add(m.key);
+      const value = idOf(m.value);
+      const key = this.framedKeys ? idOf(m.key) : undefined;
+      const added = [value, key].filter((id): id is number => id !== undefined && !ids.has(id));
+      if (new Set(added).size + ids.size > MAX_SCHEMA_IDS_PER_BATCH) break;
+      for (const id of added) ids.add(id);
+      admitted++;
     }
-    if (ids.size === 0) return [];
+    if (ids.size === 0) return { schemas: [], admitted };
     for (let attempt = 0; ; attempt++) {
       try {
-        const schemas = await this.#cache.get(ids);
+        const schemas = await this.#heartbeatingUntil(this.#cache.get(ids), control);
+        if (schemas === undefined) return undefined;
         this.#reachable();
-        return schemas;
+        return { schemas, admitted };
       } catch (error) {
         if (!(error instanceof SchemaRegistryUnavailableError)) throw error;
         this.#unreachable(error);
@@ -78,6 +104,26 @@ export class SchemaSource {
         await sleep(Math.min(control.heartbeatIntervalMs, until - Date.now()));
       }
       if (!control.wanted()) return undefined;
+    }
+  }
+
+  /** The work's result, heartbeating every interval meanwhile; undefined once the batch is no longer wanted. */
+  async #heartbeatingUntil<T>(work: Promise<T>, control: WaitControl): Promise<T | undefined> {
+    // Settled or not, the work is not left rejecting unobserved when the wait ends first.
+    work.catch(() => undefined);
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const tick = new Promise<'tick'>((resolve) => {
+        timer = setTimeout(() => resolve('tick'), control.heartbeatIntervalMs);
+      });
+      try {
+        const first = await Promise.race([work.then((value) => ({ value })), tick]);
+        if (first !== 'tick') return first.value;
+      } finally {
+        clearTimeout(timer);
+      }
+      if (!control.wanted()) return undefined;
+      await control.heartbeat();
     }
   }
 

@@ -42,6 +42,14 @@ export type WriterSchema =
   /** The registry answered that it has no schema with this id. */
   | { readonly id: number; readonly unknown: string };
 
+/** The bytes of a writer schema's texts (its own and its references'): what caches of schemas are bounded by. */
+export function schemaTextBytes(s: WriterSchema): number {
+  if ('unknown' in s) return Buffer.byteLength(s.unknown);
+  let bytes = Buffer.byteLength(s.schema);
+  for (const r of s.references ?? []) bytes += Buffer.byteLength('schema' in r ? r.schema : r.missing);
+  return bytes;
+}
+
 /** Longer message-index lists than this are refused (each index is one level of nesting). */
 export const MAX_MESSAGE_INDEXES = 100;
 

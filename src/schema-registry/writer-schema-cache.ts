@@ -1,9 +1,15 @@
 import { SchemaRegistryUnavailableError, type SchemaRegistryClient } from './registry-client';
 import { referencedSchemas } from './schema-references';
-import type { WriterSchema } from './wire-format';
+import { schemaTextBytes, type WriterSchema } from './wire-format';
 
 /** At most this many schema ids are cached; the least recently used go first. */
 export const MAX_CACHED_SCHEMAS = 1_000;
+/**
+ * And at most this many bytes of schema text (a schema may be 16 MiB: a count alone would let
+ * 1,000 of them hold gigabytes). The schema just fetched stays whatever its size: its batch
+ * needs it.
+ */
+export const MAX_CACHED_SCHEMA_BYTES = 64 * 1024 * 1024;
 /**
  * At most this many ids the registry did not know are remembered as unknown, apart from the
  * schemas: a producer churning schema ids neither evicts the schemas in use nor makes the
@@ -14,6 +20,7 @@ export const MAX_UNKNOWN_IDS = 10_000;
 interface Entry {
   readonly schema: WriterSchema;
   readonly fetchedAt: number;
+  readonly bytes: number;
 }
 
 /**
@@ -30,6 +37,7 @@ export class WriterSchemaCache {
   readonly #entries = new Map<number, Entry>();
   readonly #unknown = new Map<number, Entry>();
   readonly #inFlight = new Map<number, Promise<WriterSchema>>();
+  #bytes = 0;
 
   constructor(
     private readonly client: SchemaRegistryClient,
@@ -77,12 +85,25 @@ export class WriterSchemaCache {
         return stale.schema;
       throw error;
     }
-    this.#entries.delete(id);
-    this.#unknown.delete(id);
+    this.#remove(this.#entries, id);
+    this.#remove(this.#unknown, id);
     const [map, bound] =
       'unknown' in schema ? [this.#unknown, MAX_UNKNOWN_IDS] : [this.#entries, MAX_CACHED_SCHEMAS];
-    map.set(id, { schema, fetchedAt: this.clock() });
-    while (map.size > bound) map.delete(map.keys().next().value!);
+    const bytes = 'unknown' in schema ? 0 : schemaTextBytes(schema);
+    map.set(id, { schema, fetchedAt: this.clock(), bytes });
+    this.#bytes += bytes;
+    while (
+      map.size > bound ||
+      (map === this.#entries && this.#bytes > MAX_CACHED_SCHEMA_BYTES && map.size > 1)
+    )
+      this.#remove(map, map.keys().next().value!);
     return schema;
+  }
+
+  #remove(map: Map<number, Entry>, id: number): void {
+    const entry = map.get(id);
+    if (!entry) return;
+    map.delete(id);
+    this.#bytes -= entry.bytes;
   }
 }

@@ -1,6 +1,6 @@
 import * as avro from 'avsc';
 import { MAX_VALIDATED_NODES } from '../../src/decode/json-schema/json-schema-payloads';
-import { MAX_SCHEMA_DEPTH, MAX_SCHEMA_FIELDS } from '../../src/decode/schema-budget';
+import { MAX_SCHEMA_DEPTH, MAX_SCHEMA_FIELDS, MAX_TABLE_FIELDS } from '../../src/decode/schema-budget';
 import type { WriterSchema } from '../../src/schema-registry/wire-format';
 import { framed } from '../support/avro-fixtures';
 import { jsonFramed } from '../support/json-schema-fixtures';
@@ -118,6 +118,40 @@ describe('registry formats are held to maxInferredColumns', () => {
     ]);
     expect(out.deadLetters).toEqual([expect.objectContaining({ offset: 1, reason: 'too-many-columns' })]);
     expect(out.rows).toBe(2);
+  });
+
+  test(`versions that each add a struct of thousands of nested fields stop at ${MAX_TABLE_FIELDS} fields in all, nested ones included`, () => {
+    // Each version is within MAX_SCHEMA_FIELDS and adds one column (far under maxInferredColumns),
+    // and the table keeps every column the earlier versions made.
+    const nested = 4_000;
+    const version = (id: number): WriterSchema => ({
+      id,
+      schemaType: 'AVRO',
+      schema: JSON.stringify({
+        type: 'record',
+        name: 'Growing',
+        fields: [{ name: `s${id}`, type: avroWide(nested) }],
+      }),
+    });
+    const at = (id: number) => {
+      const value = longs(nested);
+      new DataView(value.buffer).setUint32(1, id);
+      return value;
+    };
+    const d = decoder({ format: 'avro', maxInferredColumns: 256 });
+    const out = d.decode('t', 0, [msg(0, at(1)), msg(1, at(2)), msg(2, at(3)), msg(3, at(1))], '', [
+      version(1),
+      version(2),
+      version(3),
+    ]);
+    expect(out.deadLetters).toEqual([
+      expect.objectContaining({
+        offset: 2,
+        reason: 'too-many-columns',
+        detail: expect.stringContaining('nested ones included') as unknown,
+      }),
+    ]);
+    expect(out.rows).toBe(3);
   });
 });
 

@@ -35,6 +35,8 @@ const sentinel = (what: string) => `S3nt1n3l${what.replace(/[^A-Za-z0-9]/g, '')}
 const state: { admin?: Admin; work?: string } = {};
 const shown: string[] = [];
 const secretTexts = new Set<string>();
+/** The password of client.p12 (clientPfx), so also the value `client.ssl.passphrase` gets. */
+const PFX_PASSPHRASE = sentinel('sslpassphrase');
 
 function secret<T extends string>(value: T): T {
   secretTexts.add(value);
@@ -116,6 +118,8 @@ function valueFor(option: SecretOption): unknown {
   if (last === 'cert') return { file: path.join(TLS_DIR, 'client.crt') };
   if (last === 'key') return { file: path.join(TLS_DIR, 'client.key') };
   if (last === 'pfx') return { file: path.join(state.work!, 'client.p12') };
+  // The bundle's own password: any other text fails TLS ("mac verify failure") before the rest is resolved.
+  if (option.path === 'client.ssl.passphrase') return secret(PFX_PASSPHRASE);
   return secret(sentinel(`${option.mechanism ?? ''}${option.path}`));
 }
 
@@ -162,7 +166,7 @@ test('no secret option value is shown: a run with a dead letter and a store outa
   const admin = state.admin!;
   const options = secretOptions();
   for (const f of ['ca.crt', 'client.crt', 'client.key']) material(path.join(TLS_DIR, f));
-  const passphrase = secret(sentinel('sslpassphrase'));
+  const passphrase = secret(PFX_PASSPHRASE);
   clientPfx(passphrase);
   // The SCRAM-SHA-512 user the run authenticates as: its name and password are sentinels.
   const user = secret(sentinel('scramuser'));
@@ -316,8 +320,11 @@ test('no secret option value is shown: a run with a dead letter and a store outa
   }
   shown.push(await fsp.readFile(path.join(state.work!, `${registryName}.dlq.jsonl`), 'utf8'));
 
-  // 3. Every secret option the schema has, each SASL mechanism's too, through validate and inspect.
+  // 3. Every secret option the schema has, each SASL mechanism's too, through validate and
+  // inspect. A mechanism's own options come from the environment, so that validate's
+  // success proves they were resolved (a reference left unresolved fails it).
   const mechanisms = [...new Set(options.flatMap((o) => (o.mechanism ? [o.mechanism] : [])))];
+  expect(options).toContainEqual({ path: 'client.sasl.sessionToken', mechanism: 'aws' });
   for (const mechanism of mechanisms) {
     const definition: Record<string, unknown> = {
       name: `${name}${mechanism.replace(/\W/g, '')}`,
@@ -328,15 +335,30 @@ test('no secret option value is shown: a run with a dead letter and a store outa
       lance: { uri: `s3://${BUCKET}/${name}`, commits: 'atomic' },
       client: { sasl: { mechanism } },
     };
-    for (const option of options)
-      if (option.mechanism === undefined || option.mechanism === mechanism)
-        setAt(definition, option.path, valueFor(option));
+    const mechanismEnv: NodeJS.ProcessEnv = {};
+    for (const option of options) {
+      if (option.mechanism !== undefined && option.mechanism !== mechanism) continue;
+      const value = valueFor(option);
+      if (option.mechanism === undefined || typeof value !== 'string') setAt(definition, option.path, value);
+      else {
+        const variable = `KL_SECRET_${option.path.replace(/\W/g, '_')}`;
+        mechanismEnv[variable] = value;
+        setAt(definition, option.path, `\${env:${variable}}`);
+      }
+    }
     setAt(definition, 'lance.storageOptions.endpoint', `http://127.0.0.1:${S3_PORT}`);
     const file = await writeDefinition(`${name}-${mechanism}`, definition);
-    const validated = await cli(['validate', '-c', file]);
-    expect(validated).toContain('valid');
+    const validated = await cli(['validate', '-c', file], mechanismEnv);
+    // The success line, not "invalid consumer definition …" (which contains "valid" too).
+    expect(validated).toMatch(/: valid — consumer /);
+    expect(validated).not.toMatch(/invalid/);
     shown.push(validated);
-    shown.push(await cli(['inspect', '-c', file, '--brokers', SECURED.saslSsl, '--data-dir', registryDir]));
+    const inspected = await cli(
+      ['inspect', '-c', file, '--brokers', SECURED.saslSsl, '--data-dir', registryDir],
+      mechanismEnv,
+    );
+    expect(inspected).not.toMatch(/invalid consumer definition/);
+    shown.push(inspected);
   }
 
   expect(shown.join('\n')).toContain('[redacted]');

@@ -7,6 +7,7 @@ import {
 import { MAX_REFERENCED_SCHEMAS } from '../../src/schema-registry/schema-references';
 import {
   MAX_CACHED_SCHEMAS,
+  MAX_CACHED_SCHEMA_BYTES,
   MAX_UNKNOWN_IDS,
   WriterSchemaCache,
 } from '../../src/schema-registry/writer-schema-cache';
@@ -174,4 +175,22 @@ test('a registry that cannot give a reference rejects, so that the batch waits (
     return schemaByVersion(subject, version, forId);
   };
   await expect(cache.get([1])).rejects.toBeInstanceOf(SchemaRegistryUnavailableError);
+});
+
+test('cached schemas are bounded by their text bytes too: large schemas evict the oldest before the count bound', async () => {
+  const registry = new ScriptedRegistry();
+  const text = `"${'x'.repeat(1024 * 1024)}"`;
+  registry.schemaById = (id: number) => {
+    registry.asked.push(id);
+    return Promise.resolve({ found: true, schemaType: 'AVRO', schema: text, references: [] });
+  };
+  const cache = new WriterSchemaCache(registry as unknown as SchemaRegistryClient, 60_000, () => 0);
+  const count = MAX_CACHED_SCHEMA_BYTES / (1024 * 1024) + 10;
+  for (let id = 1; id <= count; id++) await cache.get([id]);
+  expect(count).toBeLessThan(MAX_CACHED_SCHEMAS);
+  await cache.get([count]);
+  await cache.get([1]);
+  // The newest stayed, the oldest was evicted (asked again).
+  expect(registry.asked.filter((id) => id === count)).toHaveLength(1);
+  expect(registry.asked.filter((id) => id === 1)).toHaveLength(2);
 });
