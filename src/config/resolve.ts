@@ -16,7 +16,10 @@ export class ConfigError extends KafkaLanceError {
   ) {
     super(
       'CONFIG_INVALID',
-      `invalid consumer definition ${source}:\n${problems.map((p) => `  - ${p.field}: ${p.message}`).join('\n')}`,
+      // One problem is one line (what an operator's log search and an alert show); several are a list.
+      problems.length === 1
+        ? `invalid consumer definition ${source}: ${problems[0]!.field}: ${problems[0]!.message}`
+        : `invalid consumer definition ${source}:\n${problems.map((p) => `  - ${p.field}: ${p.message}`).join('\n')}`,
       { context: { source, problems } },
     );
   }

@@ -60,6 +60,8 @@ export class DeadLetterOutbox {
   readonly #o: DeadLetterOutboxOptions;
   readonly #stopped = new Map<TopicPartitionKey, PartitionStoppedError>();
   readonly #windows = new Map<TopicPartitionKey, DeadLetterWindow>();
+  /** The first records of every partition whose window is still filling, judged together (DeadLetterWindow). */
+  #replicaWindow: DeadLetterWindow | undefined;
   /** Per partition, deliveries run one after the other: the DLQ keeps the source order. */
   readonly #chains = new Map<TopicPartitionKey, Promise<void>>();
   /** Aborted by close(): retry waits end. */
@@ -282,7 +284,13 @@ export class DeadLetterOutbox {
     if (!w) {
       // `none` is Connect's default: the first dead letter stops the partition.
       w =
-        tolerance === 'none' ? new DeadLetterWindow(1, 0) : new DeadLetterWindow(window, maxDeadLetterRatio);
+        tolerance === 'none'
+          ? new DeadLetterWindow(1, 0)
+          : new DeadLetterWindow(
+              window,
+              maxDeadLetterRatio,
+              (this.#replicaWindow ??= new DeadLetterWindow(window, maxDeadLetterRatio)),
+            );
       this.#windows.set(key, w);
     }
     return w;

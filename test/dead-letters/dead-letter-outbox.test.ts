@@ -281,6 +281,27 @@ describe('dead-letter outbox', () => {
     });
   });
 
+  test('a definition matching nothing on many partitions each smaller than the judged minimum stops them, not after dead-lettering every record of each', async () => {
+    const sink = ok();
+    const { outbox, calls } = harness(sink, { tolerance: 'ratio', window: 1_000, maxDeadLetterRatio: 0.5 });
+    const partitions = 200;
+    const perPartition = MIN_JUDGED_RECORDS - 20;
+    for (let p = 0; p < partitions; p++) {
+      const batch = messages(0, perPartition);
+      const taken = outbox.take(
+        't',
+        p,
+        batch,
+        batch.map((m) => verdict(Number(m.offset))),
+      );
+      if (taken !== undefined) await outbox.deliver(taken);
+    }
+    // Without the replica-wide judgement no partition ever reaches its own minimum, and all
+    // 200 × 80 dead letters would be written and committed.
+    expect(calls.paused.length).toBeGreaterThan(partitions / 2);
+    expect(sink.written.length).toBeLessThan(partitions * perPartition);
+  });
+
   test('a bad first record, with good ones after it, does not stop a partition whose window is filling', async () => {
     const { outbox, calls } = harness(ok(), { tolerance: 'ratio', window: 1_000, maxDeadLetterRatio: 0.5 });
     await outbox.deliver(outbox.take('t', 0, messages(0, 1), [verdict(0)]));
