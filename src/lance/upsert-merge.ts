@@ -9,6 +9,7 @@ import {
   makeData,
   vectorFromArray,
   type Data,
+  type Vector,
 } from 'apache-arrow';
 import {
   DELETED_COLUMN,
@@ -96,6 +97,35 @@ export function keyIdentity(values: readonly unknown[]): string {
   );
 }
 
+/**
+ * A key column's values by row, exactly as stored. apache-arrow's `get` gives a Timestamp
+ * or a Date as a float of milliseconds, so nanosecond (or microsecond) keys a nanosecond
+ * apart would be one key and all but one of them dropped: those, and 64-bit integers, are
+ * read from their buffers as the stored integer (bigint).
+ */
+export function keyValues(column: Vector): (row: number) => unknown {
+  const type = column.type as DataType;
+  const integral =
+    DataType.isTimestamp(type) ||
+    DataType.isDate(type) ||
+    DataType.isTime(type) ||
+    (DataType.isInt(type) && type.bitWidth === 64);
+  if (!integral) return (row) => column.get(row) as unknown;
+  const chunks = column.data;
+  return (row) => {
+    let local = row;
+    for (const chunk of chunks) {
+      if (local < chunk.length) {
+        if (!chunk.getValid(local)) return null;
+        // Data.slice slices the values buffer too: the chunk's row i is at index i.
+        return BigInt((chunk.values as BigInt64Array | Int32Array)[local]!);
+      }
+      local -= chunk.length;
+    }
+    return null;
+  };
+}
+
 export interface ReducedPublication {
   /** The newest row of each key, in the publication's order. */
   readonly table: ArrowTable;
@@ -119,7 +149,7 @@ export function reduceToNewest(
     const keys = keyColumns.map((c) => {
       const column = batch.getChild(c);
       if (!column) throw new Error(`a staged batch without its key column ${c}`);
-      return column;
+      return keyValues(column);
     });
     const rowColumn = batch.getChild(ROW_COLUMN);
     const timestamps = batch.getChild(TIMESTAMP_COLUMN);
@@ -132,7 +162,7 @@ export function reduceToNewest(
         row: Number(rowColumn?.get(i) ?? 0),
         timestamp: Number(timestamps?.get(i) ?? 0),
       };
-      const key = keyIdentity(keys.map((k) => k.get(i) as unknown));
+      const key = keyIdentity(keys.map((k) => k(i)));
       const held = newest.get(key);
       if (!held || newer(position, held.position)) newest.set(key, { batch: b, row: i, position });
     }

@@ -6,7 +6,7 @@ import { resolveConsumer, type ConsumerDefinitionInput } from '../../src/config'
 import { silentLogger } from '../../src/common/logger';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
-import { keyIdentity } from '../../src/lance/upsert-merge';
+import { keyIdentity, reduceToNewest } from '../../src/lance/upsert-merge';
 import { tempDir } from '../support/rows';
 import { checkTableMode } from '../../src/startup-checks';
 import { compact } from '../../src/cli/compact';
@@ -215,6 +215,37 @@ test('keys are compared by value and type: a composite (string, int64) key, 1 an
     ['x1', 1, 'other'],
   ]);
   lance.close();
+}, 60_000);
+
+test('nanosecond timestamp keys one nanosecond apart stay three keys: reduced and merged by the stored integer, not a millisecond float', async () => {
+  const def = definition({
+    key: { fields: ['at'] },
+    keyFormat: 'binary',
+    schema: { fields: { at: { type: 'timestamp', unit: 'ns' }, title: 'string' } },
+  });
+  const base = 1_796_569_200_000_000_000n;
+  const messages: RawMessage[] = [0, 1, 2].map((i) => ({
+    offset: i,
+    timestamp: T0 + i,
+    key: null,
+    // Integers beyond 2^53 are read exactly (exact-json.ts): written as JSON text, not numbers.
+    value: enc(`{"at":${base + BigInt(i)},"title":"t${i}"}`),
+  }));
+  const decoded = decoderFor(def).decode(TOPIC, 0, messages, TOPIC_ID);
+  expect(decoded.deadLetters).toEqual([]);
+  const reduced = reduceToNewest([decoded.batch!], ['at']);
+  expect(reduced.upserts).toBe(3);
+  const lance = await LanceTable.connect(target, silentLogger(), { upsertKey: ['at'] });
+  const written = await publish(lance, [decoded.batch!]);
+  expect(written.merge).toMatchObject({ inserted: 3, upserts: 3 });
+  lance.close();
+  const db = await lancedb.connect(target.uri);
+  try {
+    const rows = await (await db.openTable(target.table)).query().select(['title']).toArray();
+    expect(rows.map((r) => (r as { title: string }).title).sort()).toEqual(['t0', 't1', 't2']);
+  } finally {
+    db.close();
+  }
 }, 60_000);
 
 test('updates land with the key’s BTREE in place, after a compaction, and after the index was brought up to date', async () => {
