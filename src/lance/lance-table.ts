@@ -6,7 +6,13 @@ import type { Logger } from '../common/logger';
 import { ROW_COLUMN, TOPIC_ID_COLUMN } from '../staging/system-columns';
 import { appendArrowTable, takesArrowAdd } from './arrow-add';
 import { retryConflicts } from './commit-retry';
-import { LanceSchemaError, LanceWriteError, isLanceDiskFull, isSchemaRejection } from './lance-errors';
+import {
+  LanceSchemaError,
+  LanceWriteError,
+  isLanceDiskFull,
+  isMergeRefusal,
+  isSchemaRejection,
+} from './lance-errors';
 import { connectTarget, type LanceTarget } from './connect';
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
@@ -303,6 +309,14 @@ export class LanceTable {
 
   /** A write's failure as the publisher classifies it: a schema refusal, a full disk, or a retriable write error. */
   #writeError(error: unknown): LanceWriteError {
+    if (isMergeRefusal(error))
+      throw new LanceSchemaError(
+        'rejected',
+        this.target.table,
+        `merge refused: ${errorMessage(error)}`,
+        {},
+        error,
+      );
     if (isSchemaRejection(error))
       throw new LanceSchemaError(
         'rejected',
