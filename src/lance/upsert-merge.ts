@@ -48,23 +48,39 @@ interface Position {
  * record's transform. Across partitions Kafka has no order, so a key that moved
  * partition (the topic's partition count changed) or topic is ordered by its records'
  * timestamps, ties broken by partition then offset, so that every replica and every
- * replay decides alike.
+ * replay decides alike. A tie of timestamps goes to the higher partition: a key that moved
+ * to a lower partition within the same millisecond as its last record in the old one keeps
+ * the old one's value (docs/design/upserts.md).
  */
 export function newer(a: Position, b: Position): boolean {
-  if (a.topic === b.topic && a.topicId === b.topicId && a.partition === b.partition)
+  if (a.topic === b.topic && sameIncarnation(a.topicId, b.topicId) && a.partition === b.partition)
     return a.offset > b.offset || (a.offset === b.offset && a.row > b.row);
   if (a.timestamp !== b.timestamp) return a.timestamp > b.timestamp;
   if (a.partition !== b.partition) return a.partition > b.partition;
   return a.offset > b.offset;
 }
 
+/**
+ * Whether two topic ids name the same incarnation. An unknown id ('': a broker without
+ * topic ids, or a row staged before they were read) matches any: rows of one partition
+ * then still compare by offset, never by timestamp (which would let an older record with a
+ * later producer time win). Only a recreated topic read with ids on both sides differs.
+ */
+function sameIncarnation(a: string | undefined, b: string | undefined): boolean {
+  return a === b || !a || !b;
+}
+
 /** `newer(source, target)` as a merge-insert condition (`source.` and `target.` columns). */
 export function newerCondition(hasRow: boolean): string {
   const s = (c: string) => `source.${c}`;
   const t = (c: string) => `target.${c}`;
-  const same = [TOPIC_COLUMN, TOPIC_ID_COLUMN, PARTITION_COLUMN]
-    .map((c) => `${s(c)} = ${t(c)}`)
-    .join(' AND ');
+  const unknownId = (c: string) => `${c} IS NULL OR ${c} = ''`;
+  const sameId = `(${s(TOPIC_ID_COLUMN)} = ${t(TOPIC_ID_COLUMN)} OR ${unknownId(s(TOPIC_ID_COLUMN))} OR ${unknownId(t(TOPIC_ID_COLUMN))})`;
+  const same = [
+    `${s(TOPIC_COLUMN)} = ${t(TOPIC_COLUMN)}`,
+    sameId,
+    `${s(PARTITION_COLUMN)} = ${t(PARTITION_COLUMN)}`,
+  ].join(' AND ');
   const offsetNewer = `${s(OFFSET_COLUMN)} > ${t(OFFSET_COLUMN)}`;
   const inPartition = hasRow
     ? `${offsetNewer} OR (${s(OFFSET_COLUMN)} = ${t(OFFSET_COLUMN)} AND ${s(ROW_COLUMN)} > ${t(ROW_COLUMN)})`

@@ -6,7 +6,7 @@ import { resolveConsumer, type ConsumerDefinitionInput } from '../../src/config'
 import { silentLogger } from '../../src/common/logger';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
-import { keyIdentity, reduceToNewest } from '../../src/lance/upsert-merge';
+import { keyIdentity, newer, reduceToNewest } from '../../src/lance/upsert-merge';
 import { tempDir } from '../support/rows';
 import { checkTableMode } from '../../src/startup-checks';
 import { compact } from '../../src/cli/compact';
@@ -180,6 +180,46 @@ test('a key that moves partition (the partition count changed) is ordered by its
     batchOf(decoder, 0, [[900, 'm', { title: 'm-p0' }, T0 + 4_000]]),
   ]);
   expect((await read(target)).live.get('m')).toBe('m-p3');
+  lance.close();
+}, 60_000);
+
+test('a row staged without a topic id (a broker without ids) is ordered by offset against its partition’s rows with an id, not by a later producer time', async () => {
+  const at = { topic: TOPIC, partition: 0, row: 0 };
+  // Offset 5 is newer than offset 4 whatever their timestamps, with one id unknown.
+  expect(
+    newer(
+      { ...at, topicId: TOPIC_ID, offset: 5, timestamp: T0 },
+      { ...at, topicId: '', offset: 4, timestamp: T0 + 9 },
+    ),
+  ).toBe(true);
+  expect(
+    newer(
+      { ...at, topicId: '', offset: 4, timestamp: T0 + 9 },
+      { ...at, topicId: TOPIC_ID, offset: 5, timestamp: T0 },
+    ),
+  ).toBe(false);
+  // Two known ids that differ are two incarnations of the topic: ordered by time.
+  expect(
+    newer(
+      { ...at, topicId: 'B', offset: 1, timestamp: T0 + 9 },
+      { ...at, topicId: TOPIC_ID, offset: 5, timestamp: T0 },
+    ),
+  ).toBe(true);
+  const decoder = decoderFor(definition());
+  const message = (offset: number, title: string, timestamp: number): RawMessage => ({
+    offset,
+    timestamp,
+    key: enc('k'),
+    value: enc(JSON.stringify({ title })),
+  });
+  const lance = await connect();
+  // Offset 4 staged without an id, with a producer time later than offset 5's.
+  await publish(lance, [decoder.decode(TOPIC, 0, [message(4, 'older', T0 + 60_000)], '').batch!]);
+  await publish(lance, [decoder.decode(TOPIC, 0, [message(5, 'newer', T0)], TOPIC_ID).batch!]);
+  expect((await read(target)).live.get('k')).toBe('newer');
+  // A replay of offset 4 (without an id) does not bring it back.
+  await publish(lance, [decoder.decode(TOPIC, 0, [message(4, 'older', T0 + 60_000)], '').batch!]);
+  expect((await read(target)).live.get('k')).toBe('newer');
   lance.close();
 }, 60_000);
 
