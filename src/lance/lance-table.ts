@@ -283,7 +283,7 @@ export class LanceTable {
       await ensureUpsertKey(table, key, this.target.table);
       this.#upsertKeyChecked = true;
     }
-    const reduced = withTableColumns(reduceToNewest(collected, key), await table.schema());
+    const newest = reduceToNewest(collected, key);
     const hasRow = collected[0]!.schema.fields.some((f) => f.name === ROW_COLUMN);
     for (let adds = 1; ; adds++) {
       let addError: LanceWriteError | undefined;
@@ -291,9 +291,14 @@ export class LanceTable {
       try {
         const t0 = performance.now();
         const run = this.#adds.then(() =>
-          retryConflicts(() => {
+          retryConflicts(async () => {
             const injected = injectedDiskFull('lance', this.target.uri);
-            return injected ? Promise.reject(injected) : mergeNewest(table, key, reduced, hasRow);
+            if (injected) throw injected;
+            // Widened to the table's columns on every attempt: the conflict being retried
+            // may be another replica's commit that added a column, which this merge must
+            // set null rather than leave the older record's value in (withTableColumns).
+            const reduced = withTableColumns(newest, await table.schema());
+            return mergeNewest(table, key, reduced, hasRow);
           }),
         );
         this.#adds = run.catch(() => undefined);

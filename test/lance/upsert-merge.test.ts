@@ -1,4 +1,5 @@
 import * as lancedb from '@lancedb/lancedb';
+import { MergeInsertBuilder } from '@lancedb/lancedb';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
@@ -480,4 +481,43 @@ test('an upsert whose publication lacks a column of the table (another replica a
   db.close();
   expect(rows.map((r) => [r._key, r.title, r.extra, r.emb])).toEqual([['a', 'a1', null, null]]);
   lance.close();
+}, 60_000);
+
+test('a merge retried after a commit conflict with a replica that added a column sets that column null, not the older record’s value', async () => {
+  const wide = decoderFor(definition({ schema: { fields: { title: 'string', extra: 'string' } } }));
+  const narrow = decoderFor(definition({ schema: { fields: { title: 'string' } } }));
+  const lance = await connect();
+  const other = await connect();
+  await publish(lance, [batchOf(narrow, 0, [[0, 'a', { title: 'a0' }]])]);
+  // The first attempt of the next merge loses to another replica's commit, which adds
+  // `extra` with an older record's value of the key; the attempt after it must see `extra`.
+  const execute = MergeInsertBuilder.prototype.execute;
+  let interfered = false;
+  const spy = jest.spyOn(MergeInsertBuilder.prototype, 'execute').mockImplementation(async function (
+    this: MergeInsertBuilder,
+    ...args
+  ) {
+    if (!interfered) {
+      interfered = true;
+      await publish(other, [batchOf(wide, 0, [[1, 'a', { title: 'a1', extra: 'old' }]])]);
+      throw new Error('Retryable commit conflict for version 3: preempted by concurrent transaction');
+    }
+    return execute.apply(this, args);
+  });
+  try {
+    await publish(lance, [batchOf(narrow, 0, [[2, 'a', { title: 'a2' }]])]);
+  } finally {
+    spy.mockRestore();
+  }
+  expect(interfered).toBe(true);
+  const db = await lancedb.connect(target.uri);
+  const rows = (await (await db.openTable('docs')).query().toArray()) as {
+    _key: string;
+    title: string;
+    extra: string | null;
+  }[];
+  db.close();
+  expect(rows.map((r) => [r._key, r.title, r.extra])).toEqual([['a', 'a2', null]]);
+  lance.close();
+  other.close();
 }, 60_000);
