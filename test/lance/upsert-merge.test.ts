@@ -432,16 +432,26 @@ describe('the start checks the mode against the table', () => {
   }, 60_000);
 });
 
-test('compact --purge-deletes-older-than removes only the delete rows of records older than the cutoff; live rows stay', async () => {
+test('compact --purge-deletes-older-than measures a delete by when it landed, not its producer time: a delete of old records written just now stays', async () => {
   const decoder = decoderFor(definition());
   const lance = await connect();
   await publish(lance, [
     batchOf(decoder, 0, [
       [0, 'old', { title: 'o' }, T0],
       [1, 'old', null, T0 + 1_000],
-      [2, 'recent', { title: 'r' }, T0 + 2_000],
-      [3, 'recent', null, T0 + 60_000],
-      [4, 'live', { title: 'l' }, T0 + 3_000],
+      [2, 'redeleted', null, T0 + 1_500],
+      [3, 'live', { title: 'l' }, T0 + 3_000],
+    ]),
+  ]);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const cutoff = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  // A replica catching up on old records: their deletes land now, with producer times long past.
+  await publish(lance, [
+    batchOf(decoder, 0, [
+      [4, 'late', { title: 'x' }, T0],
+      [5, 'late', null, T0 + 1],
+      [6, 'redeleted', null, T0 + 2_000],
     ]),
   ]);
   lance.close();
@@ -449,7 +459,7 @@ test('compact --purge-deletes-older-than removes only the delete rows of records
     { ...definition(), lance: { uri: target.uri }, table: target.table },
     'docs.json',
   );
-  const result = await compact(consumer, 0, T0 + 30_000);
+  const result = await compact(consumer, 0, cutoff);
   expect(result.purgedDeletes).toBe(1);
   const db = await lancedb.connect(target.uri);
   const rows = (await (await db.openTable('docs')).query().toArray()) as {
@@ -457,9 +467,12 @@ test('compact --purge-deletes-older-than removes only the delete rows of records
     _deleted: boolean;
   }[];
   db.close();
+  // `old`'s delete landed before the cutoff: purged. `late`'s and the second delete of
+  // `redeleted` landed after it: they stay, whatever their records' timestamps say.
   expect(rows.map((r) => [r._key, r._deleted]).sort()).toEqual([
+    ['late', true],
     ['live', false],
-    ['recent', true],
+    ['redeleted', true],
   ]);
 }, 60_000);
 
