@@ -248,12 +248,13 @@ test('a compacted topic: a replica consuming all along and a fresh group after t
 }, 420_000);
 
 test.each([
-  ['staged', false],
-  ['published', false],
-  ['staged', true],
+  ['staged', false, 'after-add'],
+  ['published', false, 'after-add'],
+  ['staged', true, 'after-add'],
+  ['staged', false, 'before-add'],
 ] as const)(
-  'commitAfter %s, streamed preparation %s: a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key',
-  async (commitAfter, pipelinePreparation) => {
+  'commitAfter %s, streamed preparation %s: a replica SIGKILLed at %s (its publication `writing`), and again at a random instant, restarts on its data directory and ends with the newest value per key',
+  async (commitAfter, pipelinePreparation, crashAt) => {
     const c = await upsertConsumer({
       offsets: { commitAfter },
       materializer: { maxPublicationDelayMs: 200, pollMs: 200, pipelinePreparation },
@@ -261,8 +262,9 @@ test.each([
     const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-killed-'));
     const first = workload(400, 4, 'k');
     await produceChanges(suite.kafka, c.topic, first);
-    // Killed at its first publication's `after-add`: the merge is in Lance, the ledger says `writing`.
-    const crashed = await replica(c.file, 'crashed', dataDir, { KAFKA_LANCE_TEST_CRASH_AT: 'after-add' });
+    // Killed at its first publication's `before-add` (the ledger says `writing`, the merge not
+    // run) or `after-add` (the merge is in Lance too).
+    const crashed = await replica(c.file, 'crashed', dataDir, { KAFKA_LANCE_TEST_CRASH_AT: crashAt });
     const exit = await crashed.exited;
     expect(exit.signal).toBe('SIGKILL');
     const second = workload(400, 3, 'k').map((ch, i) =>
@@ -289,6 +291,37 @@ test.each([
   },
   420_000,
 );
+
+test('a replica SIGKILLed before its merge, restarted after another replica published newer records of the same keys, replays its publication without bringing back an older value', async () => {
+  const c = await upsertConsumer({ offsets: { commitAfter: 'staged' } });
+  const crashedData = await fsp.mkdtemp(path.join(suite.work, 'data-replayed-'));
+  const first = workload(200, 2, 'r');
+  await produceChanges(suite.kafka, c.topic, first);
+  const crashed = await replica(c.file, 'replayed', crashedData, { KAFKA_LANCE_TEST_CRASH_AT: 'before-add' });
+  expect((await crashed.exited).signal).toBe('SIGKILL');
+  // Newer records of the same keys, published by another replica while the first is down.
+  const second = workload(200, 3, 'r').map((ch) =>
+    ch.value === null ? ch : { ...ch, value: ch.value.replace('round', 'later') },
+  );
+  await produceChanges(suite.kafka, c.topic, second);
+  const expected = latest([...first, ...second]);
+  const other = await replica(c.file, 'other');
+  await other.waitReady();
+  await untilEqual(c.lanceDir, expected);
+  await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
+  expect((await other.stop()).code).toBe(0);
+  // The first replica's `writing` publication (older records) is published now, after them.
+  const restarted = await replica(c.file, 'replayed-2', crashedData);
+  await restarted.waitReady();
+  await until(
+    'the interrupted publication to be replayed',
+    () => (restarted.logs.some((l) => l.event === 'publication.resume') ? true : undefined),
+    60_000,
+    200,
+  );
+  expect((await restarted.stop()).code).toBe(0);
+  expect(differences(await tableState(c.lanceDir), expected)).toEqual([]);
+}, 420_000);
 
 /** Records a fresh reader finds in the topic now (tombstones included). */
 async function countReadable(kafka: Kafka, topic: string): Promise<number> {
