@@ -2,7 +2,7 @@ import { silentLogger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
 import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
 import { commitCleanupFence, safeCleanupCutoff } from '../lance/table-cleanup';
-import { DELETED_COLUMN, TIMESTAMP_COLUMN } from '../staging/system-columns';
+import { agedDeletesFilter } from './aged-deletes';
 import { CliError } from './errors';
 import { datasetPathOf, openExistingTable, tableShape, type TableShape } from './lance-read';
 
@@ -48,15 +48,6 @@ export interface CompactResult {
 }
 
 /**
- * An upsert table's delete rows (`_deleted = true`) whose record is older than `before`
- * (epoch ms, the record's `_timestamp`). Removing one is safe only when no record of its key
- * older than it can still be published: the operator asserts that (docs/upserts-and-cdc.md).
- */
-export function purgeFilter(before: number): string {
-  return `${DELETED_COLUMN} = true AND ${TIMESTAMP_COLUMN} < arrow_cast(${Math.floor(before)}, 'Timestamp(Millisecond, None)')`;
-}
-
-/**
  * Compacts the table's small fragments, folds new rows into its indexes and removes
  * versions that stopped being the latest longer than the retention ago (LanceDB
  * optimize, with the replicas' cutoff, `safeCleanupCutoff`). Safe while replicas append
@@ -83,10 +74,12 @@ export async function compact(
           'BAD_ARGUMENT',
           `${consumer.name} is not an upsert table: it keeps no delete rows`,
         );
-      const filter = purgeFilter(purgeDeletesBefore);
-      purgedDeletes = await opened.table.countRows(filter);
+      // Removing a delete is safe only when no record of its key older than it can still be
+      // published: the operator asserts that for deletes that landed before the cutoff.
+      const filter = await agedDeletesFilter(opened.db, opened.table, consumer.table, purgeDeletesBefore);
+      purgedDeletes = filter === undefined ? 0 : await opened.table.countRows(filter);
       // Before the compaction, which then rewrites the fragments without them.
-      if (purgedDeletes > 0) await opened.table.delete(filter);
+      if (filter !== undefined && purgedDeletes > 0) await opened.table.delete(filter);
     }
     const keepFrom = await commitCleanupFence(opened.table, consumer.table);
     // The replicas' cutoff: a version goes once it stopped being the latest retentionMs ago.

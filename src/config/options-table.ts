@@ -164,8 +164,9 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   tombstones: {
     meaning:
-      'What a null value (tombstone) is: a dead letter (`tombstone`), nothing to stage (`ignore`), or the delete of its key (`delete`: mode `upsert` with key `record-key`).',
-    computedDefault: '`delete` in mode `upsert` with key `record-key`, else `dead-letter`',
+      'What a null value (tombstone) is: a dead letter (`tombstone`), nothing to stage (`ignore`), or the delete of its key (`delete`: mode `upsert` with key `record-key`, or envelope `debezium` reading the key from the record key).',
+    computedDefault:
+      '`delete` in mode `upsert` with key `record-key` or envelope `debezium`, else `dead-letter`',
   },
   mode: {
     meaning:
@@ -173,7 +174,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   envelope: {
     meaning:
-      '`debezium`: each JSON value is a Debezium change event (with or without `schemas.enable`): `c`/`r`/`u` upsert `after`, `d` deletes the key (from `before` or the record key), the tombstone after it is ignored; a truncate or a TOASTed placeholder is a dead letter. Needs mode `upsert` with key fields (docs/upserts-and-cdc.md).',
+      '`debezium`: each JSON value is a Debezium change event (with or without `schemas.enable`): `c`/`r`/`u` upsert `after`, `d` deletes the key (from `before` or the record key), and so does a tombstone (its key from the record key: on a compacted topic it may be all that is left of the delete); a truncate or a TOASTed placeholder is a dead letter. Needs mode `upsert` with key fields (docs/upserts-and-cdc.md).',
   },
   'key.fields': {
     meaning:

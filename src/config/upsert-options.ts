@@ -89,12 +89,6 @@ export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
         message:
           '"debezium" mirrors a table: mode "upsert" with key { fields: [...] }, the primary key\'s columns (a delete names them in "before" or the record key)',
       });
-    if (def.tombstones === 'delete')
-      problems.push({
-        path: ['tombstones'],
-        message:
-          'with "debezium" the delete event deletes the key; the tombstone after it is "ignore"d (or a dead letter)',
-      });
   }
   if (def.mode === 'append') {
     if (def.key !== undefined)
@@ -164,7 +158,9 @@ export function tombstonesOf(
   def: Pick<UpsertDefinition, 'mode' | 'key' | 'tombstones' | 'envelope'>,
 ): Tombstones {
   if (def.tombstones !== undefined) return def.tombstones;
-  // Debezium follows each delete with a tombstone (for log compaction): nothing more to do.
-  if (def.envelope === 'debezium') return 'ignore';
+  // Debezium follows each delete with a tombstone (for log compaction). On a compacted
+  // topic the cleaner removes the `d` event and keeps the tombstone (for a while): a
+  // replica reading later sees the delete only as the tombstone, its key in the record key.
+  if (def.envelope === 'debezium') return 'delete';
   return def.mode === 'upsert' && def.key === 'record-key' ? 'delete' : 'dead-letter';
 }

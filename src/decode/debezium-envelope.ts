@@ -46,6 +46,25 @@ function keyOf(key: Uint8Array | null): Row | undefined {
   }
 }
 
+/**
+ * A tombstone (null value) in Debezium mode: its key's delete, the key read from the
+ * record key. Debezium follows each delete with one for log compaction, and once the
+ * cleaner has removed the `d` before it (a later record of the key keeps only the
+ * newest), the tombstone is all a replica reading the topic later sees of the delete.
+ */
+export function readTombstone(
+  key: Uint8Array | null,
+  keyFields: readonly string[],
+): Exclude<ChangeEvent, { kind: 'upsert' }> {
+  const source = keyOf(key);
+  if (!source || keyFields.some((f) => source[f] === undefined || source[f] === null))
+    return {
+      reason: 'missing-key',
+      detail: `a tombstone whose record key does not hold the key (${keyFields.join(', ')})`,
+    };
+  return { kind: 'delete', key: Object.fromEntries(keyFields.map((f) => [f, source[f]])) };
+}
+
 /** One parsed Debezium JSON value (and its record key) → its change, or why it is a dead letter. */
 export function readChangeEvent(
   value: unknown,

@@ -26,7 +26,7 @@ import {
 import { normalizeRows, sourceRecord } from './transform-rows';
 import type { RawMessage } from './raw-message';
 import { decodeNatively } from './native-dispatch';
-import { readChangeEvent } from './debezium-envelope';
+import { readChangeEvent, readTombstone } from './debezium-envelope';
 import type { Envelope } from '../config/upsert-options';
 import { convertRows } from './row-conversion';
 import { MAX_TABLE_FIELDS } from './schema-budget';
@@ -269,13 +269,32 @@ export class RecordDecoder {
           verdict('invalid-event-time', `Kafka timestamp: ${deleteTime.invalid}`);
           continue;
         }
-        const key = this.#keys!.convert(message.key);
+        const key = this.#keys?.convert(message.key) ?? { value: null };
         if ('reason' in key) {
           verdict(key.reason, key.detail, key.field);
           continue;
         }
-        builders.appendSystem(partition, message, 0, key.value, true);
-        builders.appendNoValues();
+        if (debezium) {
+          // Key fields: the delete's row holds them, read from the record key.
+          const change = readTombstone(message.key, this.#options.upsertKey ?? []);
+          const converted =
+            'reason' in change
+              ? change
+              : convertRows([change.key], [], {
+                  fields: this.#fields,
+                  byName: this.#byName,
+                  infer: undefined,
+                });
+          if ('reason' in converted) {
+            verdict(converted.reason, converted.detail, converted.field);
+            continue;
+          }
+          builders.appendSystem(partition, message, 0, key.value, true);
+          builders.appendValues(converted.values[0]!);
+        } else {
+          builders.appendSystem(partition, message, 0, key.value, true);
+          builders.appendNoValues();
+        }
         // A delete has no event time of its own: its Kafka timestamp's minute.
         if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
         lastStaged = message.offset;

@@ -66,6 +66,16 @@ export function isSchemaRejection(error: unknown): boolean {
 }
 
 /**
+ * A merge-insert Lance refuses for its data, not its store: "Ambiguous merge inserts are
+ * prohibited" (a source key matching a target row twice). The same rows are refused on
+ * every retry, so it is permanent: the plan is set aside with the reason instead of
+ * stalling its table forever.
+ */
+export function isMergeRefusal(error: unknown): boolean {
+  return /Ambiguous merge insert/i.test(errorMessage(error));
+}
+
+/**
  * Lance's answer to a checkout of a version whose manifest does not exist. On a store
  * it lists itself it tries the V2 name (u64::MAX - version, 20 digits), then the V1 name
  * (the number), and says `Dataset at path …/_versions/<name>.manifest was not found`;

@@ -6,7 +6,13 @@ import type { Logger } from '../common/logger';
 import { ROW_COLUMN, TOPIC_ID_COLUMN } from '../staging/system-columns';
 import { appendArrowTable, takesArrowAdd } from './arrow-add';
 import { retryConflicts } from './commit-retry';
-import { LanceSchemaError, LanceWriteError, isLanceDiskFull, isSchemaRejection } from './lance-errors';
+import {
+  LanceSchemaError,
+  LanceWriteError,
+  isLanceDiskFull,
+  isMergeRefusal,
+  isSchemaRejection,
+} from './lance-errors';
 import { connectTarget, type LanceTarget } from './connect';
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
@@ -277,7 +283,7 @@ export class LanceTable {
       await ensureUpsertKey(table, key, this.target.table);
       this.#upsertKeyChecked = true;
     }
-    const reduced = withTableColumns(reduceToNewest(collected, key), await table.schema());
+    const newest = reduceToNewest(collected, key);
     const hasRow = collected[0]!.schema.fields.some((f) => f.name === ROW_COLUMN);
     for (let adds = 1; ; adds++) {
       let addError: LanceWriteError | undefined;
@@ -285,9 +291,14 @@ export class LanceTable {
       try {
         const t0 = performance.now();
         const run = this.#adds.then(() =>
-          retryConflicts(() => {
+          retryConflicts(async () => {
             const injected = injectedDiskFull('lance', this.target.uri);
-            return injected ? Promise.reject(injected) : mergeNewest(table, key, reduced, hasRow);
+            if (injected) throw injected;
+            // Widened to the table's columns on every attempt: the conflict being retried
+            // may be another replica's commit that added a column, which this merge must
+            // set null rather than leave the older record's value in (withTableColumns).
+            const reduced = withTableColumns(newest, await table.schema());
+            return mergeNewest(table, key, reduced, hasRow);
           }),
         );
         this.#adds = run.catch(() => undefined);
@@ -303,6 +314,14 @@ export class LanceTable {
 
   /** A write's failure as the publisher classifies it: a schema refusal, a full disk, or a retriable write error. */
   #writeError(error: unknown): LanceWriteError {
+    if (isMergeRefusal(error))
+      throw new LanceSchemaError(
+        'rejected',
+        this.target.table,
+        `merge refused: ${errorMessage(error)}`,
+        {},
+        error,
+      );
     if (isSchemaRejection(error))
       throw new LanceSchemaError(
         'rejected',

@@ -9,6 +9,7 @@ import {
   makeData,
   vectorFromArray,
   type Data,
+  type Vector,
 } from 'apache-arrow';
 import {
   DELETED_COLUMN,
@@ -47,23 +48,39 @@ interface Position {
  * record's transform. Across partitions Kafka has no order, so a key that moved
  * partition (the topic's partition count changed) or topic is ordered by its records'
  * timestamps, ties broken by partition then offset, so that every replica and every
- * replay decides alike.
+ * replay decides alike. A tie of timestamps goes to the higher partition: a key that moved
+ * to a lower partition within the same millisecond as its last record in the old one keeps
+ * the old one's value (docs/design/upserts.md).
  */
 export function newer(a: Position, b: Position): boolean {
-  if (a.topic === b.topic && a.topicId === b.topicId && a.partition === b.partition)
+  if (a.topic === b.topic && sameIncarnation(a.topicId, b.topicId) && a.partition === b.partition)
     return a.offset > b.offset || (a.offset === b.offset && a.row > b.row);
   if (a.timestamp !== b.timestamp) return a.timestamp > b.timestamp;
   if (a.partition !== b.partition) return a.partition > b.partition;
   return a.offset > b.offset;
 }
 
+/**
+ * Whether two topic ids name the same incarnation. An unknown id ('': a broker without
+ * topic ids, or a row staged before they were read) matches any: rows of one partition
+ * then still compare by offset, never by timestamp (which would let an older record with a
+ * later producer time win). Only a recreated topic read with ids on both sides differs.
+ */
+function sameIncarnation(a: string | undefined, b: string | undefined): boolean {
+  return a === b || !a || !b;
+}
+
 /** `newer(source, target)` as a merge-insert condition (`source.` and `target.` columns). */
 export function newerCondition(hasRow: boolean): string {
   const s = (c: string) => `source.${c}`;
   const t = (c: string) => `target.${c}`;
-  const same = [TOPIC_COLUMN, TOPIC_ID_COLUMN, PARTITION_COLUMN]
-    .map((c) => `${s(c)} = ${t(c)}`)
-    .join(' AND ');
+  const unknownId = (c: string) => `${c} IS NULL OR ${c} = ''`;
+  const sameId = `(${s(TOPIC_ID_COLUMN)} = ${t(TOPIC_ID_COLUMN)} OR ${unknownId(s(TOPIC_ID_COLUMN))} OR ${unknownId(t(TOPIC_ID_COLUMN))})`;
+  const same = [
+    `${s(TOPIC_COLUMN)} = ${t(TOPIC_COLUMN)}`,
+    sameId,
+    `${s(PARTITION_COLUMN)} = ${t(PARTITION_COLUMN)}`,
+  ].join(' AND ');
   const offsetNewer = `${s(OFFSET_COLUMN)} > ${t(OFFSET_COLUMN)}`;
   const inPartition = hasRow
     ? `${offsetNewer} OR (${s(OFFSET_COLUMN)} = ${t(OFFSET_COLUMN)} AND ${s(ROW_COLUMN)} > ${t(ROW_COLUMN)})`
@@ -96,6 +113,35 @@ export function keyIdentity(values: readonly unknown[]): string {
   );
 }
 
+/**
+ * A key column's values by row, exactly as stored. apache-arrow's `get` gives a Timestamp
+ * or a Date as a float of milliseconds, so nanosecond (or microsecond) keys a nanosecond
+ * apart would be one key and all but one of them dropped: those, and 64-bit integers, are
+ * read from their buffers as the stored integer (bigint).
+ */
+export function keyValues(column: Vector): (row: number) => unknown {
+  const type = column.type as DataType;
+  const integral =
+    DataType.isTimestamp(type) ||
+    DataType.isDate(type) ||
+    DataType.isTime(type) ||
+    (DataType.isInt(type) && type.bitWidth === 64);
+  if (!integral) return (row) => column.get(row) as unknown;
+  const chunks = column.data;
+  return (row) => {
+    let local = row;
+    for (const chunk of chunks) {
+      if (local < chunk.length) {
+        if (!chunk.getValid(local)) return null;
+        // Data.slice slices the values buffer too: the chunk's row i is at index i.
+        return BigInt((chunk.values as BigInt64Array | Int32Array)[local]!);
+      }
+      local -= chunk.length;
+    }
+    return null;
+  };
+}
+
 export interface ReducedPublication {
   /** The newest row of each key, in the publication's order. */
   readonly table: ArrowTable;
@@ -119,7 +165,7 @@ export function reduceToNewest(
     const keys = keyColumns.map((c) => {
       const column = batch.getChild(c);
       if (!column) throw new Error(`a staged batch without its key column ${c}`);
-      return column;
+      return keyValues(column);
     });
     const rowColumn = batch.getChild(ROW_COLUMN);
     const timestamps = batch.getChild(TIMESTAMP_COLUMN);
@@ -132,7 +178,7 @@ export function reduceToNewest(
         row: Number(rowColumn?.get(i) ?? 0),
         timestamp: Number(timestamps?.get(i) ?? 0),
       };
-      const key = keyIdentity(keys.map((k) => k.get(i) as unknown));
+      const key = keyIdentity(keys.map((k) => k(i)));
       const held = newest.get(key);
       if (!held || newer(position, held.position)) newest.set(key, { batch: b, row: i, position });
     }

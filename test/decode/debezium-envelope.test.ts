@@ -5,7 +5,7 @@ import { column, msg, NOW } from './fixture';
 /**
  * Debezium change events (JSON, with and without schemas.enable) as staged rows of an upsert
  * table keyed on the primary key's columns: c/r/u write `after`, d a `_deleted` row of the
- * key (from `before`, or the record key), the tombstone after a delete nothing, a truncate and
+ * key (from `before`, or the record key), a tombstone a `_deleted` row of its record key, a truncate and
  * a TOASTed placeholder a dead letter with its reason.
  */
 const decoder = () =>
@@ -43,10 +43,11 @@ test('create, snapshot read, update and delete, with and without schemas.enable,
   ]);
   expect(decoded.deadLetters).toEqual([]);
   const batch = decoded.batch!;
-  expect(column(batch, 'id')).toEqual([1n, 2n, 1n, 2n]);
-  expect(column(batch, 'name')).toEqual(['Ann', 'Bob', 'Ann B', null]);
-  expect(column(batch, '_deleted')).toEqual([false, false, false, true]);
-  expect(column(batch, '_offset')).toEqual([0n, 1n, 2n, 3n]);
+  // The tombstone after the delete deletes the key again: harmless, and on a compacted topic all there is.
+  expect(column(batch, 'id')).toEqual([1n, 2n, 1n, 2n, 2n]);
+  expect(column(batch, 'name')).toEqual(['Ann', 'Bob', 'Ann B', null, null]);
+  expect(column(batch, '_deleted')).toEqual([false, false, false, true, true]);
+  expect(column(batch, '_offset')).toEqual([0n, 1n, 2n, 3n, 4n]);
   // The key column is the table's primary key: never null; the others take a delete's nulls.
   expect(
     batch.schema.fields.filter((f) => !f.nullable && !f.name.startsWith('_')).map((f) => f.name),
@@ -78,4 +79,21 @@ test('a truncate, a TOASTed placeholder, and a value that is no change event are
     [3, 'not-a-change-event', undefined],
   ]);
   expect(decoded.batch).toBeUndefined();
+});
+
+test('compacted topic: a tombstone whose delete event the cleaner removed still deletes its key, read from the record key', () => {
+  // What a replica reading after the cleaner sees of key 5: its last upsert's tombstone only.
+  const decoded = decoder().decode('pg.public.customers', 0, [
+    msg(10, null, '{"id":5}'),
+    msg(11, null, withSchema('{"id":6}')),
+    msg(12, null, null),
+    msg(13, null, '{"other":1}'),
+  ]);
+  expect(column(decoded.batch!, 'id')).toEqual([5n, 6n]);
+  expect(column(decoded.batch!, '_deleted')).toEqual([true, true]);
+  expect(column(decoded.batch!, '_offset')).toEqual([10n, 11n]);
+  expect(decoded.deadLetters.map((d) => [d.offset, d.reason])).toEqual([
+    [12, 'missing-key'],
+    [13, 'missing-key'],
+  ]);
 });

@@ -248,12 +248,13 @@ test('a compacted topic: a replica consuming all along and a fresh group after t
 }, 420_000);
 
 test.each([
-  ['staged', false],
-  ['published', false],
-  ['staged', true],
+  ['staged', false, 'after-add'],
+  ['published', false, 'after-add'],
+  ['staged', true, 'after-add'],
+  ['staged', false, 'before-add'],
 ] as const)(
-  'commitAfter %s, streamed preparation %s: a replica SIGKILLed after its merge and before `published`, and again at a random instant, restarts on its data directory and ends with the newest value per key',
-  async (commitAfter, pipelinePreparation) => {
+  'commitAfter %s, streamed preparation %s: a replica SIGKILLed at %s (its publication `writing`), and again at a random instant, restarts on its data directory and ends with the newest value per key',
+  async (commitAfter, pipelinePreparation, crashAt) => {
     const c = await upsertConsumer({
       offsets: { commitAfter },
       materializer: { maxPublicationDelayMs: 200, pollMs: 200, pipelinePreparation },
@@ -261,8 +262,9 @@ test.each([
     const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-killed-'));
     const first = workload(400, 4, 'k');
     await produceChanges(suite.kafka, c.topic, first);
-    // Killed at its first publication's `after-add`: the merge is in Lance, the ledger says `writing`.
-    const crashed = await replica(c.file, 'crashed', dataDir, { KAFKA_LANCE_TEST_CRASH_AT: 'after-add' });
+    // Killed at its first publication's `before-add` (the ledger says `writing`, the merge not
+    // run) or `after-add` (the merge is in Lance too).
+    const crashed = await replica(c.file, 'crashed', dataDir, { KAFKA_LANCE_TEST_CRASH_AT: crashAt });
     const exit = await crashed.exited;
     expect(exit.signal).toBe('SIGKILL');
     const second = workload(400, 3, 'k').map((ch, i) =>
@@ -290,22 +292,58 @@ test.each([
   420_000,
 );
 
+test('a replica SIGKILLed before its merge, restarted after another replica published newer records of the same keys, replays its publication without bringing back an older value', async () => {
+  const c = await upsertConsumer({ offsets: { commitAfter: 'staged' } });
+  const crashedData = await fsp.mkdtemp(path.join(suite.work, 'data-replayed-'));
+  const first = workload(200, 2, 'r');
+  await produceChanges(suite.kafka, c.topic, first);
+  const crashed = await replica(c.file, 'replayed', crashedData, { KAFKA_LANCE_TEST_CRASH_AT: 'before-add' });
+  expect((await crashed.exited).signal).toBe('SIGKILL');
+  // Newer records of the same keys, published by another replica while the first is down.
+  const second = workload(200, 3, 'r').map((ch) =>
+    ch.value === null ? ch : { ...ch, value: ch.value.replace('round', 'later') },
+  );
+  await produceChanges(suite.kafka, c.topic, second);
+  const expected = latest([...first, ...second]);
+  const other = await replica(c.file, 'other');
+  await other.waitReady();
+  await untilEqual(c.lanceDir, expected);
+  await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
+  expect((await other.stop()).code).toBe(0);
+  // The first replica's `writing` publication (older records) is published now, after them.
+  const restarted = await replica(c.file, 'replayed-2', crashedData);
+  await restarted.waitReady();
+  await until(
+    'the interrupted publication to be replayed',
+    () => (restarted.logs.some((l) => l.event === 'publication.resume') ? true : undefined),
+    60_000,
+    200,
+  );
+  expect((await restarted.stop()).code).toBe(0);
+  expect(differences(await tableState(c.lanceDir), expected)).toEqual([]);
+}, 420_000);
+
 /** Records a fresh reader finds in the topic now (tombstones included). */
 async function countReadable(kafka: Kafka, topic: string): Promise<number> {
+  return (await readLog(kafka, topic)).length;
+}
+
+/** The values a fresh reader finds in the topic now (null: a tombstone). */
+async function readLog(kafka: Kafka, topic: string): Promise<(string | null)[]> {
   const admin = kafka.admin();
   await admin.connect();
   const consumer = kafka.consumer({ groupId: uniqueName('reader'), sessionTimeout: 10_000 });
   try {
     const ends = await admin.fetchTopicOffsets(topic);
     const high = new Map(ends.map((e) => [e.partition, Number(e.high)]));
-    let seen = 0;
+    const seen: (string | null)[] = [];
     const done = new Set<number>();
     await consumer.connect();
     await consumer.subscribe({ topics: [topic], fromBeginning: true });
     for (const [p, h] of high) if (h === 0) done.add(p);
     await consumer.run({
       eachBatch: ({ batch }) => {
-        seen += batch.messages.length;
+        for (const m of batch.messages) seen.push(m.value === null ? null : m.value.toString());
         const lastOffset = Number(batch.lastOffset());
         if (lastOffset + 1 >= (high.get(batch.partition) ?? 0)) done.add(batch.partition);
         return Promise.resolve();
@@ -420,6 +458,101 @@ test('Debezium change events (JSON, with and without schemas.enable) through a r
   });
   await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
   expect((await second.stop()).code).toBe(0);
+}, 420_000);
+
+test('a Debezium topic compacted while a replica was stopped: the tombstone left of a delete whose `d` event the cleaner removed deletes the key', async () => {
+  const compacted = {
+    'cleanup.policy': 'compact',
+    'segment.bytes': '16384',
+    'segment.ms': '100',
+    'min.cleanable.dirty.ratio': '0.01',
+    'min.compaction.lag.ms': '0',
+    // Tombstones stay (a day): the `d` before each is removed, the tombstone is what is left.
+    'delete.retention.ms': '86400000',
+  };
+  const lanceDir = path.join(suite.work, `${uniqueName('debezium-compacted')}-lance`);
+  const c = await topicAndConsumer(
+    suite,
+    PARTITIONS,
+    {
+      schema: { fields: { id: 'int64', name: 'string', note: 'string' } },
+      mode: 'upsert',
+      key: { fields: ['id'] },
+      envelope: 'debezium',
+      lance: { uri: lanceDir },
+      staging: { maxPartAgeMs: 300 },
+      materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+    },
+    compacted,
+  );
+  const event = (op: string, before: object | null, after: object | null) =>
+    JSON.stringify({ before, after, source: { lsn: 0 }, op, ts_ms: Date.now() });
+  const row = (id: number) => ({ id, name: `n${id}`, note: null });
+  const key = (id: number) => JSON.stringify({ id });
+  const ids = Array.from({ length: 60 }, (_, i) => i + 1);
+  const liveIds = async (): Promise<number[] | undefined> => {
+    const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
+    try {
+      if (!(await db.tableNames()).includes('logs')) return undefined;
+      const t = await db.openTable('logs');
+      const rows = (await t.query().where('_deleted = false').select(['id']).toArray()) as { id: bigint }[];
+      t.close();
+      return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+    } finally {
+      db.close();
+    }
+  };
+  const untilLive = (expected: number[]) =>
+    until(
+      `the live keys to be ${expected.length} keys`,
+      async () => (JSON.stringify(await liveIds()) === JSON.stringify(expected) ? true : undefined),
+      180_000,
+      500,
+    ).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}; live: ${JSON.stringify(await liveIds())}`);
+    });
+  await produceChanges(
+    suite.kafka,
+    c.topic,
+    ids.map((id) => ({ key: key(id), value: event('c', null, row(id)) })),
+  );
+  const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-debezium-compacted-'));
+  const before = await replica(c.file, 'debezium-before', dataDir);
+  await before.waitReady();
+  await untilLive(ids);
+  await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
+  expect((await before.stop()).code).toBe(0);
+
+  // While the replica is stopped: every third key deleted (its `d`, then its tombstone).
+  const deleted = ids.filter((id) => id % 3 === 0);
+  await produceChanges(
+    suite.kafka,
+    c.topic,
+    deleted.flatMap((id) => [
+      { key: key(id), value: event('d', row(id), null) },
+      { key: key(id), value: null },
+    ]),
+  );
+  // segment.ms has passed: these roll new segments, and the deletes' become cleanable.
+  await sleep(300);
+  const roll = Array.from({ length: PARTITIONS * 4 }, (_, i) => ({ key: key(100_000 + i), value: null }));
+  await produceChanges(suite.kafka, c.topic, roll);
+  await until(
+    'the cleaner to remove the delete events (their tombstones stay)',
+    async () => {
+      const log = await readLog(suite.kafka, c.topic);
+      return log.some((v) => v?.includes('"op":"d"')) ? undefined : log.filter((v) => v === null).length;
+    },
+    120_000,
+    2_000,
+  );
+
+  // The replica resumes on a log whose deletes are tombstones only.
+  const after = await replica(c.file, 'debezium-after', dataDir);
+  await after.waitReady();
+  await waitForCommittedAtEnd(suite.admin, c.groupId, c.topic);
+  await untilLive(ids.filter((id) => id % 3 !== 0));
+  expect((await after.stop()).code).toBe(0);
 }, 420_000);
 
 test('keys that move partition when the topic grows (partitions 2 → 5) keep the newest value: the later record in the new partition wins over the old partition’s', async () => {

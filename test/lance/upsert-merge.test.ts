@@ -1,4 +1,5 @@
 import * as lancedb from '@lancedb/lancedb';
+import { MergeInsertBuilder } from '@lancedb/lancedb';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
@@ -6,7 +7,7 @@ import { resolveConsumer, type ConsumerDefinitionInput } from '../../src/config'
 import { silentLogger } from '../../src/common/logger';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
-import { keyIdentity } from '../../src/lance/upsert-merge';
+import { keyIdentity, newer, reduceToNewest } from '../../src/lance/upsert-merge';
 import { tempDir } from '../support/rows';
 import { checkTableMode } from '../../src/startup-checks';
 import { compact } from '../../src/cli/compact';
@@ -183,6 +184,46 @@ test('a key that moves partition (the partition count changed) is ordered by its
   lance.close();
 }, 60_000);
 
+test('a row staged without a topic id (a broker without ids) is ordered by offset against its partition’s rows with an id, not by a later producer time', async () => {
+  const at = { topic: TOPIC, partition: 0, row: 0 };
+  // Offset 5 is newer than offset 4 whatever their timestamps, with one id unknown.
+  expect(
+    newer(
+      { ...at, topicId: TOPIC_ID, offset: 5, timestamp: T0 },
+      { ...at, topicId: '', offset: 4, timestamp: T0 + 9 },
+    ),
+  ).toBe(true);
+  expect(
+    newer(
+      { ...at, topicId: '', offset: 4, timestamp: T0 + 9 },
+      { ...at, topicId: TOPIC_ID, offset: 5, timestamp: T0 },
+    ),
+  ).toBe(false);
+  // Two known ids that differ are two incarnations of the topic: ordered by time.
+  expect(
+    newer(
+      { ...at, topicId: 'B', offset: 1, timestamp: T0 + 9 },
+      { ...at, topicId: TOPIC_ID, offset: 5, timestamp: T0 },
+    ),
+  ).toBe(true);
+  const decoder = decoderFor(definition());
+  const message = (offset: number, title: string, timestamp: number): RawMessage => ({
+    offset,
+    timestamp,
+    key: enc('k'),
+    value: enc(JSON.stringify({ title })),
+  });
+  const lance = await connect();
+  // Offset 4 staged without an id, with a producer time later than offset 5's.
+  await publish(lance, [decoder.decode(TOPIC, 0, [message(4, 'older', T0 + 60_000)], '').batch!]);
+  await publish(lance, [decoder.decode(TOPIC, 0, [message(5, 'newer', T0)], TOPIC_ID).batch!]);
+  expect((await read(target)).live.get('k')).toBe('newer');
+  // A replay of offset 4 (without an id) does not bring it back.
+  await publish(lance, [decoder.decode(TOPIC, 0, [message(4, 'older', T0 + 60_000)], '').batch!]);
+  expect((await read(target)).live.get('k')).toBe('newer');
+  lance.close();
+}, 60_000);
+
 test('keys are compared by value and type: a composite (string, int64) key, 1 and "1" apart', async () => {
   expect(keyIdentity([1n])).not.toBe(keyIdentity(['1']));
   expect(keyIdentity(['a', 1n])).not.toBe(keyIdentity(['a1']));
@@ -215,6 +256,37 @@ test('keys are compared by value and type: a composite (string, int64) key, 1 an
     ['x1', 1, 'other'],
   ]);
   lance.close();
+}, 60_000);
+
+test('nanosecond timestamp keys one nanosecond apart stay three keys: reduced and merged by the stored integer, not a millisecond float', async () => {
+  const def = definition({
+    key: { fields: ['at'] },
+    keyFormat: 'binary',
+    schema: { fields: { at: { type: 'timestamp', unit: 'ns' }, title: 'string' } },
+  });
+  const base = 1_796_569_200_000_000_000n;
+  const messages: RawMessage[] = [0, 1, 2].map((i) => ({
+    offset: i,
+    timestamp: T0 + i,
+    key: null,
+    // Integers beyond 2^53 are read exactly (exact-json.ts): written as JSON text, not numbers.
+    value: enc(`{"at":${base + BigInt(i)},"title":"t${i}"}`),
+  }));
+  const decoded = decoderFor(def).decode(TOPIC, 0, messages, TOPIC_ID);
+  expect(decoded.deadLetters).toEqual([]);
+  const reduced = reduceToNewest([decoded.batch!], ['at']);
+  expect(reduced.upserts).toBe(3);
+  const lance = await LanceTable.connect(target, silentLogger(), { upsertKey: ['at'] });
+  const written = await publish(lance, [decoded.batch!]);
+  expect(written.merge).toMatchObject({ inserted: 3, upserts: 3 });
+  lance.close();
+  const db = await lancedb.connect(target.uri);
+  try {
+    const rows = await (await db.openTable(target.table)).query().select(['title']).toArray();
+    expect(rows.map((r) => (r as { title: string }).title).sort()).toEqual(['t0', 't1', 't2']);
+  } finally {
+    db.close();
+  }
 }, 60_000);
 
 test('updates land with the key’s BTREE in place, after a compaction, and after the index was brought up to date', async () => {
@@ -360,16 +432,26 @@ describe('the start checks the mode against the table', () => {
   }, 60_000);
 });
 
-test('compact --purge-deletes-older-than removes only the delete rows of records older than the cutoff; live rows stay', async () => {
+test('compact --purge-deletes-older-than measures a delete by when it landed, not its producer time: a delete of old records written just now stays', async () => {
   const decoder = decoderFor(definition());
   const lance = await connect();
   await publish(lance, [
     batchOf(decoder, 0, [
       [0, 'old', { title: 'o' }, T0],
       [1, 'old', null, T0 + 1_000],
-      [2, 'recent', { title: 'r' }, T0 + 2_000],
-      [3, 'recent', null, T0 + 60_000],
-      [4, 'live', { title: 'l' }, T0 + 3_000],
+      [2, 'redeleted', null, T0 + 1_500],
+      [3, 'live', { title: 'l' }, T0 + 3_000],
+    ]),
+  ]);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const cutoff = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  // A replica catching up on old records: their deletes land now, with producer times long past.
+  await publish(lance, [
+    batchOf(decoder, 0, [
+      [4, 'late', { title: 'x' }, T0],
+      [5, 'late', null, T0 + 1],
+      [6, 'redeleted', null, T0 + 2_000],
     ]),
   ]);
   lance.close();
@@ -377,7 +459,7 @@ test('compact --purge-deletes-older-than removes only the delete rows of records
     { ...definition(), lance: { uri: target.uri }, table: target.table },
     'docs.json',
   );
-  const result = await compact(consumer, 0, T0 + 30_000);
+  const result = await compact(consumer, 0, cutoff);
   expect(result.purgedDeletes).toBe(1);
   const db = await lancedb.connect(target.uri);
   const rows = (await (await db.openTable('docs')).query().toArray()) as {
@@ -385,9 +467,12 @@ test('compact --purge-deletes-older-than removes only the delete rows of records
     _deleted: boolean;
   }[];
   db.close();
+  // `old`'s delete landed before the cutoff: purged. `late`'s and the second delete of
+  // `redeleted` landed after it: they stay, whatever their records' timestamps say.
   expect(rows.map((r) => [r._key, r._deleted]).sort()).toEqual([
+    ['late', true],
     ['live', false],
-    ['recent', true],
+    ['redeleted', true],
   ]);
 }, 60_000);
 
@@ -409,4 +494,43 @@ test('an upsert whose publication lacks a column of the table (another replica a
   db.close();
   expect(rows.map((r) => [r._key, r.title, r.extra, r.emb])).toEqual([['a', 'a1', null, null]]);
   lance.close();
+}, 60_000);
+
+test('a merge retried after a commit conflict with a replica that added a column sets that column null, not the older record’s value', async () => {
+  const wide = decoderFor(definition({ schema: { fields: { title: 'string', extra: 'string' } } }));
+  const narrow = decoderFor(definition({ schema: { fields: { title: 'string' } } }));
+  const lance = await connect();
+  const other = await connect();
+  await publish(lance, [batchOf(narrow, 0, [[0, 'a', { title: 'a0' }]])]);
+  // The first attempt of the next merge loses to another replica's commit, which adds
+  // `extra` with an older record's value of the key; the attempt after it must see `extra`.
+  const execute = MergeInsertBuilder.prototype.execute;
+  let interfered = false;
+  const spy = jest.spyOn(MergeInsertBuilder.prototype, 'execute').mockImplementation(async function (
+    this: MergeInsertBuilder,
+    ...args
+  ) {
+    if (!interfered) {
+      interfered = true;
+      await publish(other, [batchOf(wide, 0, [[1, 'a', { title: 'a1', extra: 'old' }]])]);
+      throw new Error('Retryable commit conflict for version 3: preempted by concurrent transaction');
+    }
+    return execute.apply(this, args);
+  });
+  try {
+    await publish(lance, [batchOf(narrow, 0, [[2, 'a', { title: 'a2' }]])]);
+  } finally {
+    spy.mockRestore();
+  }
+  expect(interfered).toBe(true);
+  const db = await lancedb.connect(target.uri);
+  const rows = (await (await db.openTable('docs')).query().toArray()) as {
+    _key: string;
+    title: string;
+    extra: string | null;
+  }[];
+  db.close();
+  expect(rows.map((r) => [r._key, r.title, r.extra])).toEqual([['a', 'a2', null]]);
+  lance.close();
+  other.close();
 }, 60_000);

@@ -26,7 +26,7 @@ export function addCompactCommand(program: Command): void {
     .addOption(
       new Option(
         '--purge-deletes-older-than <duration>',
-        'upsert tables: remove the delete rows (_deleted) of records older than this for good; only when no replica can still publish an older record of those keys (docs/upserts-and-cdc.md)',
+        "upsert tables: remove for good the delete rows (_deleted) that landed in the table longer ago than this (by its versions, not the records' timestamps); only when no replica can still publish an older record of those keys (docs/upserts-and-cdc.md)",
       ).argParser(duration),
     )
     .option(
