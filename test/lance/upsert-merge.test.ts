@@ -416,7 +416,7 @@ describe('the start checks the mode against the table', () => {
     await appendTable.ensureSchema(schema);
     appendTable.close();
     await expect(checkTableMode(consumerOn({}), silentLogger())).rejects.toThrow(
-      /- key: table docs is keyed on \(_topic, _partition, _offset, _topic_id\), not \(_key\): it was created in append mode/,
+      /key: table docs is keyed on \(_topic, _partition, _offset, _topic_id\), not \(_key\): it was created in append mode/,
     );
     await fsp.rm(target.uri, { recursive: true, force: true });
     const upsertTable = await connect();
@@ -428,7 +428,7 @@ describe('the start checks the mode against the table', () => {
         consumerOn({ mode: 'append', key: undefined, keyFormat: 'binary', tombstones: 'ignore' }),
         silentLogger(),
       ),
-    ).rejects.toThrow(/- mode: table docs is an upsert table keyed on \(_key\)/);
+    ).rejects.toThrow(/mode: table docs is an upsert table keyed on \(_key\)/);
   }, 60_000);
 });
 
