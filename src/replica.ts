@@ -31,6 +31,7 @@ import { tableStagingDir } from './staging/table-staging';
 import { NO_FAULTS, type Faults } from './faults/faults';
 import { replicaHooks } from './faults/replica-hooks';
 import { shareFaults } from './faults/thread-faults';
+import { kafkaLeaveGroup, PreviousMember } from './kafka/previous-member';
 import {
   checkDeclaredTypes,
   checkTableMode,
@@ -69,6 +70,7 @@ interface ReplicaStages {
   readonly ownershipFeed: OwnershipFeed | undefined;
   readonly gaugeTimer: NodeJS.Timeout;
   readonly dataDirLock: DataDirLock;
+  readonly previousMember: PreviousMember;
 }
 
 /**
@@ -171,6 +173,9 @@ export class Replica {
     await admin.connect();
     await checkTopicsExist(admin, consumer);
     await logCommittedOffsets(admin, consumer, log);
+    // Before this process joins: a member a crash left behind would hold its partitions for a session.
+    const previousMember = new PreviousMember(consumer.dataDir, consumer.groupId, log);
+    await previousMember.leaveIfLeftBehind(kafkaLeaveGroup(kafka));
 
     const tableDir = tableStagingDir(consumer.dataDir, consumer.table);
     if (faults.recoveryDelayMs > 0) await new Promise((r) => setTimeout(r, faults.recoveryDelayMs)); // test-only: a slow recovery
@@ -263,6 +268,7 @@ export class Replica {
           metrics,
           tableDir,
           killAtCommit: faults.killAtCommit,
+          previousMember,
         }),
       reportFailure,
     ).catch(async (error: unknown) => {
@@ -290,6 +296,7 @@ export class Replica {
         : undefined,
       gaugeTimer: startReplicaGauges(pool, ingestion, admin, metrics, consumer.table),
       dataDirLock,
+      previousMember,
     });
   }
 
@@ -331,6 +338,8 @@ export class Replica {
     s.logger.info({ event: 'replica.stop' }, 'stopping: stop fetching, flush, commit');
     clearInterval(s.gaugeTimer);
     await s.ingestion.stop();
+    // The group was left: a start after this stop has no member to end.
+    await s.previousMember.forget();
     // The planner sees the final commit before the drain (bounded by the deadline).
     await s.ownershipFeed?.stop(drainUntil);
     // Finish the running publication (never interrupt a Lance add), then drain.

@@ -1,4 +1,5 @@
 import type { Admin, Kafka } from 'kafkajs';
+import type { PreviousMember } from './previous-member';
 import type { Logger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
 import type { DeadLetterSink } from '../dead-letters/dead-letter';
@@ -33,6 +34,8 @@ export interface IngestionOptions {
   readonly diskPressure: DiskPressure;
   /** Registry formats: fetches the writer schemas of each batch before it goes to staging. */
   readonly schemas?: SchemaSource;
+  /** Records each join in the data directory, so that a start after a crash can leave as this member. */
+  readonly previousMember?: PreviousMember;
   /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
   readonly killAtCommit?: number;
 }

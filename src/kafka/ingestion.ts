@@ -46,7 +46,10 @@ export class Ingestion {
         allowAutoTopicCreation: false,
       },
       {
-        synced: (memberId, generationId) => state.membership.synced(memberId, generationId),
+        synced: (memberId, generationId) => {
+          state.membership.synced(memberId, generationId);
+          options.previousMember?.joined(memberId, generationId);
+        },
         beforeCommit: (attempt) => state.fence.check(attempt),
         committed: (attempt) => state.fence.answered(attempt),
         fetched: (batches) => this.#positions.onFetched(batches),
