@@ -56,7 +56,7 @@ export async function ensureIndependentReader(
   if (await installed()) return;
   // Test files in several jest workers (and qualify steps) reach this at once on a fresh
   // clone: one makes the venv while the others wait, or they clear each other's.
-  await withInstallLock(timeoutMs, async () => {
+  await withInstallLock(`${VENV}.install-lock`, 'independent reader', timeoutMs, async () => {
     if (await installed()) return;
     const python = process.env.PYTHON ?? 'python3';
     log(`independent reader: creating ${VENV} with ${PYLANCE} ${PYARROW} (first run downloads ~120 MB)`);
@@ -68,9 +68,17 @@ export async function ensureIndependentReader(
   });
 }
 
-/** Runs `install` while holding a lock directory beside the venv (mkdir is atomic across processes). */
-async function withInstallLock(timeoutMs: number, install: () => Promise<void>): Promise<void> {
-  const lock = `${VENV}.install-lock`;
+/**
+ * Runs `install` while holding the lock directory `lock` (mkdir is atomic across processes):
+ * the test suites and the qualification share a clone, and two installs into one venv clear
+ * each other's. `who` names the venv in the error of a lock held too long.
+ */
+export async function withInstallLock(
+  lock: string,
+  who: string,
+  timeoutMs: number,
+  install: () => Promise<void>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -81,7 +89,7 @@ async function withInstallLock(timeoutMs: number, install: () => Promise<void>):
       // A lock older than an install may take was left by a process that died in it.
       const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
       if (age > timeoutMs) rmSync(lock, { recursive: true, force: true });
-      else if (Date.now() > deadline) throw new Error(`independent reader: ${lock} held for ${timeoutMs} ms`);
+      else if (Date.now() > deadline) throw new Error(`${who}: ${lock} held for ${timeoutMs} ms`);
       else await new Promise((r) => setTimeout(r, 1_000));
     }
   }

@@ -1,7 +1,8 @@
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { withInstallLock } from '../../qualify/support/independent-reader';
 
 const run = promisify(execFile);
 
@@ -23,7 +24,7 @@ export async function ensurePythonSerializers(timeoutMs = 300_000): Promise<void
   const installed = () => existsSync(PYTHON) && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === wanted;
   if (installed()) return;
   // Several jest workers may get here at once on a fresh clone: one installs, the others wait.
-  await withInstallLock(`${SERIALIZERS_VENV}.install-lock`, timeoutMs, async () => {
+  await withInstallLock(`${SERIALIZERS_VENV}.install-lock`, 'python serializers', timeoutMs, async () => {
     if (installed()) return;
     await run(process.env.PYTHON ?? 'python3', ['-m', 'venv', '--clear', SERIALIZERS_VENV], {
       timeout: 120_000,
@@ -90,27 +91,4 @@ export async function producePython(request: PythonProduce): Promise<{ schemaIds
   if (code !== 0)
     throw new Error(`produce.py (${request.format}) exited ${code}:\n${Buffer.concat(err).toString()}`);
   return JSON.parse(Buffer.concat(out).toString()) as { schemaIds: number[] };
-}
-
-/** Runs `install` while holding a lock directory (mkdir is atomic across processes). */
-async function withInstallLock(lock: string, timeoutMs: number, install: () => Promise<void>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      // A lock older than an install may take was left by a process that died in it.
-      const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-      if (age > timeoutMs) rmSync(lock, { recursive: true, force: true });
-      else if (Date.now() > deadline) throw new Error(`python serializers: ${lock} held for ${timeoutMs} ms`);
-      else await new Promise((r) => setTimeout(r, 1_000));
-    }
-  }
-  try {
-    await install();
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
 }
