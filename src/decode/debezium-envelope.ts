@@ -1,6 +1,8 @@
 import type { Row } from '../config';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
+import { DataType } from 'apache-arrow';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
+import type { FieldState } from './field-state';
 
 /**
  * Debezium change events in JSON (Kafka Connect's JsonConverter, with or without
@@ -8,9 +10,9 @@ import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
  * read) and `u` (update) write the `after` state; `d` deletes the key, read from `before`
  * (or, when `before` is null, REPLICA IDENTITY NOTHING, from the record key). A truncate
  * (`t`) is refused: emptying the table is not built. An `after` holding Debezium's
- * placeholder for an unchanged TOASTed column is refused too: writing the placeholder would
- * replace the column's value with it, and keeping the old value needs a merge that updates
- * some columns only, which LanceDB's Node merge does not have.
+ * placeholder for an unchanged TOASTed column is staged as it is when the column is a
+ * string: the merge keeps the stored value there (src/lance/upsert-merge.ts). In a column of
+ * another type it would not survive the conversion, so it is refused.
  */
 
 /** The value Debezium's PostgreSQL connector sends for an unchanged TOASTed column. */
@@ -20,6 +22,16 @@ export type ChangeEvent =
   | { readonly kind: 'upsert'; readonly row: Row }
   | { readonly kind: 'delete'; readonly key: Row }
   | { readonly reason: DeadLetterReason; readonly detail: string; readonly field?: string };
+
+/**
+ * Whether a column keeps Debezium's placeholder as it is, for the merge to replace with the
+ * stored value: a string column, or one not declared (inferred from the placeholder, a string).
+ */
+export function takesPlaceholder(field: FieldState | undefined): boolean {
+  if (field === undefined) return true;
+  const type = field.codec.arrowType();
+  return DataType.isUtf8(type) || DataType.isLargeUtf8(type);
+}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -70,6 +82,8 @@ export function readChangeEvent(
   value: unknown,
   key: Uint8Array | null,
   keyFields: readonly string[],
+  /** Whether a column is a string one, where the merge resolves the TOASTed placeholder. */
+  takesPlaceholder: (field: string) => boolean = () => false,
 ): ChangeEvent {
   const event = payloadOf(value);
   if (!isObject(event) || typeof event.op !== 'string')
@@ -81,11 +95,11 @@ export function readChangeEvent(
       if (!isObject(event.after))
         return { reason: 'not-a-change-event', detail: `op "${event.op}" without an "after" object` };
       for (const [field, v] of Object.entries(event.after)) {
-        if (v === UNAVAILABLE_VALUE)
+        if (v === UNAVAILABLE_VALUE && (keyFields.includes(field) || !takesPlaceholder(field)))
           return {
             reason: 'unavailable-value',
             field,
-            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value; set REPLICA IDENTITY FULL on the source table`,
+            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, in a column that is not a string; set REPLICA IDENTITY FULL on the source table`,
           };
       }
       return { kind: 'upsert', row: event.after };

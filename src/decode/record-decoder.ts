@@ -26,7 +26,7 @@ import {
 import { normalizeRows, sourceRecord } from './transform-rows';
 import type { RawMessage } from './raw-message';
 import { decodeNatively } from './native-dispatch';
-import { readChangeEvent, readTombstone } from './debezium-envelope';
+import { readChangeEvent, readTombstone, takesPlaceholder } from './debezium-envelope';
 import type { Envelope } from '../config/upsert-options';
 import { convertRows } from './row-conversion';
 import { MAX_TABLE_FIELDS } from './schema-budget';
@@ -343,7 +343,9 @@ export class RecordDecoder {
       let writerTypes: readonly (readonly [string, string])[] = [];
       let writerSchema: string | undefined;
       if (debezium) {
-        const change = readChangeEvent(value, message.key, this.#options.upsertKey ?? []);
+        const change = readChangeEvent(value, message.key, this.#options.upsertKey ?? [], (f) =>
+          takesPlaceholder(this.#byName.get(f)),
+        );
         if ('reason' in change) {
           verdict(change.reason, change.detail, change.field);
           continue;

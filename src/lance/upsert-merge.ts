@@ -21,6 +21,7 @@ import {
   TOPIC_ID_COLUMN,
   stagedColumns,
 } from '../staging/system-columns';
+import { UNAVAILABLE_VALUE } from '../decode/debezium-envelope';
 import { takeRows } from './take-rows';
 
 /**
@@ -148,18 +149,43 @@ export interface ReducedPublication {
   /** Rows of the reduced table that are upserts, and deletes. */
   readonly upserts: number;
   readonly deletes: number;
+  /**
+   * Rows still holding Debezium's placeholder for an unchanged TOASTed column (no earlier
+   * record of their key in the publication had the value): the merge reads those columns
+   * from the table's row of the key (`fillFromTable`).
+   */
+  readonly unavailable: readonly UnavailableCells[];
+}
+
+/** A reduced row whose `columns` hold the placeholder: its key, its position, where it is. */
+export interface UnavailableCells {
+  readonly batch: number;
+  readonly row: number;
+  readonly key: readonly unknown[];
+  readonly position: Position;
+  readonly columns: readonly string[];
 }
 
 /**
  * The newest row of each key among the batches (a merge whose source holds a key twice
  * is refused by Lance 0.39: "Ambiguous merge inserts are prohibited"). A batch whose every
  * row is kept goes as it is; otherwise its kept rows are copied into one batch (take-rows.ts).
+ * A kept row holding Debezium's placeholder for an unchanged TOASTed column takes the value
+ * of the newest earlier record of its key in the publication that had one (not across a
+ * delete); without one, it is left for the merge to read from the table (`unavailable`).
  */
 export function reduceToNewest(
   batches: readonly RecordBatch[],
   keyColumns: readonly string[],
 ): ReducedPublication {
-  const newest = new Map<string, { batch: number; row: number; position: Position }>();
+  const newest = new Map<
+    string,
+    { batch: number; row: number; position: Position; key: readonly unknown[] }
+  >();
+  const placeholders = batches.map(unavailableCells);
+  const toasted = [...new Set(placeholders.flatMap((m) => [...m.keys()]))];
+  /** Per key, with placeholders about: the newest real value of each such column, and the newest delete. */
+  const earlier = new Map<string, { values: Map<string, Held>; deleted: Position | undefined }>();
   batches.forEach((batch, b) => {
     const system = stagedColumns(batch);
     const keys = keyColumns.map((c) => {
@@ -169,6 +195,7 @@ export function reduceToNewest(
     });
     const rowColumn = batch.getChild(ROW_COLUMN);
     const timestamps = batch.getChild(TIMESTAMP_COLUMN);
+    const deleted = batch.getChild(DELETED_COLUMN);
     for (let i = 0; i < batch.numRows; i++) {
       const position: Position = {
         topic: system.topic(i),
@@ -178,14 +205,52 @@ export function reduceToNewest(
         row: Number(rowColumn?.get(i) ?? 0),
         timestamp: Number(timestamps?.get(i) ?? 0),
       };
-      const key = keyIdentity(keys.map((k) => k(i)));
+      const keyValuesOfRow = keys.map((k) => k(i));
+      const key = keyIdentity(keyValuesOfRow);
       const held = newest.get(key);
-      if (!held || newer(position, held.position)) newest.set(key, { batch: b, row: i, position });
+      if (!held || newer(position, held.position))
+        newest.set(key, { batch: b, row: i, position, key: keyValuesOfRow });
+      if (toasted.length === 0) continue;
+      let state = earlier.get(key);
+      if (!state) earlier.set(key, (state = { values: new Map(), deleted: undefined }));
+      if (deleted?.get(i) === true) {
+        if (!state.deleted || newer(position, state.deleted)) state.deleted = position;
+        continue;
+      }
+      for (const c of toasted) {
+        if (placeholders[b]!.get(c)?.(i)) continue;
+        const value = state.values.get(c);
+        if (!value || newer(position, value.position)) state.values.set(c, { position, batch: b, row: i });
+      }
     }
   });
   const kept = batches.map(() => [] as number[]);
-  for (const { batch, row } of newest.values()) kept[batch]!.push(row);
+  /** Per batch, kept row → its placeholder columns' values from earlier records, or unresolved. */
+  const fills = batches.map(
+    () =>
+      new Map<
+        number,
+        { values: Map<string, unknown>; missing: string[]; key: readonly unknown[]; position: Position }
+      >(),
+  );
+  for (const [identity, { batch, row, position, key }] of newest) {
+    kept[batch]!.push(row);
+    const columns = toasted.filter((c) => placeholders[batch]!.get(c)?.(row));
+    if (columns.length === 0) continue;
+    const state = earlier.get(identity)!;
+    const fill = { values: new Map<string, unknown>(), missing: [] as string[], key, position };
+    for (const c of columns) {
+      const value = state.values.get(c);
+      // A value from before the key's newest delete is not this row's: the table cannot help
+      // either (the delete is older than this row); read as missing.
+      if (value && (!state.deleted || newer(value.position, state.deleted)))
+        fill.values.set(c, batches[value.batch]!.getChild(c)?.get(value.row) ?? null);
+      else fill.missing.push(c);
+    }
+    fills[batch]!.set(row, fill);
+  }
   const taken: RecordBatch[] = [];
+  const unavailable: UnavailableCells[] = [];
   let deletes = 0;
   kept.forEach((rows, b) => {
     const batch = batches[b]!;
@@ -193,16 +258,93 @@ export function reduceToNewest(
     const deleted = batch.getChild(DELETED_COLUMN);
     if (deleted) for (const r of rows) if (deleted.get(r) === true) deletes++;
     // Every row kept: the batch as it is; else its kept rows copied into one batch.
-    if (rows.length === batch.numRows) taken.push(batch);
-    else
-      taken.push(
-        takeRows(
-          batch,
-          rows.sort((x, y) => x - y),
-        ),
-      );
+    rows.sort((x, y) => x - y);
+    let out = rows.length === batch.numRows ? batch : takeRows(batch, rows);
+    const fill = fills[b]!;
+    if (fill.size > 0) {
+      const original = (j: number) => (rows.length === batch.numRows ? j : rows[j]!);
+      const columns = [...new Set([...fill.values()].flatMap((f) => [...f.values.keys()]))];
+      out = withColumnValues(out, columns, (c, j, value) => {
+        const f = fill.get(original(j));
+        return f?.values.has(c) ? f.values.get(c) : value;
+      });
+      for (let j = 0; j < out.numRows; j++) {
+        const f = fill.get(original(j));
+        if (f && f.missing.length > 0)
+          unavailable.push({
+            batch: taken.length,
+            row: j,
+            key: f.key,
+            position: f.position,
+            columns: f.missing,
+          });
+      }
+    }
+    taken.push(out);
   });
-  return { table: new ArrowTable(taken), upserts: newest.size - deletes, deletes };
+  return { table: new ArrowTable(taken), upserts: newest.size - deletes, deletes, unavailable };
+}
+
+interface Held {
+  readonly position: Position;
+  readonly batch: number;
+  readonly row: number;
+}
+
+const PLACEHOLDER_BYTES = new TextEncoder().encode(UNAVAILABLE_VALUE);
+
+/**
+ * The string columns of a staged batch that hold Debezium's placeholder in some row, each
+ * with its test by row. The search runs over a column's value bytes at once (a publication
+ * without a placeholder costs one `indexOf` per string column).
+ */
+function unavailableCells(batch: RecordBatch): Map<string, (row: number) => boolean> {
+  const found = new Map<string, (row: number) => boolean>();
+  batch.schema.fields.forEach((field, c) => {
+    if (SYSTEM_COLUMN_NAMES.has(field.name)) return;
+    const type = field.type as DataType;
+    if (!DataType.isUtf8(type) && !DataType.isLargeUtf8(type)) return;
+    const data = batch.data.children[c]!;
+    const bytes = data.values as Uint8Array;
+    if (Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf(PLACEHOLDER_BYTES) < 0) return;
+    const offsets = data.valueOffsets as Int32Array | BigInt64Array;
+    found.set(field.name, (row) => {
+      if (!data.getValid(row)) return false;
+      const start = Number(offsets[row]!);
+      if (Number(offsets[row + 1]!) - start !== PLACEHOLDER_BYTES.length) return false;
+      return PLACEHOLDER_BYTES.every((byte, k) => bytes[start + k] === byte);
+    });
+  });
+  return found;
+}
+
+const SYSTEM_COLUMN_NAMES = new Set([
+  TOPIC_COLUMN,
+  TOPIC_ID_COLUMN,
+  PARTITION_COLUMN,
+  OFFSET_COLUMN,
+  TIMESTAMP_COLUMN,
+  ROW_COLUMN,
+  DELETED_COLUMN,
+]);
+
+/** The batch with `columns` rebuilt from their values, each row's value through `value`. */
+function withColumnValues(
+  batch: RecordBatch,
+  columns: readonly string[],
+  value: (column: string, row: number, current: unknown) => unknown,
+): RecordBatch {
+  const children = batch.schema.fields.map((field, c) => {
+    const data = batch.data.children[c]!;
+    if (!columns.includes(field.name)) return data;
+    const vector = batch.getChildAt(c)!;
+    const values = Array.from({ length: batch.numRows }, (_, j) => value(field.name, j, vector.get(j)));
+    return vectorFromArray(values, field.type as DataType).data[0]!;
+  });
+  return new RecordBatch(
+    batch.schema,
+    makeData({ type: new Struct(batch.schema.fields), length: batch.numRows, nullCount: 0, children }),
+  );
 }
 
 /**
@@ -269,6 +411,13 @@ export interface MergeOutcome {
  * concurrent merge's (measured with LanceDB 0.39: four writers inserting one new key into
  * a table whose unenforced primary key is the merge key inserted it once with the scan
  * and four times through the index). The index still serves readers' lookups by key.
+ *
+ * Rows holding a TOASTed column's placeholder take the value of the table's row of their
+ * key, read just before (`fillFromTable`), and update it only if that row is still the one
+ * read (a guard in the merge condition): a row an older record wrote meanwhile (another
+ * owner's publication landing at that moment) would otherwise be replaced by a value from
+ * before it. Such a row is merged again, filled from what is there now: a second commit,
+ * only in that race.
  */
 export async function mergeNewest(
   table: lancedb.Table,
@@ -278,17 +427,254 @@ export async function mergeNewest(
   /** 'index': the join through the key's BTREE, for bench/upsert-cost.ts's comparison only. */
   join: 'scan' | 'index' = 'scan',
 ): Promise<MergeOutcome> {
-  const result = await table
-    .mergeInsert([...keyColumns])
-    .whenMatchedUpdateAll({ where: newerCondition(hasRow) })
-    .whenNotMatchedInsertAll()
-    .useIndex(join === 'index')
-    .execute(reduced.table);
+  let outcome: MergeOutcome | undefined;
+  let pending = reduced;
+  for (let round = 0; ; round++) {
+    const filled = await fillFromTable(table, keyColumns, pending, hasRow);
+    const where =
+      filled.guard === undefined
+        ? newerCondition(hasRow)
+        : `(${newerCondition(hasRow)}) AND (${filled.guard})`;
+    const result = await table
+      .mergeInsert([...keyColumns])
+      .whenMatchedUpdateAll({ where })
+      .whenNotMatchedInsertAll()
+      .useIndex(join === 'index')
+      .execute(filled.table);
+    outcome = {
+      version: result.version,
+      inserted: (outcome?.inserted ?? 0) + result.numInsertedRows,
+      updated: (outcome?.updated ?? 0) + result.numUpdatedRows,
+      upserts: reduced.upserts,
+      deletes: reduced.deletes,
+    };
+    const skipped = await skippedByGuard(table, keyColumns, filled.guarded, hasRow);
+    if (skipped.length === 0) return outcome;
+    if (round >= 8)
+      throw new Error(
+        `${skipped.length} rows with TOASTed placeholders lost ${round + 1} merges in a row to concurrent writes of their keys`,
+      );
+    pending = subset(filled.table, skipped, reduced);
+  }
+}
+
+/** Rows that read their placeholders' values from the table's row of their key. */
+interface Guarded {
+  readonly batch: number;
+  readonly row: number;
+  readonly key: readonly unknown[];
+  readonly position: Position;
+  readonly columns: readonly string[];
+}
+
+/**
+ * The publication with its remaining placeholders replaced by the table's values: from the
+ * key's row when that row is older than the incoming one and not a delete, else null (the
+ * key's earlier record has not landed: a placeholder must never be written). `guard` keeps
+ * a filled row from updating anything but the row it was filled from.
+ */
+async function fillFromTable(
+  table: lancedb.Table,
+  keyColumns: readonly string[],
+  reduced: ReducedPublication,
+  hasRow: boolean,
+): Promise<{ table: ArrowTable; guard: string | undefined; guarded: Guarded[] }> {
+  if (reduced.unavailable.length === 0) return { table: reduced.table, guard: undefined, guarded: [] };
+  const columns = [...new Set(reduced.unavailable.flatMap((u) => u.columns))];
+  const stored = await storedRows(
+    table,
+    keyColumns,
+    reduced.unavailable.map((u) => u.key),
+    columns,
+    hasRow,
+    reduced.table.schema,
+  );
+  const guarded: Guarded[] = [];
+  const terms: string[] = [];
+  const byBatch = new Map<number, Map<number, Map<string, unknown>>>();
+  for (const u of reduced.unavailable) {
+    const s = stored.get(keyIdentity(u.key));
+    const usable = s !== undefined && !s.deleted && newer(u.position, s.position);
+    const values = new Map<string, unknown>(
+      u.columns.map((c) => [c, usable ? (s.values.get(c) ?? null) : null]),
+    );
+    let rows = byBatch.get(u.batch);
+    if (!rows) byBatch.set(u.batch, (rows = new Map<number, Map<string, unknown>>()));
+    rows.set(u.row, values);
+    if (usable) {
+      guarded.push(u);
+      terms.push(
+        `NOT (${isAt('source', u.position, hasRow)} AND NOT (${isAt('target', s.position, hasRow)}))`,
+      );
+    }
+  }
+  const batches = reduced.table.batches.map((batch, b) => {
+    const rows = byBatch.get(b);
+    if (!rows) return batch;
+    return withColumnValues(batch, columns, (c, j, current) => {
+      const values = rows.get(j);
+      return values?.has(c) ? values.get(c) : current;
+    });
+  });
   return {
-    version: result.version,
-    inserted: result.numInsertedRows,
-    updated: result.numUpdatedRows,
-    upserts: reduced.upserts,
-    deletes: reduced.deletes,
+    table: new ArrowTable(batches),
+    guard: terms.length > 0 ? terms.join(' AND ') : undefined,
+    guarded,
   };
+}
+
+/** The guarded rows the merge left alone though the table's row of their key is still older. */
+async function skippedByGuard(
+  table: lancedb.Table,
+  keyColumns: readonly string[],
+  guarded: readonly Guarded[],
+  hasRow: boolean,
+): Promise<Guarded[]> {
+  if (guarded.length === 0) return [];
+  const stored = await storedRows(
+    table,
+    keyColumns,
+    guarded.map((g) => g.key),
+    [],
+    hasRow,
+    undefined,
+  );
+  return guarded.filter((g) => {
+    const s = stored.get(keyIdentity(g.key));
+    return s === undefined || newer(g.position, s.position);
+  });
+}
+
+/** The skipped rows of a filled publication, their placeholders back, to be merged again. */
+function subset(
+  filled: ArrowTable,
+  rows: readonly Guarded[],
+  reduced: ReducedPublication,
+): ReducedPublication {
+  const byBatch = new Map<number, Guarded[]>();
+  for (const g of rows) byBatch.set(g.batch, [...(byBatch.get(g.batch) ?? []), g]);
+  const batches: RecordBatch[] = [];
+  const unavailable: UnavailableCells[] = [];
+  for (const [b, guarded] of byBatch) {
+    guarded.sort((x, y) => x.row - y.row);
+    guarded.forEach((g, j) => unavailable.push({ ...g, batch: batches.length, row: j }));
+    batches.push(
+      takeRows(
+        filled.batches[b]!,
+        guarded.map((g) => g.row),
+      ),
+    );
+  }
+  return { table: new ArrowTable(batches), upserts: reduced.upserts, deletes: reduced.deletes, unavailable };
+}
+
+/** `side`'s row is the one at `p` (a position names one record's row). */
+function isAt(side: 'source' | 'target', p: Position, hasRow: boolean): string {
+  const parts = [
+    `${side}.${TOPIC_COLUMN} = ${sqlString(p.topic)}`,
+    `${side}.${PARTITION_COLUMN} = ${p.partition}`,
+    `${side}.${OFFSET_COLUMN} = ${p.offset}`,
+  ];
+  if (hasRow) parts.push(`${side}.${ROW_COLUMN} = ${p.row}`);
+  return parts.join(' AND ');
+}
+
+const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+interface StoredRow {
+  readonly position: Position;
+  readonly deleted: boolean;
+  readonly values: Map<string, unknown>;
+}
+
+/**
+ * The table's rows of these keys by key identity: their position, whether a delete, and
+ * `columns`' values. Selected by a `key IN (...)` filter when the key columns are strings,
+ * integers or booleans; otherwise (times, binary) by reading every row's key.
+ */
+async function storedRows(
+  table: lancedb.Table,
+  keyColumns: readonly string[],
+  keys: readonly (readonly unknown[])[],
+  columns: readonly string[],
+  hasRow: boolean,
+  schema: Schema | undefined,
+): Promise<Map<string, StoredRow>> {
+  const select = [
+    ...keyColumns,
+    ...columns.filter((c) => !keyColumns.includes(c)),
+    TOPIC_COLUMN,
+    TOPIC_ID_COLUMN,
+    PARTITION_COLUMN,
+    OFFSET_COLUMN,
+    TIMESTAMP_COLUMN,
+    DELETED_COLUMN,
+    ...(hasRow ? [ROW_COLUMN] : []),
+  ];
+  let query = table.query().select(select.map(quoted));
+  const filter = keyFilter(keyColumns, keys, schema ?? (await table.schema()));
+  if (filter !== undefined) query = query.where(filter);
+  const found = new Map<string, StoredRow>();
+  for (const batch of (await query.toArrow()).batches) {
+    const key = keyColumns.map((c) => keyValues(batch.getChild(c)!));
+    const topics = batch.getChild(TOPIC_COLUMN)!;
+    const ids = batch.getChild(TOPIC_ID_COLUMN);
+    const partitions = batch.getChild(PARTITION_COLUMN)!;
+    const offsets = keyValues(batch.getChild(OFFSET_COLUMN)!);
+    const timestamps = keyValues(batch.getChild(TIMESTAMP_COLUMN)!);
+    const rows = batch.getChild(ROW_COLUMN);
+    const deleted = batch.getChild(DELETED_COLUMN)!;
+    for (let i = 0; i < batch.numRows; i++)
+      found.set(keyIdentity(key.map((k) => k(i))), {
+        position: {
+          topic: topics.get(i) as string,
+          topicId: (ids?.get(i) as string | null | undefined) ?? undefined,
+          partition: partitions.get(i) as number,
+          offset: Number(offsets(i)),
+          row: Number(rows?.get(i) ?? 0),
+          timestamp: Number(timestamps(i) ?? 0),
+        },
+        deleted: deleted.get(i) === true,
+        values: new Map(columns.map((c) => [c, batch.getChild(c)?.get(i) as unknown])),
+      });
+  }
+  return found;
+}
+
+/** A column name as LanceDB's SQL reads it whatever its characters. */
+const quoted = (name: string) => (/^[a-z_][a-z0-9_]*$/.test(name) ? name : `\`${name.replace(/`/g, '``')}\``);
+
+/** `key IN (...)` for string, integer and boolean key columns; undefined for others (read them all). */
+function keyFilter(
+  keyColumns: readonly string[],
+  keys: readonly (readonly unknown[])[],
+  schema: Schema,
+): string | undefined {
+  const literal = (v: unknown): string | undefined => {
+    if (typeof v === 'string') return sqlString(v);
+    if (typeof v === 'bigint' || typeof v === 'number') return String(v);
+    if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
+    return undefined;
+  };
+  const simple = keyColumns.every((c) => {
+    const type = schema.fields.find((f) => f.name === c)?.type as DataType | undefined;
+    return (
+      type !== undefined &&
+      (DataType.isUtf8(type) || DataType.isLargeUtf8(type) || DataType.isInt(type) || DataType.isBool(type))
+    );
+  });
+  if (!simple) return undefined;
+  const tuples: string[] = [];
+  for (const key of keys) {
+    const parts = key.map(literal);
+    if (parts.some((p) => p === undefined)) return undefined;
+    tuples.push(
+      keyColumns.length === 1
+        ? parts[0]!
+        : `(${keyColumns.map((c, i) => `${quoted(c)} = ${parts[i]!}`).join(' AND ')})`,
+    );
+  }
+  return keyColumns.length === 1
+    ? `${quoted(keyColumns[0]!)} IN (${tuples.join(', ')})`
+    : tuples.join(' OR ');
 }

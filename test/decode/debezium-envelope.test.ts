@@ -6,7 +6,8 @@ import { column, msg, NOW } from './fixture';
  * Debezium change events (JSON, with and without schemas.enable) as staged rows of an upsert
  * table keyed on the primary key's columns: c/r/u write `after`, d a `_deleted` row of the
  * key (from `before`, or the record key), a tombstone a `_deleted` row of its record key, a truncate and
- * a TOASTed placeholder a dead letter with its reason.
+ * a TOASTed placeholder in a column that is not a string a dead letter with its reason; in a
+ * string column the placeholder is staged for the merge to replace with the stored value.
  */
 const decoder = () =>
   new RecordDecoder(
@@ -15,7 +16,9 @@ const decoder = () =>
         name: 'customers',
         brokers: ['b:1'],
         topics: ['pg.public.customers'],
-        schema: { fields: { id: 'int64', name: { type: 'string', nullable: false }, note: 'string' } },
+        schema: {
+          fields: { id: 'int64', name: { type: 'string', nullable: false }, note: 'string', visits: 'int64' },
+        },
         mode: 'upsert',
         key: { fields: ['id'] },
         envelope: 'debezium',
@@ -65,20 +68,28 @@ test('a delete without "before" (REPLICA IDENTITY NOTHING) takes its key from th
   expect(decoded.deadLetters.map((d) => [d.offset, d.reason])).toEqual([[2, 'missing-key']]);
 });
 
-test('a truncate, a TOASTed placeholder, and a value that is no change event are dead letters with their reasons', () => {
+test('a truncate, a TOASTed placeholder in a column that is not a string, and a value that is no change event are dead letters with their reasons', () => {
   const decoded = decoder().decode('pg.public.customers', 0, [
     msg(0, event('t', null, null)),
-    msg(1, event('u', null, { id: 1, name: 'Ann', note: '__debezium_unavailable_value' })),
+    msg(1, event('u', null, { id: 1, name: 'Ann', visits: '__debezium_unavailable_value' })),
     msg(2, '{"id":1,"name":"plain row"}'),
     msg(3, event('m', null, null)),
   ]);
   expect(decoded.deadLetters.map((d) => [d.offset, d.reason, d.field])).toEqual([
     [0, 'debezium-truncate', undefined],
-    [1, 'unavailable-value', 'note'],
+    [1, 'unavailable-value', 'visits'],
     [2, 'not-a-change-event', undefined],
     [3, 'not-a-change-event', undefined],
   ]);
   expect(decoded.batch).toBeUndefined();
+});
+
+test('a TOASTed placeholder in a string column is staged as it is, for the merge to keep the stored value', () => {
+  const decoded = decoder().decode('pg.public.customers', 0, [
+    msg(1, event('u', null, { id: 1, name: 'Ann', note: '__debezium_unavailable_value' })),
+  ]);
+  expect(decoded.deadLetters).toEqual([]);
+  expect(column(decoded.batch!, 'note')).toEqual(['__debezium_unavailable_value']);
 });
 
 test('compacted topic: a tombstone whose delete event the cleaner removed still deletes its key, read from the record key', () => {

@@ -1,0 +1,231 @@
+import * as lancedb from '@lancedb/lancedb';
+import { MergeInsertBuilder } from '@lancedb/lancedb';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import type { RecordBatch } from 'apache-arrow';
+import { resolveConsumer } from '../../src/config';
+import { silentLogger } from '../../src/common/logger';
+import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
+import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
+import { mergeNewest, reduceToNewest } from '../../src/lance/upsert-merge';
+import { tempDir } from '../support/rows';
+
+/**
+ * Debezium updates whose unchanged TOASTed column arrives as `__debezium_unavailable_value`
+ * (PostgreSQL's REPLICA IDENTITY DEFAULT), against real LanceDB tables on disk: the stored
+ * value stays, from an earlier record of the key in the same publication or from the table;
+ * a replay changes nothing, a newer row stays, and a row another owner wrote between the
+ * merge's read and its commit is not overwritten with the value from before it.
+ */
+const TOPIC = 'pg.public.docs';
+const TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAA';
+const T0 = Date.UTC(2026, 11, 6, 12);
+const PLACEHOLDER = '__debezium_unavailable_value';
+const enc = (s: string) => new TextEncoder().encode(s);
+
+type Doc = { id: number; name: string; note?: string | null };
+type Event = readonly [offset: number, op: 'c' | 'u' | 'd', row: Doc];
+
+const decoder = () =>
+  new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'docs',
+        brokers: ['127.0.0.1:1'],
+        topics: [TOPIC],
+        schema: { fields: { id: 'int64', name: 'string', note: 'string' } },
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        envelope: 'debezium',
+      },
+      'test',
+    ),
+    () => T0,
+  );
+
+function batchOf(events: readonly Event[], partition = 0): RecordBatch {
+  const messages: RawMessage[] = events.map(([offset, op, row]) => ({
+    offset,
+    timestamp: T0 + offset,
+    key: enc(JSON.stringify({ id: row.id })),
+    value: enc(
+      JSON.stringify({
+        op,
+        before: op === 'd' ? { id: row.id } : null,
+        after: op === 'd' ? null : row,
+        source: { lsn: offset },
+      }),
+    ),
+  }));
+  const decoded = decoder().decode(TOPIC, partition, messages, TOPIC_ID);
+  if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters));
+  return decoded.batch!;
+}
+
+async function publish(lance: LanceTable, batches: readonly RecordBatch[]): Promise<Written> {
+  return lance.append(
+    (async function* () {
+      yield* await Promise.resolve(batches);
+    })(),
+    () => Promise.resolve(),
+    undefined,
+    'upsert',
+  );
+}
+
+/** id → [name, note] as a reader sees the table (`_deleted = false`), and the row count. */
+async function read(
+  target: LanceTarget,
+): Promise<{ live: Map<number, [string, string | null]>; rows: number }> {
+  const db = await lancedb.connect(target.uri);
+  try {
+    const table = await db.openTable(target.table);
+    const rows = (await table.query().where('_deleted = false').toArray()) as {
+      id: bigint;
+      name: string;
+      note: string | null;
+    }[];
+    return {
+      live: new Map(rows.map((r) => [Number(r.id), [r.name, r.note]])),
+      rows: await table.countRows(),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+let dir: string;
+let target: LanceTarget;
+beforeEach(async () => {
+  dir = await tempDir('kl-toast');
+  target = { uri: path.join(dir, 'lance'), table: 'docs' };
+});
+afterEach(async () => {
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+const connect = () => LanceTable.connect(target, silentLogger(), { upsertKey: ['id'] });
+
+test('an update whose TOASTed column is the placeholder keeps the stored value: from the table, and from an earlier record of the key in the same publication', async () => {
+  const lance = await connect();
+  await publish(lance, [
+    batchOf([
+      [0, 'c', { id: 1, name: 'one', note: 'long text 1' }],
+      [1, 'c', { id: 2, name: 'two', note: 'long text 2' }],
+      [2, 'c', { id: 3, name: 'three', note: null }],
+    ]),
+  ]);
+  await publish(lance, [
+    batchOf([
+      // From the table.
+      [3, 'u', { id: 1, name: 'one b', note: PLACEHOLDER }],
+      // From the record before it in this publication, not the table's older value.
+      [4, 'u', { id: 2, name: 'two b', note: 'edited 2' }],
+      [5, 'u', { id: 2, name: 'two c', note: PLACEHOLDER }],
+      // A stored null stays null.
+      [6, 'u', { id: 3, name: 'three b', note: PLACEHOLDER }],
+      // A key created in this publication.
+      [7, 'c', { id: 4, name: 'four', note: 'long text 4' }],
+      [8, 'u', { id: 4, name: 'four b', note: PLACEHOLDER }],
+    ]),
+  ]);
+  const { live } = await read(target);
+  expect(live).toEqual(
+    new Map([
+      [1, ['one b', 'long text 1']],
+      [2, ['two c', 'edited 2']],
+      [3, ['three b', null]],
+      [4, ['four b', 'long text 4']],
+    ]),
+  );
+  lance.close();
+}, 60_000);
+
+test('a placeholder is never written: a key deleted before it (within the publication or in the table) or never seen reads null', async () => {
+  const lance = await connect();
+  await publish(lance, [batchOf([[0, 'c', { id: 1, name: 'one', note: 'text' }]])]);
+  await publish(lance, [batchOf([[1, 'd', { id: 1, name: '' }]])]);
+  await publish(lance, [
+    batchOf([
+      [2, 'u', { id: 1, name: 'one again', note: PLACEHOLDER }],
+      [3, 'u', { id: 9, name: 'nine', note: PLACEHOLDER }],
+    ]),
+  ]);
+  const { live } = await read(target);
+  expect(live).toEqual(
+    new Map([
+      [1, ['one again', null]],
+      [9, ['nine', null]],
+    ]),
+  );
+  lance.close();
+}, 60_000);
+
+test('with placeholders, a replay changes nothing and a newer row stays', async () => {
+  const lance = await connect();
+  const first = [batchOf([[0, 'c', { id: 1, name: 'one', note: 'text 0' }]])];
+  const update = [batchOf([[5, 'u', { id: 1, name: 'one at 5', note: PLACEHOLDER }]])];
+  await publish(lance, first);
+  await publish(lance, update);
+  // The update again (a replay after a crash), and a zombie's older record of the key.
+  const replay = await publish(lance, update);
+  const older = await publish(lance, [batchOf([[3, 'u', { id: 1, name: 'one at 3', note: 'text 3' }]])]);
+  expect(replay.merge).toMatchObject({ inserted: 0, updated: 0 });
+  expect(older.merge).toMatchObject({ inserted: 0, updated: 0 });
+  const { live, rows } = await read(target);
+  expect(live).toEqual(new Map([[1, ['one at 5', 'text 0']]]));
+  expect(rows).toBe(1);
+  lance.close();
+}, 60_000);
+
+test('a row an older record wrote between the merge’s read and its commit is not overwritten with the value from before it: the update is merged again from that row', async () => {
+  const lance = await connect();
+  await publish(lance, [batchOf([[0, 'c', { id: 1, name: 'one', note: 'text 0' }]])]);
+  lance.close();
+  const db = await lancedb.connect(target.uri);
+  const table = await db.openTable('docs');
+  // Another owner's publication of offset 3 (a new note) lands just after this merge read
+  // the key's row (offset 0) for the placeholder of offset 5.
+  const intermediate = reduceToNewest(
+    [batchOf([[3, 'u', { id: 1, name: 'one at 3', note: 'text 3' }]])],
+    ['id'],
+  );
+  let interleaved = false;
+  const racing = new Proxy(table, {
+    get(t, property, receiver) {
+      if (property === 'mergeInsert' && !interleaved) {
+        interleaved = true;
+        // The builder's chain, its execute preceded by the other owner's merge.
+        const wrap = (builder: MergeInsertBuilder): MergeInsertBuilder =>
+          new Proxy(builder, {
+            get(b, name) {
+              if (name === 'execute')
+                return async (...args: Parameters<MergeInsertBuilder['execute']>) => {
+                  await mergeNewest(t, ['id'], intermediate, false);
+                  return b.execute(...args);
+                };
+              const step = Reflect.get(b, name) as unknown;
+              if (typeof step !== 'function') return step;
+              return (...args: unknown[]) => {
+                const next = (step as (...a: unknown[]) => unknown).apply(b, args);
+                return next instanceof MergeInsertBuilder ? wrap(next) : next;
+              };
+            },
+          });
+        return (on: string | string[]) => wrap(t.mergeInsert(on));
+      }
+      const value = Reflect.get(t, property, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
+    },
+  });
+  const update = reduceToNewest(
+    [batchOf([[5, 'u', { id: 1, name: 'one at 5', note: PLACEHOLDER }]])],
+    ['id'],
+  );
+  expect(update.unavailable).toHaveLength(1);
+  await mergeNewest(racing, ['id'], update, false);
+  expect(interleaved).toBe(true);
+  db.close();
+  const { live } = await read(target);
+  expect(live).toEqual(new Map([[1, ['one at 5', 'text 3']]]));
+}, 60_000);
