@@ -174,7 +174,12 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   envelope: {
     meaning:
-      '`debezium`: each JSON value is a Debezium change event (with or without `schemas.enable`): `c`/`r`/`u` upsert `after`, `d` deletes the key (from `before` or the record key), and so does a tombstone (its key from the record key: on a compacted topic it may be all that is left of the delete); a truncate or a TOASTed placeholder is a dead letter. Needs mode `upsert` with key fields (docs/upserts-and-cdc.md).',
+      '`debezium`: each JSON value is a Debezium change event (with or without `schemas.enable`): `c`/`r`/`u` upsert `after`, `d` deletes the key (from `before` or the record key), and so does a tombstone (its key from the record key: on a compacted topic it may be all that is left of the delete); a truncate does what `truncate` says; the TOASTed placeholder of a string column keeps the stored value (in another column it is a dead letter). Needs mode `upsert` with key fields (docs/upserts-and-cdc.md).',
+  },
+  truncate: {
+    meaning:
+      "Envelope `debezium`: what a truncate event (`op: t`, sent when the connector's `skipped.operations` lets it through) does: `apply` deletes every row written before it, in one commit; `dead-letter` sets it aside (`debezium-truncate`) and keeps the rows.",
+    computedDefault: '`apply`',
   },
   'key.fields': {
     meaning:

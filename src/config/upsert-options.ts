@@ -33,6 +33,14 @@ export const TOMBSTONES = ['dead-letter', 'ignore', 'delete'] as const;
 export type Tombstones = (typeof TOMBSTONES)[number];
 
 /**
+ * What a Debezium truncate (`op: 't'`) does: `apply` deletes every row written before it
+ * (in one commit, as delete rows: docs/design/upserts.md); `dead-letter` sets it aside with
+ * its reason and keeps the rows. Absent: `apply`.
+ */
+export const TRUNCATES = ['apply', 'dead-letter'] as const;
+export type Truncates = (typeof TRUNCATES)[number];
+
+/**
  * Column types a key field may have: Lance joins a merge on them by value and type, and a
  * BTREE indexes them. Floats (no exact equality), json (text of a value) and nested types
  * are refused.
@@ -68,6 +76,7 @@ interface UpsertDefinition {
   readonly format: string;
   readonly key?: UpsertKeySpec | undefined;
   readonly tombstones?: Tombstones | undefined;
+  readonly truncate?: Truncates | undefined;
   readonly keyFormat: KeyFormat;
   readonly transform?: unknown;
   /** Declared fields' type names by name; undefined for `schema: 'infer'`. */
@@ -77,6 +86,11 @@ interface UpsertDefinition {
 /** The definition's problems with `mode`, `key` and `tombstones`, each naming its field. */
 export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
   const problems: UpsertProblem[] = [];
+  if (def.truncate !== undefined && def.envelope !== 'debezium')
+    problems.push({
+      path: ['truncate'],
+      message: 'truncate is what a Debezium truncate event does: set envelope: "debezium" or remove truncate',
+    });
   if (def.envelope === 'debezium') {
     if (def.format !== 'json')
       problems.push({

@@ -1,4 +1,5 @@
 import type { Row } from '../config';
+import type { Truncates } from '../config/upsert-options';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
 import { DataType } from 'apache-arrow';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
@@ -9,7 +10,8 @@ import type { FieldState } from './field-state';
  * `schemas.enable`): what one event does to an upsert table. `c` (create), `r` (snapshot
  * read) and `u` (update) write the `after` state; `d` deletes the key, read from `before`
  * (or, when `before` is null, REPLICA IDENTITY NOTHING, from the record key). A truncate
- * (`t`) is refused: emptying the table is not built. An `after` holding Debezium's
+ * (`t`) deletes every row before it (`truncate: 'apply'`, staged as a delete row without a
+ * key: src/lance/upsert-merge.ts) or is a dead letter (`'dead-letter'`). An `after` holding Debezium's
  * placeholder for an unchanged TOASTed column is staged as it is when the column is a
  * string: the merge keeps the stored value there (src/lance/upsert-merge.ts). In a column of
  * another type it would not survive the conversion, so it is refused.
@@ -20,6 +22,7 @@ export const UNAVAILABLE_VALUE = '__debezium_unavailable_value';
 
 export type ChangeEvent =
   | { readonly kind: 'upsert'; readonly row: Row }
+  | { readonly kind: 'truncate' }
   | { readonly kind: 'delete'; readonly key: Row }
   | { readonly reason: DeadLetterReason; readonly detail: string; readonly field?: string };
 
@@ -67,7 +70,7 @@ function keyOf(key: Uint8Array | null): Row | undefined {
 export function readTombstone(
   key: Uint8Array | null,
   keyFields: readonly string[],
-): Exclude<ChangeEvent, { kind: 'upsert' }> {
+): Exclude<ChangeEvent, { kind: 'upsert' | 'truncate' }> {
   const source = keyOf(key);
   if (!source || keyFields.some((f) => source[f] === undefined || source[f] === null))
     return {
@@ -82,9 +85,14 @@ export function readChangeEvent(
   value: unknown,
   key: Uint8Array | null,
   keyFields: readonly string[],
-  /** Whether a column is a string one, where the merge resolves the TOASTed placeholder. */
-  takesPlaceholder: (field: string) => boolean = () => false,
+  options: {
+    /** Whether a column is a string one, where the merge resolves the TOASTed placeholder. */
+    readonly takesPlaceholder?: (field: string) => boolean;
+    /** What a truncate does (config/upsert-options.ts); absent: 'apply'. */
+    readonly truncate?: Truncates | undefined;
+  } = {},
 ): ChangeEvent {
+  const takesPlaceholder = options.takesPlaceholder ?? (() => false);
   const event = payloadOf(value);
   if (!isObject(event) || typeof event.op !== 'string')
     return { reason: 'not-a-change-event', detail: 'not a Debezium change event: no "op"' };
@@ -95,6 +103,15 @@ export function readChangeEvent(
       if (!isObject(event.after))
         return { reason: 'not-a-change-event', detail: `op "${event.op}" without an "after" object` };
       for (const [field, v] of Object.entries(event.after)) {
+        // A create holds it only for a primary-key update (a delete and a create): the old
+        // key's row, where the value was, is deleted by then, and the create names it in a
+        // header only.
+        if (event.op === 'c' && v === UNAVAILABLE_VALUE)
+          return {
+            reason: 'unavailable-value',
+            field,
+            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value in the create of a primary-key update, whose old row holds the value; set REPLICA IDENTITY FULL on the source table`,
+          };
         if (v === UNAVAILABLE_VALUE && (keyFields.includes(field) || !takesPlaceholder(field)))
           return {
             reason: 'unavailable-value',
@@ -114,10 +131,12 @@ export function readChangeEvent(
       return { kind: 'delete', key: Object.fromEntries(keyFields.map((f) => [f, source[f]])) };
     }
     case 't':
-      return {
-        reason: 'debezium-truncate',
-        detail: 'a truncate of the source table: emptying the Lance table is not supported; the rows stay',
-      };
+      if (options.truncate === 'dead-letter')
+        return {
+          reason: 'debezium-truncate',
+          detail: 'a truncate of the source table, refused by truncate: "dead-letter"; the rows stay',
+        };
+      return { kind: 'truncate' };
     default:
       return { reason: 'not-a-change-event', detail: `op "${event.op}" is not a row change` };
   }

@@ -27,7 +27,7 @@ import { normalizeRows, sourceRecord } from './transform-rows';
 import type { RawMessage } from './raw-message';
 import { decodeNatively } from './native-dispatch';
 import { readChangeEvent, readTombstone, takesPlaceholder } from './debezium-envelope';
-import type { Envelope } from '../config/upsert-options';
+import type { Envelope, Truncates } from '../config/upsert-options';
 import { convertRows } from './row-conversion';
 import { MAX_TABLE_FIELDS } from './schema-budget';
 import type { DecodedBatch, DecodedSegment } from './decoded-batch';
@@ -50,6 +50,8 @@ export type DecoderOptions = Pick<
 > & {
   /** 'debezium': values are change events (debezium-envelope.ts); absent: 'none'. */
   readonly envelope?: Envelope;
+  /** 'debezium': what a truncate does (upsert-options.ts); absent: 'apply'. */
+  readonly truncate?: Truncates | undefined;
   /** Upsert mode: the key's columns (ResolvedConsumer.upsertKey); absent or undefined in append mode. */
   readonly upsertKey?: readonly string[] | undefined;
   /**
@@ -343,11 +345,20 @@ export class RecordDecoder {
       let writerTypes: readonly (readonly [string, string])[] = [];
       let writerSchema: string | undefined;
       if (debezium) {
-        const change = readChangeEvent(value, message.key, this.#options.upsertKey ?? [], (f) =>
-          takesPlaceholder(this.#byName.get(f)),
-        );
+        const change = readChangeEvent(value, message.key, this.#options.upsertKey ?? [], {
+          takesPlaceholder: (f) => takesPlaceholder(this.#byName.get(f)),
+          truncate: this.#options.truncate,
+        });
         if ('reason' in change) {
           verdict(change.reason, change.detail, change.field);
+          continue;
+        }
+        if (change.kind === 'truncate') {
+          // A delete row without a key: the merge deletes every row before it (upsert-merge.ts).
+          builders.appendSystem(partition, message, 0, key.value, true);
+          builders.appendNoValues();
+          if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
+          lastStaged = message.offset;
           continue;
         }
         deleting = change.kind === 'delete';

@@ -24,7 +24,8 @@ export function takeRows(batch: RecordBatch, rows: readonly number[]): RecordBat
   );
 }
 
-function takeData(data: Data, rows: readonly number[]): Data {
+/** One column's rows by index, copied (the columns of `takeRows`). */
+export function takeData(data: Data, rows: readonly number[]): Data {
   const length = rows.length;
   const { bitmap, nullCount } = validity(data, rows);
   const type = data.type;

@@ -22,7 +22,7 @@ import {
   stagedColumns,
 } from '../staging/system-columns';
 import { UNAVAILABLE_VALUE } from '../decode/debezium-envelope';
-import { takeRows } from './take-rows';
+import { takeData, takeRows } from './take-rows';
 
 /**
  * An upsert publication as one Lance commit (docs/design/upserts.md): the publication's
@@ -155,6 +155,20 @@ export interface ReducedPublication {
    * from the table's row of the key (`fillFromTable`).
    */
   readonly unavailable: readonly UnavailableCells[];
+  /**
+   * The publication's newest truncate (a delete row without a key, from a Debezium `t`): the
+   * keys of the publication older than it are delete rows at its position already; the
+   * merge adds one for each live key of the table older than it (`truncateTable`).
+   */
+  readonly truncate?: Truncate | undefined;
+}
+
+/** A truncate: its staged row alone (a template for delete rows at its position), and its position. */
+export interface Truncate {
+  readonly row: RecordBatch;
+  readonly position: Position;
+  /** The identities of the publication's keys, which the merge's own rows settle. */
+  readonly keys: ReadonlySet<string>;
 }
 
 /** A reduced row whose `columns` hold the placeholder: its key, its position, where it is. */
@@ -184,6 +198,7 @@ export function reduceToNewest(
   >();
   const placeholders = batches.map(unavailableCells);
   const toasted = [...new Set(placeholders.flatMap((m) => [...m.keys()]))];
+  let truncate: { batch: number; row: number; position: Position } | undefined;
   /** Per key, with placeholders about: the newest real value of each such column, and the newest delete. */
   const earlier = new Map<string, { values: Map<string, Held>; deleted: Position | undefined }>();
   batches.forEach((batch, b) => {
@@ -206,6 +221,11 @@ export function reduceToNewest(
         timestamp: Number(timestamps?.get(i) ?? 0),
       };
       const keyValuesOfRow = keys.map((k) => k(i));
+      if (keyValuesOfRow.every((v) => v === null) && deleted?.get(i) === true) {
+        // A truncate (a delete without a key): applied to the keys older than it below.
+        if (!truncate || newer(position, truncate.position)) truncate = { batch: b, row: i, position };
+        continue;
+      }
       const key = keyIdentity(keyValuesOfRow);
       const held = newest.get(key);
       if (!held || newer(position, held.position))
@@ -225,6 +245,8 @@ export function reduceToNewest(
     }
   });
   const kept = batches.map(() => [] as number[]);
+  /** Per batch, the rows of keys whose newest record is older than the truncate: deleted at its position. */
+  const truncated = batches.map(() => [] as number[]);
   /** Per batch, kept row → its placeholder columns' values from earlier records, or unresolved. */
   const fills = batches.map(
     () =>
@@ -234,6 +256,10 @@ export function reduceToNewest(
       >(),
   );
   for (const [identity, { batch, row, position, key }] of newest) {
+    if (truncate && newer(truncate.position, position)) {
+      truncated[batch]!.push(row);
+      continue;
+    }
     kept[batch]!.push(row);
     const columns = toasted.filter((c) => placeholders[batch]!.get(c)?.(row));
     if (columns.length === 0) continue;
@@ -282,7 +308,46 @@ export function reduceToNewest(
     }
     taken.push(out);
   });
-  return { table: new ArrowTable(taken), upserts: newest.size - deletes, deletes, unavailable };
+  if (!truncate)
+    return { table: new ArrowTable(taken), upserts: newest.size - deletes, deletes, unavailable };
+  const template = takeRows(batches[truncate.batch]!, [truncate.row]);
+  truncated.forEach((rows, b) => {
+    if (rows.length === 0) return;
+    taken.push(deleteRowsAt(template, batches[b]!, rows, keyColumns));
+    deletes += rows.length;
+  });
+  return {
+    table: new ArrowTable(taken),
+    upserts: newest.size - deletes,
+    deletes,
+    unavailable,
+    truncate: { row: template, position: truncate.position, keys: new Set(newest.keys()) },
+  };
+}
+
+/**
+ * Delete rows at a truncate's position for the keys at `rows` of `keys`: the truncate's row
+ * (no values) once per key, its key columns taken from `keys`.
+ */
+function deleteRowsAt(
+  truncate: RecordBatch,
+  keys: RecordBatch,
+  rows: readonly number[],
+  keyColumns: readonly string[],
+): RecordBatch {
+  const base = takeRows(
+    truncate,
+    rows.map(() => 0),
+  );
+  const children = base.schema.fields.map((field, c) => {
+    if (!keyColumns.includes(field.name)) return base.data.children[c]!;
+    const at = keys.schema.fields.findIndex((f) => f.name === field.name);
+    return takeData(keys.data.children[at]!, rows);
+  });
+  return new RecordBatch(
+    base.schema,
+    makeData({ type: new Struct(base.schema.fields), length: rows.length, nullCount: 0, children }),
+  );
 }
 
 interface Held {
@@ -429,8 +494,13 @@ export async function mergeNewest(
 ): Promise<MergeOutcome> {
   let outcome: MergeOutcome | undefined;
   let pending = reduced;
+  const truncated = reduced.truncate ? await truncateTable(table, keyColumns, reduced.truncate, hasRow) : [];
   for (let round = 0; ; round++) {
-    const filled = await fillFromTable(table, keyColumns, pending, hasRow);
+    const fill = await fillFromTable(table, keyColumns, pending, hasRow);
+    const source = [...fill.table.batches, ...(round === 0 ? truncated : [])];
+    const schema = source[0]?.schema;
+    if (!schema) return { version: await table.version(), inserted: 0, updated: 0, upserts: 0, deletes: 0 };
+    const filled = { ...fill, table: new ArrowTable(source.map((b) => conformTo(b, schema))) };
     const where =
       filled.guard === undefined
         ? newerCondition(hasRow)
@@ -446,7 +516,7 @@ export async function mergeNewest(
       inserted: (outcome?.inserted ?? 0) + result.numInsertedRows,
       updated: (outcome?.updated ?? 0) + result.numUpdatedRows,
       upserts: reduced.upserts,
-      deletes: reduced.deletes,
+      deletes: reduced.deletes + truncated.reduce((n, b) => n + b.numRows, 0),
     };
     const skipped = await skippedByGuard(table, keyColumns, filled.guarded, hasRow);
     if (skipped.length === 0) return outcome;
@@ -456,6 +526,67 @@ export async function mergeNewest(
       );
     pending = subset(filled.table, skipped, reduced);
   }
+}
+
+/**
+ * Delete rows at a truncate's position for each live key of the table older than it that the
+ * publication does not hold (those are its own rows already). Every key is read: a truncate
+ * is rare, and its commit is one like any publication's, so a reader sees the table before
+ * it or empty of what came before it. A key another owner inserts between this read and the
+ * commit with an older record is not deleted (docs/design/upserts.md).
+ */
+async function truncateTable(
+  table: lancedb.Table,
+  keyColumns: readonly string[],
+  truncate: Truncate,
+  hasRow: boolean,
+): Promise<RecordBatch[]> {
+  const select = [...keyColumns, ...POSITION_COLUMNS, ...(hasRow ? [ROW_COLUMN] : [])];
+  const live = await table.query().where(`${DELETED_COLUMN} = false`).select(select.map(quoted)).toArrow();
+  const deletes: RecordBatch[] = [];
+  for (const batch of live.batches) {
+    const positions = positionsOf(batch);
+    const key = keyColumns.map((c) => keyValues(batch.getChild(c)!));
+    const rows: number[] = [];
+    for (let i = 0; i < batch.numRows; i++)
+      if (!truncate.keys.has(keyIdentity(key.map((k) => k(i)))) && newer(truncate.position, positions(i)))
+        rows.push(i);
+    if (rows.length > 0) deletes.push(deleteRowsAt(truncate.row, batch, rows, keyColumns));
+  }
+  return deletes;
+}
+
+const POSITION_COLUMNS = [TOPIC_COLUMN, TOPIC_ID_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN];
+
+/** A batch read from the table: each row's position. */
+function positionsOf(batch: RecordBatch): (row: number) => Position {
+  const topics = batch.getChild(TOPIC_COLUMN)!;
+  const ids = batch.getChild(TOPIC_ID_COLUMN);
+  const partitions = batch.getChild(PARTITION_COLUMN)!;
+  const offsets = keyValues(batch.getChild(OFFSET_COLUMN)!);
+  const timestamps = keyValues(batch.getChild(TIMESTAMP_COLUMN)!);
+  const rows = batch.getChild(ROW_COLUMN);
+  return (i) => ({
+    topic: topics.get(i) as string,
+    topicId: (ids?.get(i) as string | null | undefined) ?? undefined,
+    partition: partitions.get(i) as number,
+    offset: Number(offsets(i)),
+    row: Number(rows?.get(i) ?? 0),
+    timestamp: Number(timestamps(i) ?? 0),
+  });
+}
+
+/** The batch with exactly `schema`'s columns in its order, a column it lacks all null. */
+function conformTo(batch: RecordBatch, schema: Schema): RecordBatch {
+  if (batch.schema === schema) return batch;
+  const children = schema.fields.map((field) => {
+    const at = batch.schema.fields.findIndex((f) => f.name === field.name);
+    return at >= 0 ? batch.data.children[at]! : nullColumn(field.type as DataType, batch.numRows);
+  });
+  return new RecordBatch(
+    schema,
+    makeData({ type: new Struct(schema.fields), length: batch.numRows, nullCount: 0, children }),
+  );
 }
 
 /** Rows that read their placeholders' values from the table's row of their key. */
@@ -603,11 +734,7 @@ async function storedRows(
   const select = [
     ...keyColumns,
     ...columns.filter((c) => !keyColumns.includes(c)),
-    TOPIC_COLUMN,
-    TOPIC_ID_COLUMN,
-    PARTITION_COLUMN,
-    OFFSET_COLUMN,
-    TIMESTAMP_COLUMN,
+    ...POSITION_COLUMNS,
     DELETED_COLUMN,
     ...(hasRow ? [ROW_COLUMN] : []),
   ];
@@ -617,23 +744,11 @@ async function storedRows(
   const found = new Map<string, StoredRow>();
   for (const batch of (await query.toArrow()).batches) {
     const key = keyColumns.map((c) => keyValues(batch.getChild(c)!));
-    const topics = batch.getChild(TOPIC_COLUMN)!;
-    const ids = batch.getChild(TOPIC_ID_COLUMN);
-    const partitions = batch.getChild(PARTITION_COLUMN)!;
-    const offsets = keyValues(batch.getChild(OFFSET_COLUMN)!);
-    const timestamps = keyValues(batch.getChild(TIMESTAMP_COLUMN)!);
-    const rows = batch.getChild(ROW_COLUMN);
+    const positions = positionsOf(batch);
     const deleted = batch.getChild(DELETED_COLUMN)!;
     for (let i = 0; i < batch.numRows; i++)
       found.set(keyIdentity(key.map((k) => k(i))), {
-        position: {
-          topic: topics.get(i) as string,
-          topicId: (ids?.get(i) as string | null | undefined) ?? undefined,
-          partition: partitions.get(i) as number,
-          offset: Number(offsets(i)),
-          row: Number(rows?.get(i) ?? 0),
-          timestamp: Number(timestamps(i) ?? 0),
-        },
+        position: positions(i),
         deleted: deleted.get(i) === true,
         values: new Map(columns.map((c) => [c, batch.getChild(c)?.get(i) as unknown])),
       });

@@ -5,14 +5,15 @@ import { column, msg, NOW } from './fixture';
 /**
  * Debezium change events (JSON, with and without schemas.enable) as staged rows of an upsert
  * table keyed on the primary key's columns: c/r/u write `after`, d a `_deleted` row of the
- * key (from `before`, or the record key), a tombstone a `_deleted` row of its record key, a truncate and
- * a TOASTed placeholder in a column that is not a string a dead letter with its reason; in a
+ * key (from `before`, or the record key), a tombstone a `_deleted` row of its record key, a truncate
+ * a `_deleted` row without a key (or, refused by the definition, a dead letter), and a TOASTed placeholder in a column that is not a string a dead letter with its reason; in a
  * string column the placeholder is staged for the merge to replace with the stored value.
  */
-const decoder = () =>
+const decoder = (truncate?: 'apply' | 'dead-letter') =>
   new RecordDecoder(
     resolveConsumer(
       {
+        ...(truncate ? { truncate } : {}),
         name: 'customers',
         brokers: ['b:1'],
         topics: ['pg.public.customers'],
@@ -68,18 +69,21 @@ test('a delete without "before" (REPLICA IDENTITY NOTHING) takes its key from th
   expect(decoded.deadLetters.map((d) => [d.offset, d.reason])).toEqual([[2, 'missing-key']]);
 });
 
-test('a truncate, a TOASTed placeholder in a column that is not a string, and a value that is no change event are dead letters with their reasons', () => {
-  const decoded = decoder().decode('pg.public.customers', 0, [
+test('a truncate refused by the definition, a TOASTed placeholder in a column that is not a string or in a create (a primary-key update), and a value that is no change event are dead letters with their reasons', () => {
+  const decoded = decoder('dead-letter').decode('pg.public.customers', 0, [
     msg(0, event('t', null, null)),
     msg(1, event('u', null, { id: 1, name: 'Ann', visits: '__debezium_unavailable_value' })),
     msg(2, '{"id":1,"name":"plain row"}'),
     msg(3, event('m', null, null)),
+    // The create of a primary-key update (REPLICA IDENTITY DEFAULT): the value was the old key's.
+    msg(4, event('c', null, { id: 7, name: 'Ann', note: '__debezium_unavailable_value' })),
   ]);
   expect(decoded.deadLetters.map((d) => [d.offset, d.reason, d.field])).toEqual([
     [0, 'debezium-truncate', undefined],
     [1, 'unavailable-value', 'visits'],
     [2, 'not-a-change-event', undefined],
     [3, 'not-a-change-event', undefined],
+    [4, 'unavailable-value', 'note'],
   ]);
   expect(decoded.batch).toBeUndefined();
 });
@@ -107,4 +111,33 @@ test('compacted topic: a tombstone whose delete event the cleaner removed still 
     [12, 'missing-key'],
     [13, 'missing-key'],
   ]);
+});
+
+test('a truncate is staged as a delete row without a key, in its place among the rows', () => {
+  const decoded = decoder().decode('pg.public.customers', 0, [
+    msg(0, event('c', null, { id: 1, name: 'Ann', note: null })),
+    msg(1, event('t', null, null), null),
+    msg(2, event('c', null, { id: 2, name: 'Bob', note: null })),
+  ]);
+  expect(decoded.deadLetters).toEqual([]);
+  expect(column(decoded.batch!, 'id')).toEqual([1n, null, 2n]);
+  expect(column(decoded.batch!, '_deleted')).toEqual([false, true, false]);
+  expect(column(decoded.batch!, '_offset')).toEqual([0n, 1n, 2n]);
+});
+
+test('truncate outside the Debezium envelope stops the start, naming the field', () => {
+  expect(() =>
+    resolveConsumer(
+      {
+        name: 'plain',
+        brokers: ['b:1'],
+        topics: ['t'],
+        schema: { fields: { id: 'int64' } },
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        truncate: 'apply',
+      },
+      'test',
+    ),
+  ).toThrow(/truncate/);
 });

@@ -11,11 +11,13 @@ import { mergeNewest, reduceToNewest } from '../../src/lance/upsert-merge';
 import { tempDir } from '../support/rows';
 
 /**
- * Debezium updates whose unchanged TOASTed column arrives as `__debezium_unavailable_value`
- * (PostgreSQL's REPLICA IDENTITY DEFAULT), against real LanceDB tables on disk: the stored
- * value stays, from an earlier record of the key in the same publication or from the table;
- * a replay changes nothing, a newer row stays, and a row another owner wrote between the
- * merge's read and its commit is not overwritten with the value from before it.
+ * Debezium change events merged into real LanceDB tables on disk. Updates whose unchanged
+ * TOASTed column arrives as `__debezium_unavailable_value` (PostgreSQL's REPLICA IDENTITY
+ * DEFAULT): the stored value stays, from an earlier record of the key in the same publication
+ * or from the table; a replay changes nothing, a newer row stays, and a row another owner
+ * wrote between the merge's read and its commit is not overwritten with the value from before
+ * it. Truncates: the rows before one are deleted in one commit, the rows after it stay, and a
+ * replay of older records brings nothing back.
  */
 const TOPIC = 'pg.public.docs';
 const TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAA';
@@ -24,7 +26,7 @@ const PLACEHOLDER = '__debezium_unavailable_value';
 const enc = (s: string) => new TextEncoder().encode(s);
 
 type Doc = { id: number; name: string; note?: string | null };
-type Event = readonly [offset: number, op: 'c' | 'u' | 'd', row: Doc];
+type Event = readonly [offset: number, op: 'c' | 'u' | 'd', row: Doc] | readonly [offset: number, op: 't'];
 
 const decoder = () =>
   new RecordDecoder(
@@ -47,12 +49,13 @@ function batchOf(events: readonly Event[], partition = 0): RecordBatch {
   const messages: RawMessage[] = events.map(([offset, op, row]) => ({
     offset,
     timestamp: T0 + offset,
-    key: enc(JSON.stringify({ id: row.id })),
+    // A truncate names no row: no key (Debezium's truncate events have none).
+    key: row ? enc(JSON.stringify({ id: row.id })) : null,
     value: enc(
       JSON.stringify({
         op,
-        before: op === 'd' ? { id: row.id } : null,
-        after: op === 'd' ? null : row,
+        before: op === 'd' ? { id: row?.id } : null,
+        after: op === 'd' || !row ? null : row,
         source: { lsn: offset },
       }),
     ),
@@ -228,4 +231,74 @@ test('a row an older record wrote between the merge’s read and its commit is n
   db.close();
   const { live } = await read(target);
   expect(live).toEqual(new Map([[1, ['one at 5', 'text 3']]]));
+}, 60_000);
+
+test('a truncate deletes every row written before it, in the table and in its own publication, in one commit; the rows after it stay', async () => {
+  const lance = await connect();
+  await publish(lance, [
+    batchOf([
+      [0, 'c', { id: 1, name: 'one', note: 'a' }],
+      [1, 'c', { id: 2, name: 'two', note: 'b' }],
+      [2, 'c', { id: 3, name: 'three', note: 'c' }],
+    ]),
+  ]);
+  const db = await lancedb.connect(target.uri);
+  const table = await db.openTable('docs');
+  const before = await table.version();
+  const written = await publish(lance, [
+    batchOf([
+      [3, 'u', { id: 2, name: 'two b', note: 'b2' }],
+      [4, 't'],
+      [5, 'c', { id: 5, name: 'five', note: 'e' }],
+      [6, 'c', { id: 1, name: 'one again', note: 'a2' }],
+    ]),
+  ]);
+  // Keys 1 and 5 written after it; 2 (also in the publication, before it) and 3 (the table's) deleted.
+  expect(written.merge).toMatchObject({ deletes: 2 });
+  const { live, rows } = await read(target);
+  expect(live).toEqual(
+    new Map([
+      [1, ['one again', 'a2']],
+      [5, ['five', 'e']],
+    ]),
+  );
+  expect(rows).toBe(4);
+  // Every version between: the table before the publication, or after it whole.
+  await table.checkoutLatest();
+  const after = await table.version();
+  for (let v = before; v <= after; v++) {
+    await table.checkout(v);
+    const ids = ((await table.query().where('_deleted = false').select(['id']).toArray()) as { id: bigint }[])
+      .map((r) => Number(r.id))
+      .sort();
+    expect([
+      [1, 2, 3],
+      [1, 5],
+    ]).toContainEqual(ids);
+  }
+  db.close();
+  lance.close();
+}, 60_000);
+
+test('after a truncate, a replay of the publications before it and a zombie’s older record bring no row back', async () => {
+  const lance = await connect();
+  const first = [
+    batchOf([
+      [0, 'c', { id: 1, name: 'one', note: 'a' }],
+      [1, 'c', { id: 2, name: 'two', note: 'b' }],
+    ]),
+  ];
+  await publish(lance, first);
+  await publish(lance, [batchOf([[2, 't']])]);
+  await publish(lance, [batchOf([[3, 'c', { id: 2, name: 'two again', note: 'b2' }]])]);
+  const replay = await publish(lance, first);
+  const zombie = await publish(lance, [batchOf([[1, 'u', { id: 1, name: 'one late', note: 'z' }]])]);
+  // The truncate itself again: nothing older is left to delete, the newer key stays.
+  const again = await publish(lance, [batchOf([[2, 't']])]);
+  expect(replay.merge).toMatchObject({ inserted: 0, updated: 0 });
+  expect(zombie.merge).toMatchObject({ inserted: 0, updated: 0 });
+  expect(again.merge).toMatchObject({ inserted: 0, updated: 0 });
+  const { live } = await read(target);
+  expect(live).toEqual(new Map([[2, ['two again', 'b2']]]));
+  lance.close();
 }, 60_000);
