@@ -115,6 +115,79 @@ async function valuesHolding(topic: string, text: string): Promise<number> {
   return found;
 }
 
+/** A Debezium connector for `public.<name>` into topic `<prefix>.public.<name>`, hosted. */
+async function startConnector(
+  prefix: string,
+  name: string,
+  partitions: number,
+  extra: Record<string, string> = {},
+): Promise<void> {
+  debezium(
+    'connector',
+    prefix,
+    JSON.stringify({
+      'connector.class': 'io.debezium.connector.postgresql.PostgresConnector',
+      'database.hostname': '127.0.0.1',
+      'database.port': String(PG_PORT),
+      'database.user': 'postgres',
+      'database.password': '',
+      'database.dbname': 'postgres',
+      'topic.prefix': prefix,
+      'table.include.list': `public.${name}`,
+      'plugin.name': 'pgoutput',
+      'slot.name': prefix,
+      'publication.name': prefix,
+      'publication.autocreate.mode': 'filtered',
+      'topic.creation.default.replication.factor': '1',
+      'topic.creation.default.partitions': String(partitions),
+      ...extra,
+    }),
+  );
+  const topic = `${prefix}.public.${name}`;
+  await until(
+    'Debezium to create the topic',
+    async () => ((await suite.admin.listTopics()).includes(topic) ? true : undefined),
+    120_000,
+    500,
+  );
+  await untilHosted(suite.admin, topic, partitions);
+}
+
+/** The connector, then its slot and publication (an idle slot would hold WAL for ever), and the table. */
+async function dropConnector(prefix: string, name: string): Promise<void> {
+  runBounded('curl', ['-s', '-X', 'DELETE', `http://127.0.0.1:${PG_PORT + 1}/connectors/${prefix}`]);
+  await until(
+    'the slot to be released',
+    () =>
+      sql(`SELECT count(*) FROM pg_replication_slots WHERE slot_name = '${prefix}' AND active`).trim() === '0'
+        ? true
+        : undefined,
+    30_000,
+    500,
+  );
+  sql(`SELECT pg_drop_replication_slot('${prefix}'); DROP PUBLICATION ${prefix}; DROP TABLE ${name};`);
+}
+
+/** Waits until the Lance table equals the PostgreSQL table, naming the first difference if it never does. */
+async function untilEqual(
+  lanceDir: string,
+  source: readonly SourceRow[],
+  replica: ReplicaProcess,
+): Promise<void> {
+  let last: string | undefined;
+  await until(
+    'the Lance table to equal the PostgreSQL table',
+    async () => {
+      last = difference(await lanceRows(lanceDir), source);
+      return last === undefined ? true : undefined;
+    },
+    240_000,
+    1_000,
+  ).catch((error: unknown) => {
+    throw new Error(`${String(error)}; ${last}; replica:\n${replica.tail(10)}`);
+  });
+}
+
 // FULL: every update carries the whole row. DEFAULT: an update leaving a TOASTed note alone
 // carries Debezium's placeholder for it, and the table keeps the stored note.
 test.each(['FULL', 'DEFAULT'] as const)(
@@ -133,33 +206,7 @@ test.each(['FULL', 'DEFAULT'] as const)(
      INSERT INTO ${name} SELECT g, 'snap ' || g, CASE WHEN g % 5 = 0 THEN ${big} WHEN g % 3 = 0 THEN NULL ELSE 'n' || g END
        FROM generate_series(1, 300) g;`,
     );
-    debezium(
-      'connector',
-      prefix,
-      JSON.stringify({
-        'connector.class': 'io.debezium.connector.postgresql.PostgresConnector',
-        'database.hostname': '127.0.0.1',
-        'database.port': String(PG_PORT),
-        'database.user': 'postgres',
-        'database.password': '',
-        'database.dbname': 'postgres',
-        'topic.prefix': prefix,
-        'table.include.list': `public.${name}`,
-        'plugin.name': 'pgoutput',
-        'slot.name': prefix,
-        'publication.name': prefix,
-        'publication.autocreate.mode': 'filtered',
-        'topic.creation.default.replication.factor': '1',
-        'topic.creation.default.partitions': '3',
-      }),
-    );
-    await until(
-      'Debezium to create the topic',
-      async () => ((await suite.admin.listTopics()).includes(topic) ? true : undefined),
-      120_000,
-      500,
-    );
-    await untilHosted(suite.admin, topic, 3);
+    await startConnector(prefix, name, 3);
     const lanceDir = path.join(suite.work, `${uniqueName('debezium')}-lance`);
     const c = await topicAndConsumer(suite, 1, {
       topics: [topic],
@@ -202,18 +249,7 @@ test.each(['FULL', 'DEFAULT'] as const)(
     await workload(10, 14);
     const source = sourceRows(name);
     expect(source.some((r) => (r.note?.length ?? 0) > 10_000)).toBe(true);
-    let last: string | undefined;
-    await until(
-      'the Lance table to equal the PostgreSQL table',
-      async () => {
-        last = difference(await lanceRows(lanceDir), source);
-        return last === undefined ? true : undefined;
-      },
-      240_000,
-      1_000,
-    ).catch((error: unknown) => {
-      throw new Error(`${String(error)}; ${last}; replica:\n${second.tail(10)}`);
-    });
+    await untilEqual(lanceDir, source, second);
     await waitForCommittedAtEnd(suite.admin, c.groupId, topic);
     // The DEFAULT run's updates of names left TOASTed notes alone: the placeholder was sent
     // (FULL: PostgreSQL logs the old row whole, and Debezium takes the value from it).
@@ -225,19 +261,63 @@ test.each(['FULL', 'DEFAULT'] as const)(
       .readFile(path.join(suite.work, `${c.name}.dlq.jsonl`), 'utf8')
       .catch(() => '');
     expect(deadLetters).toBe('');
-    // The connector, then its slot and publication: an idle slot would hold WAL for ever.
-    runBounded('curl', ['-s', '-X', 'DELETE', `http://127.0.0.1:${PG_PORT + 1}/connectors/${prefix}`]);
-    await until(
-      'the slot to be released',
-      () =>
-        sql(`SELECT count(*) FROM pg_replication_slots WHERE slot_name = '${prefix}' AND active`).trim() ===
-        '0'
-          ? true
-          : undefined,
-      30_000,
-      500,
-    );
-    sql(`SELECT pg_drop_replication_slot('${prefix}'); DROP PUBLICATION ${prefix}; DROP TABLE ${name};`);
+    await dropConnector(prefix, name);
   },
   600_000,
 );
+
+test('truncates of the PostgreSQL table (skipped.operations none) empty the Lance table of the rows before them, the replica SIGKILLed between, and it equals SELECT * FROM t ORDER BY id', async () => {
+  const name = uniqueName('t').replace(/-/g, '_');
+  const prefix = uniqueName('dbz').replace(/-/g, '_');
+  const topic = `${prefix}.public.${name}`;
+  sql(
+    `CREATE TABLE ${name} (id int PRIMARY KEY, name text NOT NULL, note text);
+     INSERT INTO ${name} SELECT g, 'snap ' || g, 'n' || g FROM generate_series(1, 100) g;`,
+  );
+  // One partition: a truncate has no key, and Debezium orders it against the rows only within
+  // one partition (docs/upserts-and-cdc.md).
+  await startConnector(prefix, name, 1, { 'skipped.operations': 'none' });
+  const lanceDir = path.join(suite.work, `${uniqueName('debezium-truncate')}-lance`);
+  const c = await topicAndConsumer(suite, 1, {
+    topics: [topic],
+    schema: { fields: { id: 'int64', name: 'string', note: 'string' } },
+    mode: 'upsert',
+    key: { fields: ['id'] },
+    envelope: 'debezium',
+    lance: { uri: lanceDir },
+    staging: { maxPartAgeMs: 300 },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-debezium-truncate-'));
+  const first = new ReplicaProcess(c.file, dataDir, testBrokers());
+  await first.waitReady();
+  // Rows before and after each truncate; some keys come back after it, some are updated
+  // in the transaction right before it.
+  const round = (r: number) =>
+    sql(
+      `UPDATE ${name} SET name = 'upd ' || id || '/${r}' WHERE id % 3 = ${r % 3};
+       INSERT INTO ${name} SELECT g, 'new ' || g || '/${r}', 'n' FROM generate_series(${200 + r * 10}, ${209 + r * 10}) g;
+       BEGIN; UPDATE ${name} SET note = 'before truncate ${r}' WHERE id % 4 = 0; COMMIT;
+       TRUNCATE ${name};
+       INSERT INTO ${name} SELECT g, 'after ' || g || '/${r}', 'n' || g FROM generate_series(${r * 7}, ${r * 7 + 30}) g;
+       UPDATE ${name} SET note = 'updated after ${r}' WHERE id % 5 = 0;`,
+    );
+  round(1);
+  await sleep(500);
+  await first.kill('SIGKILL');
+  round(2);
+  const second = new ReplicaProcess(c.file, dataDir, testBrokers());
+  await second.waitReady();
+  round(3);
+  const source = sourceRows(name);
+  expect(source.length).toBeGreaterThan(0);
+  await untilEqual(lanceDir, source, second);
+  await waitForCommittedAtEnd(suite.admin, c.groupId, topic);
+  expect(await valuesHolding(topic, '"op":"t"')).toBe(3);
+  expect((await second.stop()).code).toBe(0);
+  const deadLetters = await fsp
+    .readFile(path.join(suite.work, `${c.name}.dlq.jsonl`), 'utf8')
+    .catch(() => '');
+  expect(deadLetters).toBe('');
+  await dropConnector(prefix, name);
+}, 600_000);
