@@ -181,6 +181,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
       "Envelope `debezium`: what a truncate event (`op: t`, sent when the connector's `skipped.operations` lets it through) does: `apply` deletes every row written before it, in one commit; `dead-letter` sets it aside (`debezium-truncate`) and keeps the rows.",
     computedDefault: '`apply`',
   },
+  sequence: {
+    meaning:
+      "Envelope `debezium`: a dotted path into the change event whose integer orders a key's records before their Kafka position (`source.lsn`: PostgreSQL's log position, which also orders a key's records across partitions and topics). Kept per row in the column `_sequence`; a row without one (a tombstone, a truncate) is ordered by its Kafka position.",
+  },
   'key.fields': {
     meaning:
       'Declared fields (1 to 8; string, integer, date, timestamp, boolean or binary) whose values together are the key; each becomes non-nullable, a record without one is a dead letter.',

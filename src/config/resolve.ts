@@ -6,7 +6,7 @@ import { consumerDefinitionSchema, type ConsumerDefinition } from './consumer-de
 import type { DeclaredField, FieldSpecOutput, NamedField } from './field-spec';
 import { tlsMaterialProblems } from './tls-material';
 import { resolveSecrets, type SecretProblem, type WithSecretsResolved } from './secret';
-import { tombstonesOf, type Tombstones } from './upsert-options';
+import { SEQUENCE_COLUMN, tombstonesOf, withSequenceColumn, type Tombstones } from './upsert-options';
 
 /** A configuration that fails validation; the message names every offending field. */
 export class ConfigError extends KafkaLanceError {
@@ -163,7 +163,11 @@ export function resolveConsumer(
     table: def.table ?? def.name,
     dataDir: path.resolve(overrides.dataDir ?? env.KAFKA_LANCE_DATA_DIR ?? def.dataDir ?? 'data'),
     workers: def.workers ?? defaultStagingWorkers(),
-    fields,
+    fields: withSequenceColumn(fields, def.sequence, {
+      name: SEQUENCE_COLUMN,
+      type: 'int64',
+      nullable: true,
+    }),
     // The record key is a row's key: read into `_key` whether or not includeKey says so.
     includeKey: def.includeKey || recordKey,
     tombstones: tombstonesOf(def),

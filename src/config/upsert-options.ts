@@ -41,6 +41,27 @@ export const TRUNCATES = ['apply', 'dead-letter'] as const;
 export type Truncates = (typeof TRUNCATES)[number];
 
 /**
+ * A source sequence that orders a key's records before their Kafka positions (issue: a key
+ * moved between partitions or topics, where Kafka has no order): a dotted path into the
+ * Debezium event (`source.lsn`), its integer value staged in `_sequence`.
+ */
+export const sourceSequence = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, 'a dotted path such as "source.lsn"');
+
+/** The column a row's source sequence is staged and kept in (docs/design/upserts.md). */
+export const SEQUENCE_COLUMN = '_sequence';
+
+/** The declared fields with `_sequence` (a nullable int64) when the definition names a sequence. */
+export function withSequenceColumn<F extends { readonly name: string }>(
+  fields: F[] | undefined,
+  sequence: string | undefined,
+  column: F,
+): F[] | undefined {
+  return fields && sequence !== undefined ? [...fields, column] : fields;
+}
+
+/**
  * Column types a key field may have: Lance joins a merge on them by value and type, and a
  * BTREE indexes them. Floats (no exact equality), json (text of a value) and nested types
  * are refused.
@@ -77,6 +98,7 @@ interface UpsertDefinition {
   readonly key?: UpsertKeySpec | undefined;
   readonly tombstones?: Tombstones | undefined;
   readonly truncate?: Truncates | undefined;
+  readonly sequence?: string | undefined;
   readonly keyFormat: KeyFormat;
   readonly transform?: unknown;
   /** Declared fields' type names by name; undefined for `schema: 'infer'`. */
@@ -91,6 +113,19 @@ export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
       path: ['truncate'],
       message: 'truncate is what a Debezium truncate event does: set envelope: "debezium" or remove truncate',
     });
+  if (def.sequence !== undefined) {
+    if (def.envelope !== 'debezium')
+      problems.push({
+        path: ['sequence'],
+        message:
+          'sequence names a field of a Debezium change event (such as "source.lsn"): set envelope: "debezium"',
+      });
+    if (def.fieldTypes !== undefined && SEQUENCE_COLUMN in def.fieldTypes)
+      problems.push({
+        path: ['schema', 'fields', SEQUENCE_COLUMN],
+        message: `"${SEQUENCE_COLUMN}" holds the source sequence: rename this field`,
+      });
+  }
   if (def.envelope === 'debezium') {
     if (def.format !== 'json')
       problems.push({

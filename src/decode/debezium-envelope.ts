@@ -1,5 +1,5 @@
 import type { Row } from '../config';
-import type { Truncates } from '../config/upsert-options';
+import { SEQUENCE_COLUMN, type Truncates } from '../config/upsert-options';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
 import { DataType } from 'apache-arrow';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
@@ -90,9 +90,37 @@ export function readChangeEvent(
     readonly takesPlaceholder?: (field: string) => boolean;
     /** What a truncate does (config/upsert-options.ts); absent: 'apply'. */
     readonly truncate?: Truncates | undefined;
+    /** A dotted path into the event whose integer orders a key's records (`source.lsn`), staged in `_sequence`. */
+    readonly sequence?: string | undefined;
   } = {},
 ): ChangeEvent {
   const takesPlaceholder = options.takesPlaceholder ?? (() => false);
+  const change = readChange(value, key, keyFields, takesPlaceholder, options.truncate);
+  if (options.sequence === undefined || !('kind' in change) || change.kind === 'truncate') return change;
+  const sequence = { [SEQUENCE_COLUMN]: sequenceOf(payloadOf(value), options.sequence) };
+  return change.kind === 'upsert'
+    ? { kind: 'upsert', row: { ...change.row, ...sequence } }
+    : { kind: 'delete', key: { ...change.key, ...sequence } };
+}
+
+/**
+ * The integer at a dotted path of the event, or null (the row is then ordered by its Kafka
+ * position alone): a number, or a bigint from the exact parse of a value beyond 2^53.
+ */
+function sequenceOf(event: unknown, path: string): number | bigint | null {
+  let at: unknown = event;
+  for (const part of path.split('.')) at = isObject(at) ? at[part] : undefined;
+  if (typeof at === 'bigint' || (typeof at === 'number' && Number.isSafeInteger(at))) return at;
+  return null;
+}
+
+function readChange(
+  value: unknown,
+  key: Uint8Array | null,
+  keyFields: readonly string[],
+  takesPlaceholder: (field: string) => boolean,
+  truncate: Truncates | undefined,
+): ChangeEvent {
   const event = payloadOf(value);
   if (!isObject(event) || typeof event.op !== 'string')
     return { reason: 'not-a-change-event', detail: 'not a Debezium change event: no "op"' };
@@ -131,7 +159,7 @@ export function readChangeEvent(
       return { kind: 'delete', key: Object.fromEntries(keyFields.map((f) => [f, source[f]])) };
     }
     case 't':
-      if (options.truncate === 'dead-letter')
+      if (truncate === 'dead-letter')
         return {
           reason: 'debezium-truncate',
           detail: 'a truncate of the source table, refused by truncate: "dead-letter"; the rows stay',

@@ -52,6 +52,8 @@ export type DecoderOptions = Pick<
   readonly envelope?: Envelope;
   /** 'debezium': what a truncate does (upsert-options.ts); absent: 'apply'. */
   readonly truncate?: Truncates | undefined;
+  /** 'debezium': the event's path whose integer is staged in `_sequence` (upsert-options.ts). */
+  readonly sequence?: string | undefined;
   /** Upsert mode: the key's columns (ResolvedConsumer.upsertKey); absent or undefined in append mode. */
   readonly upsertKey?: readonly string[] | undefined;
   /**
@@ -348,6 +350,7 @@ export class RecordDecoder {
         const change = readChangeEvent(value, message.key, this.#options.upsertKey ?? [], {
           takesPlaceholder: (f) => takesPlaceholder(this.#byName.get(f)),
           truncate: this.#options.truncate,
+          sequence: this.#options.sequence,
         });
         if ('reason' in change) {
           verdict(change.reason, change.detail, change.field);

@@ -11,6 +11,7 @@ import {
   type Data,
   type Vector,
 } from 'apache-arrow';
+import { SEQUENCE_COLUMN } from '../config/upsert-options';
 import {
   DELETED_COLUMN,
   OFFSET_COLUMN,
@@ -41,6 +42,8 @@ interface Position {
   readonly offset: number;
   readonly row: number;
   readonly timestamp: number;
+  /** The source sequence (`_sequence`, such as Debezium's `source.lsn`); null or absent: none. */
+  readonly sequence?: bigint | null;
 }
 
 /**
@@ -54,6 +57,9 @@ interface Position {
  * the old one's value (docs/design/upserts.md).
  */
 export function newer(a: Position, b: Position): boolean {
+  // A source sequence on both sides orders them first (a key's records across partitions and
+  // topics included); equal or missing, the Kafka order decides.
+  if (a.sequence != null && b.sequence != null && a.sequence !== b.sequence) return a.sequence > b.sequence;
   if (a.topic === b.topic && sameIncarnation(a.topicId, b.topicId) && a.partition === b.partition)
     return a.offset > b.offset || (a.offset === b.offset && a.row > b.row);
   if (a.timestamp !== b.timestamp) return a.timestamp > b.timestamp;
@@ -72,7 +78,18 @@ function sameIncarnation(a: string | undefined, b: string | undefined): boolean 
 }
 
 /** `newer(source, target)` as a merge-insert condition (`source.` and `target.` columns). */
-export function newerCondition(hasRow: boolean): string {
+export function newerCondition(hasRow: boolean, hasSequence = false): string {
+  const kafka = kafkaNewerCondition(hasRow);
+  if (!hasSequence) return kafka;
+  const s = `source.${SEQUENCE_COLUMN}`;
+  const t = `target.${SEQUENCE_COLUMN}`;
+  // Never NULL: IS NOT NULL is a boolean, and FALSE AND NULL is FALSE.
+  const differ = `(${s} IS NOT NULL AND ${t} IS NOT NULL AND ${s} <> ${t})`;
+  return `(${differ} AND ${s} > ${t}) OR (NOT ${differ} AND (${kafka}))`;
+}
+
+/** The Kafka order of `newer` in SQL. */
+function kafkaNewerCondition(hasRow: boolean): string {
   const s = (c: string) => `source.${c}`;
   const t = (c: string) => `target.${c}`;
   const unknownId = (c: string) => `${c} IS NULL OR ${c} = ''`;
@@ -211,6 +228,8 @@ export function reduceToNewest(
     const rowColumn = batch.getChild(ROW_COLUMN);
     const timestamps = batch.getChild(TIMESTAMP_COLUMN);
     const deleted = batch.getChild(DELETED_COLUMN);
+    const sequenceColumn = batch.getChild(SEQUENCE_COLUMN);
+    const sequences = sequenceColumn ? keyValues(sequenceColumn) : undefined;
     for (let i = 0; i < batch.numRows; i++) {
       const position: Position = {
         topic: system.topic(i),
@@ -219,6 +238,7 @@ export function reduceToNewest(
         offset: system.offset(i),
         row: Number(rowColumn?.get(i) ?? 0),
         timestamp: Number(timestamps?.get(i) ?? 0),
+        sequence: sequences ? (sequences(i) as bigint | null) : null,
       };
       const keyValuesOfRow = keys.map((k) => k(i));
       if (keyValuesOfRow.every((v) => v === null) && deleted?.get(i) === true) {
@@ -494,17 +514,19 @@ export async function mergeNewest(
 ): Promise<MergeOutcome> {
   let outcome: MergeOutcome | undefined;
   let pending = reduced;
-  const truncated = reduced.truncate ? await truncateTable(table, keyColumns, reduced.truncate, hasRow) : [];
+  // Rows with a sequence (a definition naming one): the table has the column too (its schema
+  // follows the staged one), and the reads below select it.
+  const hasSequence = reduced.table.schema.fields.some((f) => f.name === SEQUENCE_COLUMN);
+  const extra = [...(hasRow ? [ROW_COLUMN] : []), ...(hasSequence ? [SEQUENCE_COLUMN] : [])];
+  const truncated = reduced.truncate ? await truncateTable(table, keyColumns, reduced.truncate, extra) : [];
   for (let round = 0; ; round++) {
-    const fill = await fillFromTable(table, keyColumns, pending, hasRow);
+    const fill = await fillFromTable(table, keyColumns, pending, extra);
     const source = [...fill.table.batches, ...(round === 0 ? truncated : [])];
     const schema = source[0]?.schema;
     if (!schema) return { version: await table.version(), inserted: 0, updated: 0, upserts: 0, deletes: 0 };
     const filled = { ...fill, table: new ArrowTable(source.map((b) => conformTo(b, schema))) };
-    const where =
-      filled.guard === undefined
-        ? newerCondition(hasRow)
-        : `(${newerCondition(hasRow)}) AND (${filled.guard})`;
+    const newerThanTarget = newerCondition(hasRow, hasSequence);
+    const where = filled.guard === undefined ? newerThanTarget : `(${newerThanTarget}) AND (${filled.guard})`;
     const result = await table
       .mergeInsert([...keyColumns])
       .whenMatchedUpdateAll({ where })
@@ -518,7 +540,7 @@ export async function mergeNewest(
       upserts: reduced.upserts,
       deletes: reduced.deletes + truncated.reduce((n, b) => n + b.numRows, 0),
     };
-    const skipped = await skippedByGuard(table, keyColumns, filled.guarded, hasRow);
+    const skipped = await skippedByGuard(table, keyColumns, filled.guarded, extra);
     if (skipped.length === 0) return outcome;
     if (round >= 8)
       throw new Error(
@@ -539,9 +561,10 @@ async function truncateTable(
   table: lancedb.Table,
   keyColumns: readonly string[],
   truncate: Truncate,
-  hasRow: boolean,
+  /** `_row` and `_sequence`, those of them the table has. */
+  extra: readonly string[],
 ): Promise<RecordBatch[]> {
-  const select = [...keyColumns, ...POSITION_COLUMNS, ...(hasRow ? [ROW_COLUMN] : [])];
+  const select = [...keyColumns, ...POSITION_COLUMNS, ...extra];
   const live = await table.query().where(`${DELETED_COLUMN} = false`).select(select.map(quoted)).toArrow();
   const deletes: RecordBatch[] = [];
   for (const batch of live.batches) {
@@ -566,7 +589,10 @@ function positionsOf(batch: RecordBatch): (row: number) => Position {
   const offsets = keyValues(batch.getChild(OFFSET_COLUMN)!);
   const timestamps = keyValues(batch.getChild(TIMESTAMP_COLUMN)!);
   const rows = batch.getChild(ROW_COLUMN);
+  const sequenceColumn = batch.getChild(SEQUENCE_COLUMN);
+  const sequences = sequenceColumn ? keyValues(sequenceColumn) : undefined;
   return (i) => ({
+    sequence: sequences ? (sequences(i) as bigint | null) : null,
     topic: topics.get(i) as string,
     topicId: (ids?.get(i) as string | null | undefined) ?? undefined,
     partition: partitions.get(i) as number,
@@ -608,8 +634,9 @@ async function fillFromTable(
   table: lancedb.Table,
   keyColumns: readonly string[],
   reduced: ReducedPublication,
-  hasRow: boolean,
+  extra: readonly string[],
 ): Promise<{ table: ArrowTable; guard: string | undefined; guarded: Guarded[] }> {
+  const hasRow = extra.includes(ROW_COLUMN);
   if (reduced.unavailable.length === 0) return { table: reduced.table, guard: undefined, guarded: [] };
   const columns = [...new Set(reduced.unavailable.flatMap((u) => u.columns))];
   const stored = await storedRows(
@@ -617,7 +644,7 @@ async function fillFromTable(
     keyColumns,
     reduced.unavailable.map((u) => u.key),
     columns,
-    hasRow,
+    extra,
     reduced.table.schema,
   );
   const guarded: Guarded[] = [];
@@ -659,7 +686,7 @@ async function skippedByGuard(
   table: lancedb.Table,
   keyColumns: readonly string[],
   guarded: readonly Guarded[],
-  hasRow: boolean,
+  extra: readonly string[],
 ): Promise<Guarded[]> {
   if (guarded.length === 0) return [];
   const stored = await storedRows(
@@ -667,7 +694,7 @@ async function skippedByGuard(
     keyColumns,
     guarded.map((g) => g.key),
     [],
-    hasRow,
+    extra,
     undefined,
   );
   return guarded.filter((g) => {
@@ -728,7 +755,7 @@ async function storedRows(
   keyColumns: readonly string[],
   keys: readonly (readonly unknown[])[],
   columns: readonly string[],
-  hasRow: boolean,
+  extra: readonly string[],
   schema: Schema | undefined,
 ): Promise<Map<string, StoredRow>> {
   const select = [
@@ -736,7 +763,7 @@ async function storedRows(
     ...columns.filter((c) => !keyColumns.includes(c)),
     ...POSITION_COLUMNS,
     DELETED_COLUMN,
-    ...(hasRow ? [ROW_COLUMN] : []),
+    ...extra,
   ];
   let query = table.query().select(select.map(quoted));
   const filter = keyFilter(keyColumns, keys, schema ?? (await table.schema()));

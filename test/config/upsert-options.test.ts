@@ -76,10 +76,25 @@ describe('envelope debezium', () => {
     ]);
   });
 
+  test('a sequence adds the nullable int64 column _sequence; a truncate applies by default', () => {
+    const c = resolveConsumer({ ...debezium, sequence: 'source.lsn' }, 'x', env);
+    expect(c.fields!.find((f) => f.name === '_sequence')).toMatchObject({ type: 'int64', nullable: true });
+    expect(c.sequence).toBe('source.lsn');
+    expect(c.truncate).toBeUndefined();
+  });
+
   test.each([
     [{ mode: 'append', key: undefined }, 'envelope', /mode "upsert" with key \{ fields/],
     [{ key: 'record-key', keyFormat: 'string' }, 'envelope', /mode "upsert" with key \{ fields/],
     [{ format: 'raw', schema: 'infer' }, 'envelope', /format "json"/],
+    [{ envelope: 'none', sequence: 'source.lsn' }, 'sequence', /envelope: "debezium"/],
+    [{ envelope: 'none', truncate: 'apply' }, 'truncate', /envelope: "debezium"/],
+    [{ sequence: 'source..lsn' }, 'sequence', /dotted path/],
+    [
+      { sequence: 'source.lsn', schema: { fields: { id: 'string', _sequence: 'int64' } } },
+      'schema.fields._sequence',
+      /rename this field/,
+    ],
   ])('%j is refused, naming %s', (extra, field, message) => {
     const found = problems({ ...debezium, ...extra });
     expect(found.map((p) => p.field)).toContain(field);

@@ -73,6 +73,16 @@ async function lanceRows(lanceDir: string): Promise<SourceRow[] | undefined> {
   }
 }
 
+/** The live rows holding a `_sequence` (the LSN their event carried). */
+async function rowsWithSequence(lanceDir: string): Promise<number> {
+  const db = await lancedb.connect(lanceDir);
+  try {
+    return await (await db.openTable('logs')).countRows('_deleted = false AND _sequence IS NOT NULL');
+  } finally {
+    db.close();
+  }
+}
+
 /** The first difference between the two tables, for a failure message; undefined when equal. */
 function difference(
   lance: readonly SourceRow[] | undefined,
@@ -188,8 +198,9 @@ async function untilEqual(
   });
 }
 
-// FULL: every update carries the whole row. DEFAULT: an update leaving a TOASTed note alone
-// carries Debezium's placeholder for it, and the table keeps the stored note.
+// FULL: every update carries the whole row; a key's records are ordered by source.lsn.
+// DEFAULT: an update leaving a TOASTed note alone carries Debezium's placeholder for it, and
+// the table keeps the stored note; a key's records are ordered by their Kafka position.
 test.each(['FULL', 'DEFAULT'] as const)(
   'a PostgreSQL table with REPLICA IDENTITY %s mirrored through Debezium, the replica SIGKILLed mid-run, equals SELECT * FROM t ORDER BY id',
   async (identity) => {
@@ -214,6 +225,8 @@ test.each(['FULL', 'DEFAULT'] as const)(
       mode: 'upsert',
       key: { fields: ['id'] },
       envelope: 'debezium',
+      // FULL orders a key's records by PostgreSQL's LSN first; DEFAULT by the Kafka position.
+      ...(identity === 'FULL' ? { sequence: 'source.lsn' } : {}),
       lance: { uri: lanceDir },
       staging: { maxPartAgeMs: 300 },
       materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
@@ -255,6 +268,7 @@ test.each(['FULL', 'DEFAULT'] as const)(
     // (FULL: PostgreSQL logs the old row whole, and Debezium takes the value from it).
     const placeholders = await valuesHolding(topic, '__debezium_unavailable_value');
     if (identity === 'DEFAULT') expect(placeholders).toBeGreaterThan(0);
+    else expect(await rowsWithSequence(lanceDir)).toBe(source.length);
     expect((await second.stop()).code).toBe(0);
     // Nothing was set aside: no placeholder, no truncate, no undecodable event.
     const deadLetters = await fsp

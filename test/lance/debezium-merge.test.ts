@@ -28,10 +28,11 @@ const enc = (s: string) => new TextEncoder().encode(s);
 type Doc = { id: number; name: string; note?: string | null };
 type Event = readonly [offset: number, op: 'c' | 'u' | 'd', row: Doc] | readonly [offset: number, op: 't'];
 
-const decoder = () =>
+const decoder = (sequence?: string) =>
   new RecordDecoder(
     resolveConsumer(
       {
+        ...(sequence ? { sequence } : {}),
         name: 'docs',
         brokers: ['127.0.0.1:1'],
         topics: [TOPIC],
@@ -45,10 +46,17 @@ const decoder = () =>
     () => T0,
   );
 
-function batchOf(events: readonly Event[], partition = 0): RecordBatch {
+/** Each event's `source.lsn` and Kafka timestamp; by default both follow the offset. */
+interface Ordering {
+  readonly lsn?: (offset: number) => number;
+  readonly at?: (offset: number) => number;
+  readonly sequence?: string;
+}
+
+function batchOf(events: readonly Event[], partition = 0, order: Ordering = {}): RecordBatch {
   const messages: RawMessage[] = events.map(([offset, op, row]) => ({
     offset,
-    timestamp: T0 + offset,
+    timestamp: order.at?.(offset) ?? T0 + offset,
     // A truncate names no row: no key (Debezium's truncate events have none).
     key: row ? enc(JSON.stringify({ id: row.id })) : null,
     value: enc(
@@ -56,11 +64,11 @@ function batchOf(events: readonly Event[], partition = 0): RecordBatch {
         op,
         before: op === 'd' ? { id: row?.id } : null,
         after: op === 'd' || !row ? null : row,
-        source: { lsn: offset },
+        source: { lsn: order.lsn?.(offset) ?? offset },
       }),
     ),
   }));
-  const decoded = decoder().decode(TOPIC, partition, messages, TOPIC_ID);
+  const decoded = decoder(order.sequence).decode(TOPIC, partition, messages, TOPIC_ID);
   if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters));
   return decoded.batch!;
 }
@@ -301,4 +309,51 @@ test('after a truncate, a replay of the publications before it and a zombie’s 
   const { live } = await read(target);
   expect(live).toEqual(new Map([[2, ['two again', 'b2']]]));
   lance.close();
+}, 60_000);
+
+test('with a source sequence (source.lsn) a key keeps the record with the newer LSN, whatever the Kafka order says; without one, the Kafka order decides', async () => {
+  // Key 1 written at partition 0 (LSN 500), then a record of it with an older LSN (400) in
+  // partition 1 at a later time (a connector restarted onto a topic of more partitions, say);
+  // key 2 deleted at LSN 900, then an upsert with LSN 800 later in the same partition.
+  const lsns: Record<number, number> = { 10: 500, 11: 900, 3: 400, 12: 800 };
+  const run = async (sequence: string | undefined) => {
+    const order: Ordering = { lsn: (o) => lsns[o]!, at: (o) => (o === 3 ? T0 + 1_000 : T0 + o), sequence };
+    const newer = batchOf(
+      [
+        [10, 'c', { id: 1, name: 'lsn 500', note: null }],
+        [11, 'd', { id: 2, name: '' }],
+      ],
+      0,
+      order,
+    );
+    const older = batchOf([[3, 'u', { id: 1, name: 'lsn 400', note: null }]], 1, order);
+    const olderInPartition = batchOf([[12, 'u', { id: 2, name: 'lsn 800', note: null }]], 0, order);
+    // Across publications (the merge's condition), in both orders.
+    const lance = await connect();
+    await publish(lance, [newer]);
+    await publish(lance, [older]);
+    await publish(lance, [olderInPartition]);
+    await publish(lance, [newer]); // a replay
+    const merged = (await read(target)).live;
+    lance.close();
+    await fsp.rm(target.uri, { recursive: true, force: true });
+    // Within one publication (the reduction).
+    const again = await connect();
+    await publish(again, [older, newer, olderInPartition]);
+    const reduced = (await read(target)).live;
+    again.close();
+    await fsp.rm(target.uri, { recursive: true, force: true });
+    return { merged, reduced };
+  };
+  const bySequence = await run('source.lsn');
+  expect(bySequence.merged).toEqual(new Map([[1, ['lsn 500', null]]]));
+  expect(bySequence.reduced).toEqual(bySequence.merged);
+  const byKafka = await run(undefined);
+  expect(byKafka.merged).toEqual(
+    new Map([
+      [1, ['lsn 400', null]],
+      [2, ['lsn 800', null]],
+    ]),
+  );
+  expect(byKafka.reduced).toEqual(byKafka.merged);
 }, 60_000);
