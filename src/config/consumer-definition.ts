@@ -8,15 +8,8 @@ import { indexProblems, indexSpec } from './index-spec';
 import { lanceOptions } from './lance-options';
 import { materializerOptions } from './materializer-options';
 import type { Transform } from './transform';
-import {
-  ENVELOPES,
-  MODES,
-  TOMBSTONES,
-  TRUNCATES,
-  sourceSequence,
-  upsertKey,
-  upsertProblems,
-} from './upsert-options';
+import { ENVELOPES, MODES, TOMBSTONES, upsertKey, upsertProblems } from './upsert-options';
+import { debeziumOptions } from './upsert-options';
 
 /**
  * A consumer definition: what to read, how to decode it, where to stage and publish
@@ -94,8 +87,7 @@ export const consumerDefinitionSchema = z
     key: upsertKey.optional(),
     /** 'debezium': values are Debezium change events (docs/upserts-and-cdc.md). */
     envelope: z.enum(ENVELOPES).default('none'),
-    truncate: z.enum(TRUNCATES).optional(), // a Debezium truncate: upsert-options.ts, TRUNCATES
-    sequence: sourceSequence.optional(), // orders a key's records: upsert-options.ts, sourceSequence
+    ...debeziumOptions, // truncate, sequence: upsert-options.ts
     deadLetter: deadLetter.optional(),
     errors: errorHandling,
     durabilityIntervalMs: z.number().int().min(10).max(60_000).default(500),

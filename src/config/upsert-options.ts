@@ -49,6 +49,14 @@ export const sourceSequence = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, 'a dotted path such as "source.lsn"');
 
+/** The Debezium envelope's options of a consumer definition (consumer-definition.ts spreads them in). */
+export const debeziumOptions = {
+  /** What a truncate event does (`TRUNCATES`); absent: 'apply'. */
+  truncate: z.enum(TRUNCATES).optional(),
+  /** A dotted path into the event whose integer orders a key's records (`sourceSequence`). */
+  sequence: sourceSequence.optional(),
+};
+
 /** The column a row's source sequence is staged and kept in (docs/design/upserts.md). */
 export const SEQUENCE_COLUMN = '_sequence';
 
