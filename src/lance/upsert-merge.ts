@@ -565,7 +565,11 @@ async function truncateTable(
   extra: readonly string[],
 ): Promise<RecordBatch[]> {
   const select = [...keyColumns, ...POSITION_COLUMNS, ...extra];
-  const live = await table.query().where(`${DELETED_COLUMN} = false`).select(select.map(quoted)).toArrow();
+  const live = await table
+    .query()
+    .where(`${DELETED_COLUMN} = false`)
+    .select([...select])
+    .toArrow();
   const deletes: RecordBatch[] = [];
   for (const batch of live.batches) {
     const positions = positionsOf(batch);
@@ -765,7 +769,7 @@ async function storedRows(
     DELETED_COLUMN,
     ...extra,
   ];
-  let query = table.query().select(select.map(quoted));
+  let query = table.query().select([...select]);
   const filter = keyFilter(keyColumns, keys, schema ?? (await table.schema()));
   if (filter !== undefined) query = query.where(filter);
   const found = new Map<string, StoredRow>();
@@ -783,7 +787,10 @@ async function storedRows(
   return found;
 }
 
-/** A column name as LanceDB's SQL reads it whatever its characters. */
+/**
+ * A column name as a LanceDB filter reads it whatever its characters. Not for `select`, which
+ * takes names as they are (quoted there, the backticks stay in the result's column names).
+ */
 const quoted = (name: string) => (/^[a-z_][a-z0-9_]*$/.test(name) ? name : `\`${name.replace(/`/g, '``')}\``);
 
 /** `key IN (...)` for string, integer and boolean key columns; undefined for others (read them all). */
