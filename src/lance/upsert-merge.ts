@@ -522,7 +522,11 @@ export async function mergeNewest(
   for (let round = 0; ; round++) {
     const fill = await fillFromTable(table, keyColumns, pending, extra);
     const source = [...fill.table.batches, ...(round === 0 ? truncated : [])];
-    const schema = source[0]?.schema;
+    // A publication of a truncate alone: its delete rows take the table's columns (nulls where
+    // the staged row has none), as withTableColumns gives any other publication's rows.
+    const schema =
+      fill.table.batches[0]?.schema ??
+      (source.length > 0 ? widened(source[0]!.schema, await table.schema()) : undefined);
     if (!schema) return { version: await table.version(), inserted: 0, updated: 0, upserts: 0, deletes: 0 };
     const filled = { ...fill, table: new ArrowTable(source.map((b) => conformTo(b, schema))) };
     const newerThanTarget = newerCondition(hasRow, hasSequence);
@@ -604,6 +608,14 @@ function positionsOf(batch: RecordBatch): (row: number) => Position {
     row: Number(rows?.get(i) ?? 0),
     timestamp: Number(timestamps(i) ?? 0),
   });
+}
+
+/** `staged`'s fields, then the table's fields it lacks (nullable). */
+function widened(staged: Schema, table: Schema): Schema {
+  const missing = table.fields.filter((f) => !staged.fields.some((g) => g.name === f.name));
+  return missing.length === 0
+    ? staged
+    : new Schema([...staged.fields, ...missing.map((f) => new Field(f.name, f.type, true))]);
 }
 
 /** The batch with exactly `schema`'s columns in its order, a column it lacks all null. */
