@@ -357,3 +357,57 @@ test('with a source sequence (source.lsn) a key keeps the record with the newer 
   );
   expect(byKafka.reduced).toEqual(byKafka.merged);
 }, 60_000);
+
+test('a placeholder and a truncate reach the table’s rows by key columns of any spelling (mixed case)', async () => {
+  const mixed = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'docs',
+        brokers: ['127.0.0.1:1'],
+        topics: [TOPIC],
+        schema: { fields: { DocId: 'int64', Body: 'string' } },
+        mode: 'upsert',
+        key: { fields: ['DocId'] },
+        envelope: 'debezium',
+      },
+      'test',
+    ),
+    () => T0,
+  );
+  const batch = (offset: number, op: string, after: Record<string, unknown> | null) => {
+    const decoded = mixed.decode(
+      TOPIC,
+      0,
+      [
+        {
+          offset,
+          timestamp: T0 + offset,
+          key: after ? enc(JSON.stringify({ DocId: after.DocId })) : null,
+          value: enc(JSON.stringify({ op, before: null, after, source: { lsn: offset } })),
+        },
+      ],
+      TOPIC_ID,
+    );
+    if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters));
+    return decoded.batch!;
+  };
+  const lance = await LanceTable.connect(target, silentLogger(), { upsertKey: ['DocId'] });
+  await publish(lance, [batch(0, 'c', { DocId: 1, Body: 'long body' })]);
+  await publish(lance, [batch(1, 'u', { DocId: 1, Body: PLACEHOLDER })]);
+  await publish(lance, [batch(2, 'c', { DocId: 2, Body: 'two' })]);
+  const db = await lancedb.connect(target.uri);
+  const table = await db.openTable('docs');
+  const bodies = async () =>
+    ((await table.query().where('_deleted = false').toArray()) as { DocId: bigint; Body: string }[])
+      .map((r) => [Number(r.DocId), r.Body])
+      .sort();
+  expect(await bodies()).toEqual([
+    [1, 'long body'],
+    [2, 'two'],
+  ]);
+  await publish(lance, [batch(3, 't', null)]);
+  await table.checkoutLatest();
+  expect(await bodies()).toEqual([]);
+  db.close();
+  lance.close();
+}, 60_000);
