@@ -7,7 +7,7 @@ import { sleep } from '../support/random';
 import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';
 
 const SESSION_TIMEOUT_MS = 10_000;
-/** 12.8 kB of random hex: stored out of line (TOASTed) even compressed. */
+/** 12.8 kB of repeated hex: out of line (TOASTed) by STORAGE EXTERNAL, which compressed it would not be. */
 const BIG = 'repeat(md5(random()::text), 400)';
 
 interface SourceRow {
@@ -64,6 +64,7 @@ export const step: QualifyStep = {
       await debezium.psql(
         `CREATE TABLE ${name} (id int PRIMARY KEY, name text NOT NULL, note text);
          ALTER TABLE ${name} REPLICA IDENTITY FULL;
+         ALTER TABLE ${name} ALTER COLUMN note SET STORAGE EXTERNAL;
          INSERT INTO ${name} SELECT g, 'snap ' || g, CASE WHEN g % 5 = 0 THEN ${BIG} WHEN g % 3 = 0 THEN NULL ELSE 'n' || g END
            FROM generate_series(1, 1000) g;`,
       );
