@@ -13,9 +13,9 @@ export type DeadLetterReason =
   | 'missing-key'
   /** Debezium envelope: a value that is not a change event (no `op`, an unknown op). */
   | 'not-a-change-event'
-  /** Debezium envelope: a truncate, which is refused (the rows stay). */
+  /** Debezium envelope: a truncate refused by `truncate: 'dead-letter'` (the rows stay). */
   | 'debezium-truncate'
-  /** Debezium envelope: a TOASTed column's placeholder, which would replace its value. */
+  /** Debezium envelope: a TOASTed placeholder in a column that is not a string, or in a primary-key update's create. */
   | 'unavailable-value'
   | 'transform-failed'
   /** Registry formats: not the Confluent wire format (magic byte 0, 4-byte schema id). */
