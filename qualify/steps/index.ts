@@ -11,6 +11,7 @@ import { step as killCampaign } from './kill-campaign';
 import { ddbStep as objectStoreKillsDdb, step as objectStoreKills } from './object-store-kills';
 import { step as recreated } from './recreated';
 import { step as retention } from './retention';
+import { step as routing } from './routing';
 import { step as scaleDown } from './scale-down';
 import { step as schemaRegistry } from './schema-registry';
 import { step as s3Outage } from './s3-outage';
@@ -35,4 +36,5 @@ export const STEPS: readonly QualifyStep[] = [
   schemaRegistry,
   hostileInput,
   cdc,
+  routing,
 ];

@@ -192,3 +192,27 @@ export async function readUpsertTable(
   );
   return JSON.parse(stdout) as UpsertReading;
 }
+
+/** What qualify/verify_tables.py reports of one table of many. */
+export interface TableReading {
+  readonly dataset: string;
+  readonly exists: boolean;
+  readonly rows: number;
+  /** Rows per `_topic`: a table routed from one topic holds that topic's rows only. */
+  readonly byTopic: Readonly<Record<string, number>>;
+  readonly duplicates: number;
+  readonly duplicateExamples: readonly (readonly (string | number)[])[];
+  readonly checksumMismatches: number;
+}
+
+/** Reads many datasets (`<uri>/<table>.lance`) with pylance in one process. */
+export async function readTablesIndependently(
+  datasets: readonly string[],
+): Promise<{ reader: string; tables: TableReading[] }> {
+  const { stdout } = await run(
+    PYTHON,
+    [path.join(QUALIFY_DIR, 'verify_tables.py'), '--datasets', JSON.stringify(datasets)],
+    { timeout: 600_000, maxBuffer: 64 * 1024 * 1024 },
+  );
+  return JSON.parse(stdout) as { reader: string; tables: TableReading[] };
+}

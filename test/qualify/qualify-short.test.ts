@@ -8,7 +8,15 @@ import { testBrokers } from '../support/kafka';
 import { TEST_S3_PORT } from '../support/s3-local';
 
 const RUNNER = path.resolve(__dirname, '../../dist/qualify/run.js');
-const CAMPAIGN_STEPS = ['kill-campaign', 'broker-outage', 's3-outage', 'data-dir-loss', 'full-disk', 'fuzz'];
+const CAMPAIGN_STEPS = [
+  'kill-campaign',
+  'broker-outage',
+  's3-outage',
+  'data-dir-loss',
+  'full-disk',
+  'fuzz',
+  'routing',
+];
 
 /**
  * The short variant of `npm run qualify` inside `npm test`: the campaign steps

@@ -1,0 +1,258 @@
+/**
+ * Many tables beside one: the same N log records (bench/lib/records.ts) consumed by one
+ * replica into one table, and spread over T topics (3 partitions each) that one replica
+ * subscribes to by pattern and writes into T tables (`table: '{topic}'`). For each arm:
+ * MiB/s and records/s from its group join to its last row visible, CPU s/GiB, and peak
+ * RSS of the replica's process tree; the ratio many ÷ one; and, in the many-tables arm, how
+ * long a record produced into a quiet extra table (one record, while the others drain
+ * their backlog) took to become visible (it must not wait for the backlog).
+ *
+ *   npm run build && node dist/bench/many-tables.js [--records 1000000] [--tables 200] [--out bench]
+ *
+ * Brokers: KAFKA_BOOTSTRAP_SERVERS, else a local broker (deploy/kafka-local) started and stopped here.
+ */
+import { promises as fsp } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
+import { Partitioners } from 'kafkajs';
+import { benchArgs } from './args';
+import { ensureBroker, kafkaClient, topicRecords } from './lib/kafka';
+import { benchRecord } from './lib/records';
+import { startReplica, stopReplica, type Replica } from './lib/replica-arm';
+import { ensureTopicsServed } from '../src/kafka/topic-ready';
+
+const args = benchArgs();
+const RECORDS = Number(args.get('records') ?? 1_000_000);
+const TABLES = Number(args.get('tables') ?? 200);
+const OUT = args.get('out');
+const PARTITIONS = 3;
+const MiB = 1024 * 1024;
+const log = (line: string) => console.log(`[many-tables] ${line}`);
+
+interface ArmFigures {
+  readonly arm: string;
+  readonly tables: number;
+  readonly rows: number;
+  readonly seconds: number;
+  readonly mibPerSecond: number;
+  readonly recordsPerSecond: number;
+  readonly cpuSeconds: number;
+  readonly cpuPerGiB: number;
+  readonly peakRssMiB: number;
+  readonly otherCoresBusy: number;
+  /** Seconds from producing one record into a quiet table to it being visible (many-tables arm). */
+  readonly quietTableSeconds?: number;
+}
+
+/** Produces `perTopic` records into each topic (round robin over its partitions), unless it already holds them. */
+async function produceInto(
+  brokers: readonly string[],
+  topics: readonly string[],
+  perTopic: number,
+  partitions: number,
+): Promise<number> {
+  const kafka = kafkaClient(brokers);
+  const admin = kafka.admin();
+  await admin.connect();
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  let bytes = 0;
+  let n = 0;
+  try {
+    for (const topic of topics) {
+      const have = await topicRecords(admin, topic);
+      const sample = Buffer.byteLength(benchRecord(0));
+      if (have === perTopic) {
+        bytes += sample * perTopic;
+        continue;
+      }
+      if (have !== undefined)
+        throw new Error(`${topic} holds ${have} records, not ${perTopic}: delete it first`);
+      await ensureTopicsServed(admin, [{ topic, numPartitions: partitions }]);
+      for (let sent = 0; sent < perTopic;) {
+        const messages = [];
+        for (let i = 0; i < 2_500 && sent < perTopic; i++, sent++, n++) {
+          const value = benchRecord(n);
+          bytes += Buffer.byteLength(value);
+          messages.push({ value, partition: sent % partitions });
+        }
+        await producer.send({ topic, acks: -1, messages });
+      }
+    }
+  } finally {
+    await producer.disconnect();
+    await admin.disconnect();
+  }
+  return bytes;
+}
+
+async function visibleRows(uri: string, tables: readonly string[]): Promise<number> {
+  const db = await lancedb.connect(uri, { readConsistencyInterval: 0 });
+  try {
+    const names = new Set(await db.tableNames());
+    let rows = 0;
+    for (const t of tables) {
+      if (!names.has(t)) continue;
+      const table = await db.openTable(t);
+      rows += await table.countRows();
+      table.close();
+    }
+    return rows;
+  } catch {
+    return -1;
+  } finally {
+    db.close();
+  }
+}
+
+async function runArm(
+  arm: string,
+  brokers: readonly string[],
+  definition: Record<string, unknown>,
+  tables: readonly string[],
+  rows: number,
+  bytes: number,
+  quiet?: { topic: string; produce: () => Promise<void> },
+): Promise<ArmFigures> {
+  log(`${arm}: starting one replica`);
+  const replica: Replica = await startReplica(arm, 'unused', brokers, definition);
+  let quietSeconds: number | undefined;
+  let quietAt: number | undefined;
+  try {
+    const deadline = Date.now() + 30 * 60_000;
+    let last = 0;
+    for (;;) {
+      if (replica.exited) throw new Error(`${arm}: the replica exited early`);
+      const visible = await visibleRows(replica.lanceUri, tables);
+      if (visible >= rows) break;
+      // Halfway through the backlog, one record into a table nobody else writes.
+      if (quiet && quietAt === undefined && visible >= rows / 2) {
+        await quiet.produce();
+        quietAt = performance.now();
+      }
+      if (quiet && quietAt !== undefined && quietSeconds === undefined) {
+        if ((await visibleRows(replica.lanceUri, [quiet.topic])) > 0)
+          quietSeconds = (performance.now() - quietAt) / 1000;
+      }
+      if (Date.now() - last > 10_000) {
+        log(
+          `${arm}: ${visible}/${rows} rows visible, RSS ${(replica.sampler.peakRssBytes / MiB).toFixed(0)} MiB peak`,
+        );
+        last = Date.now();
+      }
+      if (Date.now() > deadline) throw new Error(`${arm}: ${visible}/${rows} rows after 30 min`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const end = replica.sampler.elapsed();
+    const seconds = end - (replica.joinedAt ?? 0);
+    const cpu = replica.sampler.cpuSeconds();
+    while (quiet && quietAt !== undefined && quietSeconds === undefined) {
+      if ((await visibleRows(replica.lanceUri, [quiet.topic])) > 0)
+        quietSeconds = (performance.now() - quietAt) / 1000;
+      else await new Promise((r) => setTimeout(r, 250));
+    }
+    return {
+      arm,
+      tables: tables.length,
+      rows,
+      seconds: round(seconds),
+      mibPerSecond: round(bytes / MiB / seconds),
+      recordsPerSecond: Math.round(rows / seconds),
+      cpuSeconds: round(cpu),
+      cpuPerGiB: round(cpu / (bytes / 2 ** 30)),
+      peakRssMiB: Math.round(replica.sampler.peakRssBytes / MiB),
+      otherCoresBusy: round(await replica.sampler.otherCores()),
+      ...(quietSeconds !== undefined ? { quietTableSeconds: round(quietSeconds) } : {}),
+    };
+  } finally {
+    const code = await stopReplica(replica);
+    if (code !== 0) log(`${arm}: the replica exited ${code} on stop`);
+    await fsp.rm(replica.work, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+const round = (n: number) => Math.round(n * 100) / 100;
+
+async function main(): Promise<void> {
+  const broker = ensureBroker(log);
+  try {
+    const perTopic = Math.floor(RECORDS / TABLES);
+    const rows = perTopic * TABLES;
+    const prefix = `bench-many-${TABLES}x${perTopic}-t`;
+    const manyTopics = Array.from({ length: TABLES }, (_, i) => `${prefix}${String(i).padStart(3, '0')}`);
+    const oneTopic = `bench-many-one-${rows}`;
+    log(`producing ${rows} records: ${TABLES} topics × ${perTopic}, and one topic of ${rows}`);
+    const manyBytes = await produceInto(broker.brokers, manyTopics, perTopic, PARTITIONS);
+    const oneBytes = await produceInto(broker.brokers, [oneTopic], rows, PARTITIONS * 2);
+    const quietTopic = `bench-many-quiet-${Date.now().toString(36)}`;
+    const admin = kafkaClient(broker.brokers).admin();
+    await admin.connect();
+    await ensureTopicsServed(admin, [{ topic: quietTopic, numPartitions: 1 }]);
+    await admin.disconnect();
+    const one = await runArm(
+      'one-table',
+      broker.brokers,
+      { topics: [oneTopic], table: 'logs' },
+      ['logs'],
+      rows,
+      oneBytes,
+    );
+    const many = await runArm(
+      'many-tables',
+      broker.brokers,
+      {
+        topics: [{ pattern: `^(${prefix}\\d+|${quietTopic})$` }],
+        table: '{topic}',
+      },
+      manyTopics,
+      rows,
+      manyBytes,
+      {
+        topic: quietTopic,
+        produce: async () => {
+          const p = kafkaClient(broker.brokers).producer({
+            createPartitioner: Partitioners.DefaultPartitioner,
+          });
+          await p.connect();
+          await p.send({ topic: quietTopic, acks: -1, messages: [{ value: benchRecord(0) }] });
+          await p.disconnect();
+        },
+      },
+    );
+    const ratio = round(many.mibPerSecond / one.mibPerSecond);
+    const lines = [
+      '## Many tables beside one',
+      '',
+      `Generated by \`node dist/bench/many-tables.js --records ${RECORDS} --tables ${TABLES}\` on ${new Date().toISOString()} ` +
+        `(${os.cpus().length} cores, Node ${process.version}, broker on the same machine). ` +
+        `The same ${rows.toLocaleString('en-US')} log records of ~800 bytes: one topic of ${PARTITIONS * 2} partitions into one table, ` +
+        `and ${TABLES} topics of ${PARTITIONS} partitions (a pattern subscription, \`table: '{topic}'\`) into ${TABLES} tables; one replica each, defaults.`,
+      '',
+      '| arm | tables | MiB/s | records/s | timed s | CPU s | CPU s / GiB | peak RSS MiB | other cores busy |',
+      '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+      ...[one, many].map(
+        (a) =>
+          `| ${a.arm} | ${a.tables} | ${a.mibPerSecond} | ${a.recordsPerSecond.toLocaleString('en-US')} | ${a.seconds} | ${a.cpuSeconds} | ${a.cpuPerGiB} | ${a.peakRssMiB} | ${a.otherCoresBusy} |`,
+      ),
+      '',
+      `- many ÷ one throughput: **${ratio}** (target ≥ 0.7): ${ratio >= 0.7 ? 'PASS' : 'FAIL'}`,
+      `- many-tables peak RSS ${many.peakRssMiB} MiB (target ≤ 512): ${many.peakRssMiB <= 512 ? 'PASS' : 'FAIL'}`,
+      `- a quiet table's one record, produced halfway through the backlog, was visible after ${many.quietTableSeconds ?? '?'} s`,
+      '',
+    ];
+    const text = lines.join('\n');
+    console.log(text);
+    if (OUT) {
+      await fsp.writeFile(path.join(OUT, 'many-tables.md'), `# kafka-lance bench: many tables\n\n${text}`);
+      await fsp.writeFile(path.join(OUT, 'many-tables.json'), JSON.stringify({ one, many, ratio }, null, 2));
+    }
+  } finally {
+    broker.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
