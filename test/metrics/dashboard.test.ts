@@ -73,6 +73,7 @@ test('the dashboard has the structure Grafana imports', () => {
   expect(dashboard.templating.list.map((v) => [v.name, v.type])).toEqual([
     ['datasource', 'datasource'],
     ['instance', 'query'],
+    ['table', 'query'],
   ]);
   const ids = new Set<number>();
   for (const p of dashboard.panels) {
