@@ -1,4 +1,5 @@
 import { type Command, Option } from 'commander';
+import { errorMessage } from '../../common/errors';
 import { brokersFromEnv, loadConsumer } from '../../config';
 import { DEFAULT_RETENTION, compact, parseDuration } from '../compact';
 import { CliError, TableMissingError } from '../errors';
@@ -68,7 +69,10 @@ Examples:
             `${consumer.name} declares lance.singleWriter: compact commits to the table too, so it runs only while that replica is stopped; stop it and pass --writers-stopped`,
           );
         }
-        if (opts.table !== undefined && !/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(opts.table))
+        if (
+          opts.table !== undefined &&
+          (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(opts.table) || opts.table.includes('..'))
+        )
           // Never a path: a name that could leave the Lance database's directory is refused.
           throw new CliError(
             'BAD_ARGUMENT',
@@ -77,6 +81,7 @@ Examples:
         // Every table of the definition, or the one asked for (a missing one is an error then).
         const tables = opts.table !== undefined ? [opts.table] : await definitionTables(consumer);
         let compacted = 0;
+        const failed: string[] = [];
         for (const table of tables) {
           let r;
           try {
@@ -91,7 +96,11 @@ Examples:
               console.log(`Lance table ${table}: not created yet, nothing to compact`);
               continue;
             }
-            throw error;
+            if (opts.table !== undefined) throw error;
+            // One table's failure is its own: the others are still compacted, and the command fails at the end.
+            console.error(`Lance table ${table}: compaction failed: ${errorMessage(error)}`);
+            failed.push(table);
+            continue;
           }
           compacted += 1;
           const shape = (x: typeof r.before) =>
@@ -110,6 +119,14 @@ Examples:
             );
         }
         if (tables.length > 1) console.log(`compacted ${plural(compacted, 'table')} of ${tables.length}`);
+        if (failed.length > 0)
+          throw new CliError(
+            'COMPACT_FAILED',
+            `compaction failed for ${plural(failed.length, 'table')}: ${failed.join(', ')}`,
+            {
+              tables: failed,
+            },
+          );
       },
     );
 }
