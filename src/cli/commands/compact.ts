@@ -91,12 +91,13 @@ Examples:
               opts.purgeDeletesOlderThan === undefined ? undefined : Date.now() - opts.purgeDeletesOlderThan,
             );
           } catch (error) {
-            // A table staged but never published has nothing to compact yet.
-            if (error instanceof TableMissingError && opts.table === undefined) {
+            // With one table, its absence is the answer (TableMissingError says where it would be).
+            if (tables.length === 1) throw error;
+            // Among many, a table staged but never published has nothing to compact yet.
+            if (error instanceof TableMissingError) {
               console.log(`Lance table ${table}: not created yet, nothing to compact`);
               continue;
             }
-            if (opts.table !== undefined) throw error;
             // One table's failure is its own: the others are still compacted, and the command fails at the end.
             console.error(`Lance table ${table}: compaction failed: ${errorMessage(error)}`);
             failed.push(table);
