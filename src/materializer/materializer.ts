@@ -118,7 +118,7 @@ export class Materializer {
   readonly #failures: FailurePolicy;
   readonly #setAsideContext: SetAsideContext;
   readonly #commitSafety: CommitSafety;
-  #ownership = new Map<TopicPartitionKey, PartitionOwnership>();
+  #ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership> = new Map();
   readonly #counters = new PublicationCounters();
   /** What the last plan left: parts not ready yet, and parts the ownership chain no longer reaches. */
   #waitingParts = 0;
@@ -171,7 +171,8 @@ export class Materializer {
 
   /** The broker's view of every partition (chain + committed), refreshed by the caller. */
   setOwnership(ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership>): void {
-    this.#ownership = new Map(ownership);
+    // Kept as given, not copied: every table of a worker gets the same snapshot, which no one changes after.
+    this.#ownership = ownership;
   }
 
   /** Parts sealed by this replica's staging (their writers hashed and ranged them): no read back. */
