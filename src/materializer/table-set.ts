@@ -58,6 +58,8 @@ export interface TableSetOptions {
   readonly upkeep?: (table: string, served: ServedTable) => TableUpkeep;
   /** Publication attempts per table per round while other tables are served (a table alone is not bounded). */
   readonly attemptsPerTurn: number;
+  /** Turns of different tables run at once (default 1). */
+  readonly turnsInFlight?: number;
   /** Compaction of each table this often (0: never); only where the table is kept (optimizeIfLeader). */
   readonly optimizeEveryMs: number;
   readonly logger: Logger;
@@ -85,9 +87,9 @@ interface Entry {
  * the staging root, created when the directory is first seen (listed at start, or named
  * by a sealed part), all sharing the worker's permits and source reservation (injected
  * into each Materializer). Tables take turns: each round serves every table once, from
- * a rotating first table, and a table's turn attempts at most `attemptsPerTurn`
- * publications while others are served, so a quiet table's publication waits for at
- * most one turn of each other table. A table that fails backs off alone and says so
+ * a rotating first table (up to `turnsInFlight` tables' turns at once), and a table's
+ * turn attempts at most `attemptsPerTurn` publications while others are served, so a
+ * quiet table's publication waits for at most one turn of each other table. A table that fails backs off alone and says so
  * once (event `table.stalled`), and once again when it publishes again.
  */
 export class TableSet {
@@ -135,30 +137,49 @@ export class TableSet {
    * its whole turn (more is ready: the caller runs the next round without waiting).
    */
   async round(now = Date.now()): Promise<boolean> {
-    const order = this.#rotation();
-    const bounded = order.length > 1;
+    const order = this.#rotation().filter((e) => e.retryAt <= now);
+    const bounded = this.#entries.size > 1;
     let more = false;
-    for (const entry of order) {
-      if (entry.retryAt > now) continue;
-      const turn: Turn | undefined = bounded ? { attempts: this.#o.attemptsPerTurn } : undefined;
-      try {
-        const served = await this.#opened(entry);
-        await served.runOnce(Date.now(), undefined, turn);
-        if (this.#o.optimizeEveryMs > 0 && Date.now() - entry.lastOptimize >= this.#o.optimizeEveryMs) {
-          entry.lastOptimize = Date.now();
-          await served.optimizeIfLeader();
-        }
-        entry.upkeep?.tick();
-        entry.backoffMs = 0;
-        this.#mark(entry, served.left.retryingPlans > 0 ? 'retrying' : undefined);
-      } catch (error) {
-        if (error instanceof PartialPublicationError) throw error;
-        this.#failed(entry, error, now);
-        continue;
+    let fatal: Error | undefined;
+    // Turns of different tables overlap up to turnsInFlight: their tables never conflict,
+    // and a publication's time is mostly waits (fsyncs, the Lance commit). Memory stays
+    // bounded by the shared permits and reservation, whatever the overlap.
+    let next = 0;
+    const runner = async () => {
+      while (next < order.length && fatal === undefined) {
+        const entry = order[next++]!;
+        const used = await this.#turn(entry, bounded, now).catch((error: unknown) => {
+          fatal = error instanceof Error ? error : new Error(String(error));
+          return false;
+        });
+        if (used) more = true;
       }
-      if (turn && turn.attempts <= 0) more = true;
-    }
+    };
+    const width = Math.max(1, Math.min(this.#o.turnsInFlight ?? 1, order.length));
+    await Promise.all(Array.from({ length: width }, runner));
+    if (fatal !== undefined) throw fatal;
     return more;
+  }
+
+  /** One table's turn; true when it used the whole turn (more is ready). Throws only what no table may survive. */
+  async #turn(entry: Entry, bounded: boolean, now: number): Promise<boolean> {
+    const turn: Turn | undefined = bounded ? { attempts: this.#o.attemptsPerTurn } : undefined;
+    try {
+      const served = await this.#opened(entry);
+      await served.runOnce(Date.now(), undefined, turn);
+      if (this.#o.optimizeEveryMs > 0 && Date.now() - entry.lastOptimize >= this.#o.optimizeEveryMs) {
+        entry.lastOptimize = Date.now();
+        await served.optimizeIfLeader();
+      }
+      entry.upkeep?.tick();
+      entry.backoffMs = 0;
+      this.#mark(entry, served.left.retryingPlans > 0 ? 'retrying' : undefined);
+    } catch (error) {
+      if (error instanceof PartialPublicationError) throw error;
+      this.#failed(entry, error, now);
+      return false;
+    }
+    return turn !== undefined && turn.attempts <= 0;
   }
 
   /**

@@ -40,6 +40,7 @@ interface SetOptions {
   /** Runs before each table's opening (a test's store failure). */
   beforeOpen?: (table: string) => void;
   attemptsPerTurn?: number;
+  turnsInFlight?: number;
 }
 
 /** A table set as the worker builds it: real Materializers on a local Lance database, sharing one set of budgets. */
@@ -53,6 +54,7 @@ function tableSet(o: SetOptions = {}): { set: TableSet; opened: Materializer[] }
     logger,
     optimizeEveryMs: 0,
     attemptsPerTurn: o.attemptsPerTurn ?? 1,
+    turnsInFlight: o.turnsInFlight ?? 1,
     open: async (table, tableDir): Promise<ServedTable> => {
       o.beforeOpen?.(table);
       const lance = { uri: lanceDir, table };
@@ -83,27 +85,30 @@ async function roundsUntilIdle(set: TableSet, limit = 500): Promise<number> {
 const tableDir = (table: string) => path.join(stagingRoot, table);
 
 describe('table set: many tables, one worker', () => {
-  test('a quiet table with one record is published in the first round while three tables have backlogs', async () => {
-    for (const busy of ['busy_a', 'busy_b', 'busy_c'])
-      await stageRows(tableDir(busy), { partitions: 2, perPartition: 500, rowsPerPart: 100 }); // 5 parts of 200 rows each
-    await stageRows(tableDir('quiet'), { partitions: 1, perPartition: 1, rowsPerPart: 1 });
-    const { set, opened } = tableSet();
-    await set.discover();
-    expect(set.tables.sort()).toEqual(['busy_a', 'busy_b', 'busy_c', 'quiet']);
+  test.each([1, 4])(
+    'a quiet table with one record is published in the first round while three tables have backlogs (%i turns at once)',
+    async (turnsInFlight) => {
+      for (const busy of ['busy_a', 'busy_b', 'busy_c'])
+        await stageRows(tableDir(busy), { partitions: 2, perPartition: 500, rowsPerPart: 100 }); // 5 parts of 200 rows each
+      await stageRows(tableDir('quiet'), { partitions: 1, perPartition: 1, rowsPerPart: 1 });
+      const { set, opened } = tableSet({ turnsInFlight });
+      await set.discover();
+      expect(set.tables.sort()).toEqual(['busy_a', 'busy_b', 'busy_c', 'quiet']);
 
-    const more = await set.round();
-    expect(more).toBe(true); // the busy tables used their turn: more is ready
-    expectExactly(await readLance(lanceDir, 'quiet'), 1, () => 1);
-    // Each busy table made one publication (one part) in that round, not its whole backlog.
-    for (const busy of ['busy_a', 'busy_b', 'busy_c'])
-      expect((await readLance(lanceDir, busy)).length).toBe(200);
+      const more = await set.round();
+      expect(more).toBe(true); // the busy tables used their turn: more is ready
+      expectExactly(await readLance(lanceDir, 'quiet'), 1, () => 1);
+      // Each busy table made one publication (one part) in that round, not its whole backlog.
+      for (const busy of ['busy_a', 'busy_b', 'busy_c'])
+        expect((await readLance(lanceDir, busy)).length).toBe(200);
 
-    await roundsUntilIdle(set);
-    for (const busy of ['busy_a', 'busy_b', 'busy_c'])
-      expectExactly(await readLance(lanceDir, busy), 2, () => 500);
-    expectExactly(await readLance(lanceDir, 'quiet'), 1, () => 1);
-    for (const m of opened) m.close();
-  });
+      await roundsUntilIdle(set);
+      for (const busy of ['busy_a', 'busy_b', 'busy_c'])
+        expectExactly(await readLance(lanceDir, busy), 2, () => 500);
+      expectExactly(await readLance(lanceDir, 'quiet'), 1, () => 1);
+      for (const m of opened) m.close();
+    },
+  );
 
   test('a table whose store fails backs off alone: the others publish, it says so once and resumes by itself', async () => {
     for (const t of ['healthy', 'broken'])
@@ -181,7 +186,7 @@ describe('table set: many tables, one worker', () => {
   });
 
   test.each(['buffered', 'streamed'] as const)(
-    'one set of permits bounds the whole worker (%s): no more fetches or decodes at once than its capacity, whatever the number of tables',
+    'one set of permits bounds the whole worker (%s): no more fetches or decodes at once than its capacity, with three tables taking their turns at once',
     async (mode) => {
       for (const t of ['t1', 't2', 't3'])
         await stageRows(tableDir(t), { partitions: 2, perPartition: 300, rowsPerPart: 100 });
@@ -203,7 +208,7 @@ describe('table set: many tables, one worker', () => {
             }
           });
       }
-      const { set, opened } = tableSet({ budgets, mode, attemptsPerTurn: 2 });
+      const { set, opened } = tableSet({ budgets, mode, attemptsPerTurn: 2, turnsInFlight: 3 });
       await set.discover();
       await roundsUntilIdle(set);
       for (const t of ['t1', 't2', 't3']) expectExactly(await readLance(lanceDir, t), 2, () => 300);
