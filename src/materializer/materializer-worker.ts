@@ -9,7 +9,7 @@ import { createLogger, type Logger } from '../common/logger';
 import { tpKey } from '../common/offsets';
 import { commitSafetyOf, publicationsInFlight } from '../lance/commit-rule';
 import { checkTableOpening } from '../lance/table-opening';
-import { IndexUpkeep } from './index-upkeep';
+import { IndexUpkeep, UpkeepSlots } from './index-upkeep';
 import { Materializer, sharedBudgets } from './materializer';
 import type { PartitionOwnership } from '../ownership/partition-ownership';
 import { TableSet, type DrainOutcome } from './table-set';
@@ -35,6 +35,8 @@ async function main(): Promise<void> {
   const { stagingRoot, lance, expectations, ...options } = init;
   // One set of permits and one source reservation for every table (DESIGN.md, "Materializer").
   const budgets = sharedBudgets(init);
+  // One table's index round at a time: builds are CPU- and memory-heavy, and tables many.
+  const indexSlots = new UpkeepSlots(1);
   const tables: TableSet = new TableSet({
     stagingRoot,
     logger,
@@ -62,8 +64,14 @@ async function main(): Promise<void> {
       });
     },
     upkeep: (table, served) =>
-      new IndexUpkeep({ ...lance, table }, init.indexes, init.indexEveryMs, served, logger, (reports) =>
-        reply({ type: 'indexes', table, reports }),
+      new IndexUpkeep(
+        { ...lance, table },
+        init.indexes,
+        init.indexEveryMs,
+        served,
+        logger,
+        (reports) => reply({ type: 'indexes', table, reports }),
+        indexSlots,
       ),
   });
   await tables.discover();
