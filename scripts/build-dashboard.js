@@ -56,8 +56,8 @@ const panels = [
     'rps',
     [
       [`sum(${rate('kafka_lance_consumed_records_total')})`, 'consumed'],
-      [`sum(${rate('kafka_lance_staged_records_total')})`, 'staged'],
-      [`sum(${rate('kafka_lance_published_records_total')})`, 'published'],
+      [`sum(${rate('kafka_lance_staged_records_total', tsel)})`, 'staged'],
+      [`sum(${rate('kafka_lance_published_records_total', tsel)})`, 'published'],
     ],
     r0(0),
   ),
@@ -66,8 +66,8 @@ const panels = [
     'Bps',
     [
       [`sum(${rate('kafka_lance_consumed_bytes_total')})`, 'consumed'],
-      [`sum(${rate('kafka_lance_staged_bytes_total')})`, 'staged'],
-      [`sum(${rate('kafka_lance_published_bytes_total')})`, 'published'],
+      [`sum(${rate('kafka_lance_staged_bytes_total', tsel)})`, 'staged'],
+      [`sum(${rate('kafka_lance_published_bytes_total', tsel)})`, 'published'],
     ],
     r0(8),
   ),
