@@ -209,7 +209,11 @@ export class Materializer {
       maxPublicationDelayMs: drain ? 0 : this.#o.maxPublicationDelayMs,
       now,
     });
-    this.#waitingParts = out.waiting;
+    // A turn plans no more than it may publish: the rest stays unplanned (ready again at the
+    // next run), so that a backlog's plan writes never hold the other tables' turns.
+    const groups = turn ? out.groups.slice(0, Math.max(0, turn.attempts)) : out.groups;
+    const deferred = out.groups.slice(groups.length).reduce((n, g) => n + g.length, 0);
+    this.#waitingParts = out.waiting + deferred;
     if (out.unresolvable.length > 0 && out.unresolvable.length !== this.#unresolvableParts) {
       this.#o.logger.error(
         { event: 'publication.unresolvable', parts: out.unresolvable },
@@ -218,7 +222,7 @@ export class Materializer {
     }
     this.#unresolvableParts = out.unresolvable.length;
     const plans: Plan[] = [];
-    for (const group of out.groups) plans.push(await this.#writePlan(group));
+    for (const group of groups) plans.push(await this.#writePlan(group));
     // Two publications overlap only where Lance reconciles concurrent commits (commit-rule.ts).
     const inFlight = publicationsInFlight(this.#commitSafety, this.#o.mode === 'streamed');
     for (let i = 0; i < plans.length; i += inFlight) {

@@ -10,6 +10,7 @@ import { readSealedPart } from '../../src/staging/sealed-part';
 import {
   capturingLogger,
   expectExactly,
+  ledgerFiles,
   materializerOptions,
   ownershipOf,
   readLance,
@@ -99,8 +100,11 @@ describe('table set: many tables, one worker', () => {
       expect(more).toBe(true); // the busy tables used their turn: more is ready
       expectExactly(await readLance(lanceDir, 'quiet'), 1, () => 1);
       // Each busy table made one publication (one part) in that round, not its whole backlog.
-      for (const busy of ['busy_a', 'busy_b', 'busy_c'])
+      for (const busy of ['busy_a', 'busy_b', 'busy_c']) {
         expect((await readLance(lanceDir, busy)).length).toBe(200);
+        // ...and planned no more than it published: no backlog of plan writes held the round.
+        expect(await ledgerFiles(tableDir(busy))).toEqual([]);
+      }
 
       await roundsUntilIdle(set);
       for (const busy of ['busy_a', 'busy_b', 'busy_c'])
