@@ -14,6 +14,8 @@ const { typeCheckLiterals } = require('./typed-literals.js');
 
 const ds = { type: 'prometheus', uid: '${datasource}' };
 const sel = 'instance=~"$instance"';
+/** Per-table families: the `table` variable picks the tables shown (All by default). */
+const tsel = `${sel},table=~"$table"`;
 let id = 0;
 const panel = (title, unit, targets, gridPos, extra = {}) => ({
   id: ++id,
@@ -35,9 +37,9 @@ const row =
   (y) =>
   (x, w = 8, h = 8) => ({ x, y, w, h });
 
-const rate = (m) => `rate(${m}{${sel}}[$__rate_interval])`;
-const q = (quantile, m, by) =>
-  `histogram_quantile(${quantile}, sum by (le, ${by}) (rate(${m}_bucket{${sel}}[$__rate_interval])))`;
+const rate = (m, s = sel) => `rate(${m}{${s}}[$__rate_interval])`;
+const q = (quantile, m, by, s = sel) =>
+  `histogram_quantile(${quantile}, sum by (le, ${by}) (rate(${m}_bucket{${s}}[$__rate_interval])))`;
 
 const r0 = row(0);
 const r1 = row(8);
@@ -47,14 +49,15 @@ const r4 = row(32);
 const r5 = row(40);
 const r6 = row(48);
 const r7 = row(56);
+const r8 = row(64);
 const panels = [
   panel(
     'Records per second: consumed, staged, published',
     'rps',
     [
       [`sum(${rate('kafka_lance_consumed_records_total')})`, 'consumed'],
-      [`sum(${rate('kafka_lance_staged_records_total')})`, 'staged'],
-      [`sum(${rate('kafka_lance_published_records_total')})`, 'published'],
+      [`sum(${rate('kafka_lance_staged_records_total', tsel)})`, 'staged'],
+      [`sum(${rate('kafka_lance_published_records_total', tsel)})`, 'published'],
     ],
     r0(0),
   ),
@@ -63,8 +66,8 @@ const panels = [
     'Bps',
     [
       [`sum(${rate('kafka_lance_consumed_bytes_total')})`, 'consumed'],
-      [`sum(${rate('kafka_lance_staged_bytes_total')})`, 'staged'],
-      [`sum(${rate('kafka_lance_published_bytes_total')})`, 'published'],
+      [`sum(${rate('kafka_lance_staged_bytes_total', tsel)})`, 'staged'],
+      [`sum(${rate('kafka_lance_published_bytes_total', tsel)})`, 'published'],
     ],
     r0(8),
   ),
@@ -78,8 +81,8 @@ const panels = [
     'Source wait (writer waiting for prepared data)',
     's',
     [
-      [q(0.5, 'kafka_lance_source_wait_seconds', 'table, mode'), 'p50 {{table}} {{mode}}'],
-      [q(0.99, 'kafka_lance_source_wait_seconds', 'table, mode'), 'p99 {{table}} {{mode}}'],
+      [q(0.5, 'kafka_lance_source_wait_seconds', 'table, mode', tsel), 'p50 {{table}} {{mode}}'],
+      [q(0.99, 'kafka_lance_source_wait_seconds', 'table, mode', tsel), 'p99 {{table}} {{mode}}'],
     ],
     r1(0),
   ),
@@ -115,8 +118,8 @@ const panels = [
     'Publication duration by phase',
     's',
     [
-      [q(0.5, 'kafka_lance_publication_duration_seconds', 'phase'), 'p50 {{phase}}'],
-      [q(0.99, 'kafka_lance_publication_duration_seconds', 'phase'), 'p99 {{phase}}'],
+      [q(0.5, 'kafka_lance_publication_duration_seconds', 'phase', tsel), 'p50 {{phase}}'],
+      [q(0.99, 'kafka_lance_publication_duration_seconds', 'phase', tsel), 'p99 {{phase}}'],
     ],
     r2(8),
   ),
@@ -125,15 +128,15 @@ const panels = [
     'short',
     [
       [
-        `sum by (table, result) (increase(kafka_lance_publications_total{${sel}}[1m]))`,
+        `sum by (table, result) (increase(kafka_lance_publications_total{${tsel}}[1m]))`,
         '{{table}} {{result}}',
       ],
       [
-        `sum by (table, reason) (increase(kafka_lance_publication_failures_total{${sel}}[1m]))`,
+        `sum by (table, reason) (increase(kafka_lance_publication_failures_total{${tsel}}[1m]))`,
         '{{table}} failed: {{reason}}',
       ],
       [
-        `sum by (table, reason) (increase(kafka_lance_quarantined_parts_total{${sel}}[1m]))`,
+        `sum by (table, reason) (increase(kafka_lance_quarantined_parts_total{${tsel}}[1m]))`,
         '{{table}} parts quarantined: {{reason}}',
       ],
     ],
@@ -148,7 +151,7 @@ const panels = [
   panel(
     'Staging parts by state',
     'short',
-    [[`sum by (state) (kafka_lance_staging_parts{${sel}})`, '{{state}}']],
+    [[`sum by (state) (kafka_lance_staging_parts{${tsel}})`, '{{state}}']],
     r3(8),
   ),
   panel(
@@ -178,7 +181,7 @@ const panels = [
   panel(
     'Lance store: atomic commits (1) or a declared single writer (0)',
     'short',
-    [[`min by (table) (kafka_lance_store_atomic_commits{${sel}})`, '{{table}}']],
+    [[`min by (table) (kafka_lance_store_atomic_commits{${tsel}})`, '{{table}}']],
     r5(0),
     { type: 'stat' },
   ),
@@ -187,13 +190,13 @@ const panels = [
   panel(
     'Declared indexes: rows not indexed yet',
     'short',
-    [[`max by (table, index) (kafka_lance_index_unindexed_rows{${sel}})`, '{{table}} {{index}}']],
+    [[`max by (table, index) (kafka_lance_index_unindexed_rows{${tsel}})`, '{{table}} {{index}}']],
     r5(8),
   ),
   panel(
     'Declared indexes: last build or update duration',
     's',
-    [[`max by (table, index) (kafka_lance_index_update_duration_seconds{${sel}})`, '{{table}} {{index}}']],
+    [[`max by (table, index) (kafka_lance_index_update_duration_seconds{${tsel}})`, '{{table}} {{index}}']],
     r5(16),
   ),
   // Registry formats: a replica whose Schema Registry does not answer waits (its
@@ -227,9 +230,9 @@ const panels = [
     'Upserts: keys upserted, deleted and rows changed per second',
     'rps',
     [
-      [`sum by (table) (${rate('kafka_lance_upserted_rows_total')})`, '{{table}} upserted'],
-      [`sum by (table) (${rate('kafka_lance_deleted_rows_total')})`, '{{table}} deleted'],
-      [`sum by (table, change) (${rate('kafka_lance_merged_rows_total')})`, '{{table}} {{change}}'],
+      [`sum by (table) (${rate('kafka_lance_upserted_rows_total', tsel)})`, '{{table}} upserted'],
+      [`sum by (table) (${rate('kafka_lance_deleted_rows_total', tsel)})`, '{{table}} deleted'],
+      [`sum by (table, change) (${rate('kafka_lance_merged_rows_total', tsel)})`, '{{table}} {{change}}'],
     ],
     r7(0),
   ),
@@ -237,10 +240,32 @@ const panels = [
     'Upserts: merge duration',
     's',
     [
-      [q(0.5, 'kafka_lance_merge_duration_seconds', 'table'), 'p50 {{table}}'],
-      [q(0.99, 'kafka_lance_merge_duration_seconds', 'table'), 'p99 {{table}}'],
+      [q(0.5, 'kafka_lance_merge_duration_seconds', 'table', tsel), 'p50 {{table}}'],
+      [q(0.99, 'kafka_lance_merge_duration_seconds', 'table', tsel), 'p99 {{table}}'],
     ],
     r7(8),
+  ),
+  // Many tables (docs/routing.md): a table that publishes nothing while the others go on
+  // (its Lance table refuses the definition, or its store fails), and each table's freshness.
+  panel(
+    'Tables: stalled (1) and published rows per second',
+    'short',
+    [
+      [`max by (table) (kafka_lance_table_stalled{${tsel}})`, 'stalled {{table}}'],
+      [`sum by (table) (${rate('kafka_lance_published_records_total', tsel)})`, 'rows/s {{table}}'],
+    ],
+    r8(0),
+  ),
+  panel(
+    'Tables: seconds since the last publication',
+    's',
+    [
+      [
+        `time() - max by (table) (kafka_lance_table_last_publication_timestamp_seconds{${tsel}} > 0)`,
+        '{{table}}',
+      ],
+    ],
+    r8(8),
   ),
 ];
 
@@ -271,6 +296,19 @@ const dashboard = {
         type: 'query',
         datasource: ds,
         query: { query: 'label_values(kafka_lance_consumed_records_total, instance)', refId: 'instance' },
+        includeAll: true,
+        multi: true,
+        allValue: '.*',
+        current: { text: 'All', value: '$__all' },
+        refresh: 2,
+        hide: 0,
+      },
+      {
+        name: 'table',
+        label: 'Table',
+        type: 'query',
+        datasource: ds,
+        query: { query: 'label_values(kafka_lance_published_records_total, table)', refId: 'table' },
         includeAll: true,
         multi: true,
         allValue: '.*',

@@ -209,7 +209,7 @@ export class Replica {
     // Before the staging pool, whose sealed parts it takes: made in the order they report to each other.
     const materializer = consumer.materializer.enabled
       ? await MaterializerHost.start(
-          materializerOptions(consumer, tableDir, owner, store?.atomic ?? true, log.level),
+          materializerOptions(consumer, owner, store?.atomic ?? true, log.level),
           reportFailure,
           log,
           metrics,
@@ -370,18 +370,23 @@ async function openDeadLetterSink(consumer: ResolvedConsumer, producer: Producer
   return new FileDeadLetterSink(path.resolve(file));
 }
 
-/** The materializer's options, from the consumer's definition and what the start learned. */
+/**
+ * The materializer's options, from the consumer's definition and what the start learned:
+ * it serves every table under `<dataDir>/staging`, each in the Lance database of the
+ * definition, under its directory's name.
+ */
 function materializerOptions(
   consumer: ResolvedConsumer,
-  tableDir: string,
   owner: string,
   storeAtomic: boolean,
   logLevel: string,
 ): MaterializerWorkerInit {
   const m = consumer.materializer;
+  const { table: _fixed, ...lance } = lanceTargetOf(consumer);
   return {
-    tableDir,
-    lance: lanceTargetOf(consumer),
+    stagingRoot: path.join(consumer.dataDir, 'staging'),
+    lance,
+    expectations: { fields: consumer.fields, epochUnit: consumer.epochUnit, upsertKey: consumer.upsertKey },
     owner,
     mode: m.pipelinePreparation ? 'streamed' : 'buffered',
     maxPublicationBytes: m.maxPublicationBytes,
@@ -399,6 +404,7 @@ function materializerOptions(
     storeAtomic,
     commitAfter: consumer.offsets.commitAfter,
     upsertKey: consumer.upsertKey,
+    maxTableLabels: consumer.metrics.maxTableLabels,
     logLevel,
   };
 }

@@ -15,7 +15,8 @@ export type CliErrorCode =
   | 'DEMO_MISMATCH'
   | 'REPLICA_FAILED'
   | 'SCHEMA_REGISTRY_UNAVAILABLE'
-  | 'BAD_ARGUMENT';
+  | 'BAD_ARGUMENT'
+  | 'COMPACT_FAILED';
 
 export class CliError extends Error {
   constructor(

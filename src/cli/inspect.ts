@@ -23,6 +23,7 @@ import {
   type IndexShape,
   type TableShape,
 } from './lance-read';
+import { tableSummaries, type TableSummary } from './tables';
 
 export interface PartitionReport {
   readonly topic: string;
@@ -96,6 +97,8 @@ export interface InspectReport {
       readonly parts: number;
     }[];
   };
+  /** Every table of the definition (a routing definition has many): lag and last publication each. */
+  readonly tables: readonly TableSummary[];
   readonly deadLetters: {
     readonly sink: 'topic' | 'file';
     readonly target: string;
@@ -186,6 +189,7 @@ export async function inspect(consumer: ResolvedConsumer): Promise<InspectReport
         partitions,
         staging: await stagingFiles(stagingDir),
         publications: await publications(stagingDir),
+        tables: await tableSummaries(consumer),
         deadLetters: await deadLetters(consumer, admin),
       };
     } finally {
@@ -397,6 +401,20 @@ export function formatInspect(r: InspectReport): string[] {
   for (const e of p.entries.slice(0, 10))
     out.push(`    ${e.id} ${e.state}: ${n(e.rows)} rows in ${e.parts} parts`);
   if (p.entries.length > 10) out.push(`    … and ${p.entries.length - 10} more`);
+  if (r.tables.length > 1 || r.tables.some((t) => t.table !== r.lance.table)) {
+    out.push(`Tables (${r.tables.length})`);
+    const rows = r.tables.map((t) => [
+      t.table,
+      t.rows === undefined ? '-' : n(t.rows),
+      `${n(t.waitingParts)} (${formatBytes(t.waitingBytes)})`,
+      n(t.plannedRows),
+      t.quarantinedFiles === 0 ? '-' : n(t.quarantinedFiles),
+      t.lastCommitAt ?? 'never',
+    ]);
+    out.push(
+      ...table(['table', 'Lance rows', 'parts waiting', 'planned rows', 'quarantined', 'last commit'], rows),
+    );
+  }
   const d = r.deadLetters;
   out.push(
     `Dead letters (${d.sink} ${d.target}): ${d.count === null ? 'unknown' : n(d.count)}${d.note ? ` (${d.note})` : ''}`,

@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'BATCH_CORRUPT'
   | 'DISK_FULL'
   | 'TOPIC_NOT_SERVED'
+  | 'TABLE_REFUSED'
   | 'SCHEMA_REGISTRY_UNAVAILABLE';
 
 export interface KafkaLanceErrorOptions {

@@ -7,6 +7,7 @@ import { FORMATS, KEY_FORMATS, REGISTRY_FORMATS, schemaRegistry } from './format
 import { indexProblems, indexSpec } from './index-spec';
 import { lanceOptions } from './lance-options';
 import { materializerOptions } from './materializer-options';
+import { metricsOptions } from './metrics-options';
 import type { Transform } from './transform';
 import { ENVELOPES, MODES, TOMBSTONES, upsertKey, upsertProblems } from './upsert-options';
 import { debeziumOptions } from './upsert-options';
@@ -135,6 +136,7 @@ export const consumerDefinitionSchema = z
     workers: z.number().int().min(0).max(64).optional(),
     lance: lanceOptions,
     materializer: materializerOptions,
+    metrics: metricsOptions,
     /** Group membership timing (kafkajs names). A crashed replica's partitions move after sessionTimeoutMs. */
     sessionTimeoutMs: z.number().int().min(1_000).default(30_000),
     heartbeatIntervalMs: z.number().int().min(100).default(3_000),

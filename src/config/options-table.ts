@@ -308,6 +308,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       'Build and update the declared `indexes` this often, in the background (publications go on meanwhile); `0` turns it off. The replica that compacts does it, on a store with atomic commits.',
   },
+  'metrics.maxTableLabels': {
+    meaning:
+      'Distinct tables named in the `table` label of every per-table metric; the metrics of later tables are reported as `table="_other"`, with one warning (docs/routing.md).',
+  },
   indexes: {
     meaning:
       'Lance indexes on declared columns, built once the table can train them and kept fresh by the replica that compacts (README, "Vectors and indexes"). Checked at start against the declared fields: a vector index on a float vector, a scalar index on a column it can index, one index per column.',

@@ -8,11 +8,21 @@ import { compiledEntry, WORKER_RESOURCE_LIMITS } from '../pool/compiled-entry';
 import type { IndexReport } from '../lance/index-keeper';
 import type { MaterializerStats } from './materializer-stats';
 import type { OwnershipRow } from '../ownership/partition-ownership';
+import type { TableReport } from './table-set';
 import type { MaterializerReply, MaterializerWorkerInit } from './worker-protocol';
 
-/** The main thread's handle on the materializer worker. */
+/** A table's gauges as last reported: summed (parts) or maxed (stalled) per label value. */
+interface TableGauges {
+  readonly sealedParts: number;
+  readonly stalled: number;
+}
+
+/** The main thread's handle on the materializer worker (every table it serves). */
 export class MaterializerHost {
-  #stats: MaterializerStats | undefined;
+  readonly #stats = new Map<string, MaterializerStats>();
+  readonly #gauges = new Map<string, TableGauges>();
+  /** Label values whose series were made at first sight (a histogram shows no sample otherwise). */
+  readonly #labelled = new Set<string>();
   readonly #stopped: Promise<void>;
 
   private constructor(
@@ -20,13 +30,13 @@ export class MaterializerHost {
     onFatal: (error: Error) => void,
     logger: Logger,
     private readonly metrics: Metrics,
-    private readonly labels: { table: string; mode: string },
+    private readonly mode: string,
     private readonly diskPressure: DiskPressure | undefined,
   ) {
     this.#stopped = new Promise((resolve) => {
       worker.on('message', (m: MaterializerReply) => {
-        if (m.type === 'stats') this.#record(m.stats);
-        else if (m.type === 'indexes') this.#recordIndexes(m.reports);
+        if (m.type === 'stats') this.#recordTables(m.tables);
+        else if (m.type === 'indexes') this.#recordIndexes(m.table, m.reports);
         else if (m.type === 'fatal') {
           logger.fatal({ event: 'materializer.fatal', reason: m.message }, 'materializer stopped');
           onFatal(new KafkaLanceError('MATERIALIZER_FAILED', `materializer: ${m.message}`));
@@ -59,34 +69,64 @@ export class MaterializerHost {
       worker.on('message', onMessage);
       worker.once('error', reject);
     });
+    metrics.tableLabels.configure(init.maxTableLabels, logger);
     // Series exist from the start (a histogram without observations shows no sample otherwise).
     for (const kind of ['fetch', 'decode'] as const) metrics.permitWait.zero({ kind });
-    metrics.sourceWait.zero({ table: init.lance.table, mode: init.mode });
-    for (const phase of ['prepare', 'write'] as const)
-      metrics.publicationDuration.zero({ table: init.lance.table, phase });
-    metrics.publicationFailures.inc({ table: init.lance.table, reason: 'storage' }, 0);
-    metrics.quarantinedParts.inc({ table: init.lance.table, reason: 'schema-incompatible' }, 0);
     metrics.reservationLimit.set(init.sourceReservationBytes);
     metrics.permitsCapacity.set({ kind: 'fetch' }, init.fetchPermits);
     metrics.permitsCapacity.set({ kind: 'decode' }, init.decodePermits);
-    return new MaterializerHost(
-      worker,
-      onFatal,
-      logger,
-      metrics,
-      { table: init.lance.table, mode: init.mode },
-      diskPressure,
-    );
+    return new MaterializerHost(worker, onFatal, logger, metrics, init.mode, diskPressure);
   }
 
-  /** Worker reports → the main registry: what the counts grew by, and recent events as observations. */
-  #record(stats: MaterializerStats): void {
-    this.#stats = stats;
-    // The materializer forgets its disk-full state at its next successful publication.
-    if (stats.diskFull) this.diskPressure?.reportFull(stats.diskFull.stage, stats.diskFull);
+  /** Every table's report: its counts and observations under its (bounded) label, then the per-label gauges. */
+  #recordTables(reports: readonly TableReport[]): void {
+    for (const r of reports) {
+      const table = this.metrics.tableLabels.of(r.table);
+      this.#zeroSeries(table);
+      if (r.stats) {
+        this.#stats.set(r.table, r.stats);
+        this.#record(table, r.stats);
+      }
+      this.#gauges.set(r.table, {
+        sealedParts: r.stats ? r.stats.waitingParts + r.stats.unresolvableParts : 0,
+        stalled: r.stalled ? 1 : 0,
+      });
+    }
+    // Tables beyond the label bound share `_other`: its gauges sum their parts, and it is stalled if one of them is.
+    const perLabel = new Map<string, TableGauges>();
+    for (const [t, g] of this.#gauges) {
+      const label = this.metrics.tableLabels.of(t);
+      const sum = perLabel.get(label);
+      perLabel.set(label, {
+        sealedParts: (sum?.sealedParts ?? 0) + g.sealedParts,
+        stalled: Math.max(sum?.stalled ?? 0, g.stalled),
+      });
+    }
+    for (const [table, g] of perLabel) {
+      this.metrics.stagingParts.set({ table, state: 'sealed' }, g.sealedParts);
+      this.metrics.tableStalled.set({ table }, g.stalled);
+    }
+    // One disk: full while any table's last publication met a full disk.
+    const full = [...this.#stats.values()].find((s) => s.diskFull)?.diskFull;
+    if (full) this.diskPressure?.reportFull(full.stage, full);
     else this.diskPressure?.reportWritten('lance');
+  }
+
+  #zeroSeries(table: string): void {
+    if (this.#labelled.has(table)) return;
+    this.#labelled.add(table);
     const m = this.metrics;
-    const { table, mode } = this.labels;
+    m.sourceWait.zero({ table, mode: this.mode });
+    for (const phase of ['prepare', 'write'] as const) m.publicationDuration.zero({ table, phase });
+    m.publicationFailures.inc({ table, reason: 'storage' }, 0);
+    m.quarantinedParts.inc({ table, reason: 'schema-incompatible' }, 0);
+    m.lastPublication.set({ table }, 0);
+  }
+
+  /** One table's report → the main registry: what the counts grew by, and recent events as observations. */
+  #record(table: string, stats: MaterializerStats): void {
+    const m = this.metrics;
+    const mode = this.mode;
     const grown = stats.counted;
     m.publishedRecords.inc({ table }, grown.publishedRows);
     m.publishedBytes.inc({ table }, grown.publishedBytes);
@@ -110,22 +150,25 @@ export class MaterializerHost {
       m.publicationDuration.observe({ table, phase: 'write' }, r.writeSeconds);
       m.sourceWait.observe({ table, mode }, r.sourceWaitSeconds);
     }
+    if (stats.recent.length > 0) m.lastPublication.set({ table }, Date.now() / 1000);
+    // The permits and the reservation are the worker's, shared by its tables: any report has them
+    // (their waits are drained by whichever table reported first).
     for (const p of stats.permits) m.permitsInUse.set({ kind: p.kind }, p.inUse);
     for (const w of stats.recentPermitWaits)
       for (const s of w.seconds) m.permitWait.observe({ kind: w.kind }, s);
     m.reservationBytes.set(stats.reservation.bytes);
-    m.stagingParts.set({ table, state: 'sealed' }, stats.waitingParts + stats.unresolvableParts);
   }
 
-  #recordIndexes(reports: readonly IndexReport[]): void {
-    const { table } = this.labels;
+  #recordIndexes(name: string, reports: readonly IndexReport[]): void {
+    const table = this.metrics.tableLabels.of(name);
     for (const r of reports) {
       this.metrics.indexUnindexedRows.set({ table, index: r.index }, r.unindexedRows);
       if (r.seconds !== undefined) this.metrics.indexUpdateDuration.set({ table, index: r.index }, r.seconds);
     }
   }
 
-  get stats(): MaterializerStats | undefined {
+  /** Each table's last reported stats, by table name. */
+  get stats(): ReadonlyMap<string, MaterializerStats> {
     return this.#stats;
   }
 

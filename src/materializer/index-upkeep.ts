@@ -16,6 +16,15 @@ export interface TableKeeperRole {
 }
 
 /**
+ * Index rounds of a worker's tables running at once, at most `max`: with many tables a
+ * round per table due at the same moment would build every table's indexes together.
+ */
+export class UpkeepSlots {
+  running = 0;
+  constructor(readonly max: number) {}
+}
+
+/**
  * The declared indexes' schedule in the materializer's thread: a round every
  * `everyMs`, started in the background so that the publication loop never waits for a
  * build (LanceDB works off the JavaScript thread), one round at a time, only on the
@@ -37,6 +46,8 @@ export class IndexUpkeep {
     private readonly role: TableKeeperRole,
     private readonly logger: Logger,
     private readonly onReports: (reports: readonly IndexReport[]) => void,
+    /** Shared by the upkeeps of a worker's tables (table-set.ts); absent: this table's alone. */
+    private readonly slots: UpkeepSlots = new UpkeepSlots(1),
   ) {}
 
   /** Starts a round when one is due; never waits for it. */
@@ -54,8 +65,12 @@ export class IndexUpkeep {
       }
       return;
     }
+    // Another table's round holds the slots: this one waits for a later tick, not a whole everyMs.
+    if (this.slots.running >= this.slots.max) return;
+    this.slots.running += 1;
     this.#last = now;
     this.#running = this.#round().finally(() => {
+      this.slots.running -= 1;
       this.#running = undefined;
     });
   }

@@ -72,6 +72,30 @@ export interface MaterializerOptions {
    * seconds on a dashboard while rows landed (seen in the backlog bench).
    */
   readonly onPublished?: (result: PublicationResult) => void;
+  /**
+   * The worker's budgets, shared by every table it serves (table-set.ts); absent, this
+   * materializer makes its own from fetchPermits, decodePermits and sourceReservationBytes.
+   */
+  readonly shared?: SharedBudgets;
+}
+
+/** Fetch and decode permits and the source reservation: one set per worker, whatever the number of tables. */
+export interface SharedBudgets {
+  readonly fetch: Permits;
+  readonly decode: Permits;
+  readonly reservation: BoundedBudget;
+}
+
+export function sharedBudgets(o: {
+  readonly fetchPermits: number;
+  readonly decodePermits: number;
+  readonly sourceReservationBytes: number;
+}): SharedBudgets {
+  return {
+    fetch: new Permits('fetch', o.fetchPermits),
+    decode: new Permits('decode', o.decodePermits),
+    reservation: new BoundedBudget(Number.MAX_SAFE_INTEGER, o.sourceReservationBytes),
+  };
 }
 
 /**
@@ -94,7 +118,7 @@ export class Materializer {
   readonly #failures: FailurePolicy;
   readonly #setAsideContext: SetAsideContext;
   readonly #commitSafety: CommitSafety;
-  #ownership = new Map<TopicPartitionKey, PartitionOwnership>();
+  #ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership> = new Map();
   readonly #counters = new PublicationCounters();
   /** What the last plan left: parts not ready yet, and parts the ownership chain no longer reaches. */
   #waitingParts = 0;
@@ -105,9 +129,10 @@ export class Materializer {
     this.#lance = lance;
     this.#failures = new FailurePolicy(o.maxPermanentFailures ?? 3);
     this.#commitSafety = commitSafetyOf(o.storeAtomic !== false);
-    this.#fetch = new Permits('fetch', o.fetchPermits);
-    this.#decode = new Permits('decode', o.decodePermits);
-    this.#reservation = new BoundedBudget(Number.MAX_SAFE_INTEGER, o.sourceReservationBytes);
+    const shared = o.shared ?? sharedBudgets(o);
+    this.#fetch = shared.fetch;
+    this.#decode = shared.decode;
+    this.#reservation = shared.reservation;
     this.#publisher = new Publisher({
       tableDir: o.tableDir,
       lance,
@@ -146,7 +171,8 @@ export class Materializer {
 
   /** The broker's view of every partition (chain + committed), refreshed by the caller. */
   setOwnership(ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership>): void {
-    this.#ownership = new Map(ownership);
+    // Kept as given, not copied: every table of a worker gets the same snapshot, which no one changes after.
+    this.#ownership = ownership;
   }
 
   /** Parts sealed by this replica's staging (their writers hashed and ranged them): no read back. */
@@ -155,17 +181,21 @@ export class Materializer {
   }
 
   /** Finishes what a crash or a failure left in the ledger. Runs before any new plan. */
-  async resume(now = Date.now(), drain?: Drain): Promise<PublicationResult[]> {
+  async resume(now = Date.now(), drain?: Drain, turn?: Turn): Promise<PublicationResult[]> {
     const results: PublicationResult[] = [];
-    this.#inPlan = await this.#runLedger(now, results, drain);
+    this.#inPlan = await this.#runLedger(now, results, drain, turn);
     return results;
   }
 
-  /** Plans what is ready and publishes it; returns the publications made. */
-  async runOnce(now = Date.now(), drain?: Drain): Promise<PublicationResult[]> {
+  /**
+   * Plans what is ready and publishes it; returns the publications made. A `turn` bounds
+   * the publications attempted (the table set's share of a round): plans beyond it stay
+   * in the ledger for the next run, so other tables are served in between.
+   */
+  async runOnce(now = Date.now(), drain?: Drain, turn?: Turn): Promise<PublicationResult[]> {
     // Plans left by a failure (or a crash) go first, the same way recovery does it; the
     // parts of those still waiting for a retry stay out of new plans.
-    const results = await this.resume(now, drain);
+    const results = await this.resume(now, drain, turn);
     const { parts, quarantined } = await this.#catalog.refresh();
     if (quarantined.length > 0) this.#counters.quarantined('part-corrupt', quarantined.length);
     const out = planPublications({
@@ -179,7 +209,11 @@ export class Materializer {
       maxPublicationDelayMs: drain ? 0 : this.#o.maxPublicationDelayMs,
       now,
     });
-    this.#waitingParts = out.waiting;
+    // A turn plans no more than it may publish: the rest stays unplanned (ready again at the
+    // next run), so that a backlog's plan writes never hold the other tables' turns.
+    const groups = turn ? out.groups.slice(0, Math.max(0, turn.attempts)) : out.groups;
+    const deferred = out.groups.slice(groups.length).reduce((n, g) => n + g.length, 0);
+    this.#waitingParts = out.waiting + deferred;
     if (out.unresolvable.length > 0 && out.unresolvable.length !== this.#unresolvableParts) {
       this.#o.logger.error(
         { event: 'publication.unresolvable', parts: out.unresolvable },
@@ -188,14 +222,16 @@ export class Materializer {
     }
     this.#unresolvableParts = out.unresolvable.length;
     const plans: Plan[] = [];
-    for (const group of out.groups) plans.push(await this.#writePlan(group));
+    for (const group of groups) plans.push(await this.#writePlan(group));
     // Two publications overlap only where Lance reconciles concurrent commits (commit-rule.ts).
     const inFlight = publicationsInFlight(this.#commitSafety, this.#o.mode === 'streamed');
     for (let i = 0; i < plans.length; i += inFlight) {
       // A drain starts nothing after its deadline; a plan not started stays in the ledger
       // and is published by the next start on this data directory.
       if (drain && Date.now() >= drain.until) break;
-      const batch = plans.slice(i, i + inFlight);
+      if (turn && turn.attempts <= 0) break;
+      const batch = plans.slice(i, i + Math.min(inFlight, turn?.attempts ?? inFlight));
+      if (turn) turn.attempts -= batch.length;
       const settled = await Promise.all(
         batch.map((p) => this.#attempt(p, () => this.#publisher.publish(p, this.#o.mode), now)),
       );
@@ -297,7 +333,12 @@ export class Materializer {
   }
 
   /** Every ledger entry once, in creation order; returns the parts of plans still pending. */
-  async #runLedger(now: number, results: PublicationResult[], drain?: Drain): Promise<Set<string>> {
+  async #runLedger(
+    now: number,
+    results: PublicationResult[],
+    drain?: Drain,
+    turn?: Turn,
+  ): Promise<Set<string>> {
     const held = new Set<string>();
     for (const entry of await ledger.list(this.#o.tableDir)) {
       const { plan } = entry;
@@ -306,8 +347,10 @@ export class Materializer {
         continue;
       }
       let pending = true;
-      const late = drain !== undefined && Date.now() >= drain.until;
+      const late =
+        (drain !== undefined && Date.now() >= drain.until) || (turn !== undefined && turn.attempts <= 0);
       if (!late && !this.#failures.waiting(plan.id, now)) {
+        if (turn) turn.attempts -= 1;
         const outcome = entry.quarantined
           ? { pending: !(await setAside(this.#setAsideContext, plan, entry.quarantined, now)) }
           : await this.#attempt(
@@ -394,6 +437,11 @@ export class Materializer {
 /** A graceful stop's last runs: publish what is ready at once, start nothing after `until` (epoch ms). */
 export interface Drain {
   readonly until: number;
+}
+
+/** One table's share of a round: publication attempts left (counted down by the run). */
+export interface Turn {
+  attempts: number;
 }
 
 async function countKept(d: PartDecision): Promise<number> {

@@ -1,4 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { DEFAULT_MAX_TABLE_LABELS } from '../config/metrics-options';
+import { TableLabels } from './table-labels';
 
 /**
  * Every metric kafka-lance exports, in one registry owned by the main thread.
@@ -8,6 +10,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  */
 export class Metrics {
   readonly registry = new Registry();
+  /** Every per-table family's `table` value goes through this bound (table-labels.ts). */
+  readonly tableLabels = new TableLabels(DEFAULT_MAX_TABLE_LABELS);
 
   readonly sourceWait = new Histogram({
     name: 'kafka_lance_source_wait_seconds',
@@ -209,6 +213,18 @@ export class Metrics {
     name: 'kafka_lance_staging_parts',
     help: 'Staging parts by state: open (appended to), sealing, sealed (waiting for publication).',
     labelNames: ['table', 'state'] as const,
+    registers: [this.registry],
+  });
+  readonly tableStalled = new Gauge({
+    name: 'kafka_lance_table_stalled',
+    help: 'A table publishes nothing now (1): its Lance table refuses the definition (a declared type, its mode), opening or publishing it fails, or plans of it wait for a retry; the other tables go on. The log line table.stalled says why.',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+  readonly lastPublication = new Gauge({
+    name: 'kafka_lance_table_last_publication_timestamp_seconds',
+    help: "Unix time of this replica's last publication into the table (0: none since the start).",
+    labelNames: ['table'] as const,
     registers: [this.registry],
   });
   readonly durableSync = new Histogram({

@@ -66,6 +66,23 @@ test('every PromQL expression in the dashboard and the alert rules reads only me
   }
 });
 
+test('every panel query of a per-table family follows the table variable', () => {
+  const perTable = new Set(
+    new Metrics().registry
+      .getMetricsAsArray()
+      .filter((m) => (m as unknown as { labelNames: readonly string[] }).labelNames.includes('table'))
+      .map((m) => m.name),
+  );
+  expect(perTable.size).toBeGreaterThan(10);
+  const unfiltered = dashboard.panels.flatMap((p) =>
+    p.targets
+      .filter((t) => metricNames(t.expr).some((n) => perTable.has(n.replace(/_(bucket|sum|count)$/, ''))))
+      .filter((t) => !t.expr.includes('table=~"$table"'))
+      .map((t) => `${p.title}: ${t.expr}`),
+  );
+  expect(unfiltered).toEqual([]);
+});
+
 test('the dashboard has the structure Grafana imports', () => {
   expect(dashboard.uid).toBe('kafka-lance');
   expect(dashboard.id).toBeNull();
@@ -73,6 +90,7 @@ test('the dashboard has the structure Grafana imports', () => {
   expect(dashboard.templating.list.map((v) => [v.name, v.type])).toEqual([
     ['datasource', 'datasource'],
     ['instance', 'query'],
+    ['table', 'query'],
   ]);
   const ids = new Set<number>();
   for (const p of dashboard.panels) {

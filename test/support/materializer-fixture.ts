@@ -149,9 +149,9 @@ export interface LanceRow {
   readonly message: string | null;
 }
 
-export async function readLance(lanceDir: string): Promise<LanceRow[]> {
+export async function readLance(lanceDir: string, table = TABLE): Promise<LanceRow[]> {
   const db = await lancedb.connect(lanceDir);
-  const t = await openTableIfCommitted(db, TABLE);
+  const t = await openTableIfCommitted(db, table);
   if (!t) return [];
   const rows = (await t.query().select(['_partition', '_offset', 'message']).toArray()) as {
     _partition: number;

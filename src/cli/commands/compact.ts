@@ -1,7 +1,9 @@
 import { type Command, Option } from 'commander';
+import { errorMessage } from '../../common/errors';
 import { brokersFromEnv, loadConsumer } from '../../config';
 import { DEFAULT_RETENTION, compact, parseDuration } from '../compact';
-import { CliError } from '../errors';
+import { CliError, TableMissingError } from '../errors';
+import { definitionTables } from '../tables';
 import { formatBytes } from '../inspect';
 import { plural } from '../plural';
 import { consumerOption, dataDirOption, duration } from './options';
@@ -11,10 +13,14 @@ export function addCompactCommand(program: Command): void {
   program
     .command('compact')
     .description(
-      'Compact the Lance table of a consumer (LanceDB optimize: merge small fragments, update indexes) and remove versions that stopped being the latest more than --retention ago. Safe while replicas run on a store with atomic commits; not beside a declared single writer (lance.singleWriter).',
+      'Compact the Lance tables of a consumer (LanceDB optimize: merge small fragments, update indexes) and remove versions that stopped being the latest more than --retention ago: every table of the definition, or the one named by --table. Safe while replicas run on a store with atomic commits; not beside a declared single writer (lance.singleWriter).',
     )
     .addOption(consumerOption())
     .addOption(dataDirOption)
+    .option(
+      '--table <name>',
+      'compact only this table (default: every table of the definition: its staging directories, and every table of its Lance database when it routes)',
+    )
     .addOption(
       new Option(
         '--retention <duration>',
@@ -37,8 +43,9 @@ export function addCompactCommand(program: Command): void {
     .addHelpText(
       'after',
       `
-Example:
-  kafka-lance compact -c consumers/app-logs.ts --data-dir data/demo --retention 1h`,
+Examples:
+  kafka-lance compact -c consumers/app-logs.ts --data-dir data/demo --retention 1h
+  kafka-lance compact -c consumers/orders-by-region.ts --table orders_eu`,
     )
     .action(
       async (opts: {
@@ -47,6 +54,7 @@ Example:
         retention: number;
         writersStopped: boolean;
         purgeDeletesOlderThan?: number;
+        table?: string;
       }) => {
         // Compaction needs no broker: any value satisfies the definition's broker check.
         const consumer = loadConsumer(opts.consumer, process.env, {
@@ -61,24 +69,64 @@ Example:
             `${consumer.name} declares lance.singleWriter: compact commits to the table too, so it runs only while that replica is stopped; stop it and pass --writers-stopped`,
           );
         }
-        const r = await compact(
-          consumer,
-          opts.retention,
-          opts.purgeDeletesOlderThan === undefined ? undefined : Date.now() - opts.purgeDeletesOlderThan,
-        );
-        const shape = (x: typeof r.before) =>
-          `${plural(x.fragments, 'fragment')} (${x.smallFragments} small), ${plural(x.versions, 'version')} (current ${x.version}), ${x.rows} rows, ${formatBytes(x.bytes)}`;
-        console.log(`Lance table ${consumer.table} at ${r.path}`);
-        console.log(`  before: ${shape(r.before)}`);
-        console.log(`  after:  ${shape(r.after)}`);
-        console.log(
-          `  compaction merged ${r.fragmentsRemoved} fragments into ${r.fragmentsAdded}; cleanup removed ${r.versionsRemoved} versions older than ${formatDuration(r.retentionMs)} (${formatBytes(r.bytesRemoved)})`,
-        );
-        if (r.purgedDeletes !== undefined)
-          console.log(`  removed ${plural(r.purgedDeletes, 'delete row')} for good`);
-        for (const i of r.indexes)
+        if (
+          opts.table !== undefined &&
+          (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(opts.table) || opts.table.includes('..'))
+        )
+          // Never a path: a name that could leave the Lance database's directory is refused.
+          throw new CliError(
+            'BAD_ARGUMENT',
+            `--table "${opts.table}" is not a table name (letters, digits, _ . - only, starting with a letter, digit or _)`,
+          );
+        // Every table of the definition, or the one asked for (a missing one is an error then).
+        const tables = opts.table !== undefined ? [opts.table] : await definitionTables(consumer);
+        let compacted = 0;
+        const failed: string[] = [];
+        for (const table of tables) {
+          let r;
+          try {
+            r = await compact(
+              { ...consumer, table },
+              opts.retention,
+              opts.purgeDeletesOlderThan === undefined ? undefined : Date.now() - opts.purgeDeletesOlderThan,
+            );
+          } catch (error) {
+            // With one table, its absence is the answer (TableMissingError says where it would be).
+            if (tables.length === 1) throw error;
+            // Among many, a table staged but never published has nothing to compact yet.
+            if (error instanceof TableMissingError) {
+              console.log(`Lance table ${table}: not created yet, nothing to compact`);
+              continue;
+            }
+            // One table's failure is its own: the others are still compacted, and the command fails at the end.
+            console.error(`Lance table ${table}: compaction failed: ${errorMessage(error)}`);
+            failed.push(table);
+            continue;
+          }
+          compacted += 1;
+          const shape = (x: typeof r.before) =>
+            `${plural(x.fragments, 'fragment')} (${x.smallFragments} small), ${plural(x.versions, 'version')} (current ${x.version}), ${x.rows} rows, ${formatBytes(x.bytes)}`;
+          console.log(`Lance table ${table} at ${r.path}`);
+          console.log(`  before: ${shape(r.before)}`);
+          console.log(`  after:  ${shape(r.after)}`);
           console.log(
-            `  index ${i.index} on ${i.column} (${i.type}): ${i.state}, ${i.indexedRows} indexed, ${i.unindexedRows} unindexed${i.error !== undefined ? ` (${i.error})` : ''}`,
+            `  compaction merged ${r.fragmentsRemoved} fragments into ${r.fragmentsAdded}; cleanup removed ${r.versionsRemoved} versions older than ${formatDuration(r.retentionMs)} (${formatBytes(r.bytesRemoved)})`,
+          );
+          if (r.purgedDeletes !== undefined)
+            console.log(`  removed ${plural(r.purgedDeletes, 'delete row')} for good`);
+          for (const i of r.indexes)
+            console.log(
+              `  index ${i.index} on ${i.column} (${i.type}): ${i.state}, ${i.indexedRows} indexed, ${i.unindexedRows} unindexed${i.error !== undefined ? ` (${i.error})` : ''}`,
+            );
+        }
+        if (tables.length > 1) console.log(`compacted ${plural(compacted, 'table')} of ${tables.length}`);
+        if (failed.length > 0)
+          throw new CliError(
+            'COMPACT_FAILED',
+            `compaction failed for ${plural(failed.length, 'table')}: ${failed.join(', ')}`,
+            {
+              tables: failed,
+            },
           );
       },
     );
