@@ -167,6 +167,10 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
   let lastConsumed = -1;
   let table: lancedb.Table | undefined;
   let lastMetrics: Sample[] = [];
+  // The CPU charged is from the last poll that saw no record consumed to the poll that saw
+  // the last row: the replica's start-up and the graceful stop are not its cost per GiB.
+  let cpuBefore = 0;
+  let threadsBefore: Record<string, number> = {};
   while (doneAt === undefined) {
     await new Promise((res) => setTimeout(res, 500));
     if (r.exited) {
@@ -187,6 +191,11 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
     const visible = table ? await table.countRows().catch(() => 0) : 0;
     sampler.rows = visible;
     sampler.consumed = consumed;
+    if (consumed === 0) {
+      await sampler.sampleOnce();
+      cpuBefore = sampler.cpuSeconds();
+      threadsBefore = await sampler.threadCpu();
+    }
     if (consumed > 0) mark('firstConsumed');
     if (consumed >= o.records) mark('allConsumed');
     if (published > 0) mark('firstPublishedMetric');
@@ -207,8 +216,11 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
   table?.close();
   if (r.port !== undefined) lastMetrics = (await scrape(r.port).catch(() => undefined)) ?? lastMetrics;
   await sampler.sampleOnce();
-  const threadCpu = await sampler.threadCpu();
-  const cpuSeconds = sampler.cpuSeconds();
+  const threadCpu = Object.fromEntries(
+    Object.entries(await sampler.threadCpu()).map(([t, cpu]) => [t, cpu - (threadsBefore[t] ?? 0)]),
+  );
+  const processCpuSeconds = sampler.cpuSeconds();
+  const cpuSeconds = processCpuSeconds - cpuBefore;
   const otherCores = await sampler.otherCores();
   const code = await stopReplica(r);
   if (code !== 0 && problems.length === 0) problems.push(`graceful stop exited with code ${code}`);
@@ -238,6 +250,7 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
     peakRssMiB: Math.round(sampler.peakRssBytes / MiB),
     otherCores: round(otherCores, 2),
     cpuSeconds: round(cpuSeconds, 2),
+    processCpuSeconds: round(processCpuSeconds, 2),
     threadCpuSeconds: roundAll(threadCpu),
     series: sampler.samples.map((s) => ({
       t: round(s.t, 2),
