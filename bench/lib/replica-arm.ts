@@ -43,6 +43,7 @@ export async function startReplica(
   brokers: readonly string[],
   extra: Record<string, unknown>,
   nodeArgs: readonly string[] = [],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<Replica> {
   const work = await fsp.mkdtemp(path.join(os.tmpdir(), `kl-bench-${name}-`));
   const tagDir = path.join(work, 'threads');
@@ -53,7 +54,7 @@ export async function startReplica(
     JSON.stringify(benchConsumer(`${name}-${Date.now()}`, topic, path.join(work, 'dlq.jsonl'), extra)),
   );
   const lance = extra.lance as { uri?: string; storageOptions?: Record<string, string> } | undefined;
-  const replicaProcess = new ReplicaProcess(file, path.join(work, 'data'), brokers, threadTaggedEnv(tagDir), {
+  const replicaProcess = new ReplicaProcess(file, path.join(work, 'data'), brokers, { ...threadTaggedEnv(tagDir), ...env }, {
     nodeArgs,
     // Log lines arrive only after this function has built the replica they update.
     onLine: (line) => {
@@ -153,10 +154,12 @@ export interface ReplicaArmOptions {
   readonly stallSeconds?: number;
   /** More node flags for the replica (the profile arm's `--cpu-prof`, which NODE_OPTIONS refuses). */
   readonly nodeArgs?: readonly string[];
+  /** More environment for the replica (a before → after arm's KAFKA_LANCE_NATIVE_JSON=off). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) => void): Promise<ArmResult> {
-  const r = await startReplica(o.id, o.topic, o.brokers, o.extra, o.nodeArgs);
+  const r = await startReplica(o.id, o.topic, o.brokers, o.extra, o.nodeArgs, o.env);
   const { sampler } = r;
   const phases: Record<string, number> = {};
   const mark = (name: string) => (phases[name] ??= round(sampler.elapsed(), 2));

@@ -265,14 +265,14 @@ fn read_value(field: &Field, reader: &mut Reader, record: &[u8], scratch: &mut V
                 else {
                     return Err(Reject);
                 };
-                // An escaped string was unescaped into the scratch: decode a copy of it.
-                let encoded = if in_scratch {
-                    scratch.drain(text_start..end).collect::<Vec<u8>>()
+                if in_scratch {
+                    // An escaped string was unescaped into the scratch: decode a copy of it.
+                    let encoded = scratch.drain(text_start..end).collect::<Vec<u8>>();
+                    scratch.truncate(start);
+                    vector_from_base64(&encoded, field.dim, scratch)?;
                 } else {
-                    record[text_start..end].to_vec()
-                };
-                scratch.truncate(start);
-                vector_from_base64(&encoded, field.dim, scratch)?;
+                    vector_from_base64(&record[text_start..end], field.dim, scratch)?;
+                }
             } else {
                 vector_from_numbers(reader, field.dim, scratch)?;
             }
@@ -297,22 +297,38 @@ fn vector_from_base64(text: &[u8], dim: usize, out: &mut Vec<u8>) -> Read<()> {
         return Err(Reject);
     }
     let start = out.len();
-    out.reserve(dim * 4 + 2);
-    for group in text[..text.len() - padding].chunks(4) {
-        let mut bits = 0u32;
-        for &c in group {
-            bits = (bits << 6) | sextet(c).ok_or(Reject)?;
+    out.resize(start + dim * 4, 0);
+    let bytes = &mut out[start..];
+    let body = &text[..text.len() - padding];
+    let groups = body.chunks_exact(4);
+    let rest = groups.remainder();
+    // Four characters to three bytes; a character outside the alphabet sets a high bit.
+    for (group, to) in groups.zip(bytes.chunks_exact_mut(3)) {
+        let [a, b, c, d] = [0, 1, 2, 3].map(|i| SEXTETS[group[i] as usize] as u32);
+        if (a | b | c | d) & 0xc0 != 0 {
+            return Err(Reject);
         }
-        match group.len() {
-            4 => out.extend_from_slice(&bits.to_be_bytes()[1..]),
-            3 => out.extend_from_slice(&(bits >> 2).to_be_bytes()[2..]),
-            2 => out.push((bits >> 4) as u8),
+        let bits = (a << 18) | (b << 12) | (c << 6) | d;
+        to.copy_from_slice(&bits.to_be_bytes()[1..]);
+    }
+    if !rest.is_empty() {
+        let mut bits = 0u32;
+        for &c in rest {
+            let v = SEXTETS[c as usize] as u32;
+            if v & 0xc0 != 0 {
+                return Err(Reject);
+            }
+            bits = (bits << 6) | v;
+        }
+        let tail = bytes.len() - (rest.len() - 1);
+        match rest.len() {
+            3 => bytes[tail..].copy_from_slice(&(bits >> 2).to_be_bytes()[2..]),
+            2 => bytes[tail] = (bits >> 4) as u8,
             _ => return Err(Reject),
         }
     }
-    debug_assert_eq!(out.len() - start, dim * 4);
     // NaN and infinities have every exponent bit set (bits 23-30 of the little-endian f32).
-    if out[start..]
+    if bytes
         .chunks_exact(4)
         .any(|b| b[3] & 0x7f == 0x7f && b[2] & 0x80 == 0x80)
     {
@@ -321,17 +337,17 @@ fn vector_from_base64(text: &[u8], dim: usize, out: &mut Vec<u8>) -> Read<()> {
     Ok(())
 }
 
-#[inline]
-fn sextet(c: u8) -> Option<u32> {
-    Some(match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => return None,
-    } as u32)
-}
+/// The standard base64 alphabet's values; 0xff for every other byte.
+const SEXTETS: [u8; 256] = {
+    let mut table = [0xffu8; 256];
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut i = 0;
+    while i < 64 {
+        table[alphabet[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// A JSON array of exactly `dim` numbers, each read as JSON.parse reads it (the nearest
 /// double) and rounded to f32 as Math.fround does (nearest, ties to even), none infinite
