@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import { runAvroArm } from './lib/avro-arm';
 import { runChildArm } from './lib/child-arm';
 import { ensureVenv } from './lib/python-venv';
-import { summarizeProfiles } from './lib/cpu-profile';
+import { stageAccount, summarizeProfiles } from './lib/cpu-profile';
 import { ensureBroker, produceDataset, type Dataset } from './lib/kafka';
 import { measureFreshness, runReplicaArm, type Freshness } from './lib/replica-arm';
 import { defaultStagingWorkers } from '../src/config/resolve';
@@ -275,7 +275,12 @@ async function runArms(
           },
           log,
         );
-        profile = { mibPerSecond: profiled.mibPerSecond, threads: await summarizeProfiles(dir) };
+        const threads = await summarizeProfiles(dir);
+        profile = {
+          mibPerSecond: profiled.mibPerSecond,
+          threads,
+          stages: stageAccount(threads, profiled.threadCpuSeconds, profiled.bytes / 1024 ** 3),
+        };
         for (const t of profile.threads)
           log(`  ${t.thread}: ${t.busySeconds} s busy; top: ${t.topFunctions[0]?.name ?? '-'}`);
         continue;

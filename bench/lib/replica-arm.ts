@@ -54,15 +54,21 @@ export async function startReplica(
     JSON.stringify(benchConsumer(`${name}-${Date.now()}`, topic, path.join(work, 'dlq.jsonl'), extra)),
   );
   const lance = extra.lance as { uri?: string; storageOptions?: Record<string, string> } | undefined;
-  const replicaProcess = new ReplicaProcess(file, path.join(work, 'data'), brokers, { ...threadTaggedEnv(tagDir), ...env }, {
-    nodeArgs,
-    // Log lines arrive only after this function has built the replica they update.
-    onLine: (line) => {
-      if (line.event === 'metrics.listening') replica.port = line.port as number;
-      if (line.event === 'kafka.join') replica.joinedAt ??= replica.sampler.elapsed();
-      if (line.level >= 50) process.stderr.write(`  replica: ${JSON.stringify(line)}\n`);
+  const replicaProcess = new ReplicaProcess(
+    file,
+    path.join(work, 'data'),
+    brokers,
+    { ...threadTaggedEnv(tagDir), ...env },
+    {
+      nodeArgs,
+      // Log lines arrive only after this function has built the replica they update.
+      onLine: (line) => {
+        if (line.event === 'metrics.listening') replica.port = line.port as number;
+        if (line.event === 'kafka.join') replica.joinedAt ??= replica.sampler.elapsed();
+        if (line.level >= 50) process.stderr.write(`  replica: ${JSON.stringify(line)}\n`);
+      },
     },
-  });
+  );
   const sampler = new ProcessTreeSampler(replicaProcess.pid, tagDir).start();
   const replica: Replica = {
     process: replicaProcess,

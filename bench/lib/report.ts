@@ -15,7 +15,12 @@ export interface BenchReport {
   readonly arms: ArmResult[];
   readonly freshness?: Freshness;
   /** The buffered end-to-end arm run once more under `--cpu-prof` (not in the summary: profiling slows it). */
-  readonly profile?: { readonly mibPerSecond: number; readonly threads: readonly ThreadProfile[] };
+  readonly profile?: {
+    readonly mibPerSecond: number;
+    readonly threads: readonly ThreadProfile[];
+    /** CPU s per GiB by pipeline stage (cpu-profile.ts's stageAccount). */
+    readonly stages?: Record<string, number>;
+  };
   readonly ratios: Record<string, number>;
   readonly targets: { readonly name: string; readonly pass: boolean; readonly detail: string }[];
 }
@@ -242,6 +247,22 @@ export function renderMarkdown(r: BenchReport, svgName: string): string {
       `The same replica run once more with V8's sampling profiler (${r.profile.mibPerSecond} MiB/s while profiled); ` +
         'self time per function, busiest thread first. The stage that limits end to end is the busiest thread.',
       '',
+      ...(r.profile.stages
+        ? [
+            '### Per-stage CPU account (CPU s per GiB of JSON)',
+            '',
+            "Each JavaScript thread's CPU (from /proc, first record to last row) split by the stage its profile samples " +
+              "were charged to (the innermost frame of the stack from a stage's source: kafkajs and src/kafka = consume, " +
+              "src/decode = decode, src/staging and src/pool = stage, the materializer's preparation = read back, " +
+              'src/lance and @lancedb = the add, index-upkeep = system indexes); the native threads by what they run.',
+            '',
+            table(
+              ['stage', 'CPU s / GiB'],
+              Object.entries(r.profile.stages).map(([k, v]) => [k, v]),
+            ),
+            '',
+          ]
+        : []),
       ...renderProfiles(r.profile.threads),
     );
   }
