@@ -26,6 +26,7 @@ import { resolveConsumer } from '../src/config';
 import { RecordDecoder, type RawMessage } from '../src/decode/record-decoder';
 import { benchArgs } from './args';
 import { runChildArm } from './lib/child-arm';
+import { stageAccount, summarizeProfiles } from './lib/cpu-profile';
 import { ensureBroker, kafkaClient, topicRecords } from './lib/kafka';
 import { ensureVenv } from './lib/python-venv';
 import { runReplicaArm } from './lib/replica-arm';
@@ -37,6 +38,8 @@ const args = benchArgs();
 const BASE64_RECORDS = Number(args.get('records') ?? 200_000);
 const RECORDS = { base64: BASE64_RECORDS, json: Math.round(BASE64_RECORDS / 4) } as const;
 const ROUNDS = Number(args.get('rounds') ?? 5);
+/** `--profile`: each encoding's native replica once more under --cpu-prof, for the per-stage account. */
+const PROFILE = process.argv.includes('--profile');
 const DIM = 768;
 const PARTITIONS = 3;
 const BATCH_ROWS = 1_000;
@@ -137,6 +140,9 @@ async function vectorTopic(
   return { topic, bytes };
 }
 
+/** `--profile`: CPU s per GiB by stage of each encoding's profiled native replica. */
+const stageAccounts = new Map<Encoding, Record<string, number>>();
+
 /** One replica (defaults, no index) and the Python peer on the same topic, one after the other. */
 async function endToEnd(
   brokers: string[],
@@ -191,6 +197,23 @@ async function endToEnd(
       },
       log,
     );
+    if (!PROFILE) return [typescript, replica, peer];
+    const dir = path.join(lance, 'cpu-profiles');
+    const profiled = await runReplicaArm(
+      {
+        id: `profile-${encoding}`,
+        label: `kafka-lance run, defaults, vectors as ${encoding}, under --cpu-prof`,
+        topic,
+        records,
+        bytes,
+        brokers,
+        extra: { schema: { fields: FIELDS } },
+        nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+      },
+      log,
+    );
+    const threads = await summarizeProfiles(dir);
+    stageAccounts.set(encoding, stageAccount(threads, profiled.threadCpuSeconds, bytes / 1024 ** 3));
     return [typescript, replica, peer];
   } finally {
     await fsp.rm(lance, { recursive: true, force: true });
@@ -264,6 +287,20 @@ async function main(): Promise<void> {
   const threads = [...new Set(replicas.flatMap((a) => Object.keys(a.threadCpuSeconds)))].sort();
   for (const t of threads)
     out(`| ${t} | ${replicas.map((a) => ((a.threadCpuSeconds[t] ?? 0) / gib(a)).toFixed(1)).join(' | ')} |`);
+  if (stageAccounts.size > 0) {
+    out('');
+    out(
+      'Per-stage CPU account of the native replica (`--profile`: run once more under --cpu-prof; each JavaScript ' +
+        'thread’s CPU split by the stage its samples were charged to, native threads by what they run; ' +
+        'bench/lib/cpu-profile.ts), CPU s per GiB of messages:',
+    );
+    out('');
+    const stages = [...new Set([...stageAccounts.values()].flatMap((a) => Object.keys(a)))];
+    out(`| stage | ${[...stageAccounts.keys()].join(' | ')} |`);
+    out(`| --- | ${[...stageAccounts.keys()].map(() => '---').join(' | ')} |`);
+    for (const s of stages)
+      out(`| ${s} | ${[...stageAccounts.values()].map((a) => (a[s] ?? 0).toFixed(2)).join(' | ')} |`);
+  }
   out('');
   out('Where the replica waits: wall-clock phases (s since spawn) and stage totals from its /metrics:');
   out('');
