@@ -142,6 +142,9 @@ export function renderMarkdown(r: BenchReport, svgName: string): string {
     '"other cores busy": CPU the rest of the machine used while the arm ran (the Kafka broker, and any other ' +
       'process on this shared 2-core machine), in cores; an arm measured while others ran is slower than it would be alone.',
     'MiB/s are of the JSON the rows came from; timed from the arm’s start (group join, or data prepared) to its last row done (visible in Lance for the writing arms).',
+    'CPU s is the process’s own accounting (every thread, user + system) from its first record to its last row, the same way for every arm ' +
+      '(start-up, imports, the group join and the final row count excluded; bench/README.md). The peers, the per-stage CPU account and ' +
+      'the before → after of each change: [peers.md](peers.md); vectors: [vectors.md](vectors.md).',
     '',
     '## Summary',
     '',
