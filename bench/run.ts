@@ -11,12 +11,13 @@
  * KAFKA_LOCAL_PORT, default 9092) started here and stopped at the end.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, promises as fsp, readFileSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runAvroArm } from './lib/avro-arm';
 import { runChildArm } from './lib/child-arm';
-import { summarizeProfiles } from './lib/cpu-profile';
+import { ensureVenv } from './lib/python-venv';
+import { stageAccount, summarizeProfiles } from './lib/cpu-profile';
 import { ensureBroker, produceDataset, type Dataset } from './lib/kafka';
 import { measureFreshness, runReplicaArm, type Freshness } from './lib/replica-arm';
 import { defaultStagingWorkers } from '../src/config/resolve';
@@ -41,6 +42,7 @@ const ALL_ARMS = [
   'e2e-zstd',
   'naive-node',
   'naive-python',
+  'naive-python-arrow',
   'freshness',
   'profile',
 ] as const;
@@ -90,21 +92,6 @@ function parseOptions(argv: readonly string[]): Options {
 const t0 = Date.now();
 function log(line: string): void {
   process.stderr.write(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
-}
-
-/** Bench/.venv with the pinned packages of bench/requirements.txt (reinstalled when they change). */
-function ensureVenv(): string {
-  const venv = path.join(BENCH, '.venv');
-  const python = path.join(venv, 'bin', 'python');
-  const requirements = path.join(BENCH, 'requirements.txt');
-  const stamp = path.join(venv, '.installed-requirements');
-  const wanted = readFileSync(requirements, 'utf8');
-  if (existsSync(python) && existsSync(stamp) && readFileSync(stamp, 'utf8') === wanted) return python;
-  log('creating bench/.venv and installing bench/requirements.txt from PyPI');
-  execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' });
-  execFileSync(python, ['-m', 'pip', 'install', '--quiet', '-r', requirements], { stdio: 'inherit' });
-  execFileSync('cp', [requirements, stamp]);
-  return python;
 }
 
 async function exactBytes(records: number): Promise<number> {
@@ -245,12 +232,24 @@ async function runArms(
         );
         break;
       case 'naive-python':
+      case 'naive-python-arrow':
         result = await runChildArm(
           {
             id,
-            label: 'naive Python (confluent-kafka 50k batches → orjson → pyarrow → lance append → commit)',
+            label:
+              id === 'naive-python'
+                ? 'naive Python (confluent-kafka 50k batches → orjson → pyarrow columns → lance append → commit)'
+                : "Python with pyarrow's JSON reader (confluent-kafka 50k batches → pyarrow.json → lance append → commit)",
             command: python!,
-            args: [path.join(BENCH, 'arms', 'naive-consumer.py'), ...common, ...group(id), '--lance', lance],
+            args: [
+              path.join(BENCH, 'arms', 'naive-consumer.py'),
+              ...common,
+              ...group(id),
+              '--lance',
+              lance,
+              '--reader',
+              id === 'naive-python' ? 'orjson' : 'pyarrow-json',
+            ],
             expectedRows: data.records,
             writes: true,
           },
@@ -276,7 +275,12 @@ async function runArms(
           },
           log,
         );
-        profile = { mibPerSecond: profiled.mibPerSecond, threads: await summarizeProfiles(dir) };
+        const threads = await summarizeProfiles(dir);
+        profile = {
+          mibPerSecond: profiled.mibPerSecond,
+          threads,
+          stages: stageAccount(threads, profiled.threadCpuSeconds, profiled.bytes / 1024 ** 3),
+        };
         for (const t of profile.threads)
           log(`  ${t.thread}: ${t.busySeconds} s busy; top: ${t.topFunctions[0]?.name ?? '-'}`);
         continue;
@@ -319,7 +323,7 @@ async function main(): Promise<void> {
   const broker = ensureBroker(log);
   try {
     if (o.backlogGiB) return await backlog(o, broker.brokers);
-    const python = o.arms.includes('naive-python') ? ensureVenv() : undefined;
+    const python = o.arms.some((a) => a.startsWith('naive-python')) ? ensureVenv(log) : undefined;
     let data = await produceDataset(broker.brokers, `bench-logs-${o.records}`, o.records, PARTITIONS, log);
     if (data.reused) data = { ...data, bytes: await exactBytes(o.records) };
     const { arms, freshness, profile } = await runArms(o, data, broker.brokers, python);

@@ -4,7 +4,7 @@
  * and stops at the expected count. No decode, no disk, no commits.
  */
 import { Kafka, logLevel } from 'kafkajs';
-import { ProgressTicker, armArgs, emit } from '../lib/arm-protocol';
+import { FirstRecord, ProgressTicker, armArgs, emit, processCpuSeconds } from '../lib/arm-protocol';
 
 async function main(): Promise<void> {
   const args = armArgs();
@@ -23,21 +23,27 @@ async function main(): Promise<void> {
   await consumer.subscribe({ topic: args.get('topic')!, fromBeginning: true });
   consumer.on(consumer.events.GROUP_JOIN, () => emit({ event: 'start' }));
   const ticker = new ProgressTicker();
+  const first = new FirstRecord();
+  let cpuSeconds = 0;
   let finish: () => void = () => undefined;
   const finished = new Promise<void>((r) => (finish = r));
   await consumer.run({
     autoCommit: false,
     partitionsConsumedConcurrently: 6,
     eachBatch: async ({ batch }) => {
+      first.mark();
       for (const m of batch.messages) ticker.bytes += m.value?.byteLength ?? 0;
       ticker.rows += batch.messages.length;
-      if (ticker.rows >= records) finish();
+      if (ticker.rows >= records) {
+        cpuSeconds ||= processCpuSeconds();
+        finish();
+      }
       await Promise.resolve();
     },
   });
   await finished;
   ticker.stop();
-  emit({ event: 'done', rows: ticker.rows, bytes: ticker.bytes });
+  emit({ event: 'done', rows: ticker.rows, bytes: ticker.bytes, cpuSeconds });
   await consumer.disconnect();
 }
 

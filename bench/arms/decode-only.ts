@@ -8,7 +8,7 @@
 import { Worker } from 'node:worker_threads';
 import * as path from 'node:path';
 import { defaultStagingWorkers } from '../../src/config/resolve';
-import { ProgressTicker, armArgs, emit } from '../lib/arm-protocol';
+import { ProgressTicker, armArgs, emit, processCpuSeconds } from '../lib/arm-protocol';
 
 type Reply = { type: 'ready' } | { type: 'progress' | 'done'; rows: number; bytes: number };
 
@@ -44,10 +44,12 @@ async function main(): Promise<void> {
       }),
   );
   emit({ event: 'start' });
+  emit({ event: 'first', cpuSeconds: processCpuSeconds() });
   for (const t of threads) t.postMessage('go');
   await Promise.all(done);
+  const cpuSeconds = processCpuSeconds();
   ticker.stop();
-  emit({ event: 'done', rows: ticker.rows, bytes: ticker.bytes });
+  emit({ event: 'done', rows: ticker.rows, bytes: ticker.bytes, cpuSeconds });
   await Promise.all(threads.map((t) => t.terminate()));
 }
 

@@ -6,7 +6,7 @@
 import * as lancedb from '@lancedb/lancedb';
 import { Field, Float64, Int32, Int64, Schema, TimeUnit, Timestamp, Utf8 } from 'apache-arrow';
 import { Kafka, logLevel } from 'kafkajs';
-import { ProgressTicker, armArgs, emit } from '../lib/arm-protocol';
+import { FirstRecord, ProgressTicker, armArgs, emit, processCpuSeconds } from '../lib/arm-protocol';
 
 const schema = new Schema([
   new Field('ts', new Timestamp(TimeUnit.MILLISECOND), true),
@@ -38,12 +38,15 @@ async function main(): Promise<void> {
   await consumer.subscribe({ topic, fromBeginning: true });
   consumer.on(consumer.events.GROUP_JOIN, () => emit({ event: 'start' }));
   const ticker = new ProgressTicker();
+  const first = new FirstRecord();
+  let cpuSeconds = 0;
   let finish: () => void = () => undefined;
   const finished = new Promise<void>((r) => (finish = r));
   await consumer.run({
     autoCommit: false,
     eachBatch: async ({ batch }) => {
       if (batch.messages.length === 0) return;
+      first.mark();
       const rows = batch.messages.map((m) => {
         const r = JSON.parse(m.value!.toString()) as Record<string, unknown>;
         ticker.bytes += m.value!.byteLength;
@@ -60,14 +63,17 @@ async function main(): Promise<void> {
         { topic, partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) },
       ]);
       ticker.rows += rows.length;
-      if (ticker.rows >= records) finish();
+      if (ticker.rows >= records) {
+        cpuSeconds ||= processCpuSeconds();
+        finish();
+      }
     },
   });
   await finished;
   ticker.stop();
   await consumer.disconnect();
   const verifiedRows = await table.countRows();
-  emit({ event: 'done', rows: ticker.rows, bytes: ticker.bytes, verifiedRows });
+  emit({ event: 'done', rows: ticker.rows, bytes: ticker.bytes, verifiedRows, cpuSeconds });
   table.close();
 }
 

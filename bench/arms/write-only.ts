@@ -10,7 +10,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { Table as ArrowTable, type RecordBatch } from 'apache-arrow';
 import { loadConsumer } from '../../src/config/load';
 import { RecordDecoder } from '../../src/decode/record-decoder';
-import { ProgressTicker, armArgs, emit } from '../lib/arm-protocol';
+import { ProgressTicker, armArgs, emit, processCpuSeconds } from '../lib/arm-protocol';
 import { benchRecord } from '../lib/records';
 
 const PUBLICATION_BYTES = 64 * 1024 * 1024;
@@ -41,6 +41,7 @@ async function main(): Promise<void> {
   const db = await lancedb.connect(args.get('lance')!);
   const ticker = new ProgressTicker();
   emit({ event: 'start' });
+  emit({ event: 'first', cpuSeconds: processCpuSeconds() });
   let table: lancedb.Table | undefined;
   let adds = 0;
   while (ticker.rows < records) {
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
     ticker.rows += rows;
     ticker.bytes = Math.round(ticker.rows * jsonPerRow);
   }
+  const cpuSeconds = processCpuSeconds();
   ticker.stop();
   const verifiedRows = await table!.countRows();
   emit({
@@ -67,6 +69,7 @@ async function main(): Promise<void> {
     rows: ticker.rows,
     bytes: ticker.bytes,
     verifiedRows,
+    cpuSeconds,
     detail: { adds, rowsPerAdd: poolRows, arrowMiBPerAdd: Math.round(arrowBytes / 1024 / 1024) },
   });
   table!.close();

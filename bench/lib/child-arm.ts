@@ -26,6 +26,7 @@ export async function runChildArm(arm: ChildArm, log: (line: string) => void): P
   let startedAt: number | undefined;
   let doneAt: number | undefined;
   let done: Extract<ArmEvent, { event: 'done' }> | undefined;
+  let firstCpu: number | undefined;
   let lastProgress = sampler.elapsed();
   let buffer = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -41,6 +42,7 @@ export async function runChildArm(arm: ChildArm, log: (line: string) => void): P
         continue;
       }
       if (e.event === 'start') startedAt ??= sampler.elapsed();
+      else if (e.event === 'first') firstCpu ??= e.cpuSeconds;
       else if (e.event === 'progress') {
         if (e.rows > sampler.rows) lastProgress = sampler.elapsed();
         sampler.rows = e.rows;
@@ -88,7 +90,15 @@ export async function runChildArm(arm: ChildArm, log: (line: string) => void): P
     recordsPerSecond: Math.round(rows / seconds),
     peakRssMiB: Math.round(sampler.peakRssBytes / MiB),
     otherCores: round(otherCores, 2),
-    cpuSeconds: round(sampler.cpuSeconds(), 2),
+    // The process's own accounting from its first record to its last row when the arm
+    // reports it (every arm here does); else the whole process tree's.
+    cpuSeconds: round(
+      firstCpu !== undefined && done?.cpuSeconds !== undefined
+        ? done.cpuSeconds - firstCpu
+        : sampler.cpuSeconds(),
+      2,
+    ),
+    processCpuSeconds: round(sampler.cpuSeconds(), 2),
     threadCpuSeconds: roundAll(await sampler.threadCpu()),
     series: sampler.samples.map((s) => ({
       t: round(s.t, 2),

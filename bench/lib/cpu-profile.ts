@@ -16,6 +16,7 @@ interface CallFrame {
 interface ProfileNode {
   readonly id: number;
   readonly callFrame: CallFrame;
+  readonly children?: readonly number[];
 }
 interface CpuProfile {
   readonly nodes: readonly ProfileNode[];
@@ -33,7 +34,30 @@ export interface ThreadProfile {
   readonly topFunctions: readonly { readonly name: string; readonly seconds: number }[];
   /** Self time per source file (node_modules packages by package). */
   readonly topFiles: readonly { readonly file: string; readonly seconds: number }[];
+  /** Busy seconds per pipeline stage (STAGES), each sample charged to its nearest caller of a known stage. */
+  readonly stages: Record<string, number>;
 }
+
+/**
+ * The pipeline's stages, by the source of the innermost frame of a sample's stack that
+ * belongs to one (a library frame, apache-arrow's or node's Buffer, is charged to the
+ * nearest caller that does): the per-stage account of the report.
+ */
+export const STAGES: readonly (readonly [stage: string, test: RegExp])[] = [
+  ['GC', /^\(garbage collector\)$/],
+  ['system index upkeep', /(src\/materializer\/index-upkeep|src\/lance\/index-keeper)\.js$/],
+  [
+    'consume (kafkajs, record batches)',
+    /(node_modules\/kafkajs\/|src\/kafka\/(record-decoding|fetched-batch|compression|client|ingestion|batch-runner))/,
+  ],
+  ['decode', /src\/decode\//],
+  ['stage + fsync', /(src\/staging\/|src\/pool\/)/],
+  [
+    'read back for publication',
+    /src\/materializer\/(preparation|publication-file|source-buffers|publication-check)\.js$/,
+  ],
+  ['LanceDB add (JavaScript side)', /(node_modules\/@lancedb\/|src\/lance\/)/],
+];
 
 const where = (url: string): string => {
   if (!url) return '(native)';
@@ -62,6 +86,19 @@ export function summarizeProfile(profile: CpuProfile, top = 8): ThreadProfile {
     const id = profile.samples[i]!;
     self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
   }
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const stageOf = (id: number): string => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const f = byId.get(at)?.callFrame;
+      if (!f) break;
+      const key = f.functionName === '(garbage collector)' ? f.functionName : f.url;
+      const hit = STAGES.find(([, test]) => test.test(key));
+      if (hit) return hit[0];
+    }
+    return 'other (timers, metrics, group protocol, start-up)';
+  };
+  const stages: Record<string, number> = {};
   const functions = new Map<string, number>();
   const files = new Map<string, number>();
   let busy = 0;
@@ -71,6 +108,8 @@ export function summarizeProfile(profile: CpuProfile, top = 8): ThreadProfile {
     if (!frame || frame.functionName === '(idle)') continue;
     busy += micros;
     if (frame.functionName === '(garbage collector)') gc += micros;
+    const stage = stageOf(id);
+    stages[stage] = (stages[stage] ?? 0) + micros / 1e6;
     const file = where(frame.url);
     const name = `${frame.functionName || '(anonymous)'} (${file}${frame.url ? `:${frame.lineNumber + 1}` : ''})`;
     functions.set(name, (functions.get(name) ?? 0) + micros);
@@ -83,6 +122,7 @@ export function summarizeProfile(profile: CpuProfile, top = 8): ThreadProfile {
     gcSeconds: round(gc / 1e6, 2),
     topFunctions: topOf(functions).map(([name, s]) => ({ name, seconds: round(s / 1e6, 2) })),
     topFiles: topOf(files).map(([file, s]) => ({ file, seconds: round(s / 1e6, 2) })),
+    stages: Object.fromEntries(Object.entries(stages).map(([k, v]) => [k, round(v, 2)])),
   };
 }
 
@@ -113,4 +153,48 @@ export function renderProfiles(threads: readonly ThreadProfile[]): string[] {
     );
   }
   return lines;
+}
+
+/** The native threads of a replica (/proc, by kernel name) and the stage each works for. */
+const NATIVE_STAGES: readonly (readonly [thread: RegExp, stage: string])[] = [
+  [/^other: (lance-cpu|tokio-rt-worker)/, 'LanceDB add (Rust threads: encode, write, commit)'],
+  [/^other: V8Worker/, 'GC (V8 helper threads: concurrent marking, parallel scavenges)'],
+  [/^other: libuv-worker/, 'stage + fsync, read back (libuv pool: fsync, file reads)'],
+];
+
+/**
+ * The per-stage CPU account of a profiled replica, in CPU seconds per GiB: the JavaScript
+ * threads' busy time by stage (each thread's profile scaled to its CPU from /proc, since
+ * the profiler's samples miss part of it) and the native threads by what they do.
+ */
+export function stageAccount(
+  threads: readonly ThreadProfile[],
+  threadCpu: Readonly<Record<string, number>>,
+  gib: number,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  const add = (stage: string, cpu: number) => (out[stage] = (out[stage] ?? 0) + cpu / gib);
+  for (const [name, cpu] of Object.entries(threadCpu)) {
+    const native = NATIVE_STAGES.find(([test]) => test.test(name));
+    if (native) {
+      add(native[1], cpu);
+      continue;
+    }
+    const profiled = threads.filter(
+      (t) => t.thread === name || (name.startsWith('staging') && t.thread === 'staging worker'),
+    );
+    const busy = profiled.reduce((n, t) => n + t.busySeconds, 0);
+    if (busy === 0) {
+      add(`other threads (${name})`, cpu);
+      continue;
+    }
+    for (const t of profiled)
+      for (const [stage, seconds] of Object.entries(t.stages)) add(stage, (cpu * seconds) / busy);
+  }
+  return Object.fromEntries(
+    Object.entries(out)
+      .filter(([, v]) => v >= 0.005)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => [k, round(v, 2)]),
+  );
 }

@@ -43,6 +43,7 @@ export async function startReplica(
   brokers: readonly string[],
   extra: Record<string, unknown>,
   nodeArgs: readonly string[] = [],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<Replica> {
   const work = await fsp.mkdtemp(path.join(os.tmpdir(), `kl-bench-${name}-`));
   const tagDir = path.join(work, 'threads');
@@ -53,15 +54,21 @@ export async function startReplica(
     JSON.stringify(benchConsumer(`${name}-${Date.now()}`, topic, path.join(work, 'dlq.jsonl'), extra)),
   );
   const lance = extra.lance as { uri?: string; storageOptions?: Record<string, string> } | undefined;
-  const replicaProcess = new ReplicaProcess(file, path.join(work, 'data'), brokers, threadTaggedEnv(tagDir), {
-    nodeArgs,
-    // Log lines arrive only after this function has built the replica they update.
-    onLine: (line) => {
-      if (line.event === 'metrics.listening') replica.port = line.port as number;
-      if (line.event === 'kafka.join') replica.joinedAt ??= replica.sampler.elapsed();
-      if (line.level >= 50) process.stderr.write(`  replica: ${JSON.stringify(line)}\n`);
+  const replicaProcess = new ReplicaProcess(
+    file,
+    path.join(work, 'data'),
+    brokers,
+    { ...threadTaggedEnv(tagDir), ...env },
+    {
+      nodeArgs,
+      // Log lines arrive only after this function has built the replica they update.
+      onLine: (line) => {
+        if (line.event === 'metrics.listening') replica.port = line.port as number;
+        if (line.event === 'kafka.join') replica.joinedAt ??= replica.sampler.elapsed();
+        if (line.level >= 50) process.stderr.write(`  replica: ${JSON.stringify(line)}\n`);
+      },
     },
-  });
+  );
   const sampler = new ProcessTreeSampler(replicaProcess.pid, tagDir).start();
   const replica: Replica = {
     process: replicaProcess,
@@ -153,10 +160,12 @@ export interface ReplicaArmOptions {
   readonly stallSeconds?: number;
   /** More node flags for the replica (the profile arm's `--cpu-prof`, which NODE_OPTIONS refuses). */
   readonly nodeArgs?: readonly string[];
+  /** More environment for the replica (a before → after arm's KAFKA_LANCE_NATIVE_JSON=off). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) => void): Promise<ArmResult> {
-  const r = await startReplica(o.id, o.topic, o.brokers, o.extra, o.nodeArgs);
+  const r = await startReplica(o.id, o.topic, o.brokers, o.extra, o.nodeArgs, o.env);
   const { sampler } = r;
   const phases: Record<string, number> = {};
   const mark = (name: string) => (phases[name] ??= round(sampler.elapsed(), 2));
@@ -167,6 +176,10 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
   let lastConsumed = -1;
   let table: lancedb.Table | undefined;
   let lastMetrics: Sample[] = [];
+  // The CPU charged is from the last poll that saw no record consumed to the poll that saw
+  // the last row: the replica's start-up and the graceful stop are not its cost per GiB.
+  let cpuBefore = 0;
+  let threadsBefore: Record<string, number> = {};
   while (doneAt === undefined) {
     await new Promise((res) => setTimeout(res, 500));
     if (r.exited) {
@@ -187,6 +200,11 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
     const visible = table ? await table.countRows().catch(() => 0) : 0;
     sampler.rows = visible;
     sampler.consumed = consumed;
+    if (consumed === 0) {
+      await sampler.sampleOnce();
+      cpuBefore = sampler.cpuSeconds();
+      threadsBefore = await sampler.threadCpu();
+    }
     if (consumed > 0) mark('firstConsumed');
     if (consumed >= o.records) mark('allConsumed');
     if (published > 0) mark('firstPublishedMetric');
@@ -207,8 +225,11 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
   table?.close();
   if (r.port !== undefined) lastMetrics = (await scrape(r.port).catch(() => undefined)) ?? lastMetrics;
   await sampler.sampleOnce();
-  const threadCpu = await sampler.threadCpu();
-  const cpuSeconds = sampler.cpuSeconds();
+  const threadCpu = Object.fromEntries(
+    Object.entries(await sampler.threadCpu()).map(([t, cpu]) => [t, cpu - (threadsBefore[t] ?? 0)]),
+  );
+  const processCpuSeconds = sampler.cpuSeconds();
+  const cpuSeconds = processCpuSeconds - cpuBefore;
   const otherCores = await sampler.otherCores();
   const code = await stopReplica(r);
   if (code !== 0 && problems.length === 0) problems.push(`graceful stop exited with code ${code}`);
@@ -238,6 +259,7 @@ export async function runReplicaArm(o: ReplicaArmOptions, log: (line: string) =>
     peakRssMiB: Math.round(sampler.peakRssBytes / MiB),
     otherCores: round(otherCores, 2),
     cpuSeconds: round(cpuSeconds, 2),
+    processCpuSeconds: round(processCpuSeconds, 2),
     threadCpuSeconds: roundAll(threadCpu),
     series: sampler.samples.map((s) => ({
       t: round(s.t, 2),

@@ -18,8 +18,14 @@ export interface ArmResult {
   readonly mibPerSecond: number;
   readonly recordsPerSecond: number;
   readonly peakRssMiB: number;
-  /** CPU seconds of the arm's whole process tree. */
+  /**
+   * CPU seconds charged to the arm: the process's own accounting (every thread) from its
+   * first record to its last row, the same way for every arm (start-up, imports, group
+   * join and the final check excluded).
+   */
   readonly cpuSeconds: number;
+  /** CPU seconds of the arm's whole process tree over its life (start-up and the final check included). */
+  readonly processCpuSeconds?: number;
   /** Cores other processes (the broker, other users of this shared machine) kept busy while the arm ran. */
   readonly otherCores: number;
   /** CPU seconds per thread of the arm's root process (see proc-sampler.ts). */

@@ -1,5 +1,18 @@
 import * as path from 'node:path';
-import { Bool, Float64, Int32, Int64, TimeUnit, Timestamp, Utf8, makeData, type Data } from 'apache-arrow';
+import {
+  Bool,
+  Field,
+  Float32,
+  Float64,
+  FixedSizeList,
+  Int32,
+  Int64,
+  TimeUnit,
+  Timestamp,
+  Utf8,
+  makeData,
+  type Data,
+} from 'apache-arrow';
 import { ROOT } from '../common/repo-root';
 import type { EpochUnit } from '../config';
 import { FIELD_CODECS, type InferredTypeName } from './field-codec';
@@ -40,10 +53,11 @@ interface NativeModule {
     nullable: boolean[],
     units: number[],
     eventTime: number,
+    dims?: number[],
   ) => NativeDecoder;
 }
 
-/** The kinds' codes in native/json-columns/src/fields.rs. */
+/** The kinds' codes in native/json-columns/src/fields.rs (a float32 vector is 7). */
 const KINDS: readonly InferredTypeName[] = [
   'string',
   'int32',
@@ -53,7 +67,17 @@ const KINDS: readonly InferredTypeName[] = [
   'timestamp',
   'json',
 ];
+const VECTOR_F32 = 7;
 const UNITS: readonly EpochUnit[] = ['s', 'ms', 'us', 'ns'];
+
+/** A column the native decoder writes: one of the scalar kinds, or a float32 vector of `dim`. */
+type NativeKind = InferredTypeName | { readonly vector: number };
+
+/** `vector<float32>[768]` (typed-codecs.ts's label) → 768. */
+function float32VectorDim(field: FieldState): number | undefined {
+  const m = /^vector<float32>\[(\d+)\]$/.exec(field.label);
+  return m ? Number(m[1]) : undefined;
+}
 
 let loaded: NativeModule | null | undefined;
 
@@ -85,17 +109,18 @@ export interface NativeColumns {
 
 /**
  * A consumer's declared fields, when the native decoder can take all of them: seven
- * scalar types (string, int32, int64, float64, boolean, millisecond timestamp, json),
- * names no plain object inherits (a missing "constructor" key reads as a function in
+ * scalar types (string, int32, int64, float64, boolean, millisecond timestamp, json) and
+ * float32 vectors (base64 or a JSON array, written straight into the FixedSizeList's
+ * child buffer: no JavaScript number per element), names no plain object inherits (a missing "constructor" key reads as a function in
  * the TypeScript decoder), and an event-time field, if any, that is one of its
- * timestamp fields. Anything else (vectors, decimals, nested types, keys, transforms,
+ * timestamp fields. Anything else (other vectors, decimals, nested types, keys, transforms,
  * registry formats, inference) keeps the TypeScript decoder for the whole consumer.
  */
 export class NativeJsonColumns {
   readonly #decoder: NativeDecoder;
-  readonly #kinds: readonly InferredTypeName[];
+  readonly #kinds: readonly NativeKind[];
 
-  private constructor(decoder: NativeDecoder, kinds: readonly InferredTypeName[]) {
+  private constructor(decoder: NativeDecoder, kinds: readonly NativeKind[]) {
     this.#decoder = decoder;
     this.#kinds = kinds;
   }
@@ -106,9 +131,10 @@ export class NativeJsonColumns {
     module: NativeModule | undefined = nativeJsonModule(),
   ): NativeJsonColumns | undefined {
     if (!module || fields.length === 0) return undefined;
-    const kinds: InferredTypeName[] = [];
+    const kinds: NativeKind[] = [];
     for (const field of fields) {
-      const kind = KINDS.find((k) => FIELD_CODECS[k] === field.codec);
+      const dim = float32VectorDim(field);
+      const kind = dim !== undefined ? { vector: dim } : KINDS.find((k) => FIELD_CODECS[k] === field.codec);
       if (kind === undefined || field.name in Object.prototype) return undefined;
       kinds.push(kind);
     }
@@ -116,10 +142,11 @@ export class NativeJsonColumns {
     if (eventTimeField !== undefined && kinds[eventTime] !== 'timestamp') return undefined;
     const decoder = new module.JsonColumns(
       fields.map((f) => f.name),
-      kinds.map((k) => KINDS.indexOf(k)),
+      kinds.map((k) => (typeof k === 'string' ? KINDS.indexOf(k) : VECTOR_F32)),
       fields.map((f) => f.nullable),
       fields.map((f) => UNITS.indexOf(f.epochUnit)),
       eventTime,
+      kinds.map((k) => (typeof k === 'string' ? 0 : k.vector)),
     );
     return new NativeJsonColumns(decoder, kinds);
   }
@@ -162,8 +189,20 @@ function aligned(bytes: Buffer, width: number): Uint8Array {
   return bytes.byteOffset % width === 0 ? view : view.slice();
 }
 
-function columnData(kind: InferredTypeName, length: number, c: ColumnBuffers): Data {
+function columnData(kind: NativeKind, length: number, c: ColumnBuffers): Data {
   const header = { length, nullCount: c.nullCount, nullBitmap: c.validity ?? undefined };
+  if (typeof kind !== 'string') {
+    // As vector-codec.ts's builder makes it: the child "item", nullable, with no nulls.
+    const data = aligned(c.data, 4);
+    const values = makeData({
+      type: new Float32(),
+      length: length * kind.vector,
+      nullCount: 0,
+      data: new Float32Array(data.buffer, data.byteOffset, length * kind.vector),
+    });
+    const type = new FixedSizeList(kind.vector, new Field('item', new Float32(), true));
+    return makeData({ ...header, type, child: values });
+  }
   switch (kind) {
     case 'string':
     case 'json': {

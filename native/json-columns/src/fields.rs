@@ -14,6 +14,9 @@ pub enum Kind {
     Boolean = 4,
     Timestamp = 5,
     Json = 6,
+    /// A float32 vector of the field's `dim`: base64 of its little-endian bytes or a JSON
+    /// array of numbers, written as `dim` f32 per row (a FixedSizeList's child buffer).
+    VectorF32 = 7,
 }
 
 impl Kind {
@@ -26,15 +29,16 @@ impl Kind {
             4 => Kind::Boolean,
             5 => Kind::Timestamp,
             6 => Kind::Json,
+            7 => Kind::VectorF32,
             _ => return None,
         })
     }
 
-    pub fn width(self) -> usize {
+    fn width(self) -> usize {
         match self {
             Kind::Int32 => 4,
             Kind::Int64 | Kind::Float64 | Kind::Timestamp => 8,
-            Kind::String | Kind::Boolean | Kind::Json => 0,
+            Kind::String | Kind::Boolean | Kind::Json | Kind::VectorF32 => 0,
         }
     }
 
@@ -73,6 +77,18 @@ pub struct Field {
     pub kind: Kind,
     pub nullable: bool,
     pub unit: EpochUnit,
+    /// Vectors: the elements per row.
+    pub dim: usize,
+}
+
+impl Field {
+    /// The bytes of one fixed-width value (a null row's zeros).
+    pub fn width(&self) -> usize {
+        match self.kind {
+            Kind::VectorF32 => self.dim * 4,
+            kind => kind.width(),
+        }
+    }
 }
 
 /// A field's value in the record being read, before the record is known to be whole.
@@ -238,7 +254,142 @@ fn read_value(field: &Field, reader: &mut Reader, record: &[u8], scratch: &mut V
             }
             _ => epoch_ms(&reader.number()?, field.unit).map(Pending::Int),
         },
+        Kind::VectorF32 => {
+            let start = scratch.len();
+            if reader.peek() == Some(b'"') {
+                let Pending::Text {
+                    start: text_start,
+                    end,
+                    in_scratch,
+                } = text(reader, record, scratch)?
+                else {
+                    return Err(Reject);
+                };
+                if in_scratch {
+                    // An escaped string was unescaped into the scratch: decode a copy of it.
+                    let encoded = scratch.drain(text_start..end).collect::<Vec<u8>>();
+                    scratch.truncate(start);
+                    vector_from_base64(&encoded, field.dim, scratch)?;
+                } else {
+                    vector_from_base64(&record[text_start..end], field.dim, scratch)?;
+                }
+            } else {
+                vector_from_numbers(reader, field.dim, scratch)?;
+            }
+            Ok(Pending::Text {
+                start,
+                end: scratch.len(),
+                in_scratch: true,
+            })
+        }
     }
+}
+
+/// Base64 as src/decode/base64.ts takes it (standard alphabet, `=` only as the last one or
+/// two of a length that is a multiple of 4; leftover bits ignored, as Buffer.from does) of
+/// exactly `dim` little-endian f32, none NaN or infinite, appended to `out`.
+fn vector_from_base64(text: &[u8], dim: usize, out: &mut Vec<u8>) -> Read<()> {
+    if !text.len().is_multiple_of(4) {
+        return Err(Reject);
+    }
+    let padding = text.iter().rev().take_while(|&&c| c == b'=').count();
+    if padding > 2 || text.len() / 4 * 3 - padding != dim * 4 {
+        return Err(Reject);
+    }
+    let start = out.len();
+    out.resize(start + dim * 4, 0);
+    let bytes = &mut out[start..];
+    let body = &text[..text.len() - padding];
+    let groups = body.chunks_exact(4);
+    let rest = groups.remainder();
+    // Four characters to three bytes; a character outside the alphabet sets a high bit.
+    for (group, to) in groups.zip(bytes.chunks_exact_mut(3)) {
+        let [a, b, c, d] = [0, 1, 2, 3].map(|i| SEXTETS[group[i] as usize] as u32);
+        if (a | b | c | d) & 0xc0 != 0 {
+            return Err(Reject);
+        }
+        let bits = (a << 18) | (b << 12) | (c << 6) | d;
+        to.copy_from_slice(&bits.to_be_bytes()[1..]);
+    }
+    if !rest.is_empty() {
+        let mut bits = 0u32;
+        for &c in rest {
+            let v = SEXTETS[c as usize] as u32;
+            if v & 0xc0 != 0 {
+                return Err(Reject);
+            }
+            bits = (bits << 6) | v;
+        }
+        let tail = bytes.len() - (rest.len() - 1);
+        match rest.len() {
+            3 => bytes[tail..].copy_from_slice(&(bits >> 2).to_be_bytes()[2..]),
+            2 => bytes[tail] = (bits >> 4) as u8,
+            _ => return Err(Reject),
+        }
+    }
+    // NaN and infinities have every exponent bit set (bits 23-30 of the little-endian f32).
+    if bytes
+        .chunks_exact(4)
+        .any(|b| b[3] & 0x7f == 0x7f && b[2] & 0x80 == 0x80)
+    {
+        return Err(Reject);
+    }
+    Ok(())
+}
+
+/// The standard base64 alphabet's values; 0xff for every other byte.
+const SEXTETS: [u8; 256] = {
+    let mut table = [0xffu8; 256];
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut i = 0;
+    while i < 64 {
+        table[alphabet[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// A JSON array of exactly `dim` numbers, each read as JSON.parse reads it (the nearest
+/// double) and rounded to f32 as Math.fround does (nearest, ties to even), none infinite
+/// before or after; appended to `out` little-endian.
+fn vector_from_numbers(reader: &mut Reader, dim: usize, out: &mut Vec<u8>) -> Read<()> {
+    reader.expect(b'[')?;
+    out.reserve(dim * 4);
+    let mut count = 0usize;
+    reader.skip_whitespace();
+    if reader.peek() == Some(b']') {
+        return Err(Reject);
+    }
+    loop {
+        reader.skip_whitespace();
+        let n = reader.number()?;
+        // An integer literal of 16+ digits may be beyond 2^53, which the TypeScript decoder
+        // reads exactly (as a BigInt) and refuses in a vector: left to it.
+        if n.fraction.is_empty() && !n.has_exponent && n.integer.len() > 15 {
+            return Err(Reject);
+        }
+        let text = std::str::from_utf8(n.text).map_err(|_| Reject)?;
+        let x = text.parse::<f64>().map_err(|_| Reject)?;
+        let f = x as f32;
+        if !x.is_finite() || !f.is_finite() || count == dim {
+            return Err(Reject);
+        }
+        out.extend_from_slice(&f.to_le_bytes());
+        count += 1;
+        reader.skip_whitespace();
+        match reader.peek() {
+            Some(b',') => reader.expect(b',')?,
+            Some(b']') => {
+                reader.expect(b']')?;
+                break;
+            }
+            _ => return Err(Reject),
+        }
+    }
+    if count != dim {
+        return Err(Reject);
+    }
+    Ok(())
 }
 
 fn text(reader: &mut Reader, record: &[u8], scratch: &mut Vec<u8>) -> Read<Pending> {
@@ -406,16 +557,23 @@ pub fn append_record(
     }
     for ((field, value), column) in fields.iter().zip(pending).zip(columns.iter_mut()) {
         match *value {
-            Pending::Absent | Pending::Null => column.push_null(field.kind.width()),
+            Pending::Absent | Pending::Null => column.push_null(field.width()),
             Pending::Text {
                 start,
                 end,
                 in_scratch,
-            } => column.push_bytes(if in_scratch {
-                &scratch[start..end]
-            } else {
-                &record[start..end]
-            }),
+            } => {
+                let bytes = if in_scratch {
+                    &scratch[start..end]
+                } else {
+                    &record[start..end]
+                };
+                if field.kind == Kind::VectorF32 {
+                    column.push_fixed(bytes);
+                } else {
+                    column.push_bytes(bytes);
+                }
+            }
             Pending::Int(n) => match field.kind {
                 Kind::Int32 => column.push_fixed(&(n as i32).to_le_bytes()),
                 _ => column.push_fixed(&n.to_le_bytes()),

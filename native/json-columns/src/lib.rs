@@ -48,7 +48,8 @@ pub struct JsonColumns {
 #[napi]
 impl JsonColumns {
     /// `kinds` and `units`: the codes of fields.rs; `event_time`: the index of the
-    /// event-time field (a timestamp field), or -1.
+    /// event-time field (a timestamp field), or -1; `dims`: each vector field's elements
+    /// (0 for the others; absent when there is no vector field).
     #[napi(constructor)]
     pub fn new(
         names: Vec<String>,
@@ -56,11 +57,17 @@ impl JsonColumns {
         nullable: Vec<bool>,
         units: Vec<u32>,
         event_time: i32,
+        dims: Option<Vec<u32>>,
     ) -> Result<Self> {
-        if kinds.len() != names.len() || nullable.len() != names.len() || units.len() != names.len() {
+        let dims = dims.unwrap_or_else(|| vec![0; names.len()]);
+        if kinds.len() != names.len()
+            || nullable.len() != names.len()
+            || units.len() != names.len()
+            || dims.len() != names.len()
+        {
             return Err(Error::new(
                 Status::InvalidArg,
-                "names, kinds, nullable and units differ in length",
+                "names, kinds, nullable, units and dims differ in length",
             ));
         }
         let mut fields = Vec::with_capacity(names.len());
@@ -74,7 +81,11 @@ impl JsonColumns {
                 kind,
                 nullable: nullable[i],
                 unit,
+                dim: dims[i] as usize,
             });
+            if kind == Kind::VectorF32 && dims[i] == 0 {
+                return Err(Error::new(Status::InvalidArg, "a vector field of no dimension"));
+            }
         }
         let event_time = usize::try_from(event_time).ok();
         if let Some(e) = event_time {
