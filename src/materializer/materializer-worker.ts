@@ -19,7 +19,7 @@ import { registerSecrets, secretValuesOf } from '../common/redaction';
 /**
  * Tables whose turns run at once. A publication's time is mostly waits (fsyncs of its plan
  * and ledger, the Lance commit), so overlapping a few tables' turns multiplies what many
- * small tables publish (bench/many-tables.md: 200 tables' MiB/s doubled from 1 to 4) while
+ * small tables publish (bench/many-tables-publication.md: 200 tables' MiB/s doubled from 1 to 4) while
  * the shared permits and reservation still bound the memory. One table is not affected.
  */
 const TABLE_TURNS_IN_FLIGHT = 4;

@@ -23,7 +23,7 @@ describe('kafka-lance CLI', () => {
     for (const command of ['run', 'demo', 'validate', 'produce', 'inspect', 'compact']) {
       const out = run(command, '--help');
       expect(out.status).toBe(0);
-      expect(out.stdout).toContain('Example:');
+      expect(out.stdout).toMatch(/Examples?:/);
       expect(out.stdout).toContain(`kafka-lance ${command}`);
     }
   });
