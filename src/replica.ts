@@ -122,7 +122,8 @@ export class Replica {
       {
         event: 'replica.start',
         groupId: consumer.groupId,
-        topics: consumer.topics ?? consumer.topicsRegex,
+        topics: consumer.topics,
+        topicPatterns: consumer.topicPatterns,
         table: consumer.table,
         dataDir: consumer.dataDir,
         brokers: consumer.brokers,
