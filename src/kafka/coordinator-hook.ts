@@ -82,7 +82,12 @@ interface InternalBroker {
 interface InternalCluster {
   findGroupCoordinator: (request: unknown) => Promise<InternalBroker>;
   findBroker: (request: unknown) => Promise<InternalBroker>;
+  /** The topics whose metadata kafkajs refreshes: it only ever adds to them. */
+  targetTopics?: Set<string>;
 }
+
+/** The cluster of each hooked consumer (to let go of deleted topics, forgetTopics). */
+const CLUSTERS = new WeakMap<Consumer, InternalCluster>();
 type CreateCluster = (options: unknown) => InternalCluster;
 
 const CREATE_CLUSTER = 'private:Kafka:createCluster';
@@ -114,12 +119,29 @@ export function createHookedConsumer(
   const key = Object.getOwnPropertySymbols(kafka).find((s) => s.description === CREATE_CLUSTER);
   const original = key ? target[key] : undefined;
   if (!key || typeof original !== 'function') throw new CoordinatorHookError(`no ${CREATE_CLUSTER}`);
-  target[key] = (options: unknown) => hookCluster(original(options), hook);
+  let cluster: InternalCluster | undefined;
+  target[key] = (options: unknown) => (cluster = hookCluster(original(options), hook));
   try {
-    return kafka.consumer(config);
+    const consumer = kafka.consumer(config);
+    if (cluster) CLUSTERS.set(consumer, cluster);
+    return consumer;
   } finally {
     target[key] = original;
   }
+}
+
+/**
+ * Takes deleted topics out of the metadata a stopped hooked consumer refreshes. kafkajs
+ * keeps every topic it was ever subscribed to in its cluster's target topics and asks
+ * the broker for their metadata on every refresh; one deleted topic then fails every
+ * refresh (UNKNOWN_TOPIC_OR_PARTITION), and the consumer crashes and restarts forever,
+ * stalling the topics that still exist. Its subscription still names the topic, which
+ * is harmless: an assignor gives no partition of a topic without metadata.
+ */
+export function forgetTopics(consumer: Consumer, topics: readonly string[]): void {
+  const targets = CLUSTERS.get(consumer)?.targetTopics;
+  if (!(targets instanceof Set)) throw new CoordinatorHookError('no cluster.targetTopics');
+  for (const topic of topics) targets.delete(topic);
 }
 
 function hookCluster(cluster: InternalCluster, hook: CoordinatorHook & Partial<FetchHook>): InternalCluster {
