@@ -1,0 +1,172 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import type { RawMessage } from '../../src/decode/raw-message';
+import type { BatchDone, WorkerReply, WorkerRequest } from '../../src/pool/protocol';
+import { StagingService } from '../../src/pool/staging-service';
+import { partFiles, readSealedRows, tempDir } from '../support/rows';
+
+/**
+ * A routing consumer's staging lane, on the main thread: each record's table is decided
+ * before decoding, each table stages its own parts under <dataDir>/staging/<table>/, and
+ * the lane's durable offsets are merged over the tables.
+ */
+
+const ROUTE_BY_KIND = `import { defineConsumer } from 'kafka-lance';
+export default defineConsumer({
+  name: 'routed',
+  topics: ['t'],
+  schema: { fields: { message: 'string', kind: 'string' } },
+  materializer: { enabled: false },
+  route: (r) => {
+    const kind = JSON.parse(r.value!.toString()).kind;
+    if (kind === 'boom') throw new Error('no table for boom');
+    return kind === 'default' ? undefined : kind;
+  },
+});`;
+
+const message = (offset: number, kind: string): RawMessage => ({
+  offset,
+  timestamp: Date.now(),
+  key: null,
+  value: Buffer.from(JSON.stringify({ message: `m${offset}`, kind })),
+});
+
+async function openService(definition: string, maxOpenParts = 8) {
+  const dir = await tempDir('kl-routing');
+  const consumerPath = path.join(dir, 'routed.ts');
+  await fsp.writeFile(consumerPath, definition);
+  const service = await StagingService.open(
+    {
+      consumerPath,
+      knownFields: [],
+      brokers: ['127.0.0.1:1'],
+      tableDir: path.join(dir, 'staging', 'routed'),
+      dataDir: dir,
+      workerIndex: 0,
+      epoch: { owner: 'o', epoch: 0 },
+      maxPartBytes: 1 << 30,
+      maxPartAgeMs: 1 << 30,
+      maxOpenParts,
+      logLevel: 'silent',
+    },
+    'test-lane',
+  );
+  let id = 0;
+  const ask = async <T extends WorkerReply['type']>(request: Omit<WorkerRequest, 'id'>, type: T) => {
+    const reply = await service.handle({ ...request, id: ++id } as WorkerRequest);
+    if (reply.type !== type) throw new Error(`expected ${type}, got ${JSON.stringify(reply)}`);
+    return reply as Extract<WorkerReply, { type: T }>;
+  };
+  const batch = async (partition: number, messages: RawMessage[], through = messages.at(-1)!.offset) =>
+    (
+      await ask(
+        { type: 'batch', topic: 't', partition, records: messages, through, epoch: 0, schemas: [] },
+        'batch',
+      )
+    ).result as BatchDone;
+  const durable = async () => (await ask({ type: 'sync' }, 'sync')).durable;
+  return { dir, ask, batch, durable };
+}
+
+const staged = (dir: string, table: string) => readSealedRows(path.join(dir, 'staging', table));
+
+describe('staging a routing consumer', () => {
+  test('a route splits one partition into three tables, each record once in its own table', async () => {
+    const { dir, ask, batch, durable } = await openService(ROUTE_BY_KIND);
+    const kinds = ['a', 'b', 'c', 'a', 'c', 'c', 'b', 'a', 'a'];
+    const result = await batch(0, kinds.map((k, i) => message(i, k)));
+    expect(result).toMatchObject({ dropped: false, staged: 9, deadLetters: [] });
+    expect(await durable()).toEqual([['t', 0, 8]]);
+    await ask({ type: 'close' }, 'close');
+    for (const table of ['a', 'b', 'c']) {
+      const rows = await staged(dir, table);
+      expect(rows.map((r) => r.offset)).toEqual(kinds.flatMap((k, i) => (k === table ? [i] : [])));
+    }
+  });
+
+  test('a record whose route throws or names an invalid table is a dead letter (invalid-table); the others are staged', async () => {
+    const { dir, ask, batch, durable } = await openService(ROUTE_BY_KIND);
+    const result = await batch(0, [message(0, 'a'), message(1, '../../x'), message(2, 'boom'), message(3, 'a')]);
+    expect(result.staged).toBe(2);
+    expect(result.deadLetters).toEqual([
+      { offset: 1, reason: 'invalid-table', detail: expect.stringMatching(/"\.\.\/\.\.\/x"/) },
+      { offset: 2, reason: 'invalid-table', detail: expect.stringMatching(/threw: no table for boom/) },
+    ]);
+    expect(await durable()).toEqual([['t', 0, 3]]);
+    await ask({ type: 'close' }, 'close');
+    expect((await staged(dir, 'a')).map((r) => r.offset)).toEqual([0, 3]);
+    expect((await fsp.readdir(path.join(dir, 'staging'))).sort()).toEqual(['a']);
+  });
+
+  test("a route's undefined sends the record to the definition's table", async () => {
+    const { dir, ask, batch } = await openService(ROUTE_BY_KIND);
+    await batch(0, [message(0, 'default'), message(1, 'b')]);
+    await ask({ type: 'close' }, 'close');
+    expect((await staged(dir, 'routed')).map((r) => r.offset)).toEqual([0]);
+    expect((await staged(dir, 'b')).map((r) => r.offset)).toEqual([1]);
+  });
+
+  test('a table that gets no more records of a partition does not hold its durable offset back', async () => {
+    const { batch, durable } = await openService(ROUTE_BY_KIND);
+    await batch(0, [message(0, 'a'), message(1, 'b')]);
+    expect(await durable()).toEqual([['t', 0, 1]]);
+    await batch(0, [message(2, 'a'), message(3, 'a')]);
+    await batch(0, [message(4, 'a')], 6); // offsets 5 and 6 hold nothing deliverable
+    expect(await durable()).toEqual([['t', 0, 6]]);
+  });
+
+  test('a batch of only dead letters before any table saw the partition is still durable', async () => {
+    const { batch, durable } = await openService(ROUTE_BY_KIND);
+    await batch(1, [message(0, 'boom'), message(1, '')]);
+    expect(await durable()).toEqual([['t', 1, 1]]);
+  });
+
+  test('a new epoch reaches every table: redeliveries below a claim are skipped in each', async () => {
+    const { ask, batch, durable } = await openService(ROUTE_BY_KIND);
+    await batch(0, [message(0, 'a'), message(1, 'b')]);
+    await ask({ type: 'epoch', epoch: { owner: 'o', epoch: 1 }, revoked: [], assigned: [['t', 0, 1]] }, 'epoch');
+    const old = await batch(0, [message(2, 'a')]);
+    expect(old.dropped).toBe(true); // admitted in epoch 0
+    const redelivered = (
+      await ask(
+        {
+          type: 'batch',
+          topic: 't',
+          partition: 0,
+          records: [message(0, 'a'), message(1, 'b'), message(2, 'a')],
+          through: 2,
+          epoch: 1,
+          schemas: [],
+        },
+        'batch',
+      )
+    ).result as BatchDone;
+    expect(redelivered).toMatchObject({ staged: 1, skipped: 2 });
+    expect(await durable()).toEqual([['t', 0, 2]]);
+  });
+
+  test('many tables under an open-part bound of one still stage and seal every part', async () => {
+    const { dir, ask, batch } = await openService(ROUTE_BY_KIND, 1);
+    const tables = ['a', 'b', 'c', 'd', 'e'];
+    await batch(0, tables.map((k, i) => message(i, k)));
+    await batch(0, tables.map((k, i) => message(i + 5, k)));
+    const closed = await ask({ type: 'close' }, 'close');
+    expect(closed.sealed.rows).toBe(10);
+    for (const [i, table] of tables.entries()) {
+      expect((await staged(dir, table)).map((r) => r.offset).sort((x, y) => x - y)).toEqual([i, i + 5]);
+      expect(await partFiles(path.join(dir, 'staging', table), 'open')).toEqual([]);
+    }
+  });
+
+  test('a {topic} template stages each topic in its own table', async () => {
+    const { dir, ask } = await openService(
+      ROUTE_BY_KIND.replace(/route: \(r\) => \{[\s\S]*?\n  \},\n/, '').replace("topics: ['t'],", "topics: ['t'], table: 'cdc_{topic}',"),
+    );
+    await ask(
+      { type: 'batch', topic: 'orders.eu', partition: 0, records: [message(0, 'x')], through: 0, epoch: 0, schemas: [] },
+      'batch',
+    );
+    await ask({ type: 'close' }, 'close');
+    expect((await staged(dir, 'cdc_orders.eu')).map((r) => [r.topic, r.offset])).toEqual([['orders.eu', 0]]);
+  });
+});
