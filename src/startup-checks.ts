@@ -69,7 +69,10 @@ export async function tableColumns(
   try {
     const fields = await readKnownFields(target);
     if (fields.length > 0)
-      logger.info({ event: 'schema.seeded', table, columns: fields }, 'inferred columns seeded from the table');
+      logger.info(
+        { event: 'schema.seeded', table, columns: fields },
+        'inferred columns seeded from the table',
+      );
     return fields;
   } catch (error) {
     logger.warn(

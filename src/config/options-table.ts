@@ -38,12 +38,11 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       'Topics to consume: names, and patterns `{ pattern: "^orders\\\\..+$" }` (a JavaScript regular expression, unanchored: write `^...$` to match whole names). Set exactly one of `topics` and `topicsRegex`. Each named topic must exist when a replica starts; a pattern may match none yet. A topic created later that matches is consumed from its earliest offset within `topicRefreshMs` (docs/routing.md).',
   },
-  'topics.pattern': {
+  'topics[].pattern': {
     meaning: 'A regular expression over topic names (see `topics`).',
   },
   topicsRegex: {
-    meaning:
-      "One pattern, the same as `topics: [{ pattern }]` (Kafka Connect's `topics.regex`).",
+    meaning: "One pattern, the same as `topics: [{ pattern }]` (Kafka Connect's `topics.regex`).",
   },
   topicRefreshMs: {
     meaning:

@@ -73,7 +73,8 @@ export class TableResolver {
         ? this.#templated(this.defaultTable, record.topic)
         : { table: this.defaultTable };
     }
-    if (typeof named !== 'string') return { problem: `the route function returned a ${typeof named}, not a name` };
+    if (typeof named !== 'string')
+      return { problem: `the route function returned a ${typeof named}, not a name` };
     const problem = tableNameProblem(named);
     return problem === undefined ? { table: named } : { problem: `table name ${quoted(named)} ${problem}` };
   }

@@ -40,7 +40,7 @@ export class StagingService {
       ...(init.dataDir === undefined ? {} : { dataDir: init.dataDir }),
     });
     if (consumer.tableRouting.kind !== 'fixed') {
-      if (init.dataDir === undefined) throw new Error('a routing consumer\'s staging lane needs its dataDir');
+      if (init.dataDir === undefined) throw new Error("a routing consumer's staging lane needs its dataDir");
       const tables = new StagingTables({
         consumer,
         dataDir: init.dataDir,
@@ -77,7 +77,9 @@ export class StagingService {
   /** The reply to one request; a failure is an `error` reply, never a rejection. */
   async handle(request: WorkerRequest): Promise<WorkerReply> {
     try {
-      return this.fixed ? await this.#handle(request, this.fixed) : await this.#handleRouted(request, this.routed!);
+      return this.fixed
+        ? await this.#handle(request, this.fixed)
+        : await this.#handleRouted(request, this.routed!);
     } catch (error) {
       if (error instanceof DiskFullError) {
         // Not a failure of staging: the main thread pauses and retries (kafka/durability-tick.ts).
@@ -189,7 +191,12 @@ export class StagingService {
     if (request.epoch !== tables.epoch.epoch) {
       return { dropped: true, staged: 0, skipped: 0, deadLetters: [], stagedBytes: 0 };
     }
-    const { byTable, deadLetters } = routeMessages(resolver, request.topic, request.partition, messagesOf(request.records));
+    const { byTable, deadLetters } = routeMessages(
+      resolver,
+      request.topic,
+      request.partition,
+      messagesOf(request.records),
+    );
     for (const table of byTable.keys()) await tables.open(table);
     // Opening a table may have waited (its seeds are read from Lance): a join meanwhile began a newer epoch.
     if (request.epoch !== tables.epoch.epoch) {

@@ -46,10 +46,9 @@ export class TableDurability {
    * Per partition, the highest offset durable in every table that has seen it; a table
    * that has seen it but reports nothing durable yet holds it back (it is left out).
    */
-  merge(durableByTable: ReadonlyMap<string, ReadonlyMap<TopicPartitionKey, DurableOffset>>): Map<
-    TopicPartitionKey,
-    DurableOffset
-  > {
+  merge(
+    durableByTable: ReadonlyMap<string, ReadonlyMap<TopicPartitionKey, DurableOffset>>,
+  ): Map<TopicPartitionKey, DurableOffset> {
     const merged = new Map<TopicPartitionKey, DurableOffset>();
     for (const [key, tables] of this.#seenBy) {
       let min: DurableOffset | undefined;

@@ -78,30 +78,33 @@ describe('routing configuration', () => {
   });
 
   test('an invalid pattern or a refresh below one second names its field', () => {
-    expect(problemsOf({ ...base, topics: [{ pattern: '(' }] }).map((p) => p.field)).toEqual(['topics.0.pattern']);
+    expect(problemsOf({ ...base, topics: [{ pattern: '(' }] }).map((p) => p.field)).toEqual([
+      'topics.0.pattern',
+    ]);
     expect(problemsOf({ ...base, topicRefreshMs: 10 }).map((p) => p.field)).toEqual(['topicRefreshMs']);
   });
 
   test('a table template is the template routing; a bad one names "table"', () => {
     const c = resolveConsumer({ ...base, table: 'cdc_{topic}' }, 'x', env);
     expect(c.tableRouting).toEqual({ kind: 'template', template: 'cdc_{topic}' });
-    expect(problemsOf({ ...base, table: '{topic}/x' })).toEqual([
-      { field: 'table', message: expect.stringMatching(/table name/) },
-    ]);
+    const problems = problemsOf({ ...base, table: '{topic}/x' });
+    expect(problems.map((p) => p.field)).toEqual(['table']);
+    expect(problems[0]!.message).toMatch(/table name/);
     expect(problemsOf({ ...base, table: 'a.b' }).map((p) => p.field)).toEqual(['table']);
   });
 
   test('commits after publication are refused with a template or a route, naming offsets.commitAfter', () => {
     for (const routed of [{ table: '{topic}' }, { route: () => 'x' }]) {
       const problems = problemsOf({ ...base, ...routed, offsets: { commitAfter: 'published' } });
-      expect(problems).toEqual([{ field: 'offsets.commitAfter', message: expect.stringMatching(/"staged"/) }]);
+      expect(problems.map((p) => p.field)).toEqual(['offsets.commitAfter']);
+      expect(problems[0]!.message).toMatch(/"staged"/);
     }
     expect(problemsOf({ ...base, route: 'not code' }).map((p) => p.field)).toEqual(['route']);
   });
 });
 
 describe('table resolver', () => {
-  test('a route names each record\'s table; nothing returned is the default table, filled in when it is a template', () => {
+  test("a route names each record's table; nothing returned is the default table, filled in when it is a template", () => {
     const byKind = new TableResolver({ kind: 'route' }, 'rest_{topic}', (r) =>
       r.key?.toString() === 'skip' ? undefined : `t_${r.key?.toString() ?? 'none'}`,
     );
@@ -110,21 +113,24 @@ describe('table resolver', () => {
   });
 
   test('a route that throws, returns a path or a non-string gives a problem, never a table', () => {
-    const resolve = (route: () => unknown) =>
-      new TableResolver({ kind: 'route' }, 'd', route as () => string).tableOf(record());
-    expect(resolve(() => '../../etc')).toEqual({ problem: expect.stringMatching(/"\.\.\/\.\.\/etc"/) });
-    expect(resolve(() => '')).toEqual({ problem: expect.stringMatching(/empty/) });
-    expect(resolve(() => 42)).toEqual({ problem: expect.stringMatching(/number/) });
+    const problemOf = (route: () => unknown) => {
+      const choice = new TableResolver({ kind: 'route' }, 'd', route as () => string).tableOf(record());
+      return 'problem' in choice ? choice.problem : `no problem: table ${choice.table}`;
+    };
+    expect(problemOf(() => '../../etc')).toMatch(/"\.\.\/\.\.\/etc"/);
+    expect(problemOf(() => '')).toMatch(/empty/);
+    expect(problemOf(() => 42)).toMatch(/number/);
     expect(
-      resolve(() => {
+      problemOf(() => {
         throw new Error('no kind');
       }),
-    ).toEqual({ problem: expect.stringMatching(/threw: no kind/) });
+    ).toMatch(/threw: no kind/);
   });
 
   test('a template whose topic makes an over-long name is a problem for that topic only', () => {
     const resolver = new TableResolver({ kind: 'template', template: '{topic}' }, '{topic}');
-    expect(resolver.tableOfTopic('a'.repeat(200))).toEqual({ problem: expect.stringMatching(/at most 128/) });
+    const long = resolver.tableOfTopic('a'.repeat(200));
+    expect(long && 'problem' in long ? long.problem : long).toMatch(/at most 128/);
     expect(resolver.tableOfTopic('orders.us')).toEqual({ table: 'orders.us' });
   });
 });

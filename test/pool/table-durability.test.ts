@@ -16,7 +16,15 @@ describe('durable offsets across the tables of a lane', () => {
     durability.saw('t', 0, 'a');
     durability.saw('t', 0, 'b');
     durability.saw('t', 1, 'a');
-    const merged = durability.merge(byTable({ a: [['t', 0, 90], ['t', 1, 40]], b: [['t', 0, 70]] }));
+    const merged = durability.merge(
+      byTable({
+        a: [
+          ['t', 0, 90],
+          ['t', 1, 40],
+        ],
+        b: [['t', 0, 70]],
+      }),
+    );
     expect(merged.get(tpKey('t', 0))).toBe(70);
     expect(merged.get(tpKey('t', 1))).toBe(40);
   });
