@@ -72,6 +72,7 @@ export class Ingestion {
     });
     this.#subscription = new TopicSubscription({
       consumer: options.consumer,
+      kafka: options.kafka,
       admin: options.admin,
       logger: options.logger,
       restart: (between) => this.#restart(between),

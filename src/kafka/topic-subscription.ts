@@ -1,4 +1,4 @@
-import type { Admin, Consumer } from 'kafkajs';
+import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
@@ -17,6 +17,8 @@ export interface SubscriptionChange {
 
 export interface TopicSubscriptionOptions {
   readonly consumer: ResolvedConsumer;
+  /** The Kafka instance of every client of the replica (createKafka tracks their metadata). */
+  readonly kafka: Kafka;
   readonly admin: Admin;
   readonly logger: Logger;
   /**
@@ -103,6 +105,7 @@ export class TopicSubscription {
     const named = new Set(o.consumer.topics ?? []);
     const added: string[] = [];
     for (const topic of wanted) {
+      if (this.#stopped) return;
       if (this.#subscribed.has(topic)) continue;
       try {
         await untilTopicServed(o.admin, topic, undefined, NEW_TOPIC_SERVED_WITHIN_MS);
@@ -124,7 +127,7 @@ export class TopicSubscription {
     );
     for (const topic of added) this.#discovered.add(topic);
     await o.restart(async (consumer) => {
-      forgetTopics(consumer, removed);
+      forgetTopics(o.kafka, removed);
       if (added.length > 0) await consumer.subscribe({ topics: added, fromBeginning: true });
     });
     for (const topic of added) this.#subscribed.add(topic);

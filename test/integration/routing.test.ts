@@ -164,3 +164,39 @@ test('a route that names an invalid table makes those records dead letters (inva
   expect(await fsp.readdir(path.join(dir, 'staging'))).toEqual(['kept']);
   expect(await fsp.readdir(dir)).not.toContain('escaped_0');
 });
+
+test('a topic a pattern matched that is deleted while the replica runs is let go: the other matching topic goes on being consumed', async () => {
+  const prefix = uniqueName('tenant').replace(/[^A-Za-z0-9-]/g, '');
+  const name = uniqueName('route-deleted').replace(/[^A-Za-z0-9_-]/g, '');
+  const [kept, deleted] = [`${prefix}.kept`, `${prefix}.deleted`];
+  await ensureTopicsServed(suite.admin, [
+    { topic: kept, numPartitions: 2 },
+    { topic: deleted, numPartitions: 2 },
+  ]);
+  const file = await writeDefinition(
+    name,
+    `topics: [{ pattern: ${JSON.stringify(`^${prefix}\\.`)} }],
+  table: '{topic}',
+  topicRefreshMs: 1_000,`,
+  );
+  const produced = await produceRecords(kafka, kept, 2, 500);
+  await produceRecords(kafka, deleted, 2, 500);
+  const dir = await tempDir('kl-route-deleted');
+  const replica = new ReplicaProcess(file, dir, testBrokers());
+  await waitForCommittedAtEnd(suite.admin, groupOf(name), kept);
+  await waitForCommittedAtEnd(suite.admin, groupOf(name), deleted);
+
+  await suite.admin.deleteTopics({ topics: [deleted] });
+  await replica.waitFor(
+    (l) =>
+      l.event === 'kafka.subscription.changed' &&
+      (l.removed as string[] | undefined)?.includes(deleted) === true,
+  );
+  produced.push(...(await produceRecords(kafka, kept, 2, 500, logValue, 500)));
+  await waitForCommittedAtEnd(suite.admin, groupOf(name), kept);
+  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+
+  const rows = await readStaged([dir], kept);
+  expect(rows).toHaveLength(1_000);
+  expectExactlyProduced(rows, produced);
+});
