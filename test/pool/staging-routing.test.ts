@@ -1,5 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
+import { Field, Float64, Schema } from 'apache-arrow';
 import type { RawMessage } from '../../src/decode/raw-message';
 import type { WorkerReply, WorkerRequest } from '../../src/pool/protocol';
 import { StagingService } from '../../src/pool/staging-service';
@@ -33,8 +35,8 @@ const message = (offset: number, kind: string): RawMessage => ({
   value: Buffer.from(JSON.stringify({ message: `m${offset}`, kind })),
 });
 
-async function openService(definition: string, maxOpenParts = 8) {
-  const dir = await tempDir('kl-routing');
+async function openService(definition: string, maxOpenParts = 8, dir?: string) {
+  dir ??= await tempDir('kl-routing');
   const consumerPath = path.join(dir, 'routed.ts');
   await fsp.writeFile(consumerPath, definition);
   const service = await StagingService.open(
@@ -205,5 +207,27 @@ describe('staging a routing consumer', () => {
     );
     await close();
     expect((await staged(dir, 'cdc_orders.eu')).map((r) => [r.topic, r.offset])).toEqual([['orders.eu', 0]]);
+  });
+
+  test("a table first seen is seeded with its Lance table's columns: a value of another type is a dead letter there only", async () => {
+    const dir = await tempDir('kl-routing-seeds');
+    const db = await lancedb.connect(path.join(dir, 'lance'));
+    await db.createEmptyTable('typed', new Schema([new Field('v', new Float64(), true)]));
+    db.close();
+    const inferred = `export default {
+  name: 'routed', topics: ['t'], schema: 'infer', materializer: { enabled: false },
+  route: (r: { value: Buffer | null }) => JSON.parse(r.value!.toString()).table,
+};`;
+    const { batch, close } = await openService(inferred, 8, dir);
+    const value = (table: string, v: unknown) => Buffer.from(JSON.stringify({ table, v }));
+    const result = await batch(0, [
+      { offset: 0, timestamp: Date.now(), key: null, value: value('typed', 'text') },
+      { offset: 1, timestamp: Date.now(), key: null, value: value('fresh', 'text') },
+    ]);
+    expect(result.deadLetters.map((l) => [l.offset, l.reason, l.field])).toEqual([
+      [0, 'schema-mismatch', 'v'],
+    ]);
+    expect(result.staged).toBe(1);
+    await close();
   });
 });
