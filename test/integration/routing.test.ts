@@ -7,6 +7,7 @@ import {
   expectExactlyProduced,
   logValue,
   produceRecords,
+  publishable,
   readStaged,
   waitForCommittedAtEnd,
   type Produced,
@@ -199,4 +200,43 @@ test('a topic a pattern matched that is deleted while the replica runs is let go
   const rows = await readStaged([dir], kept);
   expect(rows).toHaveLength(1_000);
   expectExactlyProduced(rows, produced);
+});
+
+test('a route into three tables, the replica SIGKILLed twice mid-stream and restarted on its data directory: what each table may publish is exactly its records', async () => {
+  const topic = uniqueName('route-kill');
+  const name = uniqueName('route-kill').replace(/[^A-Za-z0-9_-]/g, '');
+  await ensureTopicsServed(suite.admin, [{ topic, numPartitions: 3 }]);
+  const file = await writeDefinition(
+    name,
+    `topics: [${JSON.stringify(topic)}],
+  route: (r: { value: Buffer | null }) => 'logs_' + JSON.parse(r.value!.toString()).level,`,
+  );
+  const dir = await tempDir('kl-route-kill');
+  const produced: Produced[] = [];
+  const producing = (async () => {
+    for (let slice = 0; slice < 20; slice++) {
+      produced.push(...(await produceRecords(kafka, topic, 3, 2_000, logValue, slice * 2_000)));
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  })();
+  for (let i = 0; i < 2; i++) {
+    const replica = new ReplicaProcess(file, dir, testBrokers());
+    await replica.waitForEvent('kafka.join');
+    await new Promise((r) => setTimeout(r, 500 + Math.floor(Math.random() * 2_000)));
+    expect((await replica.kill('SIGKILL')).signal).toBe('SIGKILL');
+  }
+  const final = new ReplicaProcess(file, dir, testBrokers());
+  await producing;
+  await waitForCommittedAtEnd(suite.admin, groupOf(name), topic);
+  expect(await final.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+
+  for (const level of ['info', 'warn', 'error']) {
+    const rows = await readStaged([dir], `logs_${level}`);
+    const { kept, unknown } = await publishable(suite.admin, groupOf(name), topic, rows);
+    expect(unknown).toEqual([]);
+    expectExactlyProduced(
+      kept,
+      produced.filter((p) => (JSON.parse(p.value) as { level: string }).level === level),
+    );
+  }
 });
