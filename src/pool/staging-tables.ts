@@ -61,9 +61,16 @@ export class StagingTables {
     this.#options = options;
     this.#epoch = options.epoch;
     // One bound for the lane: 200 tables must not open 200 × maxOpenParts files. Under
-    // pressure each table in turn is asked to seal one of its open parts.
+    // pressure the table holding the oldest open part seals it (a quiet table's part
+    // goes before a busy one's newer part, which keeps filling).
     this.#openParts = new OpenPartLimit<PartWriter>(options.maxOpenParts, () => {
-      for (const { staging } of this.#tables.values()) if (staging.relievePressure()) return;
+      let oldest: { staging: TableStaging; since: number } | undefined;
+      for (const { staging } of this.#tables.values()) {
+        const since = staging.oldestSlotHolderSince();
+        if (since !== undefined && (oldest === undefined || since < oldest.since))
+          oldest = { staging, since };
+      }
+      oldest?.staging.relievePressure();
     });
   }
 

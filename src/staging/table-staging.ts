@@ -401,6 +401,12 @@ export class TableStaging {
    * True when no more relief is needed (enough slots come back, or this table sealed
    * one); false when this table holds no open part to seal (a shared bound asks the next).
    */
+  /** When this table's oldest open part holding a file slot was opened (a shared bound relieves the oldest first). */
+  oldestSlotHolderSince(): number | undefined {
+    for (const writer of this.#open.values()) if (this.#openParts.holds(writer)) return writer.createdAt;
+    return undefined;
+  }
+
   relievePressure(): boolean {
     let releasing = 0;
     for (const writer of this.#openParts.holders()) if (writer.state !== 'open') releasing += 1;
