@@ -5,5 +5,7 @@ export {
   type SourceRecord,
   type Row,
   type Transform,
+  type Route,
+  type RouteRecord,
 } from './config';
 export { Replica, type ReplicaOptions } from './replica';

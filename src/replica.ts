@@ -26,7 +26,7 @@ import { StagingPool } from './pool/staging-pool';
 import { startReplicaGauges } from './replica-gauges';
 import { SchemaSource } from './schema-registry/schema-source';
 import { FileLocks } from './staging/file-locks';
-import { recoverTableStaging } from './staging/recovery';
+import { recoverStagingTables, recoverTableStaging } from './staging/recovery';
 import { tableStagingDir } from './staging/table-staging';
 import { NO_FAULTS, type Faults } from './faults/faults';
 import { replicaHooks } from './faults/replica-hooks';
@@ -122,7 +122,8 @@ export class Replica {
       {
         event: 'replica.start',
         groupId: consumer.groupId,
-        topics: consumer.topics ?? consumer.topicsRegex,
+        topics: consumer.topics,
+        topicPatterns: consumer.topicPatterns,
         table: consumer.table,
         dataDir: consumer.dataDir,
         brokers: consumer.brokers,
@@ -154,10 +155,13 @@ export class Replica {
         )
       : undefined;
     if (store) metrics.storeAtomicCommits.set({ table: consumer.table }, store.atomic ? 1 : 0);
+    // A routing consumer's tables are known only as records name them: each is checked
+    // when it is first opened for publication, not here.
+    const fixedTable = consumer.tableRouting.kind === 'fixed';
     // Also before Kafka: a declared field whose type changed stops the start, naming it.
-    if (consumer.fields !== undefined) await checkDeclaredTypes(consumer, consumer.fields, log);
+    if (fixedTable && consumer.fields !== undefined) await checkDeclaredTypes(consumer, consumer.fields, log);
     // An upsert into an append table, or an append into an upsert table, stops the start.
-    await checkTableMode(consumer, log);
+    if (fixedTable) await checkTableMode(consumer, log);
     let reportFailure!: (error: Error) => void;
     const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
 
@@ -179,12 +183,21 @@ export class Replica {
 
     const tableDir = tableStagingDir(consumer.dataDir, consumer.table);
     if (faults.recoveryDelayMs > 0) await new Promise((r) => setTimeout(r, faults.recoveryDelayMs)); // test-only: a slow recovery
-    await recoverTableStaging({
-      tableDir,
-      locks: new FileLocks(),
-      owner: 'startup-recovery',
-      logger: log,
-    });
+    if (fixedTable) {
+      await recoverTableStaging({
+        tableDir,
+        locks: new FileLocks(),
+        owner: 'startup-recovery',
+        logger: log,
+      });
+    } else {
+      // Every table a previous run staged, whatever names the records held then.
+      await recoverStagingTables(path.join(consumer.dataDir, 'staging'), {
+        locks: new FileLocks(),
+        owner: 'startup-recovery',
+        logger: log,
+      });
+    }
 
     const deadLetters = await openDeadLetterSink(
       consumer,
@@ -203,8 +216,9 @@ export class Replica {
       }),
     );
     const hooks = replicaHooks(faults, log); // test-only fault injection
-    const knownFields = await tableColumns(consumer, log);
-    const keyType = await tableKeyType(consumer, log);
+    // A routing consumer's lanes read each table's columns when they first see it.
+    const knownFields = fixedTable ? await tableColumns(consumer, log) : [];
+    const keyType = fixedTable ? await tableKeyType(consumer, log) : undefined;
     const diskPressure = new DiskPressure(log, metrics);
     // Before the staging pool, whose sealed parts it takes: made in the order they report to each other.
     const materializer = consumer.materializer.enabled
@@ -228,6 +242,7 @@ export class Replica {
           ...(keyType === undefined ? {} : { tableKeyType: keyType }),
           brokers: consumer.brokers,
           tableDir,
+          dataDir: consumer.dataDir,
           epoch: { owner, epoch: 0 },
           maxPartBytes: consumer.staging.maxPartBytes,
           maxPartAgeMs: consumer.staging.maxPartAgeMs,

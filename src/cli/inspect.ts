@@ -6,6 +6,7 @@ import { silentLogger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
 import { indexName } from '../config/index-spec';
 import { createKafka } from '../kafka/client';
+import { groupTopics } from '../kafka/group-topics';
 import { ledger } from '../materializer/plan';
 import { parsePartName } from '../staging/part-name';
 import { QUARANTINE_DIR } from '../staging/quarantine';
@@ -223,9 +224,7 @@ async function tryConnect(consumer: ResolvedConsumer): Promise<{ admin?: Admin; 
 }
 
 async function topicsOf(admin: Admin, consumer: ResolvedConsumer): Promise<string[]> {
-  if (consumer.topics) return [...consumer.topics];
-  const pattern = new RegExp(consumer.topicsRegex!);
-  return (await admin.listTopics()).filter((t) => pattern.test(t)).sort();
+  return groupTopics(admin, consumer);
 }
 
 async function stagingFiles(dir: string): Promise<InspectReport['staging']> {

@@ -14,9 +14,9 @@ import { lanceUriOf } from './lance-read';
  * each with its staging directory `<dataDir>/staging/<table>` and its Lance table.
  */
 
-/** A definition whose table is a template names its tables from the topics (docs/routing.md). */
+/** A definition whose table is a template or a route names its tables from the records (docs/routing.md). */
 export function routesTables(consumer: ResolvedConsumer): boolean {
-  return consumer.table.includes('{');
+  return consumer.tableRouting.kind !== 'fixed';
 }
 
 /**

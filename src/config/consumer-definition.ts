@@ -8,6 +8,8 @@ import { indexProblems, indexSpec } from './index-spec';
 import { lanceOptions } from './lance-options';
 import { materializerOptions } from './materializer-options';
 import { metricsOptions } from './metrics-options';
+import { isTableTemplate, tableTemplateProblem } from './table-name';
+import type { Route } from './table-routing';
 import type { Transform } from './transform';
 import { ENVELOPES, MODES, TOMBSTONES, upsertKey, upsertProblems } from './upsert-options';
 import { debeziumOptions } from './upsert-options';
@@ -28,28 +30,56 @@ import { debeziumOptions } from './upsert-options';
  * sections.
  */
 
-const identifier = z
+const IDENTIFIER = /^[A-Za-z][A-Za-z0-9_-]{0,127}$/;
+const IDENTIFIER_RULE = 'letters, digits, "_" and "-", starting with a letter (at most 128)';
+const identifier = z.string().regex(IDENTIFIER, IDENTIFIER_RULE);
+
+const topicPattern = z
   .string()
-  .regex(
-    /^[A-Za-z][A-Za-z0-9_-]{0,127}$/,
-    'letters, digits, "_" and "-", starting with a letter (at most 128)',
-  );
+  .min(1)
+  .refine((s) => isValidRegex(s), 'not a valid regular expression');
+
+/**
+ * `table`: one table's name (as `name`), or a template holding `{topic}` whose filled-in
+ * names are checked per topic (table-name.ts).
+ */
+const tableOption = z.string().superRefine((table, ctx) => {
+  if (isTableTemplate(table)) {
+    const problem = tableTemplateProblem(table);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  } else if (!IDENTIFIER.test(table)) {
+    ctx.addIssue({ code: 'custom', message: `${IDENTIFIER_RULE}, or a template holding {topic}` });
+  }
+});
 
 export const consumerDefinitionSchema = z
   .strictObject({
     name: identifier,
     brokers: z.array(z.string().min(1)).min(1).optional(),
     groupId: z.string().min(1).optional(),
-    topics: z.array(z.string().min(1)).min(1).optional(),
-    topicsRegex: z
-      .string()
+    /** Topic names, and patterns (`{ pattern }`) matched against the broker's topics (see topicRefreshMs). */
+    topics: z
+      .array(z.union([z.string().min(1), z.strictObject({ pattern: topicPattern })]))
       .min(1)
-      .refine((s) => isValidRegex(s), 'not a valid regular expression')
       .optional(),
+    /** One pattern: the same as `topics: [{ pattern }]` (Kafka Connect's `topics.regex`). */
+    topicsRegex: topicPattern.optional(),
+    /**
+     * How often the broker's topic list is read again for patterns: a topic created later
+     * that matches is consumed (from its earliest offset) within this long, and a deleted
+     * one is let go.
+     */
+    topicRefreshMs: z.number().int().min(1_000).max(3_600_000).default(30_000),
     fromBeginning: z.boolean().default(true),
     format: z.enum(FORMATS).default('json'),
     schemaRegistry: schemaRegistry.optional(),
-    table: identifier.optional(),
+    table: tableOption.optional(),
+    /**
+     * The table of each record, decided before it is decoded (table-routing.ts): a name,
+     * or undefined for `table`. An invalid name, or a throw, makes the record a dead letter
+     * (invalid-table).
+     */
+    route: z.custom<Route>((v) => typeof v === 'function', 'must be a function').optional(),
     dataDir: z.string().min(1).optional(),
     schema: z.union([z.literal('infer'), z.strictObject({ fields: z.record(z.string().min(1), fieldSpec) })]),
     eventTimeField: z.string().min(1).optional(),
@@ -210,6 +240,13 @@ export const consumerDefinitionSchema = z
         code: 'custom',
         path: ['schemaRegistry', 'ssl'],
         message: 'ssl needs an https:// url',
+      });
+    }
+    if (def.offsets.commitAfter === 'published' && (def.route || (def.table && isTableTemplate(def.table)))) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['offsets', 'commitAfter'],
+        message: `"published" waits for one table's publications, and ${def.route ? '"route"' : 'the "table" template'} names many tables: use "staged"`,
       });
     }
     if (def.offsets.commitAfter === 'published' && !def.materializer.enabled) {

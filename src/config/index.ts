@@ -18,6 +18,15 @@ export {
 } from './field-spec';
 export { type SchemaRegistryOptions } from './formats';
 export { type SourceRecord, type Row, type Transform } from './transform';
+export { tableNameProblem, tableFromTemplate, topicForTableName } from './table-name';
+export {
+  TableResolver,
+  tableRoutingOf,
+  type TableRouting,
+  type TableChoice,
+  type Route,
+  type RouteRecord,
+} from './table-routing';
 export {
   ConfigError,
   resolveConsumer,

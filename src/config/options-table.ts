@@ -36,11 +36,17 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   topics: {
     meaning:
-      'Topics to consume. Set exactly one of `topics` and `topicsRegex`. Each listed topic must exist when a replica starts.',
+      'Topics to consume: names, and patterns `{ pattern: "^orders\\\\..+$" }` (a JavaScript regular expression, unanchored: write `^...$` to match whole names). Set exactly one of `topics` and `topicsRegex`. Each named topic must exist when a replica starts; a pattern may match none yet. A topic created later that matches is consumed from its earliest offset within `topicRefreshMs` (docs/routing.md).',
+  },
+  'topics[].pattern': {
+    meaning: 'A regular expression over topic names (see `topics`).',
   },
   topicsRegex: {
+    meaning: "One pattern, the same as `topics: [{ pattern }]` (Kafka Connect's `topics.regex`).",
+  },
+  topicRefreshMs: {
     meaning:
-      'A JavaScript regular expression, unanchored (write `^...$` to match whole names): the topics it matches when a replica starts are consumed; a topic created later is picked up at the next start.',
+      "With patterns: how often the broker's topic list is read again. A new matching topic is consumed, and a deleted one let go, within this long; either restarts the group's consumer on this replica (a rebalance).",
   },
   fromBeginning: {
     meaning:
@@ -77,7 +83,8 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
       'One registry request fails after this long and is retried (the registry counts as unreachable).',
   },
   table: {
-    meaning: 'Lance table name (same characters as `name`).',
+    meaning:
+      'Lance table name (same characters as `name`), or a template holding `{topic}` (for example `"cdc_{topic}"`): a table per topic, the topic inserted as it is except a leading `.` or `-` which becomes `_`. With `route`, the table of records the route names none for. A name a template makes that is not a valid table name (docs/routing.md) makes its records dead letters (`invalid-table`). A template or a route needs `offsets.commitAfter: "staged"`.',
     computedDefault: '`<name>`',
   },
   dataDir: {
@@ -158,6 +165,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   transform: {
     meaning:
       '`(record) => row | rows | null` (in `.ts`/`.js` definitions): turns a record (`topic`, `partition`, `offset`, `timestamp`, `key`, `value`) into zero, one or more rows, and adds a `_row` column. A throw is a dead letter (`transform-failed`).',
+  },
+  route: {
+    meaning:
+      '`(record) => table | undefined` (in `.ts`/`.js` definitions): the table of each record, decided before it is decoded; it sees `topic`, `partition`, `offset`, `timestamp` and the raw `key` and `value` bytes. `undefined` sends the record to `table`. A throw, or a name that is not a valid table name, makes the record a dead letter (`invalid-table`).',
   },
   maxRecordBytes: {
     meaning: 'A record whose key and value together are larger is a dead letter (`too-large`).',

@@ -6,6 +6,7 @@ import { consumerDefinitionSchema, type ConsumerDefinition } from './consumer-de
 import type { DeclaredField, FieldSpecOutput, NamedField } from './field-spec';
 import { tlsMaterialProblems } from './tls-material';
 import { resolveSecrets, type SecretProblem, type WithSecretsResolved } from './secret';
+import { tableRoutingOf, type TableRouting } from './table-routing';
 import { SEQUENCE_COLUMN, tombstonesOf, withSequenceColumn, type Tombstones } from './upsert-options';
 
 /** A configuration that fails validation; the message names every offending field. */
@@ -35,6 +36,7 @@ export type ResolvedField = NamedField;
 export interface ResolvedConsumer extends Omit<
   ConsumerDefinition,
   | 'brokers'
+  | 'topics'
   | 'groupId'
   | 'table'
   | 'dataDir'
@@ -58,7 +60,14 @@ export interface ResolvedConsumer extends Omit<
   readonly brokers: string[];
   readonly workers: number;
   readonly groupId: string;
+  /** The topics named (not patterns), or undefined when only patterns are given. */
+  readonly topics: string[] | undefined;
+  /** Patterns over the broker's topics: the `{ pattern }`s of `topics`, and `topicsRegex`. */
+  readonly topicPatterns: string[];
+  /** One table's name, or a `{topic}` template (see tableRouting). */
   readonly table: string;
+  /** Which table each record goes to (table-routing.ts). */
+  readonly tableRouting: TableRouting;
   readonly dataDir: string;
   /** Explicit fields in declaration order, or undefined when the schema is inferred. */
   readonly fields: readonly ResolvedField[] | undefined;
@@ -153,14 +162,22 @@ export function resolveConsumer(
   if (tlsProblems.length > 0) throw new ConfigError(source, tlsProblems);
   // From here on every text this process writes has them scrubbed (src/common/redaction.ts).
   registerSecrets(secretValuesOf({ client, lance, schemaRegistry }));
+  const table = def.table ?? def.name;
+  const topicNames = def.topics?.filter((t): t is string => typeof t === 'string') ?? [];
   return {
     ...def,
+    topics: topicNames.length > 0 ? topicNames : undefined,
+    topicPatterns: [
+      ...(def.topics ?? []).flatMap((t) => (typeof t === 'string' ? [] : [t.pattern])),
+      ...(def.topicsRegex === undefined ? [] : [def.topicsRegex]),
+    ],
+    table,
+    tableRouting: tableRoutingOf(table, def.route),
     client,
     schemaRegistry,
     lance,
     brokers,
     groupId: def.groupId ?? `kafka-lance-${def.name}`,
-    table: def.table ?? def.name,
     dataDir: path.resolve(overrides.dataDir ?? env.KAFKA_LANCE_DATA_DIR ?? def.dataDir ?? 'data'),
     workers: def.workers ?? defaultStagingWorkers(),
     fields: withSequenceColumn(fields, def.sequence, {

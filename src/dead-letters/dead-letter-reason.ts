@@ -18,6 +18,8 @@ export type DeadLetterReason =
   /** Debezium envelope: a TOASTed placeholder in a column that is not a string, or in a primary-key update's create. */
   | 'unavailable-value'
   | 'transform-failed'
+  /** A `table` template or `route` named no valid table for the record, or the route threw. */
+  | 'invalid-table'
   /** Registry formats: not the Confluent wire format (magic byte 0, 4-byte schema id). */
   | 'wrong-magic-byte'
   /** Registry formats: the registry has no schema with the value's id. */

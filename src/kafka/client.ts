@@ -1,3 +1,4 @@
+import { trackClusters } from './coordinator-hook';
 import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
 import type { Logger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
@@ -38,7 +39,8 @@ export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId
   if (consumer.client.connectionTimeout !== undefined)
     config.connectionTimeout = consumer.client.connectionTimeout;
   if (consumer.client.requestTimeout !== undefined) config.requestTimeout = consumer.client.requestTimeout;
-  return new Kafka(config);
+  // Every client's metadata can then let go of a topic deleted under a pattern (topic-subscription.ts).
+  return trackClusters(new Kafka(config));
 }
 
 /** kafkajs's "Response Fetch" error line for an offset out of range (kafkajs 2.2.4 wording). */

@@ -82,7 +82,12 @@ interface InternalBroker {
 interface InternalCluster {
   findGroupCoordinator: (request: unknown) => Promise<InternalBroker>;
   findBroker: (request: unknown) => Promise<InternalBroker>;
+  /** The topics whose metadata kafkajs refreshes: it only ever adds to them. */
+  targetTopics?: Set<string>;
 }
+
+/** The clusters a tracked Kafka instance made (trackClusters), to let go of deleted topics in each. */
+const CLUSTERS = Symbol('kafka-lance:clusters');
 type CreateCluster = (options: unknown) => InternalCluster;
 
 const CREATE_CLUSTER = 'private:Kafka:createCluster';
@@ -119,6 +124,47 @@ export function createHookedConsumer(
     return kafka.consumer(config);
   } finally {
     target[key] = original;
+  }
+}
+
+/**
+ * Records every cluster `kafka` makes from now on (one per consumer, producer or admin
+ * client), so that forgetTopics reaches the metadata of each. Call it once, before any
+ * client is made (createKafka does).
+ */
+export function trackClusters(kafka: Kafka): Kafka {
+  const target = kafka as unknown as Record<symbol, unknown>;
+  if (target[CLUSTERS] !== undefined) return kafka;
+  const key = Object.getOwnPropertySymbols(kafka).find((s) => s.description === CREATE_CLUSTER);
+  const original = key ? (target[key] as CreateCluster | undefined) : undefined;
+  if (!key || typeof original !== 'function') throw new CoordinatorHookError(`no ${CREATE_CLUSTER}`);
+  const clusters = new Set<InternalCluster>();
+  target[key] = (options: unknown) => {
+    const cluster = original(options);
+    clusters.add(cluster);
+    return cluster;
+  };
+  target[CLUSTERS] = clusters;
+  return kafka;
+}
+
+/**
+ * Takes deleted topics out of the metadata every client of a tracked `kafka` refreshes.
+ * kafkajs keeps each topic a client ever asked about (a subscription, an admin's
+ * fetchTopicOffsets) in its cluster's target topics and asks the broker for their
+ * metadata on every refresh; one deleted topic then fails every refresh
+ * (UNKNOWN_TOPIC_OR_PARTITION): the consumer crashes and restarts forever, and every
+ * claim's offset read fails, stalling the topics that still exist. A stopped consumer's
+ * subscription still names the topic, which is harmless: an assignor gives no partition
+ * of a topic without metadata.
+ */
+export function forgetTopics(kafka: Kafka, topics: readonly string[]): void {
+  const clusters = (kafka as unknown as Record<symbol, Set<InternalCluster> | undefined>)[CLUSTERS];
+  if (clusters === undefined)
+    throw new CoordinatorHookError('the Kafka instance does not track its clusters');
+  for (const cluster of clusters) {
+    if (!(cluster.targetTopics instanceof Set)) throw new CoordinatorHookError('no cluster.targetTopics');
+    for (const topic of topics) cluster.targetTopics.delete(topic);
   }
 }
 

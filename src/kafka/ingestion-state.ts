@@ -72,6 +72,8 @@ export class IngestionState {
   /** True once the consumer joined its group and its assignment is set up. */
   ready = false;
   stopping = false;
+  /** Topics read from their earliest offset whatever `fromBeginning` says (created after the start). */
+  startsFromEarliest: (topic: string) => boolean = () => false;
   readonly stats = {
     consumedRecords: 0,
     consumedBytes: 0,

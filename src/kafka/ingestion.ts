@@ -8,6 +8,7 @@ import { FetchPositions } from './fetch-positions';
 import { IngestionState, type IngestionOptions, type IngestionStats } from './ingestion-state';
 import { JoinClaims, pauseTopics, pauseTopicsForStop } from './join-claims';
 import { OffsetCommitter } from './offset-committer';
+import { TopicSubscription } from './topic-subscription';
 
 /**
  * The consumer group side of a replica: fetches with kafkajs, hands batches to the
@@ -31,6 +32,7 @@ export class Ingestion {
   readonly #runner: BatchRunner;
   readonly #ticks: DurabilityTick;
   readonly #authentication: AuthenticationRetry;
+  readonly #subscription: TopicSubscription;
 
   constructor(options: IngestionOptions) {
     const state = new IngestionState(options);
@@ -68,6 +70,14 @@ export class Ingestion {
       hold: (topic, partition, offset) => state.tracker.addPendingDeadLetters(topic, partition, [offset]),
       resolved: (topic, partition, offsets) => state.tracker.resolveDeadLetters(topic, partition, offsets),
     });
+    this.#subscription = new TopicSubscription({
+      consumer: options.consumer,
+      kafka: options.kafka,
+      admin: options.admin,
+      logger: options.logger,
+      restart: (between) => this.#restart(between),
+    });
+    state.startsFromEarliest = (topic) => this.#subscription.discovered(topic);
     this.#positions = new FetchPositions(state, this.#consumer, this.#outbox);
     this.#committer = new OffsetCommitter(state, this.#consumer);
     this.#joins = new JoinClaims(state, this.#consumer, this.#outbox, this.#positions, this.#committer);
@@ -128,12 +138,28 @@ export class Ingestion {
       onFatal(error);
     });
     await this.#consumer.connect();
-    await this.#consumer.subscribe({
-      topics: c.topics ?? [new RegExp(c.topicsRegex!)],
-      fromBeginning: c.fromBeginning,
-    });
+    if (c.topicPatterns.length === 0) {
+      await this.#consumer.subscribe({ topics: c.topics!, fromBeginning: c.fromBeginning });
+    } else {
+      await this.#subscription.subscribe(this.#consumer);
+    }
     await this.#run();
     this.#ticks.schedule();
+    this.#subscription.schedule();
+  }
+
+  /**
+   * Stops kafkajs's consumer (it leaves the group), runs `between` (a new subscription),
+   * and runs it again: it joins, and the join claims its assignment as every join does.
+   */
+  async #restart(between: (consumer: Consumer) => Promise<void>): Promise<void> {
+    if (this.#state.stopping) return;
+    await this.#consumer.stop();
+    try {
+      await between(this.#consumer);
+    } finally {
+      if (!this.#state.stopping) await this.#run();
+    }
   }
 
   #run(): Promise<void> {
@@ -154,6 +180,8 @@ export class Ingestion {
     if (s.stopping) return;
     s.stopping = true;
     this.#authentication.stop();
+    // A subscription change under way ends first (it does not run the consumer again once stopping).
+    await this.#subscription.stop();
     const log = (step: string) => s.options.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
     const topics = s.tracker.assigned().map((a) => a.topic);
     if (!pauseTopicsForStop(this.#consumer, topics))

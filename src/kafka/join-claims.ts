@@ -183,7 +183,8 @@ export class JoinClaims {
 
   async #initialOffset(topic: string, partition: number): Promise<number> {
     const [bounds] = await this.#state.offsets.bounds([[topic, partition]]);
-    return this.#state.options.consumer.fromBeginning ? bounds!.low : bounds!.high;
+    const earliest = this.#state.options.consumer.fromBeginning || this.#state.startsFromEarliest(topic);
+    return earliest ? bounds!.low : bounds!.high;
   }
 
   /**

@@ -18,6 +18,11 @@ export interface StagingWorkerInit {
   /** The brokers the main thread resolved (the worker re-validates the definition with them). */
   readonly brokers: readonly string[];
   readonly tableDir: string;
+  /**
+   * The replica's data directory: a routing consumer stages each table in
+   * `<dataDir>/staging/<table>/` (and reads its Lance table under the same default uri).
+   */
+  readonly dataDir?: string;
   readonly workerIndex: number;
   readonly epoch: StagingEpoch;
   readonly maxPartBytes: number;

@@ -29,6 +29,8 @@ export interface StagingPoolOptions {
   readonly tableKeyType?: string;
   readonly brokers: readonly string[];
   readonly tableDir: string;
+  /** The replica's data directory (a routing consumer's tables are staged under it). */
+  readonly dataDir?: string;
   readonly epoch: StagingEpoch;
   readonly maxPartBytes: number;
   readonly maxPartAgeMs: number;
@@ -105,6 +107,7 @@ export class StagingPool {
           ...(options.tableKeyType === undefined ? {} : { tableKeyType: options.tableKeyType }),
           brokers: options.brokers,
           tableDir: options.tableDir,
+          ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
           workerIndex: index,
           epoch: options.epoch,
           maxPartBytes: options.maxPartBytes,

@@ -4,7 +4,13 @@ export { schemaKeyOf, type SchemaKey } from './schema-key';
 export { readSealedPart, type SealedPart, type PartOffsetRange } from './sealed-part';
 export { SealedPartCatalog } from './sealed-catalog';
 export { epochFromMetadata, type StagingEpoch } from './epoch';
-export { recoverTableStaging, type RecoveryReport, type RecoveryOptions } from './recovery';
+export {
+  recoverTableStaging,
+  recoverStagingTables,
+  stagedTableNames,
+  type RecoveryReport,
+  type RecoveryOptions,
+} from './recovery';
 export {
   TableStaging,
   StagingFailedError,

@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../common/errors';
+import { tableNameProblem } from '../config/table-name';
 import { fsyncDirectory, mkdirDurably, pathExists, unlinkDurably } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
 import type { FileLocks } from './file-locks';
@@ -245,4 +246,35 @@ async function recoverOpenPart(
     return { kind: 'sealed', sealedPath: rewriteSealed, tornBytes: 0, quarantinedAs };
   await unlinkDurably(file);
   return { kind: 'sealed', sealedPath: rewriteSealed, tornBytes: scan.trailingBytes };
+}
+
+/**
+ * The table directories under `<dataDir>/staging/` (a routing consumer stages each table
+ * in its own): every directory whose name is a valid table name, sorted. None when the
+ * staging root does not exist yet.
+ */
+export async function stagedTableNames(stagingRoot: string): Promise<string[]> {
+  let entries;
+  try {
+    entries = await fsp.readdir(stagingRoot, { withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  return entries
+    .filter((e) => e.isDirectory() && tableNameProblem(e.name) === undefined)
+    .map((e) => e.name)
+    .sort();
+}
+
+/** Recovers every table directory under the staging root (a routing consumer's start), one after another. */
+export async function recoverStagingTables(
+  stagingRoot: string,
+  options: Omit<RecoveryOptions, 'tableDir'>,
+): Promise<Map<string, RecoveryReport>> {
+  const reports = new Map<string, RecoveryReport>();
+  for (const table of await stagedTableNames(stagingRoot)) {
+    reports.set(table, await recoverTableStaging({ ...options, tableDir: path.join(stagingRoot, table) }));
+  }
+  return reports;
 }

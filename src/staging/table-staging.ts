@@ -45,6 +45,11 @@ export interface TableStagingOptions {
    * part is sealed to make room.
    */
   readonly maxOpenParts?: number;
+  /**
+   * A bound shared with the other tables of the same lane (in place of `maxOpenParts`):
+   * its owner relieves pressure by asking each table in turn (`relievePressure`).
+   */
+  readonly sharedOpenParts?: OpenPartLimit<PartWriter>;
   /** Directory fsyncs (a seam for tests); the real fsync by default. */
   readonly directorySync?: DirectorySync;
 }
@@ -129,9 +134,11 @@ export class TableStaging {
     this.#options = options;
     this.#clock = options.clock ?? Date.now;
     this.#epoch = options.epoch;
-    this.#openParts = new OpenPartLimit(options.maxOpenParts ?? DEFAULT_MAX_OPEN_PARTS, () =>
-      this.#relievePressure(),
-    );
+    this.#openParts =
+      options.sharedOpenParts ??
+      new OpenPartLimit(options.maxOpenParts ?? DEFAULT_MAX_OPEN_PARTS, () => {
+        this.relievePressure();
+      });
     this.#highWaters = new HighWaters(options.highWaters);
   }
 
@@ -391,17 +398,26 @@ export class TableStaging {
    * A part waits for a file slot. Slots held by parts already being sealed come back
    * by themselves; only when those are too few is an open part sealed, or a waiting
    * part could wait on open parts that seal only at a flush the waiting part holds up.
+   * True when no more relief is needed (enough slots come back, or this table sealed
+   * one); false when this table holds no open part to seal (a shared bound asks the next).
    */
-  #relievePressure(): void {
+  /** When this table's oldest open part holding a file slot was opened (a shared bound relieves the oldest first). */
+  oldestSlotHolderSince(): number | undefined {
+    for (const writer of this.#open.values()) if (this.#openParts.holds(writer)) return writer.createdAt;
+    return undefined;
+  }
+
+  relievePressure(): boolean {
     let releasing = 0;
     for (const writer of this.#openParts.holders()) if (writer.state !== 'open') releasing += 1;
-    if (releasing >= this.#openParts.waiting) return;
+    if (releasing >= this.#openParts.waiting) return true;
     for (const writer of this.#open.values()) {
       if (this.#openParts.holds(writer)) {
         this.#sealEarly(writer);
-        return;
+        return true;
       }
     }
+    return false;
   }
 
   #isDue(writer: PartWriter, now: number): boolean {

@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import { errorMessage } from '../../common/errors';
 import { brokersFromEnv, loadConsumer } from '../../config';
+import { tableNameProblem } from '../../config/table-name';
 import { DEFAULT_RETENTION, compact, parseDuration } from '../compact';
 import { CliError, TableMissingError } from '../errors';
 import { definitionTables } from '../tables';
@@ -69,14 +70,12 @@ Examples:
             `${consumer.name} declares lance.singleWriter: compact commits to the table too, so it runs only while that replica is stopped; stop it and pass --writers-stopped`,
           );
         }
-        if (
-          opts.table !== undefined &&
-          (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(opts.table) || opts.table.includes('..'))
-        )
+        const tableProblem = opts.table !== undefined ? tableNameProblem(opts.table) : undefined;
+        if (tableProblem !== undefined)
           // Never a path: a name that could leave the Lance database's directory is refused.
           throw new CliError(
             'BAD_ARGUMENT',
-            `--table "${opts.table}" is not a table name (letters, digits, _ . - only, starting with a letter, digit or _)`,
+            `--table "${opts.table}" is not a table name: it ${tableProblem}`,
           );
         // Every table of the definition, or the one asked for (a missing one is an error then).
         const tables = opts.table !== undefined ? [opts.table] : await definitionTables(consumer);

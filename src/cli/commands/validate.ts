@@ -23,7 +23,8 @@ Example:
       });
       console.log(
         `${consumer.source}: valid — consumer ${consumer.name}, group ${consumer.groupId}, ` +
-          `topics ${consumer.topics?.join(',') ?? `/${consumer.topicsRegex}/`}, table ${consumer.table}`,
+          `topics ${[...(consumer.topics ?? []), ...consumer.topicPatterns.map((p) => `/${p}/`)].join(',')}, ` +
+          `table ${consumer.tableRouting.kind === 'route' ? `route (default ${consumer.table})` : consumer.table}`,
       );
     });
 }

@@ -1,0 +1,206 @@
+import { DiskFullError } from '../common/errors';
+import { tpKey, type DurableOffset, type TopicPartitionKey } from '../common/offsets';
+import type { Logger } from '../common/logger';
+import type { ResolvedConsumer } from '../config';
+import { RecordDecoder, type KnownField } from '../decode/record-decoder';
+import { FileLocks } from '../staging/file-locks';
+import type { StagingEpoch } from '../staging/epoch';
+import { OpenPartLimit } from '../staging/open-parts';
+import type { PartWriter } from '../staging/part-writer';
+import { TableStaging, tableStagingDir, type FlushResult } from '../staging/table-staging';
+import type { PartitionOffset } from './protocol';
+import { TableDurability } from './table-durability';
+
+/** One table of a lane: its decoder (its own inferred columns) and its staging (its own parts). */
+export interface StagedTable {
+  readonly decoder: RecordDecoder;
+  readonly staging: TableStaging;
+}
+
+/** What a table's decoder starts from: the existing Lance table's columns and `_key` type. */
+export interface TableSeeds {
+  readonly knownFields: readonly KnownField[];
+  readonly tableKeyType?: string;
+}
+
+export interface StagingTablesOptions {
+  readonly consumer: ResolvedConsumer;
+  readonly dataDir: string;
+  /** Names the lane in file locks and logs. */
+  readonly owner: string;
+  readonly logger: Logger;
+  readonly epoch: StagingEpoch;
+  readonly maxPartBytes: number;
+  readonly maxPartAgeMs: number;
+  /** The lane's open-part bound, over all its tables. */
+  readonly maxOpenParts: number;
+  /** Read when a table is first seen (routing consumers: its Lance table, if it exists). */
+  readonly seedsOf: (table: string) => Promise<TableSeeds>;
+}
+
+/**
+ * The tables of one staging lane of a routing consumer (a `{topic}` template or a
+ * `route`): each opened on first sight in its own directory `<dataDir>/staging/<table>/`,
+ * all in the lane's current epoch, sharing the lane's bound on open part files. Epoch
+ * changes, high-water changes, syncs, flushes and the close reach every table; durable
+ * offsets are merged across them (table-durability.ts).
+ */
+export class StagingTables {
+  readonly #options: StagingTablesOptions;
+  readonly #tables = new Map<string, StagedTable>();
+  /** Tables being opened (a seed read, a directory made): one open per name. */
+  readonly #opening = new Map<string, Promise<StagedTable>>();
+  readonly #locks = new FileLocks();
+  readonly #openParts: OpenPartLimit<PartWriter>;
+  readonly durability = new TableDurability();
+  /** The current epoch's claimed starts (start - 1): a table opened later begins from them. */
+  readonly #claimed = new Map<TopicPartitionKey, DurableOffset>();
+  #epoch: StagingEpoch;
+
+  constructor(options: StagingTablesOptions) {
+    this.#options = options;
+    this.#epoch = options.epoch;
+    // One bound for the lane: 200 tables must not open 200 × maxOpenParts files. Under
+    // pressure the table holding the oldest open part seals it (a quiet table's part
+    // goes before a busy one's newer part, which keeps filling).
+    this.#openParts = new OpenPartLimit<PartWriter>(options.maxOpenParts, () => {
+      let oldest: { staging: TableStaging; since: number } | undefined;
+      for (const { staging } of this.#tables.values()) {
+        const since = staging.oldestSlotHolderSince();
+        if (since !== undefined && (oldest === undefined || since < oldest.since))
+          oldest = { staging, since };
+      }
+      oldest?.staging.relievePressure();
+    });
+  }
+
+  get epoch(): StagingEpoch {
+    return this.#epoch;
+  }
+
+  all(): StagedTable[] {
+    return [...this.#tables.values()];
+  }
+
+  get(table: string): StagedTable | undefined {
+    return this.#tables.get(table);
+  }
+
+  /** The table, opened on its first sight. */
+  open(table: string): Promise<StagedTable> {
+    const known = this.#tables.get(table);
+    if (known) return Promise.resolve(known);
+    let opening = this.#opening.get(table);
+    if (!opening) {
+      opening = this.#openTable(table).finally(() => this.#opening.delete(table));
+      this.#opening.set(table, opening);
+    }
+    return opening;
+  }
+
+  async #openTable(table: string): Promise<StagedTable> {
+    const o = this.#options;
+    const seeds = await o.seedsOf(table);
+    const decoder = new RecordDecoder({
+      ...o.consumer,
+      knownFields: seeds.knownFields,
+      ...(seeds.tableKeyType === undefined ? {} : { tableKeyType: seeds.tableKeyType }),
+    });
+    const staging = await TableStaging.open({
+      tableDir: tableStagingDir(o.dataDir, table),
+      table,
+      locks: this.#locks,
+      owner: o.owner,
+      logger: o.logger,
+      maxPartBytes: o.maxPartBytes,
+      maxPartAgeMs: o.maxPartAgeMs,
+      sharedOpenParts: this.#openParts,
+      // The epoch may have changed while the seeds were read: the current one, and its claims.
+      epoch: this.#epoch,
+      highWaters: this.#claimed,
+    });
+    const staged = { decoder, staging };
+    this.#tables.set(table, staged);
+    o.logger.info({ event: 'staging.table.opened', table }, `staging table ${table}`);
+    return staged;
+  }
+
+  /** A new epoch for every table: revoked partitions drop to their ceiling, claimed ones start at their claim. */
+  async beginEpoch(
+    epoch: StagingEpoch,
+    revoked: readonly PartitionOffset[],
+    assigned: readonly PartitionOffset[],
+  ): Promise<FlushResult> {
+    this.#epoch = epoch;
+    for (const [topic, partition, ceiling] of revoked) {
+      this.#claimed.delete(tpKey(topic, partition));
+      this.durability.lower(topic, partition, ceiling as DurableOffset);
+    }
+    for (const [topic, partition, offset] of assigned) {
+      this.#claimed.set(tpKey(topic, partition), offset as DurableOffset);
+      this.durability.lower(topic, partition, offset as DurableOffset);
+    }
+    for (const { staging } of this.#tables.values()) {
+      for (const [topic, partition, ceiling] of revoked) {
+        staging.lowerHighWater(topic, partition, ceiling as DurableOffset);
+      }
+      for (const [topic, partition, offset] of assigned) {
+        staging.lowerHighWater(topic, partition, offset as DurableOffset);
+        staging.raiseHighWater(topic, partition, offset as DurableOffset);
+      }
+    }
+    return this.#every((staging) => staging.beginEpoch(epoch));
+  }
+
+  /**
+   * Every table's durability tick, snapshots taken at the same moment (each sync takes
+   * its snapshot before its first await). A full disk anywhere is reported as such
+   * (retried); any other failure first.
+   */
+  async sync(): Promise<ReadonlyMap<TopicPartitionKey, DurableOffset>> {
+    const tables = [...this.#tables];
+    const results = await Promise.allSettled(tables.map(([, t]) => t.staging.sync()));
+    const durable = new Map<string, ReadonlyMap<TopicPartitionKey, DurableOffset>>();
+    throwFirstFailure(results);
+    results.forEach((r, i) => {
+      if (r.status === 'fulfilled') durable.set(tables[i]![0], r.value);
+    });
+    return this.durability.merge(durable);
+  }
+
+  flush(force: boolean): Promise<FlushResult> {
+    return this.#every((staging) => staging.flush({ force }));
+  }
+
+  close(): Promise<FlushResult> {
+    return this.#every((staging) => staging.close());
+  }
+
+  stats(): { openParts: number; sealingParts: number } {
+    let openParts = 0;
+    let sealingParts = 0;
+    for (const { staging } of this.#tables.values()) {
+      const s = staging.stats();
+      openParts += s.openParts;
+      sealingParts += s.sealingParts;
+    }
+    return { openParts, sealingParts };
+  }
+
+  unsealedPartIds(): string[] {
+    return [...this.#tables.values()].flatMap(({ staging }) => staging.unsealedPartIds());
+  }
+
+  async #every(step: (staging: TableStaging) => Promise<FlushResult>): Promise<FlushResult> {
+    const results = await Promise.allSettled([...this.#tables.values()].map(({ staging }) => step(staging)));
+    throwFirstFailure(results);
+    return { sealed: results.flatMap((r) => (r.status === 'fulfilled' ? r.value.sealed : [])) };
+  }
+}
+
+/** A failure other than a full disk wins (staging failed); a full disk alone is retriable. */
+function throwFirstFailure(results: readonly PromiseSettledResult<unknown>[]): void {
+  const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+  if (failures.length === 0) return;
+  throw failures.find((e) => !(e instanceof DiskFullError)) ?? failures[0];
+}

@@ -1,0 +1,233 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
+import { Field, Float64, Schema } from 'apache-arrow';
+import type { RawMessage } from '../../src/decode/raw-message';
+import type { WorkerReply, WorkerRequest } from '../../src/pool/protocol';
+import { StagingService } from '../../src/pool/staging-service';
+import { partFiles, readSealedRows, tempDir } from '../support/rows';
+
+/**
+ * A routing consumer's staging lane, on the main thread: each record's table is decided
+ * before decoding, each table stages its own parts under <dataDir>/staging/<table>/, and
+ * the lane's durable offsets are merged over the tables.
+ */
+
+const ROUTE_BY_KIND = `import { defineConsumer } from 'kafka-lance';
+export default defineConsumer({
+  name: 'routed',
+  topics: ['t'],
+  schema: { fields: { message: 'string', kind: 'string' } },
+  materializer: { enabled: false },
+  route: (r) => {
+    const kind = JSON.parse(r.value!.toString()).kind;
+    if (kind === 'boom') throw new Error('no table for boom');
+    return kind === 'default' ? undefined : kind;
+  },
+});`;
+
+type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never;
+
+const message = (offset: number, kind: string): RawMessage => ({
+  offset,
+  timestamp: Date.now(),
+  key: null,
+  value: Buffer.from(JSON.stringify({ message: `m${offset}`, kind })),
+});
+
+async function openService(definition: string, maxOpenParts = 8, dir?: string) {
+  dir ??= await tempDir('kl-routing');
+  const consumerPath = path.join(dir, 'routed.ts');
+  await fsp.writeFile(consumerPath, definition);
+  const service = await StagingService.open(
+    {
+      consumerPath,
+      knownFields: [],
+      brokers: ['127.0.0.1:1'],
+      tableDir: path.join(dir, 'staging', 'routed'),
+      dataDir: dir,
+      workerIndex: 0,
+      epoch: { owner: 'o', epoch: 0 },
+      maxPartBytes: 1 << 30,
+      maxPartAgeMs: 1 << 30,
+      maxOpenParts,
+      logLevel: 'silent',
+    },
+    'test-lane',
+  );
+  let id = 0;
+  const ask = async <T extends WorkerReply['type']>(request: WithoutId<WorkerRequest>, type: T) => {
+    const reply = await service.handle({ ...request, id: ++id });
+    if (reply.type !== type) throw new Error(`expected ${type}, got ${JSON.stringify(reply)}`);
+    return reply;
+  };
+  const batchReply = async (request: WithoutId<Extract<WorkerRequest, { type: 'batch' }>>) => {
+    const reply = await ask(request, 'batch');
+    return reply.type === 'batch' ? reply.result : unexpected(reply);
+  };
+  const batch = (partition: number, messages: RawMessage[], through = messages.at(-1)!.offset) =>
+    batchReply({ type: 'batch', topic: 't', partition, records: messages, through, epoch: 0, schemas: [] });
+  const durable = async () => {
+    const reply = await ask({ type: 'sync' }, 'sync');
+    return reply.type === 'sync' ? reply.durable : unexpected(reply);
+  };
+  const close = async () => {
+    const reply = await ask({ type: 'close' }, 'close');
+    return reply.type === 'close' ? reply.sealed : unexpected(reply);
+  };
+  return { dir, ask, batch, batchReply, durable, close };
+}
+
+function unexpected(reply: WorkerReply): never {
+  throw new Error(`unexpected reply ${JSON.stringify(reply)}`);
+}
+
+const staged = (dir: string, table: string) => readSealedRows(path.join(dir, 'staging', table));
+
+describe('staging a routing consumer', () => {
+  test('a route splits one partition into three tables, each record once in its own table', async () => {
+    const { dir, close, batch, durable } = await openService(ROUTE_BY_KIND);
+    const kinds = ['a', 'b', 'c', 'a', 'c', 'c', 'b', 'a', 'a'];
+    const result = await batch(
+      0,
+      kinds.map((k, i) => message(i, k)),
+    );
+    expect(result).toMatchObject({ dropped: false, staged: 9, deadLetters: [] });
+    expect(await durable()).toEqual([['t', 0, 8]]);
+    await close();
+    for (const table of ['a', 'b', 'c']) {
+      const rows = await staged(dir, table);
+      expect(rows.map((r) => r.offset)).toEqual(kinds.flatMap((k, i) => (k === table ? [i] : [])));
+    }
+  });
+
+  test('a record whose route throws or names an invalid table is a dead letter (invalid-table); the others are staged', async () => {
+    const { dir, close, batch, durable } = await openService(ROUTE_BY_KIND);
+    const result = await batch(0, [
+      message(0, 'a'),
+      message(1, '../../x'),
+      message(2, 'boom'),
+      message(3, 'a'),
+    ]);
+    expect(result.staged).toBe(2);
+    expect(result.deadLetters.map((l) => [l.offset, l.reason])).toEqual([
+      [1, 'invalid-table'],
+      [2, 'invalid-table'],
+    ]);
+    expect(result.deadLetters[0]!.detail).toMatch(/"\.\.\/\.\.\/x"/);
+    expect(result.deadLetters[1]!.detail).toMatch(/threw: no table for boom/);
+    expect(await durable()).toEqual([['t', 0, 3]]);
+    await close();
+    expect((await staged(dir, 'a')).map((r) => r.offset)).toEqual([0, 3]);
+    expect((await fsp.readdir(path.join(dir, 'staging'))).sort()).toEqual(['a']);
+  });
+
+  test("a route's undefined sends the record to the definition's table", async () => {
+    const { dir, close, batch } = await openService(ROUTE_BY_KIND);
+    await batch(0, [message(0, 'default'), message(1, 'b')]);
+    await close();
+    expect((await staged(dir, 'routed')).map((r) => r.offset)).toEqual([0]);
+    expect((await staged(dir, 'b')).map((r) => r.offset)).toEqual([1]);
+  });
+
+  test('a table that gets no more records of a partition does not hold its durable offset back', async () => {
+    const { batch, durable } = await openService(ROUTE_BY_KIND);
+    await batch(0, [message(0, 'a'), message(1, 'b')]);
+    expect(await durable()).toEqual([['t', 0, 1]]);
+    await batch(0, [message(2, 'a'), message(3, 'a')]);
+    await batch(0, [message(4, 'a')], 6); // offsets 5 and 6 hold nothing deliverable
+    expect(await durable()).toEqual([['t', 0, 6]]);
+  });
+
+  test('a batch of only dead letters before any table saw the partition is still durable', async () => {
+    const { batch, durable } = await openService(ROUTE_BY_KIND);
+    await batch(1, [message(0, 'boom'), message(1, '')]);
+    expect(await durable()).toEqual([['t', 1, 1]]);
+  });
+
+  test('a new epoch reaches every table: redeliveries below a claim are skipped in each', async () => {
+    const { ask, batch, batchReply, durable } = await openService(ROUTE_BY_KIND);
+    await batch(0, [message(0, 'a'), message(1, 'b')]);
+    await ask(
+      { type: 'epoch', epoch: { owner: 'o', epoch: 1 }, revoked: [], assigned: [['t', 0, 1]] },
+      'epoch',
+    );
+    const old = await batch(0, [message(2, 'a')]);
+    expect(old.dropped).toBe(true); // admitted in epoch 0
+    const redelivered = await batchReply({
+      type: 'batch',
+      topic: 't',
+      partition: 0,
+      records: [message(0, 'a'), message(1, 'b'), message(2, 'a')],
+      through: 2,
+      epoch: 1,
+      schemas: [],
+    });
+    expect(redelivered).toMatchObject({ staged: 1, skipped: 2 });
+    expect(await durable()).toEqual([['t', 0, 2]]);
+  });
+
+  test('many tables under an open-part bound of one still stage and seal every part', async () => {
+    const { dir, close, batch } = await openService(ROUTE_BY_KIND, 1);
+    const tables = ['a', 'b', 'c', 'd', 'e'];
+    await batch(
+      0,
+      tables.map((k, i) => message(i, k)),
+    );
+    await batch(
+      0,
+      tables.map((k, i) => message(i + 5, k)),
+    );
+    const closed = await close();
+    expect(closed.rows).toBe(10);
+    for (const [i, table] of tables.entries()) {
+      expect((await staged(dir, table)).map((r) => r.offset).sort((x, y) => x - y)).toEqual([i, i + 5]);
+      expect(await partFiles(path.join(dir, 'staging', table), 'open')).toEqual([]);
+    }
+  });
+
+  test('a {topic} template stages each topic in its own table', async () => {
+    const { dir, ask, close } = await openService(
+      ROUTE_BY_KIND.replace(/route: \(r\) => \{[\s\S]*?\n {2}\},\n/, '').replace(
+        "topics: ['t'],",
+        "topics: ['t'], table: 'cdc_{topic}',",
+      ),
+    );
+    await ask(
+      {
+        type: 'batch',
+        topic: 'orders.eu',
+        partition: 0,
+        records: [message(0, 'x')],
+        through: 0,
+        epoch: 0,
+        schemas: [],
+      },
+      'batch',
+    );
+    await close();
+    expect((await staged(dir, 'cdc_orders.eu')).map((r) => [r.topic, r.offset])).toEqual([['orders.eu', 0]]);
+  });
+
+  test("a table first seen is seeded with its Lance table's columns: a value of another type is a dead letter there only", async () => {
+    const dir = await tempDir('kl-routing-seeds');
+    const db = await lancedb.connect(path.join(dir, 'lance'));
+    await db.createEmptyTable('typed', new Schema([new Field('v', new Float64(), true)]));
+    db.close();
+    const inferred = `export default {
+  name: 'routed', topics: ['t'], schema: 'infer', materializer: { enabled: false },
+  route: (r: { value: Buffer | null }) => JSON.parse(r.value!.toString()).table,
+};`;
+    const { batch, close } = await openService(inferred, 8, dir);
+    const value = (table: string, v: unknown) => Buffer.from(JSON.stringify({ table, v }));
+    const result = await batch(0, [
+      { offset: 0, timestamp: Date.now(), key: null, value: value('typed', 'text') },
+      { offset: 1, timestamp: Date.now(), key: null, value: value('fresh', 'text') },
+    ]);
+    expect(result.deadLetters.map((l) => [l.offset, l.reason, l.field])).toEqual([
+      [0, 'schema-mismatch', 'v'],
+    ]);
+    expect(result.staged).toBe(1);
+    await close();
+  });
+});
