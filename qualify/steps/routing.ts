@@ -12,7 +12,7 @@ import type { QualifyContext, QualifyStep, QualifyStepReport } from '../step';
 
 const SESSION_TIMEOUT_MS = 8_000;
 /** One record in this many is not JSON: a dead letter of its own topic, never a row. */
-const BAD_EVERY = 97;
+const BAD_EVERY = 29;
 
 /**
  * Many topics into many tables: one consumer definition subscribes to a pattern and writes
