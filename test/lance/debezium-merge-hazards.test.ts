@@ -1,0 +1,150 @@
+import * as lancedb from '@lancedb/lancedb';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import type { RecordBatch } from 'apache-arrow';
+import { resolveConsumer } from '../../src/config';
+import { silentLogger } from '../../src/common/logger';
+import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
+import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
+import { tempDir } from '../support/rows';
+
+/**
+ * Debezium publications whose size or reach once broke the merge, on real LanceDB tables:
+ * tens of thousands of TOASTed placeholders in one publication (a condition of one guard per
+ * row crashed LanceDB), and a truncate that reached the rows of another topic.
+ */
+const TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAA';
+const T0 = Date.UTC(2026, 11, 6, 12);
+const PLACEHOLDER = '__debezium_unavailable_value';
+const enc = (s: string) => new TextEncoder().encode(s);
+
+type Event = { offset: number; op: 'c' | 'u' | 't'; id?: number; note?: string; lsn?: number };
+
+const decoder = (topic: string, sequence?: 'source.lsn') =>
+  new RecordDecoder(
+    resolveConsumer(
+      {
+        ...(sequence ? { sequence } : {}),
+        name: 'docs',
+        brokers: ['127.0.0.1:1'],
+        topics: [topic],
+        schema: { fields: { id: 'int64', note: 'string' } },
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        envelope: 'debezium',
+        truncate: 'apply',
+      },
+      'test',
+    ),
+    () => T0,
+  );
+
+function batchOf(topic: string, events: readonly Event[], sequence?: 'source.lsn'): RecordBatch {
+  const messages: RawMessage[] = events.map((e) => ({
+    offset: e.offset,
+    timestamp: T0 + e.offset,
+    key: e.id === undefined ? null : enc(JSON.stringify({ id: e.id })),
+    value: enc(
+      JSON.stringify({
+        op: e.op,
+        before: null,
+        after: e.id === undefined ? null : { id: e.id, note: e.note },
+        source: { lsn: e.lsn ?? e.offset },
+      }),
+    ),
+  }));
+  const decoded = decoder(topic, sequence).decode(topic, 0, messages, TOPIC_ID);
+  if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters.slice(0, 3)));
+  return decoded.batch!;
+}
+
+async function publish(lance: LanceTable, batches: readonly RecordBatch[]): Promise<Written> {
+  return lance.append(
+    (async function* () {
+      yield* await Promise.resolve(batches);
+    })(),
+    () => Promise.resolve(),
+    undefined,
+    'upsert',
+  );
+}
+
+let dir: string;
+let target: LanceTarget;
+beforeEach(async () => {
+  dir = await tempDir('kl-cdc-hazards');
+  target = { uri: path.join(dir, 'lance'), table: 'docs' };
+});
+afterEach(async () => {
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+const connect = () => LanceTable.connect(target, silentLogger(), { upsertKey: ['id'] });
+
+async function rows(where: string, columns: string[]): Promise<Record<string, unknown>[]> {
+  const db = await lancedb.connect(target.uri);
+  try {
+    const table = await db.openTable(target.table);
+    return (await table.query().where(where).select(columns).toArray()) as Record<string, unknown>[];
+  } finally {
+    db.close();
+  }
+}
+
+test('forty thousand placeholder updates in one publication keep every stored value (no merge condition or key filter grows with the rows: one guard per row crashed LanceDB)', async () => {
+  const n = 40_000;
+  const lance = await connect();
+  const note = (i: number) => `note ${i} `.repeat(4);
+  await publish(lance, [
+    batchOf(
+      'pg.public.docs',
+      Array.from({ length: n }, (_, i) => ({ offset: i, op: 'c' as const, id: i, note: note(i) })),
+    ),
+  ]);
+  const written = await publish(lance, [
+    batchOf(
+      'pg.public.docs',
+      Array.from({ length: n }, (_, i) => ({ offset: n + i, op: 'u' as const, id: i, note: PLACEHOLDER })),
+    ),
+  ]);
+  expect(written.merge).toMatchObject({ inserted: 0, updated: n });
+  const live = await rows('_deleted = false', ['id', 'note', '_offset']);
+  expect(live).toHaveLength(n);
+  const wrong = live.filter((r) => r.note !== note(Number(r.id)) || Number(r._offset) !== n + Number(r.id));
+  expect(wrong).toEqual([]);
+  lance.close();
+}, 900_000);
+
+test('a truncate deletes the rows of its own topic only; another topic’s rows in the table stay', async () => {
+  const lance = await connect();
+  await publish(lance, [batchOf('pg.other.docs', [{ offset: 0, op: 'c', id: 7, note: 'other topic' }])]);
+  await publish(lance, [batchOf('pg.public.docs', [{ offset: 0, op: 'c', id: 1, note: 'truncated' }])]);
+  await publish(lance, [batchOf('pg.public.docs', [{ offset: 1, op: 't' }])]);
+  const live = await rows('_deleted = false', ['id', 'note', '_topic']);
+  expect(live.map((r) => [Number(r.id), r.note, r._topic])).toEqual([[7, 'other topic', 'pg.other.docs']]);
+  lance.close();
+}, 60_000);
+
+test('with a sequence, a truncate’s delete rows carry its source.lsn in _sequence (so a key’s older record by LSN loses to them)', async () => {
+  const lance = await connect();
+  await publish(lance, [
+    batchOf(
+      'pg.public.docs',
+      [
+        { offset: 0, op: 'c', id: 1, note: 'a', lsn: 10 },
+        { offset: 1, op: 'c', id: 2, note: 'b', lsn: 20 },
+      ],
+      'source.lsn',
+    ),
+  ]);
+  await publish(lance, [batchOf('pg.public.docs', [{ offset: 2, op: 't', lsn: 50 }], 'source.lsn')]);
+  const deleted = await rows('_deleted = true', ['id', '_sequence']);
+  expect(deleted.map((r) => [Number(r.id), r._sequence]).sort()).toEqual([
+    [1, 50n],
+    [2, 50n],
+  ]);
+  // A record of key 1 older by LSN (40) but later in Kafka's order brings nothing back.
+  await publish(lance, [batchOf('pg.public.docs', [{ offset: 3, op: 'c', id: 1, note: 'stale', lsn: 40 }], 'source.lsn')]);
+  expect(await rows('_deleted = false', ['id'])).toEqual([]);
+  lance.close();
+}, 60_000);
