@@ -113,9 +113,17 @@ export function readChangeEvent(
   } = {},
 ): ChangeEvent {
   const takesPlaceholder = options.takesPlaceholder ?? (() => false);
-  const change = readChange(value, key, keyFields, takesPlaceholder, options.truncate, options.keyLookup ?? true);
+  const change = readChange(
+    value,
+    key,
+    keyFields,
+    takesPlaceholder,
+    options.truncate,
+    options.keyLookup ?? true,
+  );
   if (options.sequence === undefined || !('kind' in change)) return change;
-  if (change.kind === 'truncate') return { kind: 'truncate', sequence: sequenceOf(payloadOf(value), options.sequence) };
+  if (change.kind === 'truncate')
+    return { kind: 'truncate', sequence: sequenceOf(payloadOf(value), options.sequence) };
   const sequence = { [SEQUENCE_COLUMN]: sequenceOf(payloadOf(value), options.sequence) };
   return change.kind === 'upsert'
     ? { kind: 'upsert', row: { ...change.row, ...sequence } }

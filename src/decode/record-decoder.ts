@@ -365,7 +365,10 @@ export class RecordDecoder {
           builders.appendSystem(partition, message, 0, key.value, true);
           const sequence = change.sequence;
           if (sequence == null) builders.appendNoValues();
-          else builders.appendValues(this.#fields.map((f) => (f.name === SEQUENCE_COLUMN ? BigInt(sequence) : null)));
+          else
+            builders.appendValues(
+              this.#fields.map((f) => (f.name === SEQUENCE_COLUMN ? BigInt(sequence) : null)),
+            );
           if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
           lastStaged = message.offset;
           continue;

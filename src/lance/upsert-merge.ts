@@ -549,7 +549,11 @@ export async function mergeNewest(
   );
   for (const slice of slices.slice(1)) {
     const next = await merge(pick(reduced.table, slice), []);
-    counts = { version: next.version, inserted: counts.inserted + next.inserted, updated: counts.updated + next.updated };
+    counts = {
+      version: next.version,
+      inserted: counts.inserted + next.inserted,
+      updated: counts.updated + next.updated,
+    };
   }
   return {
     ...counts,
@@ -872,7 +876,9 @@ async function storedRows(
   ];
   const filterable = keyColumns
     .map((name, index) => ({ name, index }))
-    .filter(({ name }) => filterableKeyType(schema.fields.find((f) => f.name === name)?.type as DataType | undefined));
+    .filter(({ name }) =>
+      filterableKeyType(schema.fields.find((f) => f.name === name)?.type as DataType | undefined),
+    );
   const found = new Map<string, StoredRow>();
   for (let at = 0; at < keys.length; at += KEYS_PER_READ) {
     const chunk = keys.slice(at, at + KEYS_PER_READ);

@@ -6,6 +6,7 @@ import { resolveConsumer } from '../../src/config';
 import { silentLogger } from '../../src/common/logger';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
+import { compact } from '../../src/cli/compact';
 import { tempDir } from '../support/rows';
 
 /**
@@ -20,24 +21,24 @@ const enc = (s: string) => new TextEncoder().encode(s);
 
 type Event = { offset: number; op: 'c' | 'u' | 't'; id?: number; note?: string; lsn?: number };
 
-const decoder = (topic: string, sequence?: 'source.lsn') =>
-  new RecordDecoder(
-    resolveConsumer(
-      {
-        ...(sequence ? { sequence } : {}),
-        name: 'docs',
-        brokers: ['127.0.0.1:1'],
-        topics: [topic],
-        schema: { fields: { id: 'int64', note: 'string' } },
-        mode: 'upsert',
-        key: { fields: ['id'] },
-        envelope: 'debezium',
-        truncate: 'apply',
-      },
-      'test',
-    ),
-    () => T0,
+const definition = (topic: string, sequence?: 'source.lsn') =>
+  resolveConsumer(
+    {
+      ...(sequence ? { sequence } : {}),
+      name: 'docs',
+      brokers: ['127.0.0.1:1'],
+      topics: [topic],
+      schema: { fields: { id: 'int64', note: 'string' } },
+      mode: 'upsert',
+      key: { fields: ['id'] },
+      envelope: 'debezium',
+      truncate: 'apply',
+      ...(target ? { lance: { uri: target.uri }, table: target.table } : {}),
+    },
+    'test',
   );
+const decoder = (topic: string, sequence?: 'source.lsn') =>
+  new RecordDecoder(definition(topic, sequence), () => T0);
 
 function batchOf(topic: string, events: readonly Event[], sequence?: 'source.lsn'): RecordBatch {
   const messages: RawMessage[] = events.map((e) => ({
@@ -144,7 +145,39 @@ test('with a sequence, a truncate’s delete rows carry its source.lsn in _seque
     [2, 50n],
   ]);
   // A record of key 1 older by LSN (40) but later in Kafka's order brings nothing back.
-  await publish(lance, [batchOf('pg.public.docs', [{ offset: 3, op: 'c', id: 1, note: 'stale', lsn: 40 }], 'source.lsn')]);
+  await publish(lance, [
+    batchOf('pg.public.docs', [{ offset: 3, op: 'c', id: 1, note: 'stale', lsn: 40 }], 'source.lsn'),
+  ]);
   expect(await rows('_deleted = false', ['id'])).toEqual([]);
   lance.close();
+}, 60_000);
+
+test('compact --purge-deletes-older-than purges a truncate’s aged delete rows and keeps a younger delete row at the same position (matched by key too)', async () => {
+  const lance = await connect();
+  await publish(lance, [
+    batchOf('pg.public.docs', [
+      { offset: 0, op: 'c', id: 1, note: 'a' },
+      { offset: 1, op: 'c', id: 2, note: 'b' },
+    ]),
+  ]);
+  const truncate = [batchOf('pg.public.docs', [{ offset: 5, op: 't' }])];
+  await publish(lance, truncate);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const cutoff = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  // Key 3's record older than the truncate lands late, and the truncate's replay deletes it:
+  // a delete row at the truncate's position that landed after the cutoff.
+  await publish(lance, [batchOf('pg.public.docs', [{ offset: 3, op: 'c', id: 3, note: 'late' }])]);
+  await publish(lance, truncate);
+  lance.close();
+  expect(
+    (await rows('_deleted = true', ['id', '_offset'])).map((r) => [Number(r.id), Number(r._offset)]).sort(),
+  ).toEqual([
+    [1, 5],
+    [2, 5],
+    [3, 5],
+  ]);
+  const result = await compact(definition('pg.public.docs'), 0, cutoff);
+  expect(result.purgedDeletes).toBe(2);
+  expect((await rows('_deleted = true', ['id'])).map((r) => Number(r.id))).toEqual([3]);
 }, 60_000);
