@@ -181,3 +181,62 @@ test('compact --purge-deletes-older-than purges a truncate’s aged delete rows 
   expect(result.purgedDeletes).toBe(2);
   expect((await rows('_deleted = true', ['id'])).map((r) => Number(r.id))).toEqual([3]);
 }, 60_000);
+
+test('a composite key’s placeholders read their own rows: the key columns’ value lists cross (tenant a with id 2 is read too) and only exact keys are taken', async () => {
+  const topic = 'pg.public.accounts';
+  const composite = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'docs',
+        brokers: ['127.0.0.1:1'],
+        topics: [topic],
+        schema: { fields: { tenant: 'string', id: 'int64', note: 'string' } },
+        mode: 'upsert',
+        key: { fields: ['tenant', 'id'] },
+        envelope: 'debezium',
+      },
+      'test',
+    ),
+    () => T0,
+  );
+  const batch = (events: readonly [number, 'c' | 'u', string, number, string][]) => {
+    const decoded = composite.decode(
+      topic,
+      0,
+      events.map(([offset, op, tenant, id, note]) => ({
+        offset,
+        timestamp: T0 + offset,
+        key: enc(JSON.stringify({ tenant, id })),
+        value: enc(
+          JSON.stringify({ op, before: null, after: { tenant, id, note }, source: { lsn: offset } }),
+        ),
+      })),
+      TOPIC_ID,
+    );
+    if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters));
+    return decoded.batch!;
+  };
+  const lance = await LanceTable.connect(target, silentLogger(), { upsertKey: ['tenant', 'id'] });
+  await publish(lance, [
+    batch([
+      [0, 'c', 'a', 1, 'a1'],
+      [1, 'c', 'b', 2, 'b2'],
+      [2, 'c', 'a', 2, 'a2'],
+      [3, 'c', 'b', 1, 'b1'],
+    ]),
+  ]);
+  await publish(lance, [
+    batch([
+      [4, 'u', 'a', 1, PLACEHOLDER],
+      [5, 'u', 'b', 2, PLACEHOLDER],
+    ]),
+  ]);
+  const live = await rows('_deleted = false', ['tenant', 'id', 'note']);
+  expect(live.map((r) => `${String(r.tenant)}${Number(r.id)}=${String(r.note)}`).sort()).toEqual([
+    'a1=a1',
+    'a2=a2',
+    'b1=b1',
+    'b2=b2',
+  ]);
+  lance.close();
+}, 60_000);
