@@ -11,7 +11,7 @@ import type { FieldState } from './field-state';
  * read) and `u` (update) write the `after` state; `d` deletes the key, read from `before`
  * (or, when `before` is null, REPLICA IDENTITY NOTHING, from the record key). A truncate
  * (`t`) deletes every row before it (`truncate: 'apply'`, staged as a delete row without a
- * key: src/lance/upsert-merge.ts) or is a dead letter (`'dead-letter'`). An `after` holding Debezium's
+ * key: src/lance/upsert-merge.ts) or is a dead letter (`'dead-letter'`, the default). An `after` holding Debezium's
  * placeholder for an unchanged TOASTed column is staged as it is when the column is a
  * string: the merge keeps the stored value there (src/lance/upsert-merge.ts). In a column of
  * another type it would not survive the conversion, so it is refused.
@@ -196,7 +196,8 @@ function readChange(
       if (truncate !== 'apply')
         return {
           reason: 'debezium-truncate',
-          detail: 'a truncate of the source table, refused by truncate: "dead-letter"; the rows stay',
+          detail:
+            'a truncate of the source table, not applied (truncate: "dead-letter", the default); the rows stay',
         };
       return { kind: 'truncate' };
     default:
