@@ -25,7 +25,7 @@ import { quote } from './lance-read';
  * A position names one key's row except for a Debezium truncate, whose delete rows all sit
  * at its position: a delete of another key at that position may have landed since (a replay
  * of the truncate deleting a key re-created meanwhile), so the rows are matched by their key
- * columns' values too (strings, integers and booleans: a key of times or binary alone is
+ * columns' values too (strings, integers, booleans and binary: a key of times alone is
  * matched by position).
  */
 export async function agedDeletesFilter(
@@ -118,12 +118,14 @@ export async function agedDeletesFilter(
   }
 }
 
-/** A value as a filter literal: strings, integers and booleans; undefined for others. */
+/** A value as a filter literal: strings, integers, booleans and binary; undefined for others. */
 function literalOf(value: unknown): string | undefined {
   if (typeof value === 'string') return quote(value);
   if (typeof value === 'bigint' || (typeof value === 'number' && Number.isInteger(value)))
     return String(value);
   if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (value instanceof Uint8Array)
+    return `X'${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}'`;
   return undefined;
 }
 

@@ -17,7 +17,7 @@ export type DeadLetterReason =
   | 'debezium-truncate'
   /**
    * Debezium envelope: a TOASTed placeholder in a column that is not a string, in a primary-key
-   * update's create, or in a table whose key has no string, integer or boolean column.
+   * update's create, or in a table whose key is of times only (no column to look its row up by).
    */
   | 'unavailable-value'
   | 'transform-failed'

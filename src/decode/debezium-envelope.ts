@@ -38,14 +38,19 @@ export function takesPlaceholder(field: FieldState | undefined): boolean {
 
 /**
  * Whether a key column's values can be named exactly in a filter (strings, integers,
- * booleans): the merge finds the stored row of a placeholder's key by them
- * (src/lance/upsert-merge.ts). A key without one leaves the placeholder a dead letter rather
- * than read the whole table.
+ * booleans, binary as X'..'): the merge finds the stored row of a placeholder's key by them
+ * (src/lance/upsert-merge.ts). A key without one (times only) leaves the placeholder a dead
+ * letter rather than read the whole table.
  */
 export function filterableKeyType(type: DataType | undefined): boolean {
   return (
     type !== undefined &&
-    (DataType.isUtf8(type) || DataType.isLargeUtf8(type) || DataType.isInt(type) || DataType.isBool(type))
+    (DataType.isUtf8(type) ||
+      DataType.isLargeUtf8(type) ||
+      DataType.isInt(type) ||
+      DataType.isBool(type) ||
+      DataType.isBinary(type) ||
+      DataType.isLargeBinary(type))
   );
 }
 
@@ -178,7 +183,7 @@ function readChange(
           return {
             reason: 'unavailable-value',
             field,
-            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, and no key column is a string, integer or boolean to look the stored row up by; set REPLICA IDENTITY FULL on the source table`,
+            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, and no key column is a string, integer, boolean or binary one to look the stored row up by; set REPLICA IDENTITY FULL on the source table`,
           };
       }
       return { kind: 'upsert', row: event.after };

@@ -855,8 +855,8 @@ interface StoredRow {
  * `columns`' values. Read KEYS_PER_READ keys at a time, a batch at a time: each read filters
  * with one `IN (...)` per key column whose values a filter can name (`filterableKeyType`),
  * which may select rows of other keys (a composite key's values crossed), matched exactly
- * here. A key with no such column (times, binary only) is read by scanning the key and
- * position columns of every row, a batch at a time (a Debezium definition sets such a key's
+ * here. A key with no such column (times only) is read by scanning the key and position
+ * columns of every row, a batch at a time (a Debezium definition sets such a key's
  * placeholders aside as dead letters instead: record-decoder.ts).
  */
 async function storedRows(
@@ -914,6 +914,8 @@ function sqlLiteral(v: unknown): string {
   if (typeof v === 'string') return sqlString(v);
   if (typeof v === 'bigint' || typeof v === 'number') return String(v);
   if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
+  if (v instanceof Uint8Array)
+    return `X'${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}'`;
   return 'NULL';
 }
 

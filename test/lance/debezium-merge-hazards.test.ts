@@ -240,3 +240,53 @@ test('a composite key’s placeholders read their own rows: the key columns’ v
   ]);
   lance.close();
 }, 60_000);
+
+test('a flattened record (ExtractNewRecordState) keyed on a binary record key keeps its stored value, the row found by an X-literal filter', async () => {
+  const topic = 'pg.public.flat';
+  const flat = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'docs',
+        brokers: ['127.0.0.1:1'],
+        topics: [topic],
+        schema: { fields: { note: 'string' } },
+        mode: 'upsert',
+        key: 'record-key',
+        keyFormat: 'binary',
+      },
+      'test',
+    ),
+    () => T0,
+  );
+  const batch = (events: readonly [number, string, string][]) => {
+    const decoded = flat.decode(
+      topic,
+      0,
+      events.map(([offset, key, note]) => ({
+        offset,
+        timestamp: T0 + offset,
+        key: enc(key),
+        value: enc(JSON.stringify({ note })),
+      })),
+      TOPIC_ID,
+    );
+    if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters));
+    return decoded.batch!;
+  };
+  const lance = await LanceTable.connect(target, silentLogger(), { upsertKey: ['_key'] });
+  await publish(lance, [
+    batch([
+      [0, 'k1', 'long one'],
+      [1, "k'2", 'long two'],
+    ]),
+  ]);
+  await publish(lance, [batch([[2, 'k1', PLACEHOLDER]])]);
+  const live = await rows('_deleted = false', ['_key', 'note', '_offset']);
+  expect(
+    live.map((r) => [Buffer.from(r._key as Uint8Array).toString(), r.note, Number(r._offset)]).sort(),
+  ).toEqual([
+    ["k'2", 'long two', 1],
+    ['k1', 'long one', 2],
+  ]);
+  lance.close();
+}, 60_000);
