@@ -182,6 +182,25 @@ export async function checkTopicsExist(admin: Admin, consumer: ResolvedConsumer)
       },
     ]);
   }
+  await checkTruncateTopic(admin, consumer);
+}
+
+/**
+ * `truncate: 'apply'` on a topic of one partition only: a truncate has no key, so Kafka
+ * orders it against its own partition's records alone, and a key's record on another
+ * partition could land after it and come back.
+ */
+async function checkTruncateTopic(admin: Admin, consumer: ResolvedConsumer): Promise<void> {
+  if (consumer.truncate !== 'apply' || !consumer.topics) return;
+  const metadata = await admin.fetchTopicMetadata({ topics: [...consumer.topics] });
+  for (const topic of metadata.topics)
+    if (topic.partitions.length !== 1)
+      throw new ConfigError(consumer.source, [
+        {
+          field: 'truncate',
+          message: `truncate "apply" needs a topic of one partition (a truncate has no key, and Kafka orders it against its own partition only): ${topic.name} has ${topic.partitions.length}; use truncate: "dead-letter"`,
+        },
+      ]);
 }
 
 /** Logs the group's committed offsets at start (a read that fails is logged, not fatal). */

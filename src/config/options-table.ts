@@ -189,12 +189,12 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   truncate: {
     meaning:
-      "Envelope `debezium`: what a truncate event (`op: t`, sent when the connector's `skipped.operations` lets it through) does: `apply` deletes every row written before it, in one commit; `dead-letter` sets it aside (`debezium-truncate`) and keeps the rows.",
-    computedDefault: '`apply`',
+      "Envelope `debezium`: what a truncate event (`op: t`, sent when the connector's `skipped.operations` lets it through) does: `dead-letter` (default) sets it aside (`debezium-truncate`) and keeps the rows; `apply` deletes every row of its topic written before it, in one commit, for a definition naming exactly one topic of one partition (checked at start).",
+    computedDefault: '`dead-letter`',
   },
   sequence: {
     meaning:
-      "Envelope `debezium`: a dotted path into the change event whose integer orders a key's records before their Kafka position (`source.lsn`: PostgreSQL's log position, which also orders a key's records across partitions and topics). Kept per row in the column `_sequence`; a row without one (a tombstone, a truncate) is ordered by its Kafka position.",
+      "Envelope `debezium`: `source.lsn` (the only value) orders a key's records by PostgreSQL's log position before their Kafka position, across partitions and topics too. Kept per row in the column `_sequence`; a row without one (a tombstone) is ordered by its Kafka position.",
   },
   'key.fields': {
     meaning:

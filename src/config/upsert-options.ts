@@ -33,28 +33,31 @@ export const TOMBSTONES = ['dead-letter', 'ignore', 'delete'] as const;
 export type Tombstones = (typeof TOMBSTONES)[number];
 
 /**
- * What a Debezium truncate (`op: 't'`) does: `apply` deletes every row written before it
- * (in one commit, as delete rows: docs/design/upserts.md); `dead-letter` sets it aside with
- * its reason and keeps the rows. Absent: `apply`.
+ * What a Debezium truncate (`op: 't'`) does: `dead-letter` (the default) sets it aside with
+ * its reason and keeps the rows; `apply` deletes every row of its topic written before it (in
+ * the publication's one commit, as delete rows: docs/design/upserts.md), for a definition of
+ * one named topic of one partition only: a truncate has no key, so Kafka orders it against
+ * its own partition's records alone.
  */
 export const TRUNCATES = ['apply', 'dead-letter'] as const;
 export type Truncates = (typeof TRUNCATES)[number];
 
 /**
- * A source sequence that orders a key's records before their Kafka positions (issue: a key
- * moved between partitions or topics, where Kafka has no order): a dotted path into the
- * Debezium event (`source.lsn`), its integer value staged in `_sequence`.
+ * A source sequence that orders a key's records before their Kafka positions (a key moved
+ * between partitions or topics, where Kafka has no order), staged in `_sequence`. Only
+ * PostgreSQL's `source.lsn`: an integer that grows across the whole log. Other connectors'
+ * positions are strings (Oracle's scn, SQL Server's change_lsn) or restart per file (MySQL's
+ * pos), and would order nothing.
  */
-export const sourceSequence = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, 'a dotted path such as "source.lsn"');
+export const SEQUENCES = ['source.lsn'] as const;
+export type SourceSequence = (typeof SEQUENCES)[number];
 
 /** The Debezium envelope's options of a consumer definition (consumer-definition.ts spreads them in). */
 export const debeziumOptions = {
-  /** What a truncate event does (`TRUNCATES`); absent: 'apply'. */
+  /** What a truncate event does (`TRUNCATES`); absent: 'dead-letter'. */
   truncate: z.enum(TRUNCATES).optional(),
-  /** A dotted path into the event whose integer orders a key's records (`sourceSequence`). */
-  sequence: sourceSequence.optional(),
+  /** The event's field whose integer orders a key's records (`SEQUENCES`). */
+  sequence: z.enum(SEQUENCES).optional(),
 };
 
 /** The column a row's source sequence is staged and kept in (docs/design/upserts.md). */
@@ -109,6 +112,8 @@ interface UpsertDefinition {
   readonly sequence?: string | undefined;
   readonly keyFormat: KeyFormat;
   readonly transform?: unknown;
+  /** The named topics (absent with `topicsRegex`). */
+  readonly topics?: readonly string[] | undefined;
   /** Declared fields' type names by name; undefined for `schema: 'infer'`. */
   readonly fieldTypes: Readonly<Record<string, string>> | undefined;
 }
@@ -120,6 +125,12 @@ export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
     problems.push({
       path: ['truncate'],
       message: 'truncate is what a Debezium truncate event does: set envelope: "debezium" or remove truncate',
+    });
+  if (def.truncate === 'apply' && def.topics?.length !== 1)
+    problems.push({
+      path: ['truncate'],
+      message:
+        'truncate "apply" deletes the rows of the truncate\'s topic, ordered by that topic\'s one partition: name exactly one topic in "topics" (no topicsRegex), or use truncate: "dead-letter"',
     });
   if (def.sequence !== undefined) {
     if (def.envelope !== 'debezium')

@@ -13,9 +13,12 @@ export type DeadLetterReason =
   | 'missing-key'
   /** Debezium envelope: a value that is not a change event (no `op`, an unknown op). */
   | 'not-a-change-event'
-  /** Debezium envelope: a truncate refused by `truncate: 'dead-letter'` (the rows stay). */
+  /** Debezium envelope: a truncate not applied (`truncate: 'dead-letter'`, the default; the rows stay). */
   | 'debezium-truncate'
-  /** Debezium envelope: a TOASTed placeholder in a column that is not a string, or in a primary-key update's create. */
+  /**
+   * Debezium envelope: a TOASTed placeholder in a column that is not a string, in a primary-key
+   * update's create, or in a table whose key is of times only (no column to look its row up by).
+   */
   | 'unavailable-value'
   | 'transform-failed'
   /** A `table` template or `route` named no valid table for the record, or the route threw. */

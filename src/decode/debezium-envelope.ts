@@ -11,7 +11,7 @@ import type { FieldState } from './field-state';
  * read) and `u` (update) write the `after` state; `d` deletes the key, read from `before`
  * (or, when `before` is null, REPLICA IDENTITY NOTHING, from the record key). A truncate
  * (`t`) deletes every row before it (`truncate: 'apply'`, staged as a delete row without a
- * key: src/lance/upsert-merge.ts) or is a dead letter (`'dead-letter'`). An `after` holding Debezium's
+ * key: src/lance/upsert-merge.ts) or is a dead letter (`'dead-letter'`, the default). An `after` holding Debezium's
  * placeholder for an unchanged TOASTed column is staged as it is when the column is a
  * string: the merge keeps the stored value there (src/lance/upsert-merge.ts). In a column of
  * another type it would not survive the conversion, so it is refused.
@@ -22,7 +22,7 @@ export const UNAVAILABLE_VALUE = '__debezium_unavailable_value';
 
 export type ChangeEvent =
   | { readonly kind: 'upsert'; readonly row: Row }
-  | { readonly kind: 'truncate' }
+  | { readonly kind: 'truncate'; readonly sequence?: number | bigint | null }
   | { readonly kind: 'delete'; readonly key: Row }
   | { readonly reason: DeadLetterReason; readonly detail: string; readonly field?: string };
 
@@ -34,6 +34,24 @@ export function takesPlaceholder(field: FieldState | undefined): boolean {
   if (field === undefined) return true;
   const type = field.codec.arrowType();
   return DataType.isUtf8(type) || DataType.isLargeUtf8(type);
+}
+
+/**
+ * Whether a key column's values can be named exactly in a filter (strings, integers,
+ * booleans, binary as X'..'): the merge finds the stored row of a placeholder's key by them
+ * (src/lance/upsert-merge.ts). A key without one (times only) leaves the placeholder a dead
+ * letter rather than read the whole table.
+ */
+export function filterableKeyType(type: DataType | undefined): boolean {
+  return (
+    type !== undefined &&
+    (DataType.isUtf8(type) ||
+      DataType.isLargeUtf8(type) ||
+      DataType.isInt(type) ||
+      DataType.isBool(type) ||
+      DataType.isBinary(type) ||
+      DataType.isLargeBinary(type))
+  );
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -88,15 +106,29 @@ export function readChangeEvent(
   options: {
     /** Whether a column is a string one, where the merge resolves the TOASTed placeholder. */
     readonly takesPlaceholder?: (field: string) => boolean;
-    /** What a truncate does (config/upsert-options.ts); absent: 'apply'. */
+    /** What a truncate does (config/upsert-options.ts); absent: 'dead-letter'. */
     readonly truncate?: Truncates | undefined;
+    /**
+     * Whether the key has a column the merge can find a stored row by (`filterableKeyType`);
+     * without one a placeholder is a dead letter. Absent: true.
+     */
+    readonly keyLookup?: boolean | undefined;
     /** A dotted path into the event whose integer orders a key's records (`source.lsn`), staged in `_sequence`. */
     readonly sequence?: string | undefined;
   } = {},
 ): ChangeEvent {
   const takesPlaceholder = options.takesPlaceholder ?? (() => false);
-  const change = readChange(value, key, keyFields, takesPlaceholder, options.truncate);
-  if (options.sequence === undefined || !('kind' in change) || change.kind === 'truncate') return change;
+  const change = readChange(
+    value,
+    key,
+    keyFields,
+    takesPlaceholder,
+    options.truncate,
+    options.keyLookup ?? true,
+  );
+  if (options.sequence === undefined || !('kind' in change)) return change;
+  if (change.kind === 'truncate')
+    return { kind: 'truncate', sequence: sequenceOf(payloadOf(value), options.sequence) };
   const sequence = { [SEQUENCE_COLUMN]: sequenceOf(payloadOf(value), options.sequence) };
   return change.kind === 'upsert'
     ? { kind: 'upsert', row: { ...change.row, ...sequence } }
@@ -120,6 +152,7 @@ function readChange(
   keyFields: readonly string[],
   takesPlaceholder: (field: string) => boolean,
   truncate: Truncates | undefined,
+  keyLookup: boolean,
 ): ChangeEvent {
   const event = payloadOf(value);
   if (!isObject(event) || typeof event.op !== 'string')
@@ -146,6 +179,12 @@ function readChange(
             field,
             detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, in a column that is not a string; set REPLICA IDENTITY FULL on the source table`,
           };
+        if (v === UNAVAILABLE_VALUE && !keyLookup)
+          return {
+            reason: 'unavailable-value',
+            field,
+            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, and no key column is a string, integer, boolean or binary one to look the stored row up by; set REPLICA IDENTITY FULL on the source table`,
+          };
       }
       return { kind: 'upsert', row: event.after };
     }
@@ -159,10 +198,11 @@ function readChange(
       return { kind: 'delete', key: Object.fromEntries(keyFields.map((f) => [f, source[f]])) };
     }
     case 't':
-      if (truncate === 'dead-letter')
+      if (truncate !== 'apply')
         return {
           reason: 'debezium-truncate',
-          detail: 'a truncate of the source table, refused by truncate: "dead-letter"; the rows stay',
+          detail:
+            'a truncate of the source table, not applied (truncate: "dead-letter", the default); the rows stay',
         };
       return { kind: 'truncate' };
     default:

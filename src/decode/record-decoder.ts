@@ -26,8 +26,8 @@ import {
 import { normalizeRows, sourceRecord } from './transform-rows';
 import type { RawMessage } from './raw-message';
 import { decodeNatively } from './native-dispatch';
-import { readChangeEvent, readTombstone, takesPlaceholder } from './debezium-envelope';
-import type { Envelope, Truncates } from '../config/upsert-options';
+import { filterableKeyType, readChangeEvent, readTombstone, takesPlaceholder } from './debezium-envelope';
+import { SEQUENCE_COLUMN, type Envelope, type Truncates } from '../config/upsert-options';
 import { convertRows } from './row-conversion';
 import { MAX_TABLE_FIELDS } from './schema-budget';
 import type { DecodedBatch, DecodedSegment } from './decoded-batch';
@@ -50,7 +50,7 @@ export type DecoderOptions = Pick<
 > & {
   /** 'debezium': values are change events (debezium-envelope.ts); absent: 'none'. */
   readonly envelope?: Envelope;
-  /** 'debezium': what a truncate does (upsert-options.ts); absent: 'apply'. */
+  /** 'debezium': what a truncate does (upsert-options.ts); absent: 'dead-letter'. */
   readonly truncate?: Truncates | undefined;
   /** 'debezium': the event's path whose integer is staged in `_sequence` (upsert-options.ts). */
   readonly sequence?: string | undefined;
@@ -351,21 +351,31 @@ export class RecordDecoder {
           takesPlaceholder: (f) => takesPlaceholder(this.#byName.get(f)),
           truncate: this.#options.truncate,
           sequence: this.#options.sequence,
+          keyLookup: (this.#options.upsertKey ?? []).some((k) =>
+            filterableKeyType(this.#byName.get(k)?.codec.arrowType()),
+          ),
         });
         if ('reason' in change) {
           verdict(change.reason, change.detail, change.field);
           continue;
         }
         if (change.kind === 'truncate') {
-          // A delete row without a key: the merge deletes every row before it (upsert-merge.ts).
+          // A delete row without a key: the merge deletes every row before it (upsert-merge.ts),
+          // ordered by its sequence (`_sequence`, its one value) when the definition names one.
           builders.appendSystem(partition, message, 0, key.value, true);
-          builders.appendNoValues();
+          const sequence = change.sequence;
+          if (sequence == null) builders.appendNoValues();
+          else
+            builders.appendValues(
+              this.#fields.map((f) => (f.name === SEQUENCE_COLUMN ? BigInt(sequence) : null)),
+            );
           if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
           lastStaged = message.offset;
           continue;
+        } else {
+          deleting = change.kind === 'delete';
+          rows = [change.kind === 'delete' ? change.key : change.row];
         }
-        deleting = change.kind === 'delete';
-        rows = [change.kind === 'delete' ? change.key : change.row];
       } else if (this.#registry) {
         const decoded = this.#registry.decode(message.value);
         if ('reason' in decoded) {

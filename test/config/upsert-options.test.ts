@@ -76,7 +76,7 @@ describe('envelope debezium', () => {
     ]);
   });
 
-  test('a sequence adds the nullable int64 column _sequence; a truncate applies by default', () => {
+  test('a sequence adds the nullable int64 column _sequence; a truncate is a dead letter by default (truncate unset)', () => {
     const c = resolveConsumer({ ...debezium, sequence: 'source.lsn' }, 'x', env);
     expect(c.fields!.find((f) => f.name === '_sequence')).toMatchObject({ type: 'int64', nullable: true });
     expect(c.sequence).toBe('source.lsn');
@@ -89,7 +89,13 @@ describe('envelope debezium', () => {
     [{ format: 'raw', schema: 'infer' }, 'envelope', /format "json"/],
     [{ envelope: 'none', sequence: 'source.lsn' }, 'sequence', /envelope: "debezium"/],
     [{ envelope: 'none', truncate: 'apply' }, 'truncate', /envelope: "debezium"/],
-    [{ sequence: 'source..lsn' }, 'sequence', /dotted path/],
+    // Only PostgreSQL's LSN orders a key's records: Oracle's scn and SQL Server's change_lsn
+    // are strings, MySQL's pos restarts per binlog file.
+    [{ sequence: 'source.scn' }, 'sequence', /source\.lsn/],
+    [{ sequence: 'source.pos' }, 'sequence', /source\.lsn/],
+    // A truncate has no key: Kafka orders it against one partition of one topic only.
+    [{ truncate: 'apply', topics: ['a', 'b'] }, 'truncate', /exactly one topic/],
+    [{ truncate: 'apply', topics: undefined, topicsRegex: 'pg\\..*' }, 'truncate', /exactly one topic/],
     [
       { sequence: 'source.lsn', schema: { fields: { id: 'string', _sequence: 'int64' } } },
       'schema.fields._sequence',

@@ -113,8 +113,14 @@ test('compacted topic: a tombstone whose delete event the cleaner removed still 
   ]);
 });
 
-test('a truncate is staged as a delete row without a key, in its place among the rows', () => {
-  const decoded = decoder().decode('pg.public.customers', 0, [
+test('a truncate is a dead letter unless the definition says truncate: "apply" (the rows stay)', () => {
+  const decoded = decoder().decode('pg.public.customers', 0, [msg(0, event('t', null, null), null)]);
+  expect(decoded.deadLetters.map((d) => d.reason)).toEqual(['debezium-truncate']);
+  expect(decoded.batch).toBeUndefined();
+});
+
+test('a truncate applied is staged as a delete row without a key, in its place among the rows', () => {
+  const decoded = decoder('apply').decode('pg.public.customers', 0, [
     msg(0, event('c', null, { id: 1, name: 'Ann', note: null })),
     msg(1, event('t', null, null), null),
     msg(2, event('c', null, { id: 2, name: 'Bob', note: null })),
@@ -140,4 +146,49 @@ test('truncate outside the Debezium envelope stops the start, naming the field',
       'test',
     ),
   ).toThrow(/truncate/);
+});
+
+test('a truncate applied with a sequence stages its source.lsn in _sequence (ordered against keyed rows by it)', () => {
+  const decoded = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'customers',
+        brokers: ['b:1'],
+        topics: ['pg.public.customers'],
+        schema: { fields: { id: 'int64', note: 'string' } },
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        envelope: 'debezium',
+        truncate: 'apply',
+        sequence: 'source.lsn',
+      },
+      'test',
+    ),
+    () => NOW,
+  ).decode('pg.public.customers', 0, [msg(0, event('t', null, null), null)]);
+  expect(decoded.deadLetters).toEqual([]);
+  expect(column(decoded.batch!, 'id')).toEqual([null]);
+  expect(column(decoded.batch!, '_deleted')).toEqual([true]);
+  expect(column(decoded.batch!, '_sequence')).toEqual([100n]);
+});
+
+test('a placeholder whose key has no column a filter can name (a timestamp key) is a dead letter, not a read of the whole table', () => {
+  const decoded = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'events',
+        brokers: ['b:1'],
+        topics: ['pg.public.events'],
+        schema: { fields: { at: 'timestamp', note: 'string' } },
+        mode: 'upsert',
+        key: { fields: ['at'] },
+        envelope: 'debezium',
+      },
+      'test',
+    ),
+    () => NOW,
+  ).decode('pg.public.events', 0, [
+    msg(0, event('u', null, { at: '2026-12-06T12:00:00Z', note: '__debezium_unavailable_value' })),
+  ]);
+  expect(decoded.deadLetters.map((d) => [d.reason, d.field])).toEqual([['unavailable-value', 'note']]);
 });

@@ -298,6 +298,7 @@ test('truncates of the PostgreSQL table (skipped.operations none) empty the Lanc
     mode: 'upsert',
     key: { fields: ['id'] },
     envelope: 'debezium',
+    truncate: 'apply',
     lance: { uri: lanceDir },
     staging: { maxPartAgeMs: 300 },
     materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
