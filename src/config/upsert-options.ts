@@ -112,8 +112,8 @@ interface UpsertDefinition {
   readonly sequence?: string | undefined;
   readonly keyFormat: KeyFormat;
   readonly transform?: unknown;
-  /** The named topics (absent with `topicsRegex`). */
-  readonly topics?: readonly string[] | undefined;
+  /** The topics: names and patterns (absent with `topicsRegex`). */
+  readonly topics?: readonly (string | { readonly pattern: string })[] | undefined;
   /** Declared fields' type names by name; undefined for `schema: 'infer'`. */
   readonly fieldTypes: Readonly<Record<string, string>> | undefined;
 }
@@ -126,11 +126,11 @@ export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
       path: ['truncate'],
       message: 'truncate is what a Debezium truncate event does: set envelope: "debezium" or remove truncate',
     });
-  if (def.truncate === 'apply' && def.topics?.length !== 1)
+  if (def.truncate === 'apply' && (def.topics?.length !== 1 || typeof def.topics[0] !== 'string'))
     problems.push({
       path: ['truncate'],
       message:
-        'truncate "apply" deletes the rows of the truncate\'s topic, ordered by that topic\'s one partition: name exactly one topic in "topics" (no topicsRegex), or use truncate: "dead-letter"',
+        'truncate "apply" deletes the rows of the truncate\'s topic, ordered by that topic\'s one partition: name exactly one topic in "topics" (no pattern, no topicsRegex), or use truncate: "dead-letter"',
     });
   if (def.sequence !== undefined) {
     if (def.envelope !== 'debezium')
