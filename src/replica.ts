@@ -385,6 +385,8 @@ function materializerOptions(
   const { table: _fixed, ...lance } = lanceTargetOf(consumer);
   return {
     stagingRoot: path.join(consumer.dataDir, 'staging'),
+    // Every definition names its table today; a routing definition sets false (table-set.ts: damage stalls one table).
+    fixedTable: true,
     lance,
     expectations: { fields: consumer.fields, epochUnit: consumer.epochUnit, upsertKey: consumer.upsertKey },
     owner,

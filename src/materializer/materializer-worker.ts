@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     stagingRoot,
     logger,
     optimizeEveryMs: init.optimizeEveryMs,
+    damageIsFatal: init.fixedTable,
     turnsInFlight: TABLE_TURNS_IN_FLIGHT,
     attemptsPerTurn: publicationsInFlight(
       commitSafetyOf(init.storeAtomic !== false),
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
   let ownership: Map<ReturnType<typeof tpKey>, PartitionOwnership> | undefined;
   let ownershipSequence = 0;
   let stopping = false;
+  let stopped: Promise<void> = Promise.resolve();
   let drainUntil = 0;
   let wake: (() => void) | undefined;
   port.on('message', (m: MaterializerRequest) => {
@@ -93,6 +95,8 @@ async function main(): Promise<void> {
     } else {
       stopping = true;
       drainUntil = m.drainUntil;
+      // From now on no turn and no compaction starts but the drain's.
+      stopped = tables.stop();
       // No index build may begin while the drain runs: the stop waits for what is in flight.
       tables.abortUpkeep();
     }
@@ -100,18 +104,16 @@ async function main(): Promise<void> {
   });
   reply({ type: 'ready' });
   // Interrupted publications are finished at the start of every table's run (runOnce → resume).
-  // A failing table backs off alone (table-set.ts): the loop itself never waits longer than pollMs.
+  // Turns run in the table set's slots, on their own (table-set.ts): this loop only asks every
+  // table for a turn every pollMs (or when the ownership changes) and reports.
   while (!stopping) {
-    let more = false;
     if (ownership) {
-      more = await tables.round();
+      tables.poll();
       reply({ type: 'stats', tables: tables.reports() });
     }
     if (stopping) break;
-    // A table that used its whole turn has more ready: the next round starts at once
-    // (after the messages that arrived meanwhile).
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, more ? 0 : init.pollMs);
+      const timer = setTimeout(resolve, init.pollMs);
       wake = () => {
         clearTimeout(timer);
         resolve();
@@ -119,6 +121,8 @@ async function main(): Promise<void> {
     });
     wake = undefined;
   }
+  // The turns and the compaction in flight end (a Lance call is never abandoned); none starts after.
+  await stopped;
   if (ownership) logDrain(await tables.drain(drainUntil), logger);
   await tables.stopUpkeep();
   reply({ type: 'stats', tables: tables.reports() });
