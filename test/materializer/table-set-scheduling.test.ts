@@ -416,3 +416,45 @@ describe('drain at stop', () => {
     set.close();
   });
 });
+
+describe('publication buffers', () => {
+  test('idle tables keep no publication buffers of their own: the worker keeps as many as its reservation admits publications at once', async () => {
+    const stagingRoot = path.join(dir, 'staging');
+    const lanceDir = path.join(dir, 'lance');
+    const maxPublicationBytes = 4 << 20;
+    // Room for two usual publications at once (each holds 2× its bytes).
+    const budgets = sharedBudgets({
+      fetchPermits: 2,
+      decodePermits: 2,
+      sourceReservationBytes: 4 * maxPublicationBytes,
+      maxPublicationBytes,
+    });
+    const tables = ['t0', 't1', 't2', 't3', 't4', 't5', 't6', 't7'];
+    for (const t of tables)
+      await stageRows(path.join(stagingRoot, t), { partitions: 1, perPartition: 2000, rowsPerPart: 2000 });
+    const set = new TableSet({
+      stagingRoot,
+      logger: silentLogger(),
+      optimizeEveryMs: 0,
+      attemptsPerTurn: 1,
+      turnsInFlight: 4,
+      open: async (table, tableDir): Promise<ServedTable> =>
+        Materializer.open(
+          materializerOptions(tableDir, lanceDir, {
+            lance: { uri: lanceDir, table },
+            shared: budgets,
+            maxPublicationBytes,
+            mode: 'streamed',
+          }),
+        ),
+    });
+    set.setOwnership(ownershipOf(1, [{ owner: 'A', epoch: 1, start: 0 }], 1_000_000));
+    await set.discover();
+    while (await set.round());
+    for (const t of tables) expect(await readLance(lanceDir, t)).toHaveLength(2000);
+    // Eight tables published; what stays allocated is the worker's two buffers at most, not two per table.
+    expect(budgets.buffers.keptBytes).toBeGreaterThan(0);
+    expect(budgets.buffers.keptBytes).toBeLessThanOrEqual(2 * (maxPublicationBytes + 4 * 1024 * 1024));
+    set.close();
+  });
+});
