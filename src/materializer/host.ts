@@ -9,6 +9,7 @@ import type { IndexReport } from '../lance/index-keeper';
 import type { MaterializerStats } from './materializer-stats';
 import type { OwnershipRow } from '../ownership/partition-ownership';
 import { TableGauges } from '../metrics/table-gauges';
+import { DiskFullLatch } from './disk-full-latch';
 import { alertsOn, type TableReport } from './table-set';
 import type { MaterializerReply, MaterializerWorkerInit } from './worker-protocol';
 
@@ -16,6 +17,7 @@ import type { MaterializerReply, MaterializerWorkerInit } from './worker-protoco
 export class MaterializerHost {
   readonly #stats = new Map<string, MaterializerStats>();
   readonly #gauges = new TableGauges();
+  readonly #diskFull = new DiskFullLatch();
   /** Label values whose series were made at first sight (a histogram shows no sample otherwise). */
   readonly #labelled = new Set<string>();
   readonly #stopped: Promise<void>;
@@ -79,6 +81,7 @@ export class MaterializerHost {
       const table = this.metrics.tableLabels.of(r.table);
       this.#zeroSeries(table);
       if (r.stats) {
+        this.#diskFull.take(r.stats);
         this.#stats.set(r.table, r.stats);
         this.#record(table, r.stats);
       }
@@ -93,8 +96,8 @@ export class MaterializerHost {
       this.metrics.stagingParts.set({ table, state: 'sealed' }, g.sealedParts);
       this.metrics.tableStalled.set({ table }, g.stalled);
     }
-    // One disk: full while any table's last publication met a full disk.
-    const full = [...this.#stats.values()].find((s) => s.diskFull)?.diskFull;
+    // One disk: full from a table's new disk-full failure until any table publishes again.
+    const full = this.#diskFull.full;
     if (full) this.diskPressure?.reportFull(full.stage, full);
     else this.diskPressure?.reportWritten('lance');
   }

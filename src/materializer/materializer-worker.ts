@@ -33,6 +33,12 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: init.logLevel as 'info', name: 'materializer' });
   const reply = (m: MaterializerReply) => port.postMessage(m);
   const { stagingRoot, lance, expectations, ...options } = init;
+  const tableLoggers = new Map<string, Logger>();
+  const tableLogger = (table: string): Logger => {
+    let child = tableLoggers.get(table);
+    if (!child) tableLoggers.set(table, (child = logger.child({ table })));
+    return child;
+  };
   // One set of permits and one source reservation for every table (DESIGN.md, "Materializer").
   const budgets = sharedBudgets(init);
   // One table's index round at a time: builds are CPU- and memory-heavy, and tables many.
@@ -55,7 +61,8 @@ async function main(): Promise<void> {
         ...options,
         tableDir,
         lance: target,
-        logger,
+        // Its lines name it (lance.optimized, publication.unresolvable, ...): many tables share this log.
+        logger: tableLogger(table),
         shared: budgets,
         // Stats after every publication too, not only after a round (a turn can drain a backlog).
         onPublished: () => {
@@ -70,7 +77,7 @@ async function main(): Promise<void> {
         init.indexes,
         init.indexEveryMs,
         served,
-        logger,
+        tableLogger(table),
         (reports) => reply({ type: 'indexes', table, reports }),
         indexSlots,
       ),

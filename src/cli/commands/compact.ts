@@ -19,7 +19,7 @@ export function addCompactCommand(program: Command): void {
     .addOption(dataDirOption)
     .option(
       '--table <name>',
-      'compact only this table (default: every table of the definition: its staging directories, and every table of its Lance database when it routes)',
+      'compact only this table (default: every table of the definition: its staging directories, its table, and when it routes the tables of its Lance database whose names its template could produce; never the other tables of a shared Lance database)',
     )
     .addOption(
       new Option(
