@@ -8,6 +8,7 @@ import { errorMessage } from '../common/errors';
 import { createLogger, type Logger } from '../common/logger';
 import { tpKey } from '../common/offsets';
 import { commitSafetyOf, publicationsInFlight } from '../lance/commit-rule';
+import { SharedConnections } from '../lance/connect';
 import { checkTableOpening } from '../lance/table-opening';
 import { IndexUpkeep, UpkeepSlots } from './index-upkeep';
 import { Materializer, sharedBudgets } from './materializer';
@@ -41,6 +42,8 @@ async function main(): Promise<void> {
   };
   // One set of permits and one source reservation for every table (DESIGN.md, "Materializer").
   const budgets = sharedBudgets(init);
+  // One Lance connection per database for every table (and its index keeper).
+  const connections = new SharedConnections();
   // One table's index round at a time: builds are CPU- and memory-heavy, and tables many.
   const indexSlots = new UpkeepSlots(1);
   const tables: TableSet = new TableSet({
@@ -64,6 +67,7 @@ async function main(): Promise<void> {
         // Its lines name it (lance.optimized, publication.unresolvable, ...): many tables share this log.
         logger: tableLogger(table),
         shared: budgets,
+        connections,
         // Stats after every publication too, not only after a round (a turn can drain a backlog).
         onPublished: () => {
           const report = tables.report(table);
@@ -80,6 +84,7 @@ async function main(): Promise<void> {
         tableLogger(table),
         (reports) => reply({ type: 'indexes', table, reports }),
         indexSlots,
+        connections,
       ),
   });
   await tables.discover();

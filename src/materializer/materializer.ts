@@ -11,6 +11,7 @@ import {
   publicationsInFlight,
   type CommitSafety,
 } from '../lance/commit-rule';
+import type { SharedConnections } from '../lance/connect';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
 import { RESTORE_INTENT_FILE } from '../lance/restore-intent';
 import { FileLocks } from '../staging/file-locks';
@@ -79,6 +80,8 @@ export interface MaterializerOptions {
    * materializer makes its own from fetchPermits, decodePermits and sourceReservationBytes.
    */
   readonly shared?: SharedBudgets;
+  /** The worker's Lance connections, one per database for all its tables; absent: this table's own. */
+  readonly connections?: SharedConnections;
 }
 
 /**
@@ -177,6 +180,7 @@ export class Materializer {
     const lance = await LanceTable.connect(o.lance, o.logger, {
       restoreIntent: path.join(o.tableDir, RESTORE_INTENT_FILE),
       upsertKey: o.upsertKey,
+      ...(o.connections ? { connections: o.connections } : {}),
     });
     return new Materializer(o, lance);
   }

@@ -77,6 +77,10 @@ export interface TableSetOptions {
    * fatal, as for a definition with one fixed table) instead of stalling that table alone.
    */
   readonly damageIsFatal?: boolean;
+  /** A table open with nothing to do for this long is closed (reopened by its next turn with work; default 5 min). */
+  readonly idleCloseMs?: number;
+  /** Tables kept open at most; beyond it the idle one served least recently is closed first (default 64). */
+  readonly maxOpen?: number;
   /** In [0, 1): spreads each table's first compaction over optimizeEveryMs (default Math.random). */
   readonly random?: () => number;
   readonly logger: Logger;
@@ -87,6 +91,8 @@ const MAX_BACKOFF_MS = 30_000;
 const MIN_BACKOFF_MS = 500;
 /** Tables drained at once by a graceful stop (as many as the turns: a drain is mostly waits too). */
 const DRAIN_WIDTH = 4;
+const IDLE_CLOSE_MS = 5 * 60_000;
+const MAX_OPEN = 64;
 
 interface Entry {
   readonly table: string;
@@ -111,6 +117,10 @@ interface Entry {
   nextOptimize: number;
   /** Sealed parts of a table not open, counted when its opening was refused or failed. */
   partsWaiting: number;
+  /** When its last turn found work (or it was opened): idle tables are closed after idleCloseMs. */
+  lastBusy: number;
+  /** Its publisher and upkeep are being closed: no turn until that ended. */
+  closing: boolean;
 }
 
 /**
@@ -141,6 +151,7 @@ export class TableSet {
   /** Resolved whenever a turn or a compaction ends (round() and idle() wait on it). */
   #changed: { promise: Promise<void>; resolve: () => void } = settleable();
   #fatal: Error | undefined;
+  readonly #closings = new Set<Promise<void>>();
 
   constructor(o: TableSetOptions) {
     this.#o = o;
@@ -210,6 +221,7 @@ export class TableSet {
       const waiting = [...this.#entries.values()].some(
         (e) =>
           e.inTurn ||
+          e.closing ||
           (!this.#stopped && e.wanted && !e.compacting && e.retryAt <= now && e.stalled !== 'damaged'),
       );
       if (!waiting) break;
@@ -221,7 +233,7 @@ export class TableSet {
   /** No turn and no compaction starts after this; resolves when the running ones have ended. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    while (this.#turnsRunning > 0 || this.#compaction) await this.#changed.promise;
+    while (this.#turnsRunning > 0 || this.#compaction || this.#closings.size > 0) await this.#changed.promise;
   }
 
   /**
@@ -338,6 +350,8 @@ export class TableSet {
         // Spread over one period: tables found together at start do not all compact together.
         nextOptimize: Date.now() + Math.floor((this.#o.random ?? Math.random)() * every),
         partsWaiting: 0,
+        lastBusy: Date.now(),
+        closing: false,
       };
       this.#entries.set(table, entry);
     }
@@ -347,12 +361,14 @@ export class TableSet {
   /** Fills the free slots: turns of the due tables, oldest last turn first, and one compaction beside them. */
   #serve(now: number): void {
     if (this.#stopped || this.#fatal) return;
+    this.#closeIdle(now);
     this.#compactDue();
     const width = Math.max(1, this.#o.turnsInFlight ?? 1);
     while (this.#turnsRunning < width) {
       let best: Entry | undefined;
       for (const e of this.#entries.values()) {
-        if (!e.wanted || e.inTurn || e.compacting || e.retryAt > now || e.stalled === 'damaged') continue;
+        if (!e.wanted || e.inTurn || e.compacting || e.closing || e.retryAt > now || e.stalled === 'damaged')
+          continue;
         if (!best || e.lastTurn < best.lastTurn) best = e;
       }
       if (!best) return;
@@ -383,6 +399,51 @@ export class TableSet {
         this.#serve(Date.now());
         this.#signal();
       });
+  }
+
+  /**
+   * Closes open tables with nothing to do (no part waiting, no plan retrying): those idle
+   * for idleCloseMs, and beyond maxOpen the ones served least recently. Each keeps a Lance
+   * handle (and an index keeper); a table with work is reopened by its next turn.
+   */
+  #closeIdle(now: number): void {
+    const idle = (e: Entry) => {
+      if (!e.served || e.inTurn || e.compacting || e.closing) return false;
+      const l = e.served.left;
+      return l.waitingParts === 0 && l.retryingPlans === 0 && l.unresolvableParts === 0;
+    };
+    const open = [...this.#entries.values()].filter((e) => e.served);
+    const idleCloseMs = this.#o.idleCloseMs ?? IDLE_CLOSE_MS;
+    let excess = open.length - (this.#o.maxOpen ?? MAX_OPEN);
+    for (const e of open.filter(idle).sort((a, b) => a.lastTurn - b.lastTurn)) {
+      if (excess > 0 || now - e.lastBusy >= idleCloseMs) {
+        excess -= 1;
+        this.#close(e);
+      }
+    }
+  }
+
+  #close(entry: Entry): void {
+    const served = entry.served!;
+    const upkeep = entry.upkeep;
+    entry.served = undefined;
+    entry.upkeep = undefined;
+    entry.closing = true;
+    // An index round in flight ends first (its native call is never abandoned), then the handles close.
+    const closing = (upkeep?.stop() ?? Promise.resolve())
+      .then(() => served.close())
+      .catch((error: unknown) =>
+        this.#o.logger.warn(
+          { event: 'table.close.failed', table: entry.table, err: errorMessage(error) },
+          'closing an idle table failed',
+        ),
+      )
+      .finally(() => {
+        entry.closing = false;
+        this.#closings.delete(closing);
+        this.#signal();
+      });
+    this.#closings.add(closing);
   }
 
   /** One compaction at a time, of the table that waited longest for it, never during its turn. */
@@ -435,7 +496,10 @@ export class TableSet {
         return false;
       }
       const served = await this.#opened(entry);
-      await served.runOnce(Date.now(), undefined, turn);
+      const results = await served.runOnce(Date.now(), undefined, turn);
+      const l = served.left;
+      if (results.length > 0 || l.waitingParts + l.retryingPlans + l.unresolvableParts > 0)
+        entry.lastBusy = Date.now();
       entry.upkeep?.tick();
       entry.backoffMs = 0;
       this.#mark(entry, served.left.retryingPlans > 0 ? 'retrying' : undefined);
@@ -460,6 +524,7 @@ export class TableSet {
     entry.sealedBeforeOpen = [];
     entry.served = served;
     entry.partsWaiting = 0;
+    entry.lastBusy = Date.now();
     entry.upkeep = this.#o.upkeep?.(entry.table, served);
     return served;
   }

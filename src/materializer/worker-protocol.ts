@@ -14,7 +14,7 @@ import type { TableReport } from './table-set';
  */
 export interface MaterializerWorkerInit extends Omit<
   MaterializerOptions,
-  'logger' | 'hooks' | 'onPublished' | 'tableDir' | 'lance' | 'shared'
+  'logger' | 'hooks' | 'onPublished' | 'tableDir' | 'lance' | 'shared' | 'connections'
 > {
   /** `<dataDir>/staging`: one table per directory under it (tableStagingDir). */
   readonly stagingRoot: string;

@@ -458,3 +458,39 @@ describe('publication buffers', () => {
     set.close();
   });
 });
+
+describe('open tables', () => {
+  test('idle tables are closed (after idleCloseMs, or beyond maxOpen the least recently served) and reopened by their next turn', async () => {
+    const stagingRoot = path.join(dir, 'staging');
+    const tables = ['a', 'b', 'c', 'd'];
+    await tablesWithWork(stagingRoot, tables);
+    const opens: string[] = [];
+    const closes: string[] = [];
+    const set = new TableSet({
+      stagingRoot,
+      logger: silentLogger(),
+      optimizeEveryMs: 0,
+      attemptsPerTurn: 1,
+      turnsInFlight: 1,
+      maxOpen: 2,
+      idleCloseMs: 300_000,
+      open: (t) => {
+        opens.push(t);
+        return Promise.resolve({ ...fakeTable(t, {}, []), close: () => void closes.push(t) });
+      },
+    });
+    set.setOwnership(new Map());
+    await set.discover();
+    await set.round();
+    await set.round();
+    // Never more than two open once a turn ended: the least recently served idle ones were closed.
+    expect(opens.length - closes.length).toBeLessThanOrEqual(2);
+    expect(closes.length).toBeGreaterThan(0);
+    const opened = opens.length;
+    await set.round(Date.now() + 600_000); // long idle: every open table is closed, then reopened by its turn
+    expect(opens.length).toBeGreaterThan(opened);
+    expect(opens.length - closes.length).toBeLessThanOrEqual(2);
+    await set.stop();
+    set.close();
+  });
+});
