@@ -261,6 +261,9 @@ export class TableSet {
         while (next < order.length && Date.now() < until) {
           const entry = order[next++]!;
           try {
+            // A table closed while idle is opened again only if work waits in it.
+            if (!entry.served && entry.sealedBeforeOpen.length === 0 && !(await holdsWork(entry.dir)))
+              continue;
             const served = await this.#opened(entry);
             const turn = bounded ? { attempts: this.#o.attemptsPerTurn } : undefined;
             const results = await served.runOnce(Date.now(), drain, turn);
