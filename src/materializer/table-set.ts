@@ -148,7 +148,7 @@ export class TableSet {
   /** A table that used its whole turn asks for another at once (the worker's loop); a round asks each once. */
   #continuous = false;
   #stopped = false;
-  /** Resolved whenever a turn or a compaction ends (round() and idle() wait on it). */
+  /** Resolved whenever a turn, a compaction or a closing ends (round() and stop() wait on it). */
   #changed: { promise: Promise<void>; resolve: () => void } = settleable();
   #fatal: Error | undefined;
   readonly #closings = new Set<Promise<void>>();

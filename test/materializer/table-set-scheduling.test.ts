@@ -362,7 +362,6 @@ describe('drain at stop', () => {
     await ledger.markPublished(tdA, finished.id, 1);
     const set = realSet(stagingRoot, lanceDir, silentLogger());
     await set.discover();
-    await set.stop();
     const outcome = await set.drain(Date.now() + 60_000);
     expectExactly(await readLance(lanceDir, 'a'), 1, () => 10);
     expectExactly(await readLance(lanceDir, 'b'), 1, () => 5);
