@@ -334,32 +334,37 @@ describe('drain at stop', () => {
   test('a turn used by a finished ledger entry (no publication) does not end the drain: the ready parts are published', async () => {
     const stagingRoot = path.join(dir, 'staging');
     const lanceDir = path.join(dir, 'lance');
-    const tdA = path.join(stagingRoot, 'a');
-    await stageRows(tdA, { partitions: 1, perPartition: 10, rowsPerPart: 10 });
-    await stageRows(path.join(stagingRoot, 'b'), { partitions: 1, perPartition: 5, rowsPerPart: 5 });
-    // A publication whose cleanup was cut short after `published` (an fsync error after the commit).
-    const finished = {
-      id: '00000000000000000000000001',
-      table: 'a',
-      schemaKey: 'x',
-      createdAt: 0,
-      parts: [
-        {
-          path: path.join(tdA, 'gone.arrows'),
-          bytes: 0,
-          checksum: 'x',
-          epoch: { owner: 'A', epoch: 1 },
-          rows: 0,
-          keptRows: 0,
-          ranges: [],
-          keep: [],
-        },
-      ],
-      rows: 0,
-      bytes: 0,
-    } as unknown as Plan;
-    await ledger.writePlan(tdA, finished);
-    await ledger.markPublished(tdA, finished.id, 1);
+    // Each table: ready parts, and first in its ledger a publication whose cleanup was cut short
+    // after `published` (an fsync error after the commit): finishing it uses the table's turn.
+    for (const [table, rows] of [
+      ['a', 10],
+      ['b', 5],
+    ] as const) {
+      const td = path.join(stagingRoot, table);
+      await stageRows(td, { partitions: 1, perPartition: rows, rowsPerPart: rows });
+      const finished = {
+        id: '00000000000000000000000001',
+        table,
+        schemaKey: 'x',
+        createdAt: 0,
+        parts: [
+          {
+            path: path.join(td, 'gone.arrows'),
+            bytes: 0,
+            checksum: 'x',
+            epoch: { owner: 'A', epoch: 1 },
+            rows: 0,
+            keptRows: 0,
+            ranges: [],
+            keep: [],
+          },
+        ],
+        rows: 0,
+        bytes: 0,
+      } as unknown as Plan;
+      await ledger.writePlan(td, finished);
+      await ledger.markPublished(td, finished.id, 1);
+    }
     const set = realSet(stagingRoot, lanceDir, silentLogger());
     await set.discover();
     const outcome = await set.drain(Date.now() + 60_000);
