@@ -43,8 +43,9 @@ export function addCompactCommand(program: Command): void {
     .addHelpText(
       'after',
       `
-Examples:
+Example:
   kafka-lance compact -c consumers/app-logs.ts --data-dir data/demo --retention 1h
+One table of a routing definition (without --table: only the tables its template could produce):
   kafka-lance compact -c consumers/orders-by-region.ts --table orders_eu`,
     )
     .action(
