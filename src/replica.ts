@@ -400,6 +400,8 @@ function materializerOptions(
   const { table: _fixed, ...lance } = lanceTargetOf(consumer);
   return {
     stagingRoot: path.join(consumer.dataDir, 'staging'),
+    // A routing definition stalls one damaged table and goes on with the others (table-set.ts).
+    fixedTable: consumer.tableRouting.kind === 'fixed',
     lance,
     expectations: { fields: consumer.fields, epochUnit: consumer.epochUnit, upsertKey: consumer.upsertKey },
     owner,

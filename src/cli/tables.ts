@@ -21,14 +21,24 @@ export function routesTables(consumer: ResolvedConsumer): boolean {
 
 /**
  * The definition's tables, sorted: its staging directories in this data directory, its
- * fixed table, and — when it routes — every table of its Lance database (another
- * replica's data directory may hold tables this one never staged).
+ * fixed table, and — when it routes — the tables of its Lance database whose names its
+ * template could produce (another replica's data directory may hold tables this one
+ * never staged). Never every table of the database: other definitions may share it.
  */
 export async function definitionTables(consumer: ResolvedConsumer): Promise<string[]> {
   const names = new Set<string>(await stagingTables(consumer.dataDir));
   if (!routesTables(consumer)) names.add(consumer.table);
-  else for (const t of await lanceTables(consumer)) names.add(t);
+  else {
+    const produces = templateMatcher(consumer.table);
+    for (const t of await lanceTables(consumer)) if (produces.test(t)) names.add(t);
+  }
   return [...names].sort();
+}
+
+/** Names a table template could produce: its text as it is, each `{...}` any non-empty text. */
+export function templateMatcher(template: string): RegExp {
+  const literal = template.split(/\{[^}]*\}/).map((piece) => piece.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${literal.join('.+')}$`);
 }
 
 /** Directories under `<dataDir>/staging`: one per table this data directory staged. */

@@ -9,7 +9,7 @@ import {
   type VectorIndexSpec,
 } from '../config/index-spec';
 import { retryConflicts, WorkStoppedError } from './commit-retry';
-import { connectTarget } from './connect';
+import { connectTarget, type SharedConnections } from './connect';
 import type { LanceTarget } from './lance-table';
 import { openTableIfCommitted } from './open-if-committed';
 
@@ -66,6 +66,8 @@ export class IndexKeeper {
     private readonly specs: readonly IndexSpec[],
     private readonly logger: Logger,
     private readonly onBuild: IndexBuildHook | undefined,
+    /** Gives a shared connection back; undefined: the connection is the keeper's own. */
+    private readonly release: (() => void) | undefined,
   ) {}
 
   static async connect(
@@ -73,9 +75,15 @@ export class IndexKeeper {
     specs: readonly IndexSpec[],
     logger: Logger,
     onBuild?: IndexBuildHook,
+    /** The worker's connections, shared by its tables (and their publications). */
+    connections?: SharedConnections,
   ): Promise<IndexKeeper> {
+    if (connections) {
+      const lent = await connections.acquire(target, 'latest');
+      return new IndexKeeper(target, lent.db, specs, logger, onBuild, () => lent.release());
+    }
     const db = await connectTarget(target, 'latest');
-    return new IndexKeeper(target, db, specs, logger, onBuild);
+    return new IndexKeeper(target, db, specs, logger, onBuild, undefined);
   }
 
   /**
@@ -138,7 +146,8 @@ export class IndexKeeper {
 
   close(): void {
     this.#table?.close();
-    this.db.close();
+    if (this.release) this.release();
+    else this.db.close();
   }
 
   async #step(

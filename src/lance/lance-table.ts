@@ -13,7 +13,7 @@ import {
   isMergeRefusal,
   isSchemaRejection,
 } from './lance-errors';
-import { connectTarget, type LanceTarget } from './connect';
+import { connectTarget, type LanceTarget, type SharedConnections } from './connect';
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
@@ -84,6 +84,8 @@ export class LanceTable {
   #hasTopicId = false;
   /** Upsert tables: set once the table's primary key is seen to be the upsert key. */
   #upsertKeyChecked = false;
+  /** Gives a shared connection back (SharedConnections); undefined: the connection is this table's. */
+  #release: (() => void) | undefined;
 
   private constructor(
     readonly target: LanceTarget,
@@ -113,11 +115,20 @@ export class LanceTable {
   static async connect(
     target: LanceTarget,
     logger: Logger,
-    options: { readonly restoreIntent?: string; readonly upsertKey?: readonly string[] | undefined } = {},
+    options: {
+      readonly restoreIntent?: string;
+      readonly upsertKey?: readonly string[] | undefined;
+      /** The worker's connections, shared by its tables; absent: this table's own. */
+      readonly connections?: SharedConnections;
+    } = {},
   ): Promise<LanceTable> {
-    const db = await connectTarget(target, 'latest');
+    const lent = options.connections
+      ? await options.connections.acquire(target, 'latest')
+      : { db: await connectTarget(target, 'latest'), release: undefined };
     // The table is opened lazily: a storage failure shows up in a publication (retried), not at start.
-    return new LanceTable(target, db, logger, options.restoreIntent, options.upsertKey);
+    const table = new LanceTable(target, lent.db, logger, options.restoreIntent, options.upsertKey);
+    table.#release = lent.release;
+    return table;
   }
 
   /**
@@ -423,13 +434,14 @@ export class LanceTable {
    * handle is left to the garbage collector instead.
    */
   close(): void {
-    for (const handle of [this.#table, this.db]) {
+    for (const handle of [this.#table, ...(this.#release ? [] : [this.db])]) {
       try {
         handle?.close();
       } catch {
         // in flight: freed when collected
       }
     }
+    this.#release?.();
   }
 
   #required(): lancedb.Table {

@@ -8,19 +8,16 @@ import { compiledEntry, WORKER_RESOURCE_LIMITS } from '../pool/compiled-entry';
 import type { IndexReport } from '../lance/index-keeper';
 import type { MaterializerStats } from './materializer-stats';
 import type { OwnershipRow } from '../ownership/partition-ownership';
-import type { TableReport } from './table-set';
+import { TableGauges } from '../metrics/table-gauges';
+import { DiskFullLatch } from './disk-full-latch';
+import { alertsOn, type TableReport } from './table-set';
 import type { MaterializerReply, MaterializerWorkerInit } from './worker-protocol';
-
-/** A table's gauges as last reported: summed (parts) or maxed (stalled) per label value. */
-interface TableGauges {
-  readonly sealedParts: number;
-  readonly stalled: number;
-}
 
 /** The main thread's handle on the materializer worker (every table it serves). */
 export class MaterializerHost {
   readonly #stats = new Map<string, MaterializerStats>();
-  readonly #gauges = new Map<string, TableGauges>();
+  readonly #gauges = new TableGauges();
+  readonly #diskFull = new DiskFullLatch();
   /** Label values whose series were made at first sight (a histogram shows no sample otherwise). */
   readonly #labelled = new Set<string>();
   readonly #stopped: Promise<void>;
@@ -84,30 +81,23 @@ export class MaterializerHost {
       const table = this.metrics.tableLabels.of(r.table);
       this.#zeroSeries(table);
       if (r.stats) {
+        this.#diskFull.take(r.stats);
         this.#stats.set(r.table, r.stats);
         this.#record(table, r.stats);
       }
       this.#gauges.set(r.table, {
-        sealedParts: r.stats ? r.stats.waitingParts + r.stats.unresolvableParts : 0,
-        stalled: r.stalled ? 1 : 0,
+        // A table not open (refused, failing to open) reports the parts waiting in its directory.
+        sealedParts: r.stats ? r.stats.waitingParts + r.stats.unresolvableParts : (r.partsWaiting ?? 0),
+        stalled: alertsOn(r.stalled) ? 1 : 0,
       });
     }
-    // Tables beyond the label bound share `_other`: its gauges sum their parts, and it is stalled if one of them is.
-    const perLabel = new Map<string, TableGauges>();
-    for (const [t, g] of this.#gauges) {
-      const label = this.metrics.tableLabels.of(t);
-      const sum = perLabel.get(label);
-      perLabel.set(label, {
-        sealedParts: (sum?.sealedParts ?? 0) + g.sealedParts,
-        stalled: Math.max(sum?.stalled ?? 0, g.stalled),
-      });
-    }
-    for (const [table, g] of perLabel) {
+    // Tables beyond the label bound share `_other`: its gauges combine theirs (table-gauges.ts).
+    for (const [table, g] of this.#gauges.perLabel((t) => this.metrics.tableLabels.of(t))) {
       this.metrics.stagingParts.set({ table, state: 'sealed' }, g.sealedParts);
       this.metrics.tableStalled.set({ table }, g.stalled);
     }
-    // One disk: full while any table's last publication met a full disk.
-    const full = [...this.#stats.values()].find((s) => s.diskFull)?.diskFull;
+    // One disk: full from a table's new disk-full failure until any table publishes again.
+    const full = this.#diskFull.full;
     if (full) this.diskPressure?.reportFull(full.stage, full);
     else this.diskPressure?.reportWritten('lance');
   }
@@ -160,10 +150,13 @@ export class MaterializerHost {
   }
 
   #recordIndexes(name: string, reports: readonly IndexReport[]): void {
-    const table = this.metrics.tableLabels.of(name);
-    for (const r of reports) {
-      this.metrics.indexUnindexedRows.set({ table, index: r.index }, r.unindexedRows);
-      if (r.seconds !== undefined) this.metrics.indexUpdateDuration.set({ table, index: r.index }, r.seconds);
+    this.#gauges.setIndexes(name, reports);
+    const label = this.metrics.tableLabels.of(name);
+    // Only the reporting table's label changes; under `_other` its value combines every table's.
+    const combined = this.#gauges.indexesPerLabel((t) => this.metrics.tableLabels.of(t)).get(label);
+    for (const [index, v] of combined ?? []) {
+      this.metrics.indexUnindexedRows.set({ table: label, index }, v.unindexedRows);
+      if (v.seconds !== undefined) this.metrics.indexUpdateDuration.set({ table: label, index }, v.seconds);
     }
   }
 

@@ -3,6 +3,7 @@ import type { Logger } from '../common/logger';
 import type { IndexSpec } from '../config/index-spec';
 import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
 import type { LanceTarget } from '../lance/lance-table';
+import type { SharedConnections } from '../lance/connect';
 import { crashPointAfter } from '../faults/crash-points';
 
 /** How long an index build runs before the test crash point 'during-index-build' fires. */
@@ -48,6 +49,8 @@ export class IndexUpkeep {
     private readonly onReports: (reports: readonly IndexReport[]) => void,
     /** Shared by the upkeeps of a worker's tables (table-set.ts); absent: this table's alone. */
     private readonly slots: UpkeepSlots = new UpkeepSlots(1),
+    /** The worker's connections (one per database, shared by its tables); absent: the keeper's own. */
+    private readonly connections?: SharedConnections,
   ) {}
 
   /** Starts a round when one is due; never waits for it. */
@@ -77,8 +80,12 @@ export class IndexUpkeep {
 
   async #round(): Promise<void> {
     try {
-      this.#keeper ??= await IndexKeeper.connect(this.target, this.specs, this.logger, () =>
-        crashPointAfter('during-index-build', CRASH_INTO_BUILD_MS),
+      this.#keeper ??= await IndexKeeper.connect(
+        this.target,
+        this.specs,
+        this.logger,
+        () => crashPointAfter('during-index-build', CRASH_INTO_BUILD_MS),
+        this.connections,
       );
       const reports = await this.#keeper.maintain(this.#stopping.signal);
       if (!this.#stopping.signal.aborted) this.onReports(reports);

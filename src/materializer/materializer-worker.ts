@@ -8,6 +8,7 @@ import { errorMessage } from '../common/errors';
 import { createLogger, type Logger } from '../common/logger';
 import { tpKey } from '../common/offsets';
 import { commitSafetyOf, publicationsInFlight } from '../lance/commit-rule';
+import { SharedConnections } from '../lance/connect';
 import { checkTableOpening } from '../lance/table-opening';
 import { IndexUpkeep, UpkeepSlots } from './index-upkeep';
 import { Materializer, sharedBudgets } from './materializer';
@@ -33,14 +34,23 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: init.logLevel as 'info', name: 'materializer' });
   const reply = (m: MaterializerReply) => port.postMessage(m);
   const { stagingRoot, lance, expectations, ...options } = init;
+  const tableLoggers = new Map<string, Logger>();
+  const tableLogger = (table: string): Logger => {
+    let child = tableLoggers.get(table);
+    if (!child) tableLoggers.set(table, (child = logger.child({ table })));
+    return child;
+  };
   // One set of permits and one source reservation for every table (DESIGN.md, "Materializer").
   const budgets = sharedBudgets(init);
+  // One Lance connection per database for every table (and its index keeper).
+  const connections = new SharedConnections();
   // One table's index round at a time: builds are CPU- and memory-heavy, and tables many.
   const indexSlots = new UpkeepSlots(1);
   const tables: TableSet = new TableSet({
     stagingRoot,
     logger,
     optimizeEveryMs: init.optimizeEveryMs,
+    damageIsFatal: init.fixedTable,
     turnsInFlight: TABLE_TURNS_IN_FLIGHT,
     attemptsPerTurn: publicationsInFlight(
       commitSafetyOf(init.storeAtomic !== false),
@@ -54,8 +64,10 @@ async function main(): Promise<void> {
         ...options,
         tableDir,
         lance: target,
-        logger,
+        // Its lines name it (lance.optimized, publication.unresolvable, ...): many tables share this log.
+        logger: tableLogger(table),
         shared: budgets,
+        connections,
         // Stats after every publication too, not only after a round (a turn can drain a backlog).
         onPublished: () => {
           const report = tables.report(table);
@@ -69,15 +81,17 @@ async function main(): Promise<void> {
         init.indexes,
         init.indexEveryMs,
         served,
-        logger,
+        tableLogger(table),
         (reports) => reply({ type: 'indexes', table, reports }),
         indexSlots,
+        connections,
       ),
   });
   await tables.discover();
   let ownership: Map<ReturnType<typeof tpKey>, PartitionOwnership> | undefined;
   let ownershipSequence = 0;
   let stopping = false;
+  let stopped: Promise<void> = Promise.resolve();
   let drainUntil = 0;
   let wake: (() => void) | undefined;
   port.on('message', (m: MaterializerRequest) => {
@@ -93,6 +107,8 @@ async function main(): Promise<void> {
     } else {
       stopping = true;
       drainUntil = m.drainUntil;
+      // From now on no turn and no compaction starts but the drain's.
+      stopped = tables.stop();
       // No index build may begin while the drain runs: the stop waits for what is in flight.
       tables.abortUpkeep();
     }
@@ -100,18 +116,16 @@ async function main(): Promise<void> {
   });
   reply({ type: 'ready' });
   // Interrupted publications are finished at the start of every table's run (runOnce → resume).
-  // A failing table backs off alone (table-set.ts): the loop itself never waits longer than pollMs.
+  // Turns run in the table set's slots, on their own (table-set.ts): this loop only asks every
+  // table for a turn every pollMs (or when the ownership changes) and reports.
   while (!stopping) {
-    let more = false;
     if (ownership) {
-      more = await tables.round();
+      tables.poll();
       reply({ type: 'stats', tables: tables.reports() });
     }
     if (stopping) break;
-    // A table that used its whole turn has more ready: the next round starts at once
-    // (after the messages that arrived meanwhile).
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, more ? 0 : init.pollMs);
+      const timer = setTimeout(resolve, init.pollMs);
       wake = () => {
         clearTimeout(timer);
         resolve();
@@ -119,6 +133,8 @@ async function main(): Promise<void> {
     });
     wake = undefined;
   }
+  // The turns and the compaction in flight end (a Lance call is never abandoned); none starts after.
+  await stopped;
   if (ownership) logDrain(await tables.drain(drainUntil), logger);
   await tables.stopUpkeep();
   reply({ type: 'stats', tables: tables.reports() });

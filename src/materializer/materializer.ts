@@ -11,6 +11,7 @@ import {
   publicationsInFlight,
   type CommitSafety,
 } from '../lance/commit-rule';
+import type { SharedConnections } from '../lance/connect';
 import { LanceTable, type LanceTarget } from '../lance/lance-table';
 import { RESTORE_INTENT_FILE } from '../lance/restore-intent';
 import { FileLocks } from '../staging/file-locks';
@@ -37,6 +38,8 @@ import type { PreparationContext } from './preparation';
 import { PartialPublicationError } from './publication-errors';
 import { Publisher, type PreparationMode, type PublicationResult } from './publisher';
 import { setAside, type SetAsideContext } from './set-aside';
+import { publicationLayout } from './publication-file';
+import { SourceBuffers } from './source-buffers';
 
 export interface MaterializerOptions {
   readonly tableDir: string;
@@ -77,26 +80,42 @@ export interface MaterializerOptions {
    * materializer makes its own from fetchPermits, decodePermits and sourceReservationBytes.
    */
   readonly shared?: SharedBudgets;
+  /** The worker's Lance connections, one per database for all its tables; absent: this table's own. */
+  readonly connections?: SharedConnections;
 }
 
-/** Fetch and decode permits and the source reservation: one set per worker, whatever the number of tables. */
+/**
+ * Fetch and decode permits, the source reservation and the publications' source buffers:
+ * one set per worker, whatever the number of tables.
+ */
 export interface SharedBudgets {
   readonly fetch: Permits;
   readonly decode: Permits;
   readonly reservation: BoundedBudget;
+  readonly buffers: SourceBuffers;
 }
 
 export function sharedBudgets(o: {
   readonly fetchPermits: number;
   readonly decodePermits: number;
   readonly sourceReservationBytes: number;
+  /** The usual publication's bytes (default: the largest the reservation admits). */
+  readonly maxPublicationBytes?: number;
 }): SharedBudgets {
+  const usualBytes = o.maxPublicationBytes ?? Math.floor(o.sourceReservationBytes / 2);
+  // Free buffers kept: as many as the usual publications the reservation admits at once
+  // (each holds 2× its bytes), so that idle tables hold none of their own. A buffer also
+  // holds the file's head, the parts' alignment and the footer's room, rounded to a MiB.
+  const atOnce = Math.max(1, Math.floor(o.sourceReservationBytes / Math.max(1, 2 * usualBytes)));
   return {
     fetch: new Permits('fetch', o.fetchPermits),
     decode: new Permits('decode', o.decodePermits),
     reservation: new BoundedBudget(Number.MAX_SAFE_INTEGER, o.sourceReservationBytes),
+    buffers: new SourceBuffers(atOnce, publicationLayout([usualBytes]).capacity + 2 * MIB),
   };
 }
+
+const MIB = 1024 * 1024;
 
 /**
  * Turns sealed staging parts into Lance publications: plan (ceiling rule, size and
@@ -137,9 +156,9 @@ export class Materializer {
       tableDir: o.tableDir,
       lance,
       reservation: this.#reservation,
+      buffers: shared.buffers,
       logger: o.logger,
       write: o.upsertKey ? 'upsert' : o.commitAfter === 'published' ? 'insert-if-absent' : 'append',
-      maxPublicationBytes: o.maxPublicationBytes,
       preparation: {
         fetch: this.#fetch,
         decode: this.#decode,
@@ -161,6 +180,7 @@ export class Materializer {
     const lance = await LanceTable.connect(o.lance, o.logger, {
       restoreIntent: path.join(o.tableDir, RESTORE_INTENT_FILE),
       upsertKey: o.upsertKey,
+      ...(o.connections ? { connections: o.connections } : {}),
     });
     return new Materializer(o, lance);
   }

@@ -15,7 +15,7 @@ import { preparePart, type PreparationContext, type PreparedPart } from './prepa
 import { publicationLayout, sealPublicationFile, type PublicationLayout } from './publication-file';
 import { PublicationCheck, publicationKeys } from './publication-check';
 import { PartialPublicationError, PublicationMismatchError } from './publication-errors';
-import { SourceBuffers } from './source-buffers';
+import type { SourceBuffers } from './source-buffers';
 
 export type PreparationMode = 'buffered' | 'streamed';
 
@@ -46,8 +46,8 @@ export interface PublisherOptions {
    * rows); 'upsert' for an upsert table, whatever the commit mode; default 'append'.
    */
   readonly write?: WriteMode;
-  /** The usual publication's bytes (materializer.maxPublicationBytes): a larger one's buffer is not kept for reuse. */
-  readonly maxPublicationBytes: number;
+  /** The buffers publications read their parts into: the worker's, shared by its tables (SharedBudgets). */
+  readonly buffers: SourceBuffers;
 }
 
 /**
@@ -62,10 +62,7 @@ export class Publisher {
 
   constructor(private readonly o: PublisherOptions) {
     this.#check = new PublicationCheck(o.lance, o.logger);
-    // Two publications are in flight at most (streamed preparation). A buffer also holds
-    // the file's head, the parts' alignment and the footer's room, and is rounded to a MiB.
-    const usual = publicationLayout([o.maxPublicationBytes]).capacity;
-    this.#buffers = new SourceBuffers(2, usual + 2 * 1024 * 1024);
+    this.#buffers = o.buffers;
   }
 
   async publish(plan: Plan, mode: PreparationMode): Promise<PublicationResult> {

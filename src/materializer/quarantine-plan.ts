@@ -49,22 +49,25 @@ export async function quarantinePlan(o: QuarantineOptions): Promise<QuarantineOu
   for (const part of plan.parts) if (await pathExists(part.path)) present.push(part);
   const deadLetters = new Map<string, number>();
   const dir = path.join(tableDir, QUARANTINE_DIR);
-  if (o.deadLetterRows && o.deadLetterFile && present.length === plan.parts.length) {
-    const sink = new FileDeadLetterSink(o.deadLetterFile);
-    try {
-      for (const part of present) {
-        const { batches } = await readSealedPart(part.path);
-        const detail = `${record.message} (publication ${plan.id}; part kept as ${path.join(dir, path.basename(part.path))})`;
-        // A batch at a time: a part's rows as JSON are several times its Arrow bytes.
-        for (const batch of batches) {
-          const letters = deadLettersOf(batch, part, detail);
-          await sink.write(letters);
-          for (const l of letters) deadLetters.set(l.topic, (deadLetters.get(l.topic) ?? 0) + 1);
+  const file = o.deadLetterFile;
+  if (o.deadLetterRows && file && present.length === plan.parts.length) {
+    await oneWriterAt(file, async () => {
+      const sink = new FileDeadLetterSink(file);
+      try {
+        for (const part of present) {
+          const { batches } = await readSealedPart(part.path);
+          const detail = `${record.message} (publication ${plan.id}; part kept as ${path.join(dir, path.basename(part.path))})`;
+          // A batch at a time: a part's rows as JSON are several times its Arrow bytes.
+          for (const batch of batches) {
+            const letters = deadLettersOf(batch, part, detail);
+            await sink.write(letters);
+            for (const l of letters) deadLetters.set(l.topic, (deadLetters.get(l.topic) ?? 0) + 1);
+          }
         }
+      } finally {
+        await sink.close();
       }
-    } finally {
-      await sink.close();
-    }
+    });
     crashPoint('after-dead-letters-written');
   }
   const moved: string[] = [];
@@ -94,6 +97,29 @@ export async function quarantinePlan(o: QuarantineOptions): Promise<QuarantineOu
   }
   await ledger.forget(tableDir, plan.id);
   return { moved, deadLetters };
+}
+
+/**
+ * The dead-letter files being written in this thread, each with the end of its last
+ * writer. The tables of a worker share one file (`<name>.publications.jsonl`), and a
+ * line appended through one handle can interleave with another handle's (appends are
+ * written in chunks): one plan's letters are written at a time per file.
+ */
+const writers = new Map<string, Promise<void>>();
+
+async function oneWriterAt(file: string, write: () => Promise<void>): Promise<void> {
+  const before = writers.get(file) ?? Promise.resolve();
+  const mine = before.then(write, write);
+  const tail = mine.then(
+    () => undefined,
+    () => undefined,
+  );
+  writers.set(file, tail);
+  try {
+    await mine;
+  } finally {
+    if (writers.get(file) === tail) writers.delete(file);
+  }
 }
 
 /** The plan's rows of one staged batch as dead letters: the row's own columns as the JSON value. */

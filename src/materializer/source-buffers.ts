@@ -31,6 +31,11 @@ export class SourceBuffers {
     return Buffer.allocUnsafeSlow(Math.ceil(bytes / MIB) * MIB);
   }
 
+  /** Bytes held by the free buffers (what idle publications keep). */
+  get keptBytes(): number {
+    return this.#free.reduce((n, b) => n + b.byteLength, 0);
+  }
+
   /** Gives `buffer` back: nothing may read or write it afterwards. */
   release(buffer: Buffer): void {
     if (buffer.byteLength > this.keepUpTo) return;

@@ -8,6 +8,7 @@ import type { PartitionOwnership } from '../ownership/partition-ownership';
 import type { SealedPart } from '../staging/sealed-part';
 import type { Drain, Turn } from './materializer';
 import type { MaterializerStats } from './materializer-stats';
+import { plansDir } from './plan';
 import { PartialPublicationError } from './publication-errors';
 import type { TableKeeperRole } from './index-upkeep';
 import type { PublicationResult } from './publisher';
@@ -38,9 +39,16 @@ export interface TableUpkeep {
 /**
  * Why a table publishes nothing now: `refused` (its existing Lance table refuses the
  * definition: a declared type, its mode), `failing` (opening it or its last turn threw:
- * the store, the disk), `retrying` (plans of it wait for a retry after failed attempts).
+ * the store, the disk), `damaged` (a publication found half or twice in its Lance table:
+ * an operator must look, nothing is retried), `retrying` (plans of it wait for a retry
+ * after failed attempts; not an alert).
  */
-export type StallReason = 'refused' | 'failing' | 'retrying';
+export type StallReason = 'refused' | 'failing' | 'damaged' | 'retrying';
+
+/** The stall reasons that need someone (kafka_lance_table_stalled = 1); `retrying` resolves itself. */
+export function alertsOn(reason: StallReason | undefined): boolean {
+  return reason === 'refused' || reason === 'failing' || reason === 'damaged';
+}
 
 /** One table's state, as the worker reports it to the host. */
 export interface TableReport {
@@ -48,6 +56,8 @@ export interface TableReport {
   readonly stalled?: StallReason;
   /** Undefined while the table is not open (refused, or its opening failed). */
   readonly stats?: MaterializerStats;
+  /** Sealed parts waiting in the staging directory of a table that is not open (a refused table's backlog). */
+  readonly partsWaiting?: number;
 }
 
 export interface TableSetOptions {
@@ -56,18 +66,33 @@ export interface TableSetOptions {
   /** Opens a table's publisher, its checks first (table-opening.ts); a throw stalls only that table. */
   readonly open: (table: string, tableDir: string) => Promise<ServedTable>;
   readonly upkeep?: (table: string, served: ServedTable) => TableUpkeep;
-  /** Publication attempts per table per round while other tables are served (a table alone is not bounded). */
+  /** Publication attempts per table per turn while other tables are served (a table alone is not bounded). */
   readonly attemptsPerTurn: number;
   /** Turns of different tables run at once (default 1). */
   readonly turnsInFlight?: number;
   /** Compaction of each table this often (0: never); only where the table is kept (optimizeIfLeader). */
   readonly optimizeEveryMs: number;
+  /**
+   * A publication found half (or twice) in its table stops the whole worker (the replica's
+   * fatal, as for a definition with one fixed table) instead of stalling that table alone.
+   */
+  readonly damageIsFatal?: boolean;
+  /** A table open with nothing to do for this long is closed (reopened by its next turn with work; default 5 min). */
+  readonly idleCloseMs?: number;
+  /** Tables kept open at most; beyond it the idle one served least recently is closed first (default 64). */
+  readonly maxOpen?: number;
+  /** In [0, 1): spreads each table's first compaction over optimizeEveryMs (default Math.random). */
+  readonly random?: () => number;
   readonly logger: Logger;
 }
 
 /** The longest a failing table waits before its next try (a refused one waits this long between checks). */
 const MAX_BACKOFF_MS = 30_000;
 const MIN_BACKOFF_MS = 500;
+/** Tables drained at once by a graceful stop (as many as the turns: a drain is mostly waits too). */
+const DRAIN_WIDTH = 4;
+const IDLE_CLOSE_MS = 5 * 60_000;
+const MAX_OPEN = 64;
 
 interface Entry {
   readonly table: string;
@@ -79,33 +104,69 @@ interface Entry {
   stalled?: StallReason;
   backoffMs: number;
   retryAt: number;
-  lastOptimize: number;
+  /** Wants a turn: every poll asks each table once, and a table that used its whole turn asks again. */
+  wanted: boolean;
+  /** In a turn now (a table has at most one turn at a time). */
+  inTurn: boolean;
+  /** Its last turn used every attempt: more is ready. */
+  more: boolean;
+  /** Compacting now: kept out of turns until it ends. */
+  compacting: boolean;
+  /** The serial of its last turn's start: the due table with the lowest goes next (fairness). */
+  lastTurn: number;
+  nextOptimize: number;
+  /** Sealed parts of a table not open, counted when its opening was refused or failed. */
+  partsWaiting: number;
+  /** When its last turn found work (or it was opened): idle tables are closed after idleCloseMs. */
+  lastBusy: number;
+  /** Its publisher and upkeep are being closed: no turn until that ended. */
+  closing: boolean;
 }
 
 /**
  * Every table one materializer worker serves: one publisher per table directory under
- * the staging root, created when the directory is first seen (listed at start, or named
- * by a sealed part), all sharing the worker's permits and source reservation (injected
- * into each Materializer). Tables take turns: each round serves every table once, from
- * a rotating first table (up to `turnsInFlight` tables' turns at once), and a table's
- * turn attempts at most `attemptsPerTurn` publications while others are served, so a
- * quiet table's publication waits for at most one turn of each other table. A table that fails backs off alone and says so
- * once (event `table.stalled`), and once again when it publishes again.
+ * the staging root that holds work (sealed parts or ledger entries; listed at start, or
+ * named by a sealed part), all sharing the worker's permits and source reservation
+ * (injected into each Materializer).
+ *
+ * Tables take turns in `turnsInFlight` slots, with no round barrier: a slot that frees
+ * takes the due table whose last turn is the oldest, so a table is served again only
+ * after every other waiting table had a turn since its last one, and one table's slow
+ * turn holds only its own slot. A table's turn attempts at most `attemptsPerTurn`
+ * publications while others are served. Compaction runs in one slot of its own, outside
+ * the turns (the table is kept out of turns meanwhile: it never overlaps its own
+ * publications). A table that fails backs off alone and says so once (event
+ * `table.stalled`), and once again when it publishes again.
  */
 export class TableSet {
   readonly #o: TableSetOptions;
   readonly #entries = new Map<string, Entry>();
   #ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership> | undefined;
-  #nextFirst = 0;
+  #serial = 0;
+  #turnsRunning = 0;
+  #compaction: Promise<void> | undefined;
+  /** A table that used its whole turn asks for another at once (the worker's loop); a round asks each once. */
+  #continuous = false;
+  #stopped = false;
+  /** Resolved whenever a turn, a compaction or a closing ends (round() and stop() wait on it). */
+  #changed: { promise: Promise<void>; resolve: () => void } = settleable();
+  #fatal: Error | undefined;
+  readonly #closings = new Set<Promise<void>>();
 
   constructor(o: TableSetOptions) {
     this.#o = o;
   }
 
-  /** Every table directory under the staging root (a missing root: none yet). */
+  /** Every table directory under the staging root that holds work (a missing root: none yet). */
   async discover(): Promise<void> {
     const entries = await fsp.readdir(this.#o.stagingRoot, { withFileTypes: true }).catch(() => []);
-    for (const e of entries) if (e.isDirectory() && !e.name.startsWith('.')) this.#see(e.name);
+    for (const e of entries) {
+      if (!e.isDirectory() || e.name.startsWith('.')) continue;
+      // An empty directory (a table dropped from the definition, all of it published) is left alone:
+      // checked against today's definition it could only be refused, with nothing waiting.
+      const dir = path.join(this.#o.stagingRoot, e.name);
+      if (await holdsWork(dir)) this.#see(e.name, dir);
+    }
   }
 
   /** Parts just sealed: each part's table is its directory's name; a table first seen here joins the set. */
@@ -133,59 +194,55 @@ export class TableSet {
   }
 
   /**
-   * One round: every table not backing off gets its turn. Returns whether a table used
-   * its whole turn (more is ready: the caller runs the next round without waiting).
+   * The worker's poll: every table asks for a turn, and free slots take due tables at
+   * once. Never waits: turns end on their own and their slots take the next due table
+   * (a table that used its whole turn asks again at once). Throws what no table may
+   * survive (a damaged table where damage is fatal), seen at the poll after it.
    */
-  async round(now = Date.now()): Promise<boolean> {
-    const order = this.#rotation().filter((e) => e.retryAt <= now);
-    const bounded = this.#entries.size > 1;
-    let more = false;
-    let fatal: Error | undefined;
-    // Turns of different tables overlap up to turnsInFlight: their tables never conflict,
-    // and a publication's time is mostly waits (fsyncs, the Lance commit). Memory stays
-    // bounded by the shared permits and reservation, whatever the overlap.
-    let next = 0;
-    const runner = async () => {
-      while (next < order.length && fatal === undefined) {
-        const entry = order[next++]!;
-        const used = await this.#turn(entry, bounded, now).catch((error: unknown) => {
-          fatal = error instanceof Error ? error : new Error(String(error));
-          return false;
-        });
-        if (used) more = true;
-      }
-    };
-    const width = Math.max(1, Math.min(this.#o.turnsInFlight ?? 1, order.length));
-    await Promise.all(Array.from({ length: width }, runner));
-    if (fatal !== undefined) throw fatal;
-    return more;
-  }
-
-  /** One table's turn; true when it used the whole turn (more is ready). Throws only what no table may survive. */
-  async #turn(entry: Entry, bounded: boolean, now: number): Promise<boolean> {
-    const turn: Turn | undefined = bounded ? { attempts: this.#o.attemptsPerTurn } : undefined;
-    try {
-      const served = await this.#opened(entry);
-      await served.runOnce(Date.now(), undefined, turn);
-      if (this.#o.optimizeEveryMs > 0 && Date.now() - entry.lastOptimize >= this.#o.optimizeEveryMs) {
-        entry.lastOptimize = Date.now();
-        await served.optimizeIfLeader();
-      }
-      entry.upkeep?.tick();
-      entry.backoffMs = 0;
-      this.#mark(entry, served.left.retryingPlans > 0 ? 'retrying' : undefined);
-    } catch (error) {
-      if (error instanceof PartialPublicationError) throw error;
-      this.#failed(entry, error, now);
-      return false;
-    }
-    return turn !== undefined && turn.attempts <= 0;
+  poll(now = Date.now()): void {
+    if (this.#fatal) throw this.#fatal;
+    this.#continuous = true;
+    for (const e of this.#entries.values()) e.wanted = true;
+    this.#serve(now);
   }
 
   /**
-   * A graceful stop's last publications, every table in turns, small groups included,
-   * starting nothing after `until` (epoch ms); a table that fails stops draining alone.
-   * Returns what was published and what is left.
+   * One pass through the same slots, awaited (tests and benches): every due table gets
+   * one turn; resolves when those turns have ended. True when a table used its whole
+   * turn (more is ready). A compaction that holds a table does not hold the pass.
+   */
+  async round(now = Date.now()): Promise<boolean> {
+    this.#continuous = false;
+    for (const e of this.#entries.values()) e.wanted = true;
+    const before = new Map([...this.#entries.values()].map((e) => [e, e.lastTurn]));
+    for (;;) {
+      this.#serve(now);
+      if (this.#fatal) throw this.#fatal;
+      const waiting = [...this.#entries.values()].some(
+        (e) =>
+          e.inTurn ||
+          e.closing ||
+          (!this.#stopped && e.wanted && !e.compacting && e.retryAt <= now && e.stalled !== 'damaged'),
+      );
+      if (!waiting) break;
+      await this.#changed.promise;
+    }
+    return [...this.#entries.values()].some((e) => e.more && e.lastTurn !== before.get(e));
+  }
+
+  /** No turn and no compaction starts after this; resolves when the running ones have ended. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    while (this.#turnsRunning > 0 || this.#compaction || this.#closings.size > 0) await this.#changed.promise;
+  }
+
+  /**
+   * A graceful stop's last publications (after stop()): up to four tables at once, small
+   * groups included, starting nothing after `until` (epoch ms); tables backing off after
+   * a failure are tried last, and a table that fails stops draining alone. It goes on
+   * while a pass published, or used a table's whole turn (a finished ledger entry, a
+   * set-aside: attempts with no publication), and waits for plans that wait for their
+   * retry. Returns what was published and what is left.
    */
   async drain(until: number): Promise<DrainOutcome> {
     let publications = 0;
@@ -194,27 +251,40 @@ export class TableSet {
     const drain: Drain = { until };
     const bounded = this.#entries.size > 1;
     while (Date.now() < until) {
-      let published = 0;
+      let progressed = false;
       let retrying = 0;
-      for (const entry of this.#rotation()) {
-        if (Date.now() >= until) break;
-        if (failed.has(entry.table) || entry.stalled === 'refused') continue;
-        try {
-          const served = await this.#opened(entry);
-          const turn = bounded ? { attempts: this.#o.attemptsPerTurn } : undefined;
-          const results = await served.runOnce(Date.now(), drain, turn);
-          published += results.length;
-          rows += results.reduce((n, r) => n + r.rows, 0);
-          retrying += served.left.retryingPlans;
-        } catch (error) {
-          if (error instanceof PartialPublicationError) throw error;
-          // The store is down or slow: what is left waits for the next start.
-          failed.set(entry.table, errorMessage(error));
+      const order = [...this.#entries.values()]
+        .filter((e) => !failed.has(e.table) && e.stalled !== 'refused' && e.stalled !== 'damaged')
+        .sort((a, b) => Number(a.stalled === 'failing') - Number(b.stalled === 'failing'));
+      let next = 0;
+      const runner = async () => {
+        while (next < order.length && Date.now() < until) {
+          const entry = order[next++]!;
+          try {
+            // A table closed while idle is opened again only if work waits in it.
+            if (!entry.served && entry.sealedBeforeOpen.length === 0 && !(await holdsWork(entry.dir)))
+              continue;
+            const served = await this.#opened(entry);
+            const turn = bounded ? { attempts: this.#o.attemptsPerTurn } : undefined;
+            const results = await served.runOnce(Date.now(), drain, turn);
+            publications += results.length;
+            rows += results.reduce((n, r) => n + r.rows, 0);
+            retrying += served.left.retryingPlans;
+            if (results.length > 0 || (turn !== undefined && turn.attempts <= 0)) progressed = true;
+          } catch (error) {
+            if (error instanceof PartialPublicationError && !this.#o.damageIsFatal) {
+              this.#damaged(entry, error);
+              continue;
+            }
+            if (error instanceof PartialPublicationError) throw error;
+            // The store is down or slow: what is left waits for the next start.
+            failed.set(entry.table, errorMessage(error));
+          }
         }
-      }
-      publications += published;
-      if (published > 0) continue;
-      // Nothing published: done, unless a failed plan waits for its retry (a slow store).
+      };
+      await Promise.all(Array.from({ length: Math.min(DRAIN_WIDTH, Math.max(1, order.length)) }, runner));
+      if (progressed) continue;
+      // Nothing attempted: done, unless a failed plan waits for its retry (a slow store).
       if (retrying === 0) break;
       await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, Math.max(0, until - Date.now()))));
     }
@@ -261,26 +331,192 @@ export class TableSet {
     return {
       table: e.table,
       ...(e.stalled ? { stalled: e.stalled } : {}),
-      ...(e.served ? { stats: e.served.stats() } : {}),
+      ...(e.served ? { stats: e.served.stats() } : { partsWaiting: e.partsWaiting }),
     };
   }
 
   #see(table: string, dir = path.join(this.#o.stagingRoot, table)): Entry {
     let entry = this.#entries.get(table);
     if (!entry) {
-      entry = { table, dir, sealedBeforeOpen: [], backoffMs: 0, retryAt: 0, lastOptimize: Date.now() };
+      const every = this.#o.optimizeEveryMs;
+      entry = {
+        table,
+        dir,
+        sealedBeforeOpen: [],
+        backoffMs: 0,
+        retryAt: 0,
+        wanted: true,
+        inTurn: false,
+        more: false,
+        compacting: false,
+        lastTurn: 0,
+        // Spread over one period: tables found together at start do not all compact together.
+        nextOptimize: Date.now() + Math.floor((this.#o.random ?? Math.random)() * every),
+        partsWaiting: 0,
+        lastBusy: Date.now(),
+        closing: false,
+      };
       this.#entries.set(table, entry);
     }
     return entry;
   }
 
-  /** The tables in this round's order: the first moves by one every round. */
-  #rotation(): Entry[] {
-    const all = [...this.#entries.values()];
-    if (all.length === 0) return all;
-    const first = this.#nextFirst % all.length;
-    this.#nextFirst = first + 1;
-    return [...all.slice(first), ...all.slice(0, first)];
+  /** Fills the free slots: turns of the due tables, oldest last turn first, and one compaction beside them. */
+  #serve(now: number): void {
+    if (this.#stopped || this.#fatal) return;
+    this.#closeIdle(now);
+    this.#compactDue();
+    const width = Math.max(1, this.#o.turnsInFlight ?? 1);
+    while (this.#turnsRunning < width) {
+      let best: Entry | undefined;
+      for (const e of this.#entries.values()) {
+        if (!e.wanted || e.inTurn || e.compacting || e.closing || e.retryAt > now || e.stalled === 'damaged')
+          continue;
+        if (!best || e.lastTurn < best.lastTurn) best = e;
+      }
+      if (!best) return;
+      this.#start(best);
+    }
+  }
+
+  #start(entry: Entry): void {
+    entry.wanted = false;
+    entry.inTurn = true;
+    entry.lastTurn = ++this.#serial;
+    this.#turnsRunning += 1;
+    const bounded = this.#entries.size > 1;
+    void this.#turn(entry, bounded)
+      .then(
+        (more) => {
+          entry.more = more;
+          // In the worker's loop a table with more ready asks again at once (behind every waiting table).
+          if (more && this.#continuous) entry.wanted = true;
+        },
+        (error: unknown) => {
+          this.#fatal ??= error instanceof Error ? error : new Error(String(error));
+        },
+      )
+      .finally(() => {
+        entry.inTurn = false;
+        this.#turnsRunning -= 1;
+        this.#serve(Date.now());
+        this.#signal();
+      });
+  }
+
+  /**
+   * Closes open tables with nothing to do (no part waiting, no plan retrying): those idle
+   * for idleCloseMs, and beyond maxOpen the ones served least recently. Each keeps a Lance
+   * handle (and an index keeper); a table with work is reopened by its next turn.
+   */
+  #closeIdle(now: number): void {
+    const idle = (e: Entry) => {
+      if (!e.served || e.inTurn || e.compacting || e.closing) return false;
+      const l = e.served.left;
+      return l.waitingParts === 0 && l.retryingPlans === 0 && l.unresolvableParts === 0;
+    };
+    const open = [...this.#entries.values()].filter((e) => e.served);
+    const idleCloseMs = this.#o.idleCloseMs ?? IDLE_CLOSE_MS;
+    let excess = open.length - (this.#o.maxOpen ?? MAX_OPEN);
+    for (const e of open.filter(idle).sort((a, b) => a.lastTurn - b.lastTurn)) {
+      if (excess > 0 || now - e.lastBusy >= idleCloseMs) {
+        excess -= 1;
+        this.#close(e);
+      }
+    }
+  }
+
+  #close(entry: Entry): void {
+    const served = entry.served!;
+    const upkeep = entry.upkeep;
+    entry.served = undefined;
+    entry.upkeep = undefined;
+    entry.closing = true;
+    // An index round in flight ends first (its native call is never abandoned), then the handles close.
+    const closing = (upkeep?.stop() ?? Promise.resolve())
+      .then(() => served.close())
+      .catch((error: unknown) =>
+        this.#o.logger.warn(
+          { event: 'table.close.failed', table: entry.table, err: errorMessage(error) },
+          'closing an idle table failed',
+        ),
+      )
+      .finally(() => {
+        entry.closing = false;
+        this.#closings.delete(closing);
+        this.#signal();
+      });
+    this.#closings.add(closing);
+  }
+
+  /** One compaction at a time, of the table that waited longest for it, never during its turn. */
+  #compactDue(): void {
+    if (this.#compaction || this.#o.optimizeEveryMs <= 0) return;
+    const now = Date.now();
+    let due: Entry | undefined;
+    for (const e of this.#entries.values()) {
+      if (!e.served || e.inTurn || e.stalled === 'damaged' || e.nextOptimize > now) continue;
+      if (!due || e.nextOptimize < due.nextOptimize) due = e;
+    }
+    if (!due) return;
+    const entry = due;
+    const served = entry.served!;
+    entry.compacting = true;
+    // compact() logs its own failure and never throws; a throw here is a bug, not the table's state.
+    this.#compaction = served
+      .optimizeIfLeader()
+      .then(
+        () => undefined,
+        (error: unknown) =>
+          this.#o.logger.warn(
+            { event: 'lance.optimize.failed', table: entry.table, err: errorMessage(error) },
+            'compaction failed; will try again',
+          ),
+      )
+      .finally(() => {
+        entry.compacting = false;
+        entry.nextOptimize = Date.now() + this.#o.optimizeEveryMs;
+        this.#compaction = undefined;
+        this.#serve(Date.now());
+        this.#signal();
+      });
+  }
+
+  #signal(): void {
+    const done = this.#changed;
+    this.#changed = settleable();
+    done.resolve();
+  }
+
+  /** One table's turn; true when it used the whole turn (more is ready). Throws only what no table may survive. */
+  async #turn(entry: Entry, bounded: boolean): Promise<boolean> {
+    const turn: Turn | undefined = bounded ? { attempts: this.#o.attemptsPerTurn } : undefined;
+    try {
+      if (!entry.served && entry.sealedBeforeOpen.length === 0 && !(await holdsWork(entry.dir))) {
+        // Nothing waits (its parts were moved away, or it was all published): not opened, not stalled.
+        this.#mark(entry, undefined);
+        entry.partsWaiting = 0;
+        return false;
+      }
+      const served = await this.#opened(entry);
+      const results = await served.runOnce(Date.now(), undefined, turn);
+      const l = served.left;
+      if (results.length > 0 || l.waitingParts + l.retryingPlans + l.unresolvableParts > 0)
+        entry.lastBusy = Date.now();
+      entry.upkeep?.tick();
+      entry.backoffMs = 0;
+      this.#mark(entry, served.left.retryingPlans > 0 ? 'retrying' : undefined);
+    } catch (error) {
+      if (error instanceof PartialPublicationError) {
+        if (this.#o.damageIsFatal) throw error;
+        this.#damaged(entry, error);
+        return false;
+      }
+      if (!entry.served) entry.partsWaiting = await countParts(entry.dir);
+      this.#failed(entry, error, Date.now());
+      return false;
+    }
+    return turn !== undefined && turn.attempts <= 0;
   }
 
   async #opened(entry: Entry): Promise<ServedTable> {
@@ -290,6 +526,8 @@ export class TableSet {
     if (entry.sealedBeforeOpen.length > 0) served.sealed(entry.sealedBeforeOpen);
     entry.sealedBeforeOpen = [];
     entry.served = served;
+    entry.partsWaiting = 0;
+    entry.lastBusy = Date.now();
     entry.upkeep = this.#o.upkeep?.(entry.table, served);
     return served;
   }
@@ -301,6 +539,13 @@ export class TableSet {
       : Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, entry.backoffMs * 2));
     entry.retryAt = now + entry.backoffMs;
     this.#mark(entry, refused ? 'refused' : 'failing', error);
+  }
+
+  /** A publication found half or twice in the table: that table stops until an operator repairs it and restarts. */
+  #damaged(entry: Entry, error: PartialPublicationError): void {
+    entry.retryAt = Number.POSITIVE_INFINITY;
+    entry.wanted = false;
+    this.#mark(entry, 'damaged', error);
   }
 
   /** Records the table's state; a change is one log line (stalled with its cause, or publishing again). */
@@ -321,15 +566,16 @@ export class TableSet {
       table: entry.table,
       reason: stalled,
       ...(error instanceof TableRefusedError ? { fields: error.problems.map((p) => p.field) } : {}),
+      ...(error instanceof PartialPublicationError ? { publication: error.context['planId'] } : {}),
       ...(error !== undefined ? { err: errorMessage(error) } : {}),
-      ...(stalled !== 'retrying' ? { retryInMs: entry.backoffMs } : {}),
+      ...(stalled === 'refused' || stalled === 'failing' ? { retryInMs: entry.backoffMs } : {}),
     };
-    const what =
-      stalled === 'refused'
-        ? 'its Lance table refuses the definition'
-        : stalled === 'failing'
-          ? 'it failed'
-          : 'plans of it wait for a retry';
+    const what = {
+      refused: 'its Lance table refuses the definition',
+      failing: 'it failed',
+      damaged: `a publication is found half or twice in its Lance table; an operator must repair it, then restart`,
+      retrying: 'plans of it wait for a retry',
+    }[stalled];
     logger[stalled === 'retrying' ? 'warn' : 'error'](
       facts,
       `table ${entry.table} is stalled (${what}): its plans wait, the other tables go on`,
@@ -354,4 +600,17 @@ export interface DrainOutcome {
 async function countParts(dir: string): Promise<number> {
   const names = await fsp.readdir(dir).catch(() => [] as string[]);
   return names.filter((n) => n.endsWith('.arrows')).length;
+}
+
+/** Whether a table's staging directory holds work: sealed parts, or publications in its ledger. */
+async function holdsWork(dir: string): Promise<boolean> {
+  if ((await countParts(dir)) > 0) return true;
+  const plans = await fsp.readdir(plansDir(dir)).catch(() => [] as string[]);
+  return plans.some((n) => n.endsWith('.json'));
+}
+
+function settleable(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }

@@ -14,7 +14,7 @@ import type { TableReport } from './table-set';
  */
 export interface MaterializerWorkerInit extends Omit<
   MaterializerOptions,
-  'logger' | 'hooks' | 'onPublished' | 'tableDir' | 'lance' | 'shared'
+  'logger' | 'hooks' | 'onPublished' | 'tableDir' | 'lance' | 'shared' | 'connections'
 > {
   /** `<dataDir>/staging`: one table per directory under it (tableStagingDir). */
   readonly stagingRoot: string;
@@ -22,6 +22,11 @@ export interface MaterializerWorkerInit extends Omit<
   readonly lance: Omit<LanceTarget, 'table'>;
   /** What every table must accept (declared types, mode), checked when the table is first opened. */
   readonly expectations: TableExpectations;
+  /**
+   * The definition names one fixed table: a publication found half in it stops the worker
+   * (the replica's fatal, as ever). Routing to many tables stalls only the damaged table.
+   */
+  readonly fixedTable: boolean;
   readonly pollMs: number;
   readonly optimizeEveryMs: number;
   /** Declared indexes, built and updated every indexEveryMs by the replica that keeps the tables. */

@@ -217,7 +217,7 @@ export class Metrics {
   });
   readonly tableStalled = new Gauge({
     name: 'kafka_lance_table_stalled',
-    help: 'A table publishes nothing now (1): its Lance table refuses the definition (a declared type, its mode), opening or publishing it fails, or plans of it wait for a retry; the other tables go on. The log line table.stalled says why.',
+    help: 'A table publishes nothing now and needs someone (1): refused (its Lance table refuses the definition: a declared type, its mode), failing (opening or publishing it keeps failing: the store, the disk) or damaged (a publication found half or twice in its Lance table: repair, then restart); the other tables go on. A plan waiting for its retry is not counted. The log line table.stalled says why.',
     labelNames: ['table'] as const,
     registers: [this.registry],
   });

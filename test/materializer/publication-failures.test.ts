@@ -227,3 +227,55 @@ test('a part damaged after it was planned is set aside alone: the other parts of
   expect(await ledgerFiles(tableDir)).toEqual([]);
   m.close();
 });
+
+test('tables setting publications aside at once write the shared dead-letter file one at a time: no interleaved lines', async () => {
+  const { FileDeadLetterSink } = await import('../../src/dead-letters/dead-letter');
+  // Sinks that have written and are not closed yet: two at once could interleave their lines.
+  let open = 0;
+  let most = 0;
+  const writing = new WeakSet<object>();
+  const origWrite = FileDeadLetterSink.prototype.write;
+  const origClose = FileDeadLetterSink.prototype.close;
+  FileDeadLetterSink.prototype.write = async function (
+    this: InstanceType<typeof FileDeadLetterSink>,
+    letters,
+  ) {
+    if (!writing.has(this)) {
+      writing.add(this);
+      open += 1;
+      most = Math.max(most, open);
+    }
+    await new Promise((r) => setImmediate(r));
+    return origWrite.call(this, letters);
+  };
+  FileDeadLetterSink.prototype.close = async function (this: InstanceType<typeof FileDeadLetterSink>) {
+    if (writing.delete(this)) open -= 1;
+    return origClose.call(this);
+  };
+  try {
+    const tables = ['t1', 't2', 't3'];
+    const ms = [];
+    for (const t of tables) {
+      const td = path.join(dir, 'staging', t);
+      await stageWithColumn(td, { partition: 0, from: 0, to: 100, column: 'score', type: 'float64' });
+      const m = await openMaterializer(td, lanceDir, {
+        lance: { uri: lanceDir, table: t },
+        deadLetterFile,
+        maxPermanentFailures: 1,
+      });
+      m.setOwnership(ownershipOf(1, chainA, 300));
+      await m.runOnce();
+      await stageWithColumn(td, { partition: 0, from: 100, to: 300, column: 'score', type: 'utf8' });
+      ms.push(m);
+    }
+    // Each table's publication fails for good at once and is set aside: three writers of one file.
+    await Promise.all(ms.map((m) => m.runOnce()));
+    expect(most).toBe(1);
+    const letters = await deadLetters(); // every line parses
+    expect(letters).toHaveLength(3 * 200);
+    for (const m of ms) m.close();
+  } finally {
+    FileDeadLetterSink.prototype.write = origWrite;
+    FileDeadLetterSink.prototype.close = origClose;
+  }
+});

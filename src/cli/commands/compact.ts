@@ -20,7 +20,7 @@ export function addCompactCommand(program: Command): void {
     .addOption(dataDirOption)
     .option(
       '--table <name>',
-      'compact only this table (default: every table of the definition: its staging directories, and every table of its Lance database when it routes)',
+      'compact only this table (default: every table of the definition: its staging directories, its table, and when it routes the tables of its Lance database whose names its template could produce; never the other tables of a shared Lance database)',
     )
     .addOption(
       new Option(
@@ -44,8 +44,9 @@ export function addCompactCommand(program: Command): void {
     .addHelpText(
       'after',
       `
-Examples:
+Example:
   kafka-lance compact -c consumers/app-logs.ts --data-dir data/demo --retention 1h
+One table of a routing definition (without --table: only the tables its template could produce):
   kafka-lance compact -c consumers/orders-by-region.ts --table orders_eu`,
     )
     .action(
