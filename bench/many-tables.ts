@@ -19,6 +19,7 @@ import { Partitioners } from 'kafkajs';
 import { benchArgs } from './args';
 import { ensureBroker, kafkaClient, topicRecords } from './lib/kafka';
 import { benchRecord } from './lib/records';
+import { withSection } from './lib/report-sections';
 import { startReplica, stopReplica, type Replica } from './lib/replica-arm';
 import { ensureTopicsServed } from '../src/kafka/topic-ready';
 
@@ -246,6 +247,10 @@ async function main(): Promise<void> {
     if (OUT) {
       await fsp.writeFile(path.join(OUT, 'many-tables.md'), `# kafka-lance bench: many tables\n\n${text}`);
       await fsp.writeFile(path.join(OUT, 'many-tables.json'), JSON.stringify({ one, many, ratio }, null, 2));
+      // The same table in the bench's main report, where the other arms are.
+      const report = path.join(OUT, 'report.md');
+      const previous = await fsp.readFile(report, 'utf8').catch(() => '# kafka-lance bench report\n');
+      await fsp.writeFile(report, withSection(previous, 'many-tables', text));
     }
   } finally {
     broker.stop();

@@ -24,6 +24,7 @@ import { defaultStagingWorkers } from '../src/config/resolve';
 import { compressionType, type CompressionName } from '../src/kafka/compression';
 import { benchConsumer, benchRecord } from './lib/records';
 import { ratiosAndTargets, renderMarkdown, type BenchReport } from './lib/report';
+import { keptSections } from './lib/report-sections';
 import { MiB, type ArmResult } from './lib/result';
 import { plotSvg } from './lib/svg';
 
@@ -364,7 +365,14 @@ async function writeReport(out: string, report: BenchReport): Promise<void> {
   await fsp.writeFile(path.join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
   const title = `kafka-lance bench, ${report.records.toLocaleString('en')} records, ${report.date.slice(0, 10)}`;
   await fsp.writeFile(path.join(out, 'report.svg'), plotSvg(report.arms, title));
-  await fsp.writeFile(path.join(out, 'report.md'), renderMarkdown(report, 'report.svg'));
+  // Sections other benches wrote into the report (bench/many-tables.ts) stay.
+  const previous = await fsp.readFile(path.join(out, 'report.md'), 'utf8').catch(() => '');
+  const kept = keptSections(previous);
+  const markdown = renderMarkdown(report, 'report.svg');
+  await fsp.writeFile(
+    path.join(out, 'report.md'),
+    kept.length > 0 ? `${markdown.trimEnd()}\n\n${kept.join('\n')}` : markdown,
+  );
 }
 
 /** Drains backlogs of each size in each mode and reports peak RSS. */
