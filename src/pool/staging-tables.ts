@@ -60,18 +60,36 @@ export class StagingTables {
   constructor(options: StagingTablesOptions) {
     this.#options = options;
     this.#epoch = options.epoch;
-    // One bound for the lane: 200 tables must not open 200 × maxOpenParts files. Under
-    // pressure the table holding the oldest open part seals it (a quiet table's part
-    // goes before a busy one's newer part, which keeps filling).
-    this.#openParts = new OpenPartLimit<PartWriter>(options.maxOpenParts, () => {
-      let oldest: { staging: TableStaging; since: number } | undefined;
-      for (const { staging } of this.#tables.values()) {
-        const since = staging.oldestSlotHolderSince();
-        if (since !== undefined && (oldest === undefined || since < oldest.since))
-          oldest = { staging, since };
-      }
-      oldest?.staging.relievePressure();
-    });
+    // One bound for the lane: 200 tables must not open 200 × maxOpenParts files.
+    this.#openParts = new OpenPartLimit<PartWriter>(options.maxOpenParts, () => this.#relievePressure());
+  }
+
+  /**
+   * Parts wait for a file slot: the lane's oldest open parts holding one are sealed (a
+   * quiet table's part goes before a busy one's newer part, which keeps filling) until
+   * the slots being released cover the waiting parts. Otherwise a waiting part could wait
+   * on open parts that seal only at a flush, which comes only after the sync it holds up.
+   */
+  #relievePressure(): void {
+    let releasing = 0;
+    for (const writer of this.#openParts.holders()) if (writer.state !== 'open') releasing += 1;
+    while (releasing < this.#openParts.waiting && this.#sealOldest(true)) releasing += 1;
+  }
+
+  /** Before a table opens a part: at the bound, the lane's oldest open part is sealed (as one table does alone). */
+  #makeRoom(): void {
+    let open = 0;
+    for (const { staging } of this.#tables.values()) open += staging.openPartCount;
+    if (open >= this.#openParts.max) this.#sealOldest(false);
+  }
+
+  #sealOldest(holdingSlot: boolean): boolean {
+    let oldest: { staging: TableStaging; since: number } | undefined;
+    for (const { staging } of this.#tables.values()) {
+      const since = staging.oldestOpenPartSince(holdingSlot);
+      if (since !== undefined && (oldest === undefined || since < oldest.since)) oldest = { staging, since };
+    }
+    return oldest?.staging.sealOldestOpenPart(holdingSlot) ?? false;
   }
 
   get epoch(): StagingEpoch {
@@ -115,6 +133,7 @@ export class StagingTables {
       maxPartBytes: o.maxPartBytes,
       maxPartAgeMs: o.maxPartAgeMs,
       sharedOpenParts: this.#openParts,
+      makeRoom: () => this.#makeRoom(),
       // The epoch may have changed while the seeds were read: the current one, and its claims.
       epoch: this.#epoch,
       highWaters: this.#claimed,
