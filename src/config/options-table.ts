@@ -50,7 +50,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   fromBeginning: {
     meaning:
-      'Where a partition without a committed offset starts: its earliest offset (`true`) or its log end (`false`).',
+      "Where a partition without a committed offset starts: its earliest offset (`true`) or its log end (`false`). For a topic a pattern matches, at the group's first start only: later, one without commits starts from its earliest offset ([routing](routing.md)).",
   },
   format: {
     meaning:
