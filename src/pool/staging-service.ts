@@ -191,12 +191,12 @@ export class StagingService {
     if (request.epoch !== tables.epoch.epoch) {
       return { dropped: true, staged: 0, skipped: 0, deadLetters: [], stagedBytes: 0 };
     }
-    const { byTable, deadLetters } = routeMessages(
-      resolver,
-      request.topic,
-      request.partition,
-      messagesOf(request.records),
-    );
+    // Redeliveries are dropped before routing: routed again, a record could land in a
+    // second table (the tables' own thresholds skip only what each of them was given).
+    const handled = tables.handledThrough(request.topic, request.partition) ?? -1;
+    const all = messagesOf(request.records);
+    const fresh = all.filter((m) => m.offset > handled);
+    const { byTable, deadLetters } = routeMessages(resolver, request.topic, request.partition, fresh);
     for (const table of byTable.keys()) await tables.open(table);
     // Opening a table may have waited (its seeds are read from Lance): a join meanwhile began a newer epoch.
     if (request.epoch !== tables.epoch.epoch) {
@@ -209,7 +209,7 @@ export class StagingService {
       durability.handledWithoutTable(request.topic, request.partition, request.through as DurableOffset);
     }
     let staged = 0;
-    let skipped = 0;
+    let skipped = all.length - fresh.length;
     let stagedBytes = 0;
     for (const table of following) {
       const result = stageInto(tables.get(table)!, request, byTable.get(table) ?? [], tables.epoch);
@@ -218,6 +218,7 @@ export class StagingService {
       stagedBytes += result.stagedBytes;
       deadLetters.push(...result.deadLetters);
     }
+    tables.handled(request.topic, request.partition, request.through as DurableOffset);
     deadLetters.sort((a, b) => a.offset - b.offset);
     return { dropped: false, staged, skipped, deadLetters, stagedBytes };
   }

@@ -53,8 +53,13 @@ export class StagingTables {
   readonly #locks = new FileLocks();
   readonly #openParts: OpenPartLimit<PartWriter>;
   readonly durability = new TableDurability();
-  /** The current epoch's claimed starts (start - 1): a table opened later begins from them. */
-  readonly #claimed = new Map<TopicPartitionKey, DurableOffset>();
+  /**
+   * Per claimed partition, the highest offset the lane has handled this epoch (from the
+   * claim's start - 1): a record at or below it is a redelivery, skipped before it is
+   * routed (a route could send it elsewhere the second time), and a table opened later
+   * begins from it.
+   */
+  readonly #handled = new Map<TopicPartitionKey, DurableOffset>();
   #epoch: StagingEpoch;
 
   constructor(options: StagingTablesOptions) {
@@ -136,12 +141,23 @@ export class StagingTables {
       makeRoom: () => this.#makeRoom(),
       // The epoch may have changed while the seeds were read: the current one, and its claims.
       epoch: this.#epoch,
-      highWaters: this.#claimed,
+      highWaters: this.#handled,
     });
     const staged = { decoder, staging };
     this.#tables.set(table, staged);
     o.logger.info({ event: 'staging.table.opened', table }, `staging table ${table}`);
     return staged;
+  }
+
+  /** The highest offset of the partition the lane has handled (records at or below it are redeliveries). */
+  handledThrough(topic: string, partition: number): DurableOffset | undefined {
+    return this.#handled.get(tpKey(topic, partition));
+  }
+
+  /** A batch of the partition was staged in full, through `through`. */
+  handled(topic: string, partition: number, through: DurableOffset): void {
+    const key = tpKey(topic, partition);
+    if ((this.#handled.get(key) ?? -1) < through) this.#handled.set(key, through);
   }
 
   /** A new epoch for every table: revoked partitions drop to their ceiling, claimed ones start at their claim. */
@@ -152,11 +168,11 @@ export class StagingTables {
   ): Promise<FlushResult> {
     this.#epoch = epoch;
     for (const [topic, partition, ceiling] of revoked) {
-      this.#claimed.delete(tpKey(topic, partition));
+      this.#handled.delete(tpKey(topic, partition));
       this.durability.lower(topic, partition, ceiling as DurableOffset);
     }
     for (const [topic, partition, offset] of assigned) {
-      this.#claimed.set(tpKey(topic, partition), offset as DurableOffset);
+      this.#handled.set(tpKey(topic, partition), offset as DurableOffset);
       this.durability.lower(topic, partition, offset as DurableOffset);
     }
     for (const { staging } of this.#tables.values()) {

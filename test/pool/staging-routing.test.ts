@@ -167,6 +167,49 @@ describe('staging a routing consumer', () => {
     expect(await durable()).toEqual([['t', 0, 2]]);
   });
 
+  test('a non-deterministic route never stages a record redelivered in the same epoch in a second table', async () => {
+    // The first two calls name 'a', every later one 'b': routed again, a redelivery would land in 'b'.
+    const flipping = `export default {
+  name: 'routed', topics: ['t'], schema: { fields: { message: 'string' } }, materializer: { enabled: false },
+  route: (() => { let n = 0; return () => (n++ < 2 ? 'a' : 'b'); })(),
+};`;
+    const { dir, batch, durable, close } = await openService(flipping);
+    await batch(0, [message(0, 'x'), message(1, 'x')]);
+    const redelivered = await batch(0, [message(0, 'x'), message(1, 'x'), message(2, 'x')]);
+    expect(redelivered).toMatchObject({ staged: 1, skipped: 2 });
+    expect(await durable()).toEqual([['t', 0, 2]]);
+    await close();
+    expect((await staged(dir, 'a')).map((r) => r.offset)).toEqual([0, 1]);
+    // 'b' was first seen after offset 1 was handled: it starts there, and holds only offset 2.
+    expect((await staged(dir, 'b')).map((r) => r.offset)).toEqual([2]);
+  });
+
+  test('a table first seen after a claim starts from what the lane handled, not from the claim', async () => {
+    const { ask, durable } = await openService(ROUTE_BY_KIND);
+    await ask(
+      { type: 'epoch', epoch: { owner: 'o', epoch: 1 }, revoked: [], assigned: [['t', 0, -1]] },
+      'epoch',
+    );
+    const first = (records: RawMessage[]) =>
+      ask(
+        {
+          type: 'batch',
+          topic: 't',
+          partition: 0,
+          records,
+          through: records.at(-1)!.offset,
+          epoch: 1,
+          schemas: [],
+        },
+        'batch',
+      );
+    await first([message(0, 'a'), message(1, 'a')]);
+    // Redelivered with another kind: were the table 'c' to start at the claim, it would take 0 and 1.
+    const again = await first([message(0, 'c'), message(1, 'c'), message(2, 'c')]);
+    expect(again.type === 'batch' && again.result).toMatchObject({ staged: 1, skipped: 2 });
+    expect(await durable()).toEqual([['t', 0, 2]]);
+  });
+
   test('many tables under an open-part bound of one still stage and seal every part', async () => {
     const { dir, close, batch } = await openService(ROUTE_BY_KIND, 1);
     const tables = ['a', 'b', 'c', 'd', 'e'];
