@@ -18,7 +18,6 @@ import { RecordDecoder } from '../decode/record-decoder';
 import type { StagingEpoch } from '../staging/epoch';
 import { FileLocks } from '../staging/file-locks';
 import { StagingFailedError, TableStaging, type FlushResult } from '../staging/table-staging';
-import { tableSeeds } from '../startup-checks';
 import { StagingTables } from './staging-tables';
 import { unpackMessages, type PackedMessages } from './packed-messages';
 import type { BatchRecords, StagingWorkerInit, WorkerReply, WorkerRequest } from './protocol';
@@ -50,7 +49,8 @@ export class StagingService {
         maxPartBytes: init.maxPartBytes,
         maxPartAgeMs: init.maxPartAgeMs,
         maxOpenParts: init.maxOpenParts,
-        seedsOf: (table) => tableSeeds(consumer, table, logger),
+        // Loaded on the first routed table: LanceDB costs every worker tens of MB otherwise.
+        seedsOf: async (table) => (await import('../startup-checks')).tableSeeds(consumer, table, logger),
       });
       const resolver = new TableResolver(consumer.tableRouting, consumer.table, consumer.route);
       return new StagingService(undefined, { tables, resolver }, logger);
