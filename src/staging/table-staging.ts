@@ -3,6 +3,7 @@ import type { RecordBatch } from 'apache-arrow';
 import { ulid } from 'ulid';
 import { DiskFullError, KafkaLanceError, StagingClosedError } from '../common/errors';
 import { mkdirDurably, realDirectorySync, type DirectorySync } from '../common/fs-durable';
+import { diskFullError } from '../common/disk-space';
 import type { Logger } from '../common/logger';
 import {
   recordOffset,
@@ -146,7 +147,13 @@ export class TableStaging {
   }
 
   static async open(options: TableStagingOptions): Promise<TableStaging> {
-    await mkdirDurably(options.tableDir, options.directorySync);
+    try {
+      await mkdirDurably(options.tableDir, options.directorySync);
+    } catch (error) {
+      // A routing lane makes a table's directory when a record first names it: a full disk
+      // then is waited out like any other staging write, not a crash.
+      throw diskFullError('staging', options.tableDir, 'mkdir', error) ?? error;
+    }
     return new TableStaging(options);
   }
 

@@ -210,6 +210,38 @@ describe('staging a routing consumer', () => {
     expect(await durable()).toEqual([['t', 0, 2]]);
   });
 
+  test("a full disk when a new table's directory is made pauses the batch (disk full, retried), never fails the lane", async () => {
+    const { dir, ask, batch, close } = await openService(ROUTE_BY_KIND);
+    await batch(0, [message(0, 'a')]);
+    const mkdir = fsp.mkdir.bind(fsp);
+    const refuse = jest.spyOn(fsp, 'mkdir').mockImplementation((where, options) => {
+      if (String(where).endsWith(path.join('staging', 'b')))
+        return Promise.reject(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }));
+      return mkdir(where, options);
+    });
+    const records = [message(1, 'b'), message(2, 'a')];
+    const request = {
+      type: 'batch',
+      topic: 't',
+      partition: 0,
+      records,
+      through: 2,
+      epoch: 0,
+      schemas: [],
+    } as const;
+    try {
+      const refused = await ask(request, 'error');
+      expect(refused).toMatchObject({ fatal: false, diskFull: { operation: 'mkdir' } });
+    } finally {
+      refuse.mockRestore();
+    }
+    // Space is back: the same batch again (as the main thread retries it) is staged whole.
+    expect(await batch(0, records)).toMatchObject({ staged: 2 });
+    await close();
+    expect((await staged(dir, 'b')).map((r) => r.offset)).toEqual([1]);
+    expect((await staged(dir, 'a')).map((r) => r.offset)).toEqual([0, 2]);
+  });
+
   test('many tables under an open-part bound of one still stage and seal every part', async () => {
     const { dir, close, batch } = await openService(ROUTE_BY_KIND, 1);
     const tables = ['a', 'b', 'c', 'd', 'e'];
