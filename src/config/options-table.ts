@@ -250,7 +250,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'staging.maxOpenParts': {
     meaning:
-      'Part files open at once in a replica. Event time opens one part per minute; past the bound the oldest part is sealed.',
+      'Part files open at once in one staging lane (a replica with `workers` W opens up to W × this), over all its tables when records are routed. Event time opens one part per minute; past the bound the oldest part is sealed.',
   },
   workers: {
     meaning:

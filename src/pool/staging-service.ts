@@ -317,8 +317,12 @@ function routeRecord(topic: string, partition: number, message: RawMessage): Rou
   };
 }
 
+/**
+ * A copy, as `transform` is given: on the main-thread lane the bytes are views into
+ * kafkajs's fetch buffers, which a route could keep or write into.
+ */
 function asBuffer(bytes: Uint8Array | null): Buffer | null {
-  return bytes === null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return bytes === null ? null : Buffer.from(bytes);
 }
 
 function syncReply(

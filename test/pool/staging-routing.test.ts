@@ -242,6 +242,18 @@ describe('staging a routing consumer', () => {
     expect((await staged(dir, 'a')).map((r) => r.offset)).toEqual([0, 2]);
   });
 
+  test('a route that writes into the bytes it is given cannot change the record staged (it gets a copy)', async () => {
+    const scribbling = `export default {
+  name: 'routed', topics: ['t'], schema: { fields: { message: 'string', kind: 'string' } }, materializer: { enabled: false },
+  route: (r: { value: Buffer | null }) => { r.value!.fill(0x20); return 'a'; },
+};`;
+    const { dir, batch, close } = await openService(scribbling);
+    const result = await batch(0, [message(0, 'a'), message(1, 'a')]);
+    expect(result).toMatchObject({ staged: 2, deadLetters: [] });
+    await close();
+    expect((await staged(dir, 'a')).map((r) => r.message)).toEqual(['m0', 'm1']);
+  });
+
   test('many tables under an open-part bound of one still stage and seal every part', async () => {
     const { dir, close, batch } = await openService(ROUTE_BY_KIND, 1);
     const tables = ['a', 'b', 'c', 'd', 'e'];
