@@ -250,7 +250,11 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'staging.maxOpenParts': {
     meaning:
-      'Part files open at once in one staging lane (a replica with `workers` W opens up to W × this), over all its tables when records are routed. Event time opens one part per minute; past the bound the oldest part is sealed.',
+      'Part files open at once in a replica, over all its tables when records are routed: each of its W staging lanes gets this / W (at least 1). Event time opens one part per minute; past the bound the oldest part is sealed.',
+  },
+  'staging.maxTables': {
+    meaning:
+      'Tables one staging lane of a routing consumer (`table` template or `route`) stages: a record naming a new table beyond them is a dead letter (`invalid-table`, "too many tables").',
   },
   workers: {
     meaning:

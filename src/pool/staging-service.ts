@@ -197,6 +197,14 @@ export class StagingService {
     const all = messagesOf(request.records);
     const fresh = all.filter((m) => m.offset > handled);
     const { byTable, deadLetters } = routeMessages(resolver, request.topic, request.partition, fresh);
+    // A route gone wrong (an id as the table name) must not make a directory per record.
+    for (const table of tables.beyondBound(byTable.keys())) {
+      for (const m of byTable.get(table)!) {
+        const detail = `too many tables: "${table}" would be one more than staging.maxTables (${tables.maxTables}) in this staging lane`;
+        deadLetters.push({ offset: m.offset, reason: 'invalid-table', detail });
+      }
+      byTable.delete(table);
+    }
     for (const table of byTable.keys()) await tables.open(table);
     // Opening a table may have waited (its seeds are read from Lance): a join meanwhile began a newer epoch.
     if (request.epoch !== tables.epoch.epoch) {

@@ -97,6 +97,10 @@ export class StagingTables {
     return oldest?.staging.sealOldestOpenPart(holdingSlot) ?? false;
   }
 
+  get maxTables(): number {
+    return this.#options.consumer.staging.maxTables;
+  }
+
   get epoch(): StagingEpoch {
     return this.#epoch;
   }
@@ -107,6 +111,21 @@ export class StagingTables {
 
   get(table: string): StagedTable | undefined {
     return this.#tables.get(table);
+  }
+
+  /**
+   * Of the tables a batch names, those beyond the lane's bound (staging.maxTables): not
+   * staged yet, with no room left for them (the first named, first admitted).
+   */
+  beyondBound(names: Iterable<string>): Set<string> {
+    let room = this.#options.consumer.staging.maxTables - this.#tables.size;
+    const beyond = new Set<string>();
+    for (const name of names) {
+      if (this.#tables.has(name)) continue;
+      if (room > 0) room -= 1;
+      else beyond.add(name);
+    }
+    return beyond;
   }
 
   /** The table, opened on its first sight. */

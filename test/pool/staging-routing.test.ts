@@ -254,6 +254,18 @@ describe('staging a routing consumer', () => {
     expect((await staged(dir, 'a')).map((r) => r.message)).toEqual(['m0', 'm1']);
   });
 
+  test('records naming a new table beyond staging.maxTables are dead letters (invalid-table), not a directory each', async () => {
+    const bounded = ROUTE_BY_KIND.replace("topics: ['t'],", "topics: ['t'], staging: { maxTables: 2 },");
+    const { dir, batch, durable, close } = await openService(bounded);
+    const result = await batch(0, [message(0, 'a'), message(1, 'b'), message(2, 'c'), message(3, 'a')]);
+    expect(result.staged).toBe(3);
+    expect(result.deadLetters.map((l) => [l.offset, l.reason])).toEqual([[2, 'invalid-table']]);
+    expect(result.deadLetters[0]!.detail).toMatch(/too many tables: "c".*staging\.maxTables \(2\)/);
+    expect(await durable()).toEqual([['t', 0, 3]]);
+    await close();
+    expect((await fsp.readdir(path.join(dir, 'staging'))).sort()).toEqual(['a', 'b']);
+  });
+
   test('many tables under an open-part bound of one still stage and seal every part', async () => {
     const { dir, close, batch } = await openService(ROUTE_BY_KIND, 1);
     const tables = ['a', 'b', 'c', 'd', 'e'];
