@@ -183,20 +183,15 @@ export class Replica {
 
     const tableDir = tableStagingDir(consumer.dataDir, consumer.table);
     if (faults.recoveryDelayMs > 0) await new Promise((r) => setTimeout(r, faults.recoveryDelayMs)); // test-only: a slow recovery
-    if (fixedTable) {
-      await recoverTableStaging({
-        tableDir,
-        locks: new FileLocks(),
-        owner: 'startup-recovery',
-        logger: log,
-      });
-    } else {
-      // Every table a previous run staged, whatever names the records held then.
-      await recoverStagingTables(path.join(consumer.dataDir, 'staging'), {
-        locks: new FileLocks(),
-        owner: 'startup-recovery',
-        logger: log,
-      });
+    // Every table directory a previous run staged, in fixed mode too: an earlier run may
+    // have routed records, and the materializer serves every directory (torn parts first).
+    const recovered = await recoverStagingTables(path.join(consumer.dataDir, 'staging'), {
+      locks: new FileLocks(),
+      owner: 'startup-recovery',
+      logger: log,
+    });
+    if (fixedTable && !recovered.has(consumer.table)) {
+      await recoverTableStaging({ tableDir, locks: new FileLocks(), owner: 'startup-recovery', logger: log });
     }
 
     const deadLetters = await openDeadLetterSink(

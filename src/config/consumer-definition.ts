@@ -157,8 +157,14 @@ export const consumerDefinitionSchema = z
          * time opens one part per minute; past the bound the oldest part is sealed.
          */
         maxOpenParts: z.number().int().min(1).max(100_000).default(64),
+        /**
+         * Tables a staging lane of a routing consumer stages (a `{topic}` template or a
+         * `route`): a record that names a table beyond them is a dead letter, so a route
+         * gone wrong cannot make a directory per record.
+         */
+        maxTables: z.number().int().min(1).max(1_000_000).default(1_000),
       })
-      .default({ maxPartBytes: 16 * 1024 * 1024, maxPartAgeMs: 1_000, maxOpenParts: 64 }),
+      .default({ maxPartBytes: 16 * 1024 * 1024, maxPartAgeMs: 1_000, maxOpenParts: 64, maxTables: 1_000 }),
     /**
      * Staging worker threads; 0 stages on the main thread. Absent: 0 on a machine of two
      * cores or fewer, else 2 (resolve.ts, `defaultStagingWorkers`).

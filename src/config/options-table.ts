@@ -50,7 +50,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   fromBeginning: {
     meaning:
-      'Where a partition without a committed offset starts: its earliest offset (`true`) or its log end (`false`).',
+      "Where a partition without a committed offset starts: its earliest offset (`true`) or its log end (`false`). For a topic a pattern matches, at the group's first start only: later, one without commits starts from its earliest offset ([routing](routing.md)).",
   },
   format: {
     meaning:
@@ -259,7 +259,11 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'staging.maxOpenParts': {
     meaning:
-      'Part files open at once in a replica. Event time opens one part per minute; past the bound the oldest part is sealed.',
+      'Part files open at once in a replica, over all its tables when records are routed: each of its W staging lanes gets this / W (at least 1). Event time opens one part per minute; past the bound the oldest part is sealed.',
+  },
+  'staging.maxTables': {
+    meaning:
+      'Tables one staging lane of a routing consumer (`table` template or `route`) stages: a record naming a new table beyond them is a dead letter (`invalid-table`, "too many tables").',
   },
   workers: {
     meaning:

@@ -138,10 +138,13 @@ export function trackClusters(kafka: Kafka): Kafka {
   const key = Object.getOwnPropertySymbols(kafka).find((s) => s.description === CREATE_CLUSTER);
   const original = key ? (target[key] as CreateCluster | undefined) : undefined;
   if (!key || typeof original !== 'function') throw new CoordinatorHookError(`no ${CREATE_CLUSTER}`);
-  const clusters = new Set<InternalCluster>();
+  // Weakly held: a replica makes clients for as long as it runs (an admin per offset read
+  // with fresh metadata, a consumer per restart); a cluster nothing else uses is let go.
+  const clusters = new Set<WeakRef<InternalCluster>>();
   target[key] = (options: unknown) => {
     const cluster = original(options);
-    clusters.add(cluster);
+    for (const ref of clusters) if (ref.deref() === undefined) clusters.delete(ref);
+    clusters.add(new WeakRef(cluster));
     return cluster;
   };
   target[CLUSTERS] = clusters;
@@ -159,10 +162,15 @@ export function trackClusters(kafka: Kafka): Kafka {
  * of a topic without metadata.
  */
 export function forgetTopics(kafka: Kafka, topics: readonly string[]): void {
-  const clusters = (kafka as unknown as Record<symbol, Set<InternalCluster> | undefined>)[CLUSTERS];
+  const clusters = (kafka as unknown as Record<symbol, Set<WeakRef<InternalCluster>> | undefined>)[CLUSTERS];
   if (clusters === undefined)
     throw new CoordinatorHookError('the Kafka instance does not track its clusters');
-  for (const cluster of clusters) {
+  for (const ref of clusters) {
+    const cluster = ref.deref();
+    if (cluster === undefined) {
+      clusters.delete(ref);
+      continue;
+    }
     if (!(cluster.targetTopics instanceof Set)) throw new CoordinatorHookError('no cluster.targetTopics');
     for (const topic of topics) cluster.targetTopics.delete(topic);
   }

@@ -72,8 +72,10 @@ export class IngestionState {
   /** True once the consumer joined its group and its assignment is set up. */
   ready = false;
   stopping = false;
-  /** Topics read from their earliest offset whatever `fromBeginning` says (created after the start). */
-  startsFromEarliest: (topic: string) => boolean = () => false;
+  /** Topics this replica's refreshes added while it ran (created after its start). */
+  discovered: (topic: string) => boolean = () => false;
+  /** The group had committed offsets when this replica started (read with topic patterns only). */
+  groupHadCommits = false;
   readonly stats = {
     consumedRecords: 0,
     consumedBytes: 0,

@@ -77,7 +77,7 @@ export class Ingestion {
       logger: options.logger,
       restart: (between) => this.#restart(between),
     });
-    state.startsFromEarliest = (topic) => this.#subscription.discovered(topic);
+    state.discovered = (topic) => this.#subscription.discovered(topic);
     this.#positions = new FetchPositions(state, this.#consumer, this.#outbox);
     this.#committer = new OffsetCommitter(state, this.#consumer);
     this.#joins = new JoinClaims(state, this.#consumer, this.#outbox, this.#positions, this.#committer);
@@ -141,6 +141,9 @@ export class Ingestion {
     if (c.topicPatterns.length === 0) {
       await this.#consumer.subscribe({ topics: c.topics!, fromBeginning: c.fromBeginning });
     } else {
+      // Read before this replica's first claim can commit: a pattern-matched topic without
+      // commits in a group that has some is read from its start (initial-position.ts).
+      this.#state.groupHadCommits = await this.#state.offsets.groupHasCommits();
       await this.#subscription.subscribe(this.#consumer);
     }
     await this.#run();

@@ -7,6 +7,7 @@ import type { StagingEpoch } from '../staging/epoch';
 import { listPartIds } from '../staging/part-ids';
 import type { PartitionOffset } from '../pool/protocol';
 import type { FetchPositions } from './fetch-positions';
+import { startsFromEarliest } from './initial-position';
 import type { IngestionState } from './ingestion-state';
 import { isGroupChange, rejoinRequest } from './kafka-errors';
 import type { OffsetCommitter } from './offset-committer';
@@ -183,8 +184,13 @@ export class JoinClaims {
 
   async #initialOffset(topic: string, partition: number): Promise<number> {
     const [bounds] = await this.#state.offsets.bounds([[topic, partition]]);
-    const earliest = this.#state.options.consumer.fromBeginning || this.#state.startsFromEarliest(topic);
-    return earliest ? bounds!.low : bounds!.high;
+    const s = this.#state;
+    const rule = {
+      consumer: s.options.consumer,
+      groupHadCommits: s.groupHadCommits,
+      discovered: s.discovered,
+    };
+    return startsFromEarliest(rule, topic) ? bounds!.low : bounds!.high;
   }
 
   /**

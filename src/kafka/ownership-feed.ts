@@ -24,7 +24,7 @@ export class OwnershipFeed {
     logger: Logger,
   ) {
     this.#logger = logger;
-    this.#snapshots = new SequencedSnapshots(() => readOwnership(admin, consumer), apply);
+    this.#snapshots = new SequencedSnapshots(ownershipReader(admin, consumer), apply);
     void this.#refresh();
     this.#timer = setInterval(() => void this.#refresh(), consumer.materializer.pollMs);
   }
@@ -60,9 +60,37 @@ export class OwnershipFeed {
   }
 }
 
-async function readOwnership(admin: Admin, consumer: ResolvedConsumer): Promise<OwnershipRow[]> {
-  const topics = await groupTopics(admin, consumer);
-  if (topics.length === 0) return [];
+/**
+ * Reads the group's ownership rows, one read at a time (SequencedSnapshots). A topic that
+ * leaves the group's topic list (a deleted topic a pattern matched; Kafka drops its
+ * committed offsets with it) keeps its last known rows, marked final: its sealed parts
+ * committed before the deletion are still published, up to the last commit seen and no
+ * further. A topic back in the list (recreated) is read anew.
+ */
+export function ownershipReader(admin: Admin, consumer: ResolvedConsumer): () => Promise<OwnershipRow[]> {
+  const gone = new Map<string, OwnershipRow[]>();
+  let last: readonly OwnershipRow[] = [];
+  return async () => {
+    const topics = await groupTopics(admin, consumer);
+    const live = topics.length === 0 ? [] : await readOwnership(admin, consumer, topics);
+    const listed = new Set(topics);
+    for (const topic of gone.keys()) if (listed.has(topic)) gone.delete(topic);
+    for (const [topic, partition, ownership] of last) {
+      if (listed.has(topic) || ownership.final) continue;
+      let rows = gone.get(topic);
+      if (!rows) gone.set(topic, (rows = []));
+      rows.push([topic, partition, { ...ownership, final: true }]);
+    }
+    last = live;
+    return [...live, ...[...gone.values()].flat()];
+  };
+}
+
+async function readOwnership(
+  admin: Admin,
+  consumer: ResolvedConsumer,
+  topics: string[],
+): Promise<OwnershipRow[]> {
   const committed = await admin.fetchOffsets({ groupId: consumer.groupId, topics });
   return committed.flatMap((t) =>
     t.partitions

@@ -59,6 +59,13 @@ export class PartitionOffsets {
     return this.#complete('committed offset', partitions, read);
   }
 
+  /** Whether the group has a committed offset for any partition of any topic (it has started before). */
+  async groupHasCommits(): Promise<boolean> {
+    // Without topics, kafkajs asks for every topic the group has committed offsets for.
+    const answer = await this.#admin.fetchOffsets({ groupId: this.#groupId });
+    return answer.some((t) => t.partitions.some((p) => Number(p.offset) >= 0));
+  }
+
   /** The log start and end offsets of each partition, in order. */
   async bounds(partitions: Partitions): Promise<LogBounds[]> {
     const read = async (admin: Admin, asked: Partitions) => {

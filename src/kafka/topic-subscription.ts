@@ -26,6 +26,17 @@ export interface TopicSubscriptionOptions {
    * it again (it joins: a rebalance, whose claims hold every rule of an ordinary one).
    */
   readonly restart: (between: (consumer: Consumer) => Promise<void>) => Promise<void>;
+  /** Wall-clock time (a seam for tests). */
+  readonly clock?: () => number;
+}
+
+/**
+ * Milliseconds from `now` to the next multiple of `every` since the Unix epoch. Replicas
+ * refresh at these instants, all at once: the changes they see restart their consumers
+ * together, so the group rebalances about once per change, not once per replica.
+ */
+export function untilNextRefresh(now: number, every: number): number {
+  return every - (now % every);
 }
 
 /**
@@ -33,17 +44,22 @@ export interface TopicSubscriptionOptions {
  * broker. kafkajs resolves a pattern once, when it subscribes, and cannot subscribe
  * while it runs; so every `topicRefreshMs` the broker's topic list is read again, and a
  * new matching topic (once every partition of it answers), or a matched one deleted,
- * restarts the consumer with the new subscription. Topics added this way are recorded
- * (`discovered`): having been created after the replica started, they are read from
- * their earliest offset whatever `fromBeginning` says, so nothing written to them
- * before the refresh is skipped.
+ * restarts the consumer with the new subscription. Refreshes fall on wall-clock multiples
+ * of `topicRefreshMs` (the same instants on every replica); a tick that finds a refresh
+ * still running is skipped. A matched topic is let go only when two listings in a row
+ * lack it (a listing can miss a topic a broker is still catching up on). Topics added
+ * this way are recorded (`discovered`): read from their earliest offset
+ * (initial-position.ts), so nothing written to them before the refresh is skipped.
  */
 export class TopicSubscription {
   readonly #options: TopicSubscriptionOptions;
   #subscribed = new Set<string>();
   readonly #discovered = new Set<string>();
+  /** Per matched topic, how many listings in a row lacked it. */
+  readonly #absent = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
-  #refreshing: Promise<void> = Promise.resolve();
+  /** The refresh running now, if any. */
+  #refreshing: Promise<void> | undefined;
   #stopped = false;
 
   constructor(options: TopicSubscriptionOptions) {
@@ -70,31 +86,50 @@ export class TopicSubscription {
     this.#subscribed = new Set(topics);
   }
 
-  /** Reads the broker's topics every topicRefreshMs (with patterns only). */
+  /** Reads the broker's topics at every multiple of topicRefreshMs (with patterns only). */
   schedule(): void {
     const o = this.#options;
     if (o.consumer.topicPatterns.length === 0 || this.#stopped) return;
-    this.#timer = setInterval(() => void this.refresh(), o.consumer.topicRefreshMs);
-    this.#timer.unref();
+    const clock = o.clock ?? Date.now;
+    const next = () => {
+      if (this.#stopped) return;
+      this.#timer = setTimeout(
+        () => {
+          void this.refresh();
+          next();
+        },
+        untilNextRefresh(clock(), o.consumer.topicRefreshMs),
+      );
+      this.#timer.unref();
+    };
+    next();
   }
 
-  /** One refresh (refreshes never overlap); a failure is logged and the next one tries again. */
+  /**
+   * One refresh; while one runs, that one (a tick is skipped, not queued: a slow refresh
+   * must not push the next ones off the shared instants). A failure is logged and the
+   * next one tries again.
+   */
   refresh(): Promise<void> {
-    this.#refreshing = this.#refreshing.then(() =>
-      this.#refresh().catch((error: unknown) => {
+    if (this.#refreshing) return this.#refreshing;
+    const running = this.#refresh()
+      .catch((error: unknown) => {
         this.#options.logger.warn(
           { event: 'kafka.subscription.refresh-failed', err: errorMessage(error) },
           'could not refresh the topics the patterns match; retrying at the next refresh',
         );
-      }),
-    );
-    return this.#refreshing;
+      })
+      .finally(() => {
+        this.#refreshing = undefined;
+      });
+    this.#refreshing = running;
+    return running;
   }
 
   /** No refresh starts after this; resolves once a running one has ended. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearInterval(this.#timer);
+    clearTimeout(this.#timer);
     await this.#refreshing;
   }
 
@@ -119,7 +154,16 @@ export class TopicSubscription {
     }
     // A named topic deleted keeps today's rules (its incarnation, recreated or not); one a
     // pattern matched is let go, so that it cannot stall the topics that still exist.
-    const removed = [...this.#subscribed].filter((t) => !wanted.includes(t) && !named.has(t));
+    const removed: string[] = [];
+    for (const topic of this.#subscribed) {
+      if (named.has(topic) || wanted.includes(topic)) {
+        this.#absent.delete(topic);
+        continue;
+      }
+      const listings = (this.#absent.get(topic) ?? 0) + 1;
+      this.#absent.set(topic, listings);
+      if (listings >= 2) removed.push(topic);
+    }
     if ((added.length === 0 && removed.length === 0) || this.#stopped) return;
     o.logger.info(
       { event: 'kafka.subscription.changed', added, removed },
@@ -131,6 +175,9 @@ export class TopicSubscription {
       if (added.length > 0) await consumer.subscribe({ topics: added, fromBeginning: true });
     });
     for (const topic of added) this.#subscribed.add(topic);
-    for (const topic of removed) this.#subscribed.delete(topic);
+    for (const topic of removed) {
+      this.#subscribed.delete(topic);
+      this.#absent.delete(topic);
+    }
   }
 }

@@ -4,6 +4,11 @@ import type { OwnershipEpoch } from './chain';
 export interface PartitionOwnership {
   readonly chain: readonly OwnershipEpoch[];
   readonly committed: number;
+  /**
+   * The partition's topic is gone (a topic a pattern matched was deleted): its last known
+   * chain and commit, which never change again. Parts committed under them stay publishable.
+   */
+  readonly final?: true;
 }
 
 /**

@@ -18,7 +18,6 @@ import { RecordDecoder } from '../decode/record-decoder';
 import type { StagingEpoch } from '../staging/epoch';
 import { FileLocks } from '../staging/file-locks';
 import { StagingFailedError, TableStaging, type FlushResult } from '../staging/table-staging';
-import { tableSeeds } from '../startup-checks';
 import { StagingTables } from './staging-tables';
 import { unpackMessages, type PackedMessages } from './packed-messages';
 import type { BatchRecords, StagingWorkerInit, WorkerReply, WorkerRequest } from './protocol';
@@ -50,7 +49,8 @@ export class StagingService {
         maxPartBytes: init.maxPartBytes,
         maxPartAgeMs: init.maxPartAgeMs,
         maxOpenParts: init.maxOpenParts,
-        seedsOf: (table) => tableSeeds(consumer, table, logger),
+        // Loaded on the first routed table: LanceDB costs every worker tens of MB otherwise.
+        seedsOf: async (table) => (await import('../startup-checks')).tableSeeds(consumer, table, logger),
       });
       const resolver = new TableResolver(consumer.tableRouting, consumer.table, consumer.route);
       return new StagingService(undefined, { tables, resolver }, logger);
@@ -191,12 +191,20 @@ export class StagingService {
     if (request.epoch !== tables.epoch.epoch) {
       return { dropped: true, staged: 0, skipped: 0, deadLetters: [], stagedBytes: 0 };
     }
-    const { byTable, deadLetters } = routeMessages(
-      resolver,
-      request.topic,
-      request.partition,
-      messagesOf(request.records),
-    );
+    // Redeliveries are dropped before routing: routed again, a record could land in a
+    // second table (the tables' own thresholds skip only what each of them was given).
+    const handled = tables.handledThrough(request.topic, request.partition) ?? -1;
+    const all = messagesOf(request.records);
+    const fresh = all.filter((m) => m.offset > handled);
+    const { byTable, deadLetters } = routeMessages(resolver, request.topic, request.partition, fresh);
+    // A route gone wrong (an id as the table name) must not make a directory per record.
+    for (const table of tables.beyondBound(byTable.keys())) {
+      for (const m of byTable.get(table)!) {
+        const detail = `too many tables: "${table}" would be one more than staging.maxTables (${tables.maxTables}) in this staging lane`;
+        deadLetters.push({ offset: m.offset, reason: 'invalid-table', detail });
+      }
+      byTable.delete(table);
+    }
     for (const table of byTable.keys()) await tables.open(table);
     // Opening a table may have waited (its seeds are read from Lance): a join meanwhile began a newer epoch.
     if (request.epoch !== tables.epoch.epoch) {
@@ -209,7 +217,7 @@ export class StagingService {
       durability.handledWithoutTable(request.topic, request.partition, request.through as DurableOffset);
     }
     let staged = 0;
-    let skipped = 0;
+    let skipped = all.length - fresh.length;
     let stagedBytes = 0;
     for (const table of following) {
       const result = stageInto(tables.get(table)!, request, byTable.get(table) ?? [], tables.epoch);
@@ -218,6 +226,7 @@ export class StagingService {
       stagedBytes += result.stagedBytes;
       deadLetters.push(...result.deadLetters);
     }
+    tables.handled(request.topic, request.partition, request.through as DurableOffset);
     deadLetters.sort((a, b) => a.offset - b.offset);
     return { dropped: false, staged, skipped, deadLetters, stagedBytes };
   }
@@ -316,8 +325,12 @@ function routeRecord(topic: string, partition: number, message: RawMessage): Rou
   };
 }
 
+/**
+ * A copy, as `transform` is given: on the main-thread lane the bytes are views into
+ * kafkajs's fetch buffers, which a route could keep or write into.
+ */
 function asBuffer(bytes: Uint8Array | null): Buffer | null {
-  return bytes === null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return bytes === null ? null : Buffer.from(bytes);
 }
 
 function syncReply(

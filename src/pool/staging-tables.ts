@@ -53,25 +53,52 @@ export class StagingTables {
   readonly #locks = new FileLocks();
   readonly #openParts: OpenPartLimit<PartWriter>;
   readonly durability = new TableDurability();
-  /** The current epoch's claimed starts (start - 1): a table opened later begins from them. */
-  readonly #claimed = new Map<TopicPartitionKey, DurableOffset>();
+  /**
+   * Per claimed partition, the highest offset the lane has handled this epoch (from the
+   * claim's start - 1): a record at or below it is a redelivery, skipped before it is
+   * routed (a route could send it elsewhere the second time), and a table opened later
+   * begins from it.
+   */
+  readonly #handled = new Map<TopicPartitionKey, DurableOffset>();
   #epoch: StagingEpoch;
 
   constructor(options: StagingTablesOptions) {
     this.#options = options;
     this.#epoch = options.epoch;
-    // One bound for the lane: 200 tables must not open 200 × maxOpenParts files. Under
-    // pressure the table holding the oldest open part seals it (a quiet table's part
-    // goes before a busy one's newer part, which keeps filling).
-    this.#openParts = new OpenPartLimit<PartWriter>(options.maxOpenParts, () => {
-      let oldest: { staging: TableStaging; since: number } | undefined;
-      for (const { staging } of this.#tables.values()) {
-        const since = staging.oldestSlotHolderSince();
-        if (since !== undefined && (oldest === undefined || since < oldest.since))
-          oldest = { staging, since };
-      }
-      oldest?.staging.relievePressure();
-    });
+    // One bound for the lane: 200 tables must not open 200 × maxOpenParts files.
+    this.#openParts = new OpenPartLimit<PartWriter>(options.maxOpenParts, () => this.#relievePressure());
+  }
+
+  /**
+   * Parts wait for a file slot: the lane's oldest open parts holding one are sealed (a
+   * quiet table's part goes before a busy one's newer part, which keeps filling) until
+   * the slots being released cover the waiting parts. Otherwise a waiting part could wait
+   * on open parts that seal only at a flush, which comes only after the sync it holds up.
+   */
+  #relievePressure(): void {
+    let releasing = 0;
+    for (const writer of this.#openParts.holders()) if (writer.state !== 'open') releasing += 1;
+    while (releasing < this.#openParts.waiting && this.#sealOldest(true)) releasing += 1;
+  }
+
+  /** Before a table opens a part: at the bound, the lane's oldest open part is sealed (as one table does alone). */
+  #makeRoom(): void {
+    let open = 0;
+    for (const { staging } of this.#tables.values()) open += staging.openPartCount;
+    if (open >= this.#openParts.max) this.#sealOldest(false);
+  }
+
+  #sealOldest(holdingSlot: boolean): boolean {
+    let oldest: { staging: TableStaging; since: number } | undefined;
+    for (const { staging } of this.#tables.values()) {
+      const since = staging.oldestOpenPartSince(holdingSlot);
+      if (since !== undefined && (oldest === undefined || since < oldest.since)) oldest = { staging, since };
+    }
+    return oldest?.staging.sealOldestOpenPart(holdingSlot) ?? false;
+  }
+
+  get maxTables(): number {
+    return this.#options.consumer.staging.maxTables;
   }
 
   get epoch(): StagingEpoch {
@@ -84,6 +111,21 @@ export class StagingTables {
 
   get(table: string): StagedTable | undefined {
     return this.#tables.get(table);
+  }
+
+  /**
+   * Of the tables a batch names, those beyond the lane's bound (staging.maxTables): not
+   * staged yet, with no room left for them (the first named, first admitted).
+   */
+  beyondBound(names: Iterable<string>): Set<string> {
+    let room = this.#options.consumer.staging.maxTables - this.#tables.size;
+    const beyond = new Set<string>();
+    for (const name of names) {
+      if (this.#tables.has(name)) continue;
+      if (room > 0) room -= 1;
+      else beyond.add(name);
+    }
+    return beyond;
   }
 
   /** The table, opened on its first sight. */
@@ -115,14 +157,26 @@ export class StagingTables {
       maxPartBytes: o.maxPartBytes,
       maxPartAgeMs: o.maxPartAgeMs,
       sharedOpenParts: this.#openParts,
+      makeRoom: () => this.#makeRoom(),
       // The epoch may have changed while the seeds were read: the current one, and its claims.
       epoch: this.#epoch,
-      highWaters: this.#claimed,
+      highWaters: this.#handled,
     });
     const staged = { decoder, staging };
     this.#tables.set(table, staged);
     o.logger.info({ event: 'staging.table.opened', table }, `staging table ${table}`);
     return staged;
+  }
+
+  /** The highest offset of the partition the lane has handled (records at or below it are redeliveries). */
+  handledThrough(topic: string, partition: number): DurableOffset | undefined {
+    return this.#handled.get(tpKey(topic, partition));
+  }
+
+  /** A batch of the partition was staged in full, through `through`. */
+  handled(topic: string, partition: number, through: DurableOffset): void {
+    const key = tpKey(topic, partition);
+    if ((this.#handled.get(key) ?? -1) < through) this.#handled.set(key, through);
   }
 
   /** A new epoch for every table: revoked partitions drop to their ceiling, claimed ones start at their claim. */
@@ -133,11 +187,11 @@ export class StagingTables {
   ): Promise<FlushResult> {
     this.#epoch = epoch;
     for (const [topic, partition, ceiling] of revoked) {
-      this.#claimed.delete(tpKey(topic, partition));
+      this.#handled.delete(tpKey(topic, partition));
       this.durability.lower(topic, partition, ceiling as DurableOffset);
     }
     for (const [topic, partition, offset] of assigned) {
-      this.#claimed.set(tpKey(topic, partition), offset as DurableOffset);
+      this.#handled.set(tpKey(topic, partition), offset as DurableOffset);
       this.durability.lower(topic, partition, offset as DurableOffset);
     }
     for (const { staging } of this.#tables.values()) {

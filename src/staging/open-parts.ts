@@ -8,7 +8,8 @@
  * the order the writers were created. When a writer has to wait, `onPressure` runs so
  * the staging can seal an open writer that holds a slot: otherwise a detached writer
  * waiting for a slot could wait for open writers that seal only on a flush, while the
- * durability tick that would flush waits for the detached writer.
+ * durability tick that would flush waits for the detached writer. It runs again on every
+ * release while writers still wait.
  */
 export class OpenPartLimit<H> {
   /** Holders in the order they got their slot; a handed-over slot is recorded at once. */
@@ -56,5 +57,8 @@ export class OpenPartLimit<H> {
       this.#holders.add(next.holder);
       next.grant();
     }
+    // Parts still wait: the slots being released may be fewer than they are now (a part
+    // sealed for them may have been waiting itself), so the owner looks again.
+    if (this.#waiters.length > 0) this.onPressure();
   }
 }

@@ -3,6 +3,7 @@ import type { RecordBatch } from 'apache-arrow';
 import { ulid } from 'ulid';
 import { DiskFullError, KafkaLanceError, StagingClosedError } from '../common/errors';
 import { mkdirDurably, realDirectorySync, type DirectorySync } from '../common/fs-durable';
+import { diskFullError } from '../common/disk-space';
 import type { Logger } from '../common/logger';
 import {
   recordOffset,
@@ -47,9 +48,12 @@ export interface TableStagingOptions {
   readonly maxOpenParts?: number;
   /**
    * A bound shared with the other tables of the same lane (in place of `maxOpenParts`):
-   * its owner relieves pressure by asking each table in turn (`relievePressure`).
+   * its owner relieves pressure across the lane (`sealOldestOpenPart`), and
+   * `makeRoom` runs before this table opens a new part (the lane seals its oldest open
+   * part when the lane is at the bound).
    */
   readonly sharedOpenParts?: OpenPartLimit<PartWriter>;
+  readonly makeRoom?: () => void;
   /** Directory fsyncs (a seam for tests); the real fsync by default. */
   readonly directorySync?: DirectorySync;
 }
@@ -137,13 +141,19 @@ export class TableStaging {
     this.#openParts =
       options.sharedOpenParts ??
       new OpenPartLimit(options.maxOpenParts ?? DEFAULT_MAX_OPEN_PARTS, () => {
-        this.relievePressure();
+        this.#relievePressure();
       });
     this.#highWaters = new HighWaters(options.highWaters);
   }
 
   static async open(options: TableStagingOptions): Promise<TableStaging> {
-    await mkdirDurably(options.tableDir, options.directorySync);
+    try {
+      await mkdirDurably(options.tableDir, options.directorySync);
+    } catch (error) {
+      // A routing lane makes a table's directory when a record first names it: a full disk
+      // then is waited out like any other staging write, not a crash.
+      throw diskFullError('staging', options.tableDir, 'mkdir', error) ?? error;
+    }
     return new TableStaging(options);
   }
 
@@ -312,6 +322,11 @@ export class TableStaging {
     return this.#highWaters.durableOffsets();
   }
 
+  /** Parts open for appends (not yet detached). */
+  get openPartCount(): number {
+    return this.#open.size;
+  }
+
   stats(): StagingStats {
     let bufferedBytes = 0;
     let sealingParts = 0;
@@ -341,8 +356,10 @@ export class TableStaging {
     const key = `${schemaKey}.${minute}`;
     let writer = this.#open.get(key);
     if (!writer) {
-      // Make room first: the oldest open part (Map order is creation order) is sealed.
-      if (this.#open.size >= this.#openParts.max) this.#sealEarly(this.#open.values().next().value!);
+      // Make room first: the oldest open part (Map order is creation order) is sealed;
+      // under a lane's shared bound, the lane's oldest.
+      if (this.#options.makeRoom) this.#options.makeRoom();
+      else if (this.#open.size >= this.#openParts.max) this.#sealEarly(this.#open.values().next().value!);
       writer = new PartWriter(
         this.#options.tableDir,
         batch.schema,
@@ -396,23 +413,29 @@ export class TableStaging {
 
   /**
    * A part waits for a file slot. Slots held by parts already being sealed come back
-   * by themselves; only when those are too few is an open part sealed, or a waiting
+   * by themselves; only when those are too few are open parts sealed, or a waiting
    * part could wait on open parts that seal only at a flush the waiting part holds up.
-   * True when no more relief is needed (enough slots come back, or this table sealed
-   * one); false when this table holds no open part to seal (a shared bound asks the next).
    */
-  /** When this table's oldest open part holding a file slot was opened (a shared bound relieves the oldest first). */
-  oldestSlotHolderSince(): number | undefined {
-    for (const writer of this.#open.values()) if (this.#openParts.holds(writer)) return writer.createdAt;
+  #relievePressure(): void {
+    let releasing = 0;
+    for (const writer of this.#openParts.holders()) if (writer.state !== 'open') releasing += 1;
+    while (releasing < this.#openParts.waiting && this.sealOldestOpenPart(true)) releasing += 1;
+  }
+
+  /**
+   * When this table's oldest open part was opened (only parts holding a file slot when
+   * `holdingSlot`): a shared bound seals the lane's oldest first.
+   */
+  oldestOpenPartSince(holdingSlot: boolean): number | undefined {
+    for (const writer of this.#open.values())
+      if (!holdingSlot || this.#openParts.holds(writer)) return writer.createdAt;
     return undefined;
   }
 
-  relievePressure(): boolean {
-    let releasing = 0;
-    for (const writer of this.#openParts.holders()) if (writer.state !== 'open') releasing += 1;
-    if (releasing >= this.#openParts.waiting) return true;
+  /** Seals this table's oldest open part (holding a file slot when `holdingSlot`); false when it has none. */
+  sealOldestOpenPart(holdingSlot: boolean): boolean {
     for (const writer of this.#open.values()) {
-      if (this.#openParts.holds(writer)) {
+      if (!holdingSlot || this.#openParts.holds(writer)) {
         this.#sealEarly(writer);
         return true;
       }

@@ -167,6 +167,105 @@ describe('staging a routing consumer', () => {
     expect(await durable()).toEqual([['t', 0, 2]]);
   });
 
+  test('a non-deterministic route never stages a record redelivered in the same epoch in a second table', async () => {
+    // The first two calls name 'a', every later one 'b': routed again, a redelivery would land in 'b'.
+    const flipping = `export default {
+  name: 'routed', topics: ['t'], schema: { fields: { message: 'string' } }, materializer: { enabled: false },
+  route: (() => { let n = 0; return () => (n++ < 2 ? 'a' : 'b'); })(),
+};`;
+    const { dir, batch, durable, close } = await openService(flipping);
+    await batch(0, [message(0, 'x'), message(1, 'x')]);
+    const redelivered = await batch(0, [message(0, 'x'), message(1, 'x'), message(2, 'x')]);
+    expect(redelivered).toMatchObject({ staged: 1, skipped: 2 });
+    expect(await durable()).toEqual([['t', 0, 2]]);
+    await close();
+    expect((await staged(dir, 'a')).map((r) => r.offset)).toEqual([0, 1]);
+    // 'b' was first seen after offset 1 was handled: it starts there, and holds only offset 2.
+    expect((await staged(dir, 'b')).map((r) => r.offset)).toEqual([2]);
+  });
+
+  test('a table first seen after a claim starts from what the lane handled, not from the claim', async () => {
+    const { ask, durable } = await openService(ROUTE_BY_KIND);
+    await ask(
+      { type: 'epoch', epoch: { owner: 'o', epoch: 1 }, revoked: [], assigned: [['t', 0, -1]] },
+      'epoch',
+    );
+    const first = (records: RawMessage[]) =>
+      ask(
+        {
+          type: 'batch',
+          topic: 't',
+          partition: 0,
+          records,
+          through: records.at(-1)!.offset,
+          epoch: 1,
+          schemas: [],
+        },
+        'batch',
+      );
+    await first([message(0, 'a'), message(1, 'a')]);
+    // Redelivered with another kind: were the table 'c' to start at the claim, it would take 0 and 1.
+    const again = await first([message(0, 'c'), message(1, 'c'), message(2, 'c')]);
+    expect(again.type === 'batch' && again.result).toMatchObject({ staged: 1, skipped: 2 });
+    expect(await durable()).toEqual([['t', 0, 2]]);
+  });
+
+  test("a full disk when a new table's directory is made pauses the batch (disk full, retried), never fails the lane", async () => {
+    const { dir, ask, batch, close } = await openService(ROUTE_BY_KIND);
+    await batch(0, [message(0, 'a')]);
+    const mkdir = fsp.mkdir.bind(fsp);
+    const refuse = jest.spyOn(fsp, 'mkdir').mockImplementation((where, options) => {
+      if (String(where).endsWith(path.join('staging', 'b')))
+        return Promise.reject(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }));
+      return mkdir(where, options);
+    });
+    const records = [message(1, 'b'), message(2, 'a')];
+    const request = {
+      type: 'batch',
+      topic: 't',
+      partition: 0,
+      records,
+      through: 2,
+      epoch: 0,
+      schemas: [],
+    } as const;
+    try {
+      const refused = await ask(request, 'error');
+      expect(refused).toMatchObject({ fatal: false, diskFull: { operation: 'mkdir' } });
+    } finally {
+      refuse.mockRestore();
+    }
+    // Space is back: the same batch again (as the main thread retries it) is staged whole.
+    expect(await batch(0, records)).toMatchObject({ staged: 2 });
+    await close();
+    expect((await staged(dir, 'b')).map((r) => r.offset)).toEqual([1]);
+    expect((await staged(dir, 'a')).map((r) => r.offset)).toEqual([0, 2]);
+  });
+
+  test('a route that writes into the bytes it is given cannot change the record staged (it gets a copy)', async () => {
+    const scribbling = `export default {
+  name: 'routed', topics: ['t'], schema: { fields: { message: 'string', kind: 'string' } }, materializer: { enabled: false },
+  route: (r: { value: Buffer | null }) => { r.value!.fill(0x20); return 'a'; },
+};`;
+    const { dir, batch, close } = await openService(scribbling);
+    const result = await batch(0, [message(0, 'a'), message(1, 'a')]);
+    expect(result).toMatchObject({ staged: 2, deadLetters: [] });
+    await close();
+    expect((await staged(dir, 'a')).map((r) => r.message)).toEqual(['m0', 'm1']);
+  });
+
+  test('records naming a new table beyond staging.maxTables are dead letters (invalid-table), not a directory each', async () => {
+    const bounded = ROUTE_BY_KIND.replace("topics: ['t'],", "topics: ['t'], staging: { maxTables: 2 },");
+    const { dir, batch, durable, close } = await openService(bounded);
+    const result = await batch(0, [message(0, 'a'), message(1, 'b'), message(2, 'c'), message(3, 'a')]);
+    expect(result.staged).toBe(3);
+    expect(result.deadLetters.map((l) => [l.offset, l.reason])).toEqual([[2, 'invalid-table']]);
+    expect(result.deadLetters[0]!.detail).toMatch(/too many tables: "c".*staging\.maxTables \(2\)/);
+    expect(await durable()).toEqual([['t', 0, 3]]);
+    await close();
+    expect((await fsp.readdir(path.join(dir, 'staging'))).sort()).toEqual(['a', 'b']);
+  });
+
   test('many tables under an open-part bound of one still stage and seal every part', async () => {
     const { dir, close, batch } = await openService(ROUTE_BY_KIND, 1);
     const tables = ['a', 'b', 'c', 'd', 'e'];
