@@ -97,6 +97,8 @@ function length(buf: Buffer, pos: number, end: number): number {
 
 /** Whether bytes [start, end) are UTF-8 as avsc's utf8Slice would read them unchanged. */
 function utf8At(buf: Buffer, start: number, end: number): boolean {
+  // Short strings by a loop; longer ones by node's native check, cheaper past its call's cost.
+  if (end - start > 24) return isUtf8(buf.subarray(start, end));
   for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return isUtf8(buf.subarray(start, end));
   return true;
 }
@@ -273,22 +275,45 @@ function arrayNode(items: Node): Node {
   };
 }
 
-/** A map's keys that a JavaScript object keeps in the payload's order: no array index, no __proto__. */
-const REORDERED_KEY = /^(?:0|[1-9]\d*)$|^__proto__$/;
+const PROTO = Buffer.from('__proto__');
+
+/**
+ * Whether a map key (valid UTF-8 at [start, end)) keeps its place and value in the JavaScript
+ * object avsc reads a map into: not an array index (those go first, in numeric order; any key
+ * starting with a digit is left to the reference), not `__proto__`, and not a repeat of an
+ * earlier key of the map (`keySpans[0, count)`, compared by bytes).
+ */
+function plainKey(
+  buf: Buffer,
+  start: number,
+  end: number,
+  keySpans: readonly number[],
+  count: number,
+): boolean {
+  const n = end - start;
+  if (n > 0 && buf[start]! >= 0x30 && buf[start]! <= 0x39) return false;
+  if (n === PROTO.length && buf.compare(PROTO, 0, n, start, end) === 0) return false;
+  for (let k = 0; k < count; k += 2) {
+    const s = keySpans[k]!;
+    if (keySpans[k + 1]! - s === n && buf.compare(buf, s, s + n, start, end) === 0) return false;
+  }
+  return true;
+}
+
 const KEY = bytesNode(true);
 
 function mapNode(values: Node): Node {
+  /** Each key's [start, end) in the map being checked, reused (a node is never inside itself). */
+  const keySpans: number[] = [];
   return {
     check(buf, pos, end) {
-      let keys: Set<string> | undefined;
+      let count = 0;
       return blocks(buf, pos, end, (b, p, e) => {
         const next = KEY.check(b, p, e);
-        if (next === FALLBACK) return FALLBACK;
-        // KEY.check left `after` at the key's first byte.
-        const key = b.toString('utf8', after, next);
-        keys ??= new Set();
-        if (REORDERED_KEY.test(key) || keys.has(key)) return FALLBACK;
-        keys.add(key);
+        // KEY.check left `after` at the key's first byte. Past 64 keys the quadratic check stops.
+        if (next === FALLBACK || count >= 128 || !plainKey(b, after, next, keySpans, count)) return FALLBACK;
+        keySpans[count++] = after;
+        keySpans[count++] = next;
         return values.check(b, next, e);
       });
     },
