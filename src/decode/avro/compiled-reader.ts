@@ -332,12 +332,12 @@ function mapNode(values: Node): Node {
   };
 }
 
-/** A union of null and one type (either order), or of one type alone. */
+/** A union of null and one type (either order), or of one type alone (`nullIndex` -1: no index reads as null). */
 function optionalNode(nullIndex: number, valueIndex: number, inner: Node): Node {
   return {
     check(buf, pos, end) {
       const i = varint(buf, pos, end);
-      if (i === nullIndex) return after;
+      if (i === nullIndex && i >= 0) return after;
       return i === valueIndex ? inner.check(buf, after, end) : FALLBACK;
     },
     append(buf, pos, builder) {
