@@ -37,6 +37,7 @@ const ALL_ARMS = [
   'e2e-buffered',
   'e2e-streamed',
   'e2e-avro',
+  'e2e-avro-reference',
   'e2e-gzip',
   'e2e-snappy',
   'e2e-lz4',
@@ -217,8 +218,12 @@ async function runArms(
         break;
       }
       case 'e2e-avro':
+      case 'e2e-avro-reference':
         // The same records in Avro, on a topic of their own (bench/lib/avro-arm.ts).
-        result = await runAvroArm({ records: data.records, partitions: PARTITIONS, brokers }, log);
+        result = await runAvroArm(
+          { records: data.records, partitions: PARTITIONS, brokers, reference: id === 'e2e-avro-reference' },
+          log,
+        );
         break;
       case 'naive-node':
         result = await runChildArm(

@@ -21,6 +21,8 @@ export interface AvroArmOptions {
   readonly records: number;
   readonly partitions: number;
   readonly brokers: readonly string[];
+  /** The replica with the reference Avro decoder only (KAFKA_LANCE_COMPILED_AVRO=off): the state before the compiled reader. */
+  readonly reference?: boolean;
 }
 
 export async function runAvroArm(o: AvroArmOptions, log: (line: string) => void): Promise<ArmResult> {
@@ -48,9 +50,9 @@ export async function runAvroArm(o: AvroArmOptions, log: (line: string) => void)
     }
     return await runReplicaArm(
       {
-        id: 'e2e-avro',
-        label:
-          'kafka-lance run, buffered (defaults), Avro values from a Schema Registry (columns from the writer schema)',
+        id: o.reference ? 'e2e-avro-reference' : 'e2e-avro',
+        label: `kafka-lance run, buffered (defaults), Avro values from a Schema Registry (columns from the writer schema)${o.reference ? ', reference decoder only (KAFKA_LANCE_COMPILED_AVRO=off)' : ''}`,
+        ...(o.reference ? { env: { KAFKA_LANCE_COMPILED_AVRO: 'off' } } : {}),
         topic: data.topic,
         records: data.records,
         bytes: data.bytes,

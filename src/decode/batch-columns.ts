@@ -98,6 +98,11 @@ export class BatchColumns {
     for (const { builder } of this.#data) builder.appendNull();
   }
 
+  /** The builder of data column `index` (field order), for readers that append to it directly. */
+  dataBuilder(index: number): ColumnBuilder {
+    return this.#data[index]!.builder;
+  }
+
   appendValues(values: readonly Converted[]): void {
     values.forEach((v, i) => {
       const { field, builder } = this.#data[i]!;

@@ -97,6 +97,14 @@ export class ValueBytes {
     return value.byteLength;
   }
 
+  /** Appends `source`'s bytes [start, end) with one copy and no view object (the compiled Avro reader). */
+  appendSlice(source: Buffer, start: number, end: number): number {
+    this.#reserve(end - start);
+    source.copy(this.#writer, this.#position, start, end);
+    this.#position += end - start;
+    return end - start;
+  }
+
   /** The values appended so far (a view, no copy). */
   view(): Uint8Array {
     return this.#bytes.subarray(0, this.#position);

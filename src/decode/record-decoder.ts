@@ -31,6 +31,7 @@ import { SEQUENCE_COLUMN, type Envelope, type Truncates } from '../config/upsert
 import { convertRows } from './row-conversion';
 import { MAX_TABLE_FIELDS } from './schema-budget';
 import type { DecodedBatch, DecodedSegment } from './decoded-batch';
+import { CompiledRows } from './avro/compiled-rows';
 
 export type { RawMessage } from './raw-message';
 
@@ -132,6 +133,8 @@ export class RecordDecoder {
    * map to different columns.
    */
   readonly #admittedSchemas = new Set<string>();
+  /** Avro: writer schemas' compiled readers (compiled-reader.ts) when this decoder may use them. */
+  readonly #compiled: CompiledRows | undefined;
   /** Declared JSON fields the native decoder takes: it reads each batch first. */
   readonly #native: NativeJsonColumns | undefined;
 
@@ -175,6 +178,16 @@ export class RecordDecoder {
     this.#native =
       declaredJson && jsonDecoder === 'native'
         ? NativeJsonColumns.for(this.#fields, options.eventTimeField)
+        : undefined;
+    // Rows of no transform or envelope, whose minute is the batch's: the reader writes only values.
+    this.#compiled =
+      this.#registry &&
+      jsonDecoder === 'native' &&
+      options.fields === undefined &&
+      options.eventTimeField === undefined &&
+      !options.transform &&
+      options.envelope !== 'debezium'
+        ? new CompiledRows(this.#registry)
         : undefined;
   }
 
@@ -377,6 +390,19 @@ export class RecordDecoder {
           rows = [change.kind === 'delete' ? change.key : change.row];
         }
       } else if (this.#registry) {
+        // A record of an admitted writer that its compiled reader reads exactly: straight into the columns.
+        const compiled = this.#compiled?.reader(
+          message.value,
+          this.#fields,
+          this.#admittedSchemas,
+          this.#writerTypes,
+        );
+        if (compiled) {
+          builders.appendSystem(partition, message, 0, key.value);
+          compiled.append(builders);
+          lastStaged = message.offset;
+          continue;
+        }
         const decoded = this.#registry.decode(message.value);
         if ('reason' in decoded) {
           verdict(decoded.reason, decoded.detail);

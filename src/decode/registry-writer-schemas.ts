@@ -1,7 +1,9 @@
 import type { NamedField } from '../config';
 import { errorMessage } from '../common/errors';
+import type { CompiledAvroReader } from './avro/compiled-reader';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
 import {
+  HEADER_BYTES,
   frameOf,
   schemaTextBytes,
   type ReferencedSchema,
@@ -54,6 +56,8 @@ export interface RegistryPayloadFormat<Parsed> {
    * need not name the schema id: it is prefixed with it.
    */
   decode(parsed: Parsed, value: Uint8Array): Omit<RegistryRow, 'schemaId'> | RegistryVerdict;
+  /** A reader of the schema's records straight into the column builders, where there is one. */
+  compiled?(parsed: Parsed): CompiledAvroReader | undefined;
 }
 
 type Entry<Parsed> = { readonly parsed: Parsed } | { readonly verdict: RegistryVerdict };
@@ -158,6 +162,25 @@ export class RegistryWriterSchemas<Parsed> {
     return { schemaId, ...decoded };
   }
 
+  /**
+   * A framed value's compiled reader and schema id, when its schema is parsed and has one
+   * (the schema moves to the recently-used end, as with `decode`); else undefined and the
+   * value goes to `decode`.
+   */
+  compiledReader(
+    value: Uint8Array,
+  ): { readonly schemaId: number; readonly reader: CompiledAvroReader } | undefined {
+    if (!this.payloads.compiled || value.byteLength < HEADER_BYTES || value[0] !== 0) return undefined;
+    const schemaId = ((value[1]! << 24) | (value[2]! << 16) | (value[3]! << 8) | value[4]!) >>> 0;
+    const entry = this.#parsed.get(schemaId);
+    if (!entry || 'verdict' in entry) return undefined;
+    const reader = this.payloads.compiled(entry.parsed);
+    if (!reader) return undefined;
+    this.#parsed.delete(schemaId);
+    this.#parsed.set(schemaId, entry);
+    return { schemaId, reader };
+  }
+
   #parse(s: WriterSchema): Entry<Parsed> {
     if ('unknown' in s)
       return {
@@ -181,4 +204,4 @@ export class RegistryWriterSchemas<Parsed> {
 }
 
 /** The writer schemas of one registry format, as the record decoder uses them. */
-export type WriterSchemas = Pick<RegistryWriterSchemas<unknown>, 'learn' | 'decode'>;
+export type WriterSchemas = Pick<RegistryWriterSchemas<unknown>, 'learn' | 'decode' | 'compiledReader'>;

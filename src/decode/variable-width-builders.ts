@@ -62,6 +62,11 @@ class VariableWidthColumn implements ColumnBuilder {
     this.#commit(true);
   }
 
+  appendSlice(source: Buffer, start: number, end: number): void {
+    this.#values.appendSlice(source, start, end);
+    this.#commit(true);
+  }
+
   appendNull(): void {
     this.#commit(false);
   }

@@ -3,10 +3,24 @@ import { errorMessage } from '../../common/errors';
 import { HEADER_BYTES } from '../../schema-registry/wire-format';
 import type { RegistryPayloadFormat, RegistryVerdict } from '../registry-writer-schemas';
 import { avroColumns, type AvroColumns } from './avro-mapping';
+import { compileAvroReader, NotCompiled, type CompiledAvroReader } from './compiled-reader';
 
 interface ParsedAvro {
   readonly type: avro.Type;
   readonly columns: AvroColumns;
+  /** Reads this schema's records straight into the columns; undefined: the schema is left to `decode`. */
+  readonly compiled: CompiledAvroReader | undefined;
+}
+
+/** The reader of a schema, or undefined where the compiled reader does not cover it. */
+function compiledOf(type: avro.Type, columns: AvroColumns): CompiledAvroReader | undefined {
+  if (process.env.KAFKA_LANCE_COMPILED_AVRO === 'off') return undefined;
+  try {
+    return compileAvroReader(type, columns.fields);
+  } catch (error) {
+    if (error instanceof NotCompiled) return undefined;
+    throw error;
+  }
 }
 
 /**
@@ -36,8 +50,10 @@ export const AVRO_PAYLOADS: RegistryPayloadFormat<ParsedAvro> = {
       wrapUnions: true,
       registry: { long: EXACT_LONG },
     });
-    return { type, columns: avroColumns(json) };
+    const columns = avroColumns(json);
+    return { type, columns, compiled: compiledOf(type, columns) };
   },
+  compiled: (parsed) => parsed.compiled,
   decode(parsed, value) {
     const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
     let decoded: { value: unknown; offset: number };
