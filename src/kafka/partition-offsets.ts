@@ -59,11 +59,25 @@ export class PartitionOffsets {
     return this.#complete('committed offset', partitions, read);
   }
 
-  /** Whether the group has a committed offset for any partition of any topic (it has started before). */
-  async groupHasCommits(): Promise<boolean> {
-    // Without topics, kafkajs asks for every topic the group has committed offsets for.
-    const answer = await this.#admin.fetchOffsets({ groupId: this.#groupId });
-    return answer.some((t) => t.partitions.some((p) => Number(p.offset) >= 0));
+  /**
+   * Whether the group has a committed offset for any partition of any topic (it has started
+   * before). Never guessed: a broker that has just started answers "coordinator not available"
+   * or "not the coordinator" for a while (kafkajs gives up on those after its own retries),
+   * and reading that as "no commits" would start a pattern topic from its end; retriable
+   * errors are asked again until `withinMs` has passed, then the error stops the start.
+   */
+  async groupHasCommits(withinMs = 60_000): Promise<boolean> {
+    const deadline = Date.now() + withinMs;
+    for (;;) {
+      try {
+        // Without topics, kafkajs asks for every topic the group has committed offsets for.
+        const answer = await this.#admin.fetchOffsets({ groupId: this.#groupId });
+        return answer.some((t) => t.partitions.some((p) => Number(p.offset) >= 0));
+      } catch (error) {
+        if (!isRetriable(error) || Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
   }
 
   /** The log start and end offsets of each partition, in order. */
@@ -101,4 +115,14 @@ export class PartitionOffsets {
     if (unanswered.length > 0) throw new PartitionNotAnsweredError(what, unanswered);
     return answers as T[];
   }
+}
+
+/**
+ * kafkajs marks the errors a retry can cure (a coordinator moving or loading, a leader
+ * election); once its own retries are spent it throws them wrapped (`cause`) as not retriable.
+ */
+function isRetriable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  if ('retriable' in error && error.retriable === true) return true;
+  return 'cause' in error && error.cause !== error && isRetriable(error.cause);
 }

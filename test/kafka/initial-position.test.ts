@@ -74,6 +74,40 @@ describe('whether a group has started before', () => {
     expect(asked).toEqual([{ groupId: 'g' }]);
   });
 
+  test("a broker that has just started (coordinator not there yet) is asked again, never read as the group's first start", async () => {
+    const answers: (() => Promise<unknown>)[] = [
+      () =>
+        Promise.reject(
+          Object.assign(new Error('The group coordinator is not available'), { retriable: true }),
+        ),
+      // kafkajs's own retries spent: the same error wrapped, marked not retriable.
+      () =>
+        Promise.reject(
+          Object.assign(new Error('This is not the correct coordinator for this group'), {
+            retriable: false,
+            cause: Object.assign(new Error('This is not the correct coordinator for this group'), {
+              retriable: true,
+            }),
+          }),
+        ),
+      () =>
+        Promise.resolve([{ topic: 'audit', partitions: [{ partition: 0, offset: '4', metadata: null }] }]),
+    ];
+    const admin = { fetchOffsets: () => answers.shift()!() } as unknown as Admin;
+    await expect(new PartitionOffsets({} as Kafka, admin, 'g').groupHasCommits()).resolves.toBe(true);
+    expect(answers).toHaveLength(0);
+  });
+
+  test('an error no retry cures stops the start instead of guessing', async () => {
+    const admin = {
+      fetchOffsets: () =>
+        Promise.reject(Object.assign(new Error('Not authorized to access group'), { retriable: false })),
+    } as unknown as Admin;
+    await expect(new PartitionOffsets({} as Kafka, admin, 'g').groupHasCommits()).rejects.toThrow(
+      'Not authorized',
+    );
+  });
+
   test('no committed offset means its first start', async () => {
     const { offsets } = offsetsOf([{ topic: 'gone', partitions: [{ partition: 0, offset: '-1' }] }]);
     await expect(offsets.groupHasCommits()).resolves.toBe(false);
