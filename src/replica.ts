@@ -396,7 +396,7 @@ function materializerOptions(
   return {
     stagingRoot: path.join(consumer.dataDir, 'staging'),
     // A routing definition stalls one damaged table and goes on with the others (table-set.ts).
-    fixedTable: consumer.tableRouting.kind === 'fixed',
+    fixedTable: consumer.tableRouting.kind === 'fixed' ? consumer.table : undefined,
     lance,
     expectations: { fields: consumer.fields, epochUnit: consumer.epochUnit, upsertKey: consumer.upsertKey },
     owner,

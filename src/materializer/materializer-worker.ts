@@ -50,7 +50,8 @@ async function main(): Promise<void> {
     stagingRoot,
     logger,
     optimizeEveryMs: init.optimizeEveryMs,
-    damageIsFatal: init.fixedTable,
+    damageIsFatal: init.fixedTable !== undefined,
+    ...(init.fixedTable !== undefined ? { alwaysServed: init.fixedTable } : {}),
     turnsInFlight: TABLE_TURNS_IN_FLIGHT,
     attemptsPerTurn: publicationsInFlight(
       commitSafetyOf(init.storeAtomic !== false),

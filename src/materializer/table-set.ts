@@ -77,6 +77,12 @@ export interface TableSetOptions {
    * fatal, as for a definition with one fixed table) instead of stalling that table alone.
    */
   readonly damageIsFatal?: boolean;
+  /**
+   * A table served whether or not work waits in it, and never closed as idle: a definition's
+   * one table, whose declared indexes are kept (a build a crash interrupted is finished) with
+   * nothing staged.
+   */
+  readonly alwaysServed?: string;
   /** A table open with nothing to do for this long is closed (reopened by its next turn with work; default 5 min). */
   readonly idleCloseMs?: number;
   /** Tables kept open at most; beyond it the idle one served least recently is closed first (default 64). */
@@ -167,6 +173,7 @@ export class TableSet {
       const dir = path.join(this.#o.stagingRoot, e.name);
       if (await holdsWork(dir)) this.#see(e.name, dir);
     }
+    if (this.#o.alwaysServed !== undefined) this.#see(this.#o.alwaysServed);
   }
 
   /** Parts just sealed: each part's table is its directory's name; a table first seen here joins the set. */
@@ -411,7 +418,8 @@ export class TableSet {
    */
   #closeIdle(now: number): void {
     const idle = (e: Entry) => {
-      if (!e.served || e.inTurn || e.compacting || e.closing) return false;
+      if (!e.served || e.inTurn || e.compacting || e.closing || e.table === this.#o.alwaysServed)
+        return false;
       const l = e.served.left;
       return l.waitingParts === 0 && l.retryingPlans === 0 && l.unresolvableParts === 0;
     };
@@ -492,7 +500,12 @@ export class TableSet {
   async #turn(entry: Entry, bounded: boolean): Promise<boolean> {
     const turn: Turn | undefined = bounded ? { attempts: this.#o.attemptsPerTurn } : undefined;
     try {
-      if (!entry.served && entry.sealedBeforeOpen.length === 0 && !(await holdsWork(entry.dir))) {
+      if (
+        !entry.served &&
+        entry.table !== this.#o.alwaysServed &&
+        entry.sealedBeforeOpen.length === 0 &&
+        !(await holdsWork(entry.dir))
+      ) {
         // Nothing waits (its parts were moved away, or it was all published): not opened, not stalled.
         this.#mark(entry, undefined);
         entry.partsWaiting = 0;

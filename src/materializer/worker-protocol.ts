@@ -23,10 +23,12 @@ export interface MaterializerWorkerInit extends Omit<
   /** What every table must accept (declared types, mode), checked when the table is first opened. */
   readonly expectations: TableExpectations;
   /**
-   * The definition names one fixed table: a publication found half in it stops the worker
-   * (the replica's fatal, as ever). Routing to many tables stalls only the damaged table.
+   * The definition's one table (undefined when it routes): always served, with nothing
+   * staged too (an index build a crash interrupted is finished, as ever), never closed as
+   * idle, and a publication found half in it stops the worker (the replica's fatal). Routing
+   * to many tables stalls only the damaged table.
    */
-  readonly fixedTable: boolean;
+  readonly fixedTable: string | undefined;
   readonly pollMs: number;
   readonly optimizeEveryMs: number;
   /** Declared indexes, built and updated every indexEveryMs by the replica that keeps the tables. */

@@ -277,6 +277,34 @@ describe('tables with nothing waiting', () => {
     set.close();
   });
 
+  test("a definition's one table is served with nothing staged (an index build a crash interrupted is finished), and never closed as idle", async () => {
+    const stagingRoot = path.join(dir, 'staging');
+    await fsp.mkdir(stagingRoot, { recursive: true });
+    const opened: string[] = [];
+    const upkeep: string[] = [];
+    const set = new TableSet({
+      stagingRoot,
+      logger: silentLogger(),
+      optimizeEveryMs: 0,
+      attemptsPerTurn: 1,
+      alwaysServed: 'events',
+      idleCloseMs: 0,
+      open: (t) => {
+        opened.push(t);
+        return Promise.resolve(fakeTable(t, {}, []));
+      },
+      upkeep: (t) => ({ tick: () => upkeep.push(t), abort() {}, stop: () => Promise.resolve() }),
+    });
+    set.setOwnership(new Map());
+    await set.discover();
+    await set.round();
+    await set.round();
+    expect(set.tables).toEqual(['events']);
+    expect(opened).toEqual(['events']);
+    expect(upkeep.length).toBeGreaterThanOrEqual(2);
+    set.close();
+  });
+
   test('a refused table reports its waiting parts, and is no longer stalled once nothing waits', async () => {
     const stagingRoot = path.join(dir, 'staging');
     await tablesWithWork(stagingRoot, ['refused', 'live']);
