@@ -1,9 +1,8 @@
-import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { RawMessage } from '../../src/decode/raw-message';
-import type { WorkerReply, WorkerRequest } from '../../src/pool/protocol';
-import { StagingService } from '../../src/pool/staging-service';
+import type { WorkerReply } from '../../src/pool/protocol';
 import { readSealedRows, tempDir } from '../support/rows';
+import { openRoutingLane } from '../support/routing-lane';
 
 /**
  * A routing lane's open-part bound is shared by all its tables: a lane with more active
@@ -24,29 +23,11 @@ const message = (offset: number): RawMessage => ({
 });
 
 async function runLane(tables: number, maxOpenParts: number) {
-  const dir = await tempDir('kl-lane-bound');
-  const consumerPath = path.join(dir, 'routed.ts');
-  await fsp.writeFile(consumerPath, routeByOffset(tables));
-  const service = await StagingService.open(
-    {
-      consumerPath,
-      knownFields: [],
-      brokers: ['127.0.0.1:1'],
-      tableDir: path.join(dir, 'staging', 'routed'),
-      dataDir: dir,
-      workerIndex: 0,
-      epoch: { owner: 'o', epoch: 0 },
-      maxPartBytes: 1 << 30,
-      maxPartAgeMs: 1 << 30,
-      maxOpenParts,
-      logLevel: 'silent',
-    },
-    'lane',
+  const { dir, ask } = await openRoutingLane(
+    routeByOffset(tables),
+    maxOpenParts,
+    await tempDir('kl-lane-bound'),
   );
-  let id = 0;
-  const ask = (
-    request: WorkerRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never,
-  ) => service.handle({ ...request, id: ++id });
   const perBatch = tables * 2;
   const rounds = 3;
   const partitions = 3;
@@ -54,21 +35,24 @@ async function runLane(tables: number, maxOpenParts: number) {
   for (let round = 0; round < rounds; round++) {
     for (let partition = 0; partition < partitions; partition++) {
       const records = Array.from({ length: perBatch }, (_, i) => message(round * perBatch + i));
-      const reply = await ask({
-        type: 'batch',
-        topic: 't',
-        partition,
-        records,
-        through: records.at(-1)!.offset,
-        epoch: 0,
-        schemas: [],
-      });
+      const reply = await ask(
+        {
+          type: 'batch',
+          topic: 't',
+          partition,
+          records,
+          through: records.at(-1)!.offset,
+          epoch: 0,
+          schemas: [],
+        },
+        'batch',
+      );
       expect(reply.type).toBe('batch');
     }
-    syncs.push(await ask({ type: 'sync' }));
-    expect((await ask({ type: 'flush', force: false })).type).toBe('flush');
+    syncs.push(await ask({ type: 'sync' }, 'sync'));
+    expect((await ask({ type: 'flush', force: false }, 'flush')).type).toBe('flush');
   }
-  const closed = await ask({ type: 'close' });
+  const closed = await ask({ type: 'close' }, 'close');
   expect(closed.type).toBe('close');
   return { dir, syncs, last: rounds * perBatch - 1, partitions, tables };
 }

@@ -3,9 +3,8 @@ import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { Field, Float64, Schema } from 'apache-arrow';
 import type { RawMessage } from '../../src/decode/raw-message';
-import type { WorkerReply, WorkerRequest } from '../../src/pool/protocol';
-import { StagingService } from '../../src/pool/staging-service';
 import { partFiles, readSealedRows, tempDir } from '../support/rows';
+import { openRoutingLane } from '../support/routing-lane';
 
 /**
  * A routing consumer's staging lane, on the main thread: each record's table is decided
@@ -26,8 +25,6 @@ export default defineConsumer({
   },
 });`;
 
-type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never;
-
 const message = (offset: number, kind: string): RawMessage => ({
   offset,
   timestamp: Date.now(),
@@ -35,58 +32,11 @@ const message = (offset: number, kind: string): RawMessage => ({
   value: Buffer.from(JSON.stringify({ message: `m${offset}`, kind })),
 });
 
-async function openService(definition: string, maxOpenParts = 8, dir?: string) {
-  dir ??= await tempDir('kl-routing');
-  const consumerPath = path.join(dir, 'routed.ts');
-  await fsp.writeFile(consumerPath, definition);
-  const service = await StagingService.open(
-    {
-      consumerPath,
-      knownFields: [],
-      brokers: ['127.0.0.1:1'],
-      tableDir: path.join(dir, 'staging', 'routed'),
-      dataDir: dir,
-      workerIndex: 0,
-      epoch: { owner: 'o', epoch: 0 },
-      maxPartBytes: 1 << 30,
-      maxPartAgeMs: 1 << 30,
-      maxOpenParts,
-      logLevel: 'silent',
-    },
-    'test-lane',
-  );
-  let id = 0;
-  const ask = async <T extends WorkerReply['type']>(request: WithoutId<WorkerRequest>, type: T) => {
-    const reply = await service.handle({ ...request, id: ++id });
-    if (reply.type !== type) throw new Error(`expected ${type}, got ${JSON.stringify(reply)}`);
-    return reply;
-  };
-  const batchReply = async (request: WithoutId<Extract<WorkerRequest, { type: 'batch' }>>) => {
-    const reply = await ask(request, 'batch');
-    return reply.type === 'batch' ? reply.result : unexpected(reply);
-  };
-  const batch = (partition: number, messages: RawMessage[], through = messages.at(-1)!.offset) =>
-    batchReply({ type: 'batch', topic: 't', partition, records: messages, through, epoch: 0, schemas: [] });
-  const durable = async () => {
-    const reply = await ask({ type: 'sync' }, 'sync');
-    return reply.type === 'sync' ? reply.durable : unexpected(reply);
-  };
-  const close = async () => {
-    const reply = await ask({ type: 'close' }, 'close');
-    return reply.type === 'close' ? reply.sealed : unexpected(reply);
-  };
-  return { dir, ask, batch, batchReply, durable, close };
-}
-
-function unexpected(reply: WorkerReply): never {
-  throw new Error(`unexpected reply ${JSON.stringify(reply)}`);
-}
-
 const staged = (dir: string, table: string) => readSealedRows(path.join(dir, 'staging', table));
 
 describe('staging a routing consumer', () => {
   test('a route splits one partition into three tables, each record once in its own table', async () => {
-    const { dir, close, batch, durable } = await openService(ROUTE_BY_KIND);
+    const { dir, close, batch, durable } = await openRoutingLane(ROUTE_BY_KIND);
     const kinds = ['a', 'b', 'c', 'a', 'c', 'c', 'b', 'a', 'a'];
     const result = await batch(
       0,
@@ -102,7 +52,7 @@ describe('staging a routing consumer', () => {
   });
 
   test('a record whose route throws or names an invalid table is a dead letter (invalid-table); the others are staged', async () => {
-    const { dir, close, batch, durable } = await openService(ROUTE_BY_KIND);
+    const { dir, close, batch, durable } = await openRoutingLane(ROUTE_BY_KIND);
     const result = await batch(0, [
       message(0, 'a'),
       message(1, '../../x'),
@@ -123,7 +73,7 @@ describe('staging a routing consumer', () => {
   });
 
   test("a route's undefined sends the record to the definition's table", async () => {
-    const { dir, close, batch } = await openService(ROUTE_BY_KIND);
+    const { dir, close, batch } = await openRoutingLane(ROUTE_BY_KIND);
     await batch(0, [message(0, 'default'), message(1, 'b')]);
     await close();
     expect((await staged(dir, 'routed')).map((r) => r.offset)).toEqual([0]);
@@ -131,7 +81,7 @@ describe('staging a routing consumer', () => {
   });
 
   test('a table that gets no more records of a partition does not hold its durable offset back', async () => {
-    const { batch, durable } = await openService(ROUTE_BY_KIND);
+    const { batch, durable } = await openRoutingLane(ROUTE_BY_KIND);
     await batch(0, [message(0, 'a'), message(1, 'b')]);
     expect(await durable()).toEqual([['t', 0, 1]]);
     await batch(0, [message(2, 'a'), message(3, 'a')]);
@@ -140,13 +90,13 @@ describe('staging a routing consumer', () => {
   });
 
   test('a batch of only dead letters before any table saw the partition is still durable', async () => {
-    const { batch, durable } = await openService(ROUTE_BY_KIND);
+    const { batch, durable } = await openRoutingLane(ROUTE_BY_KIND);
     await batch(1, [message(0, 'boom'), message(1, '')]);
     expect(await durable()).toEqual([['t', 1, 1]]);
   });
 
   test('a new epoch reaches every table: redeliveries below a claim are skipped in each', async () => {
-    const { ask, batch, batchReply, durable } = await openService(ROUTE_BY_KIND);
+    const { ask, batch, batchReply, durable } = await openRoutingLane(ROUTE_BY_KIND);
     await batch(0, [message(0, 'a'), message(1, 'b')]);
     await ask(
       { type: 'epoch', epoch: { owner: 'o', epoch: 1 }, revoked: [], assigned: [['t', 0, 1]] },
@@ -173,7 +123,7 @@ describe('staging a routing consumer', () => {
   name: 'routed', topics: ['t'], schema: { fields: { message: 'string' } }, materializer: { enabled: false },
   route: (() => { let n = 0; return () => (n++ < 2 ? 'a' : 'b'); })(),
 };`;
-    const { dir, batch, durable, close } = await openService(flipping);
+    const { dir, batch, durable, close } = await openRoutingLane(flipping);
     await batch(0, [message(0, 'x'), message(1, 'x')]);
     const redelivered = await batch(0, [message(0, 'x'), message(1, 'x'), message(2, 'x')]);
     expect(redelivered).toMatchObject({ staged: 1, skipped: 2 });
@@ -185,7 +135,7 @@ describe('staging a routing consumer', () => {
   });
 
   test('a table first seen after a claim starts from what the lane handled, not from the claim', async () => {
-    const { ask, durable } = await openService(ROUTE_BY_KIND);
+    const { ask, durable } = await openRoutingLane(ROUTE_BY_KIND);
     await ask(
       { type: 'epoch', epoch: { owner: 'o', epoch: 1 }, revoked: [], assigned: [['t', 0, -1]] },
       'epoch',
@@ -211,7 +161,7 @@ describe('staging a routing consumer', () => {
   });
 
   test("a full disk when a new table's directory is made pauses the batch (disk full, retried), never fails the lane", async () => {
-    const { dir, ask, batch, close } = await openService(ROUTE_BY_KIND);
+    const { dir, ask, batch, close } = await openRoutingLane(ROUTE_BY_KIND);
     await batch(0, [message(0, 'a')]);
     const mkdir = fsp.mkdir.bind(fsp);
     const refuse = jest.spyOn(fsp, 'mkdir').mockImplementation((where, options) => {
@@ -247,7 +197,7 @@ describe('staging a routing consumer', () => {
   name: 'routed', topics: ['t'], schema: { fields: { message: 'string', kind: 'string' } }, materializer: { enabled: false },
   route: (r: { value: Buffer | null }) => { r.value!.fill(0x20); return 'a'; },
 };`;
-    const { dir, batch, close } = await openService(scribbling);
+    const { dir, batch, close } = await openRoutingLane(scribbling);
     const result = await batch(0, [message(0, 'a'), message(1, 'a')]);
     expect(result).toMatchObject({ staged: 2, deadLetters: [] });
     await close();
@@ -256,7 +206,7 @@ describe('staging a routing consumer', () => {
 
   test('records naming a new table beyond staging.maxTables are dead letters (invalid-table), not a directory each', async () => {
     const bounded = ROUTE_BY_KIND.replace("topics: ['t'],", "topics: ['t'], staging: { maxTables: 2 },");
-    const { dir, batch, durable, close } = await openService(bounded);
+    const { dir, batch, durable, close } = await openRoutingLane(bounded);
     const result = await batch(0, [message(0, 'a'), message(1, 'b'), message(2, 'c'), message(3, 'a')]);
     expect(result.staged).toBe(3);
     expect(result.deadLetters.map((l) => [l.offset, l.reason])).toEqual([[2, 'invalid-table']]);
@@ -267,7 +217,7 @@ describe('staging a routing consumer', () => {
   });
 
   test('many tables under an open-part bound of one still stage and seal every part', async () => {
-    const { dir, close, batch } = await openService(ROUTE_BY_KIND, 1);
+    const { dir, close, batch } = await openRoutingLane(ROUTE_BY_KIND, 1);
     const tables = ['a', 'b', 'c', 'd', 'e'];
     await batch(
       0,
@@ -286,7 +236,7 @@ describe('staging a routing consumer', () => {
   });
 
   test('a {topic} template stages each topic in its own table', async () => {
-    const { dir, ask, close } = await openService(
+    const { dir, ask, close } = await openRoutingLane(
       ROUTE_BY_KIND.replace(/route: \(r\) => \{[\s\S]*?\n {2}\},\n/, '').replace(
         "topics: ['t'],",
         "topics: ['t'], table: 'cdc_{topic}',",
@@ -317,7 +267,7 @@ describe('staging a routing consumer', () => {
   name: 'routed', topics: ['t'], schema: 'infer', materializer: { enabled: false },
   route: (r: { value: Buffer | null }) => JSON.parse(r.value!.toString()).table,
 };`;
-    const { batch, close } = await openService(inferred, 8, dir);
+    const { batch, close } = await openRoutingLane(inferred, 8, dir);
     const value = (table: string, v: unknown) => Buffer.from(JSON.stringify({ table, v }));
     const result = await batch(0, [
       { offset: 0, timestamp: Date.now(), key: null, value: value('typed', 'text') },
