@@ -9,19 +9,27 @@ import { addProduceCommand } from './commands/produce';
 import { addRunCommand } from './commands/run';
 import { addScaleDemoCommand } from './commands/scale-demo';
 import { addValidateCommand } from './commands/validate';
+import type { HeldSignals } from './early-signals';
 import { CliError, type CliErrorCode } from './errors';
 import { packageVersion } from './paths';
 
-/** The `kafka-lance` program: one command per file in ./commands, in the order `--help` lists them. */
-export function buildCli(): Command {
+/**
+ * The `kafka-lance` program: one command per file in ./commands, in the order `--help`
+ * lists them. `heldSignals` (from bin/kafka-lance) go to `run`; any other command
+ * releases them as it starts.
+ */
+export function buildCli(heldSignals?: HeldSignals): Command {
   const program = new Command('kafka-lance')
     .description(
       'Consume Kafka topics in consumer groups, stage records durably as Arrow IPC, publish them into Lance tables exactly once.',
     )
     .version(packageVersion(), '-V, --version', 'print the version (from package.json)')
     .showHelpAfterError();
+  program.hook('preAction', (_program, command) => {
+    if (command.name() !== 'run') heldSignals?.release();
+  });
+  addRunCommand(program, heldSignals);
   for (const add of [
-    addRunCommand,
     addDemoCommand,
     addScaleDemoCommand,
     addProduceCommand,
@@ -41,8 +49,8 @@ const CONFIGURATION_ERRORS: ReadonlySet<CliErrorCode> = new Set([
 ]);
 
 /** Parses argv and runs the command; configuration errors exit with code 2 and field-named messages. */
-export function runCli(argv: readonly string[] = process.argv): void {
-  buildCli()
+export function runCli(argv: readonly string[] = process.argv, heldSignals?: HeldSignals): void {
+  buildCli(heldSignals)
     .parseAsync([...argv])
     .catch((error: unknown) => {
       if (error instanceof ConfigError) {

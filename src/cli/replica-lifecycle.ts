@@ -3,6 +3,7 @@ import { createLogger, type Logger } from '../common/logger';
 import { Metrics } from '../metrics/metrics';
 import { startMetricsServer } from '../metrics/server';
 import type { Replica } from '../replica';
+import type { HeldSignals } from './early-signals';
 import { brokerAuthFailureOf } from '../kafka/broker-auth-failure';
 import { BrokerAuthenticationError, BrokerUnreachableError, isConnectionFailure } from './errors';
 
@@ -26,6 +27,8 @@ export interface ReplicaLifecycleOptions {
   readonly logLevel: string;
   readonly metricsPort: number;
   readonly metricsHost: string;
+  /** Stop signals held while the program loaded: one held is acted on as if it came now. */
+  readonly heldSignals?: HeldSignals;
   /** Starts the replica with the process's logger and metrics registry. */
   readonly start: (services: { readonly logger: Logger; readonly metrics: Metrics }) => Promise<Replica>;
 }
@@ -78,8 +81,12 @@ export async function runReplicaLifecycle(o: ReplicaLifecycleOptions): Promise<v
         },
       );
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  if (o.heldSignals) {
+    o.heldSignals.deliverTo(onSignal);
+  } else {
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  }
   const replica = await starting.catch((error: unknown) => {
     const refused = brokerAuthFailureOf(error, o.tls);
     if (refused) throw new BrokerAuthenticationError(o.brokers, refused);

