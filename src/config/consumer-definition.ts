@@ -220,7 +220,13 @@ export const consumerDefinitionSchema = z
         message: `format "${def.format}" reads no Schema Registry: remove schemaRegistry or set format (or keyFormat) "avro", "protobuf" or "json-schema"`,
       });
     }
-    if (def.keyFormat !== 'binary' && !def.includeKey && def.key !== 'record-key') {
+    // The Debezium envelope reads its record keys itself (a tombstone's key): keyFormat says how.
+    if (
+      def.keyFormat !== 'binary' &&
+      !def.includeKey &&
+      def.key !== 'record-key' &&
+      def.envelope !== 'debezium'
+    ) {
       ctx.addIssue({
         code: 'custom',
         path: ['keyFormat'],

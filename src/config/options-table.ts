@@ -185,7 +185,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   envelope: {
     meaning:
-      '`debezium`: each JSON value is a Debezium change event (with or without `schemas.enable`): `c`/`r`/`u` upsert `after`, `d` deletes the key (from `before` or the record key), and so does a tombstone (its key from the record key: on a compacted topic it may be all that is left of the delete); a truncate does what `truncate` says; the TOASTed placeholder of a string column keeps the stored value (in another column it is a dead letter). Needs mode `upsert` with key fields (docs/upserts-and-cdc.md).',
+      "`debezium`: each value is a Debezium change event, JSON (with or without `schemas.enable`) or Avro through the Schema Registry (format `avro`, keyFormat `avro`: the columns are the envelope's `after` record's): `c`/`r`/`u` upsert `after`, `d` deletes the key (from `before` or the record key), and so does a tombstone (its key from the record key: on a compacted topic it may be all that is left of the delete); a truncate does what `truncate` says; the TOASTed placeholder of a string column keeps the stored value (in another column it is a dead letter). Needs mode `upsert` with key fields (docs/upserts-and-cdc.md).",
   },
   truncate: {
     meaning:

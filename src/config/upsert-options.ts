@@ -77,7 +77,7 @@ export function withSequenceColumn<F extends { readonly name: string }>(
  * BTREE indexes them. Floats (no exact equality), json (text of a value) and nested types
  * are refused.
  */
-const KEY_FIELD_TYPES: readonly string[] = [
+export const KEY_FIELD_TYPES: readonly string[] = [
   'string',
   'large_string',
   'int8',
@@ -93,6 +93,9 @@ const KEY_FIELD_TYPES: readonly string[] = [
   'boolean',
   'binary',
 ];
+
+/** The formats the Debezium envelope reads (src/decode/debezium-envelope.ts, debezium-registry.ts). */
+const DEBEZIUM_FORMATS: readonly string[] = ['json', 'avro'];
 
 /** Key formats whose `_key` is a column Lance can join on (a registry key is a struct). */
 const RECORD_KEY_FORMATS: readonly KeyFormat[] = ['binary', 'string'];
@@ -146,10 +149,16 @@ export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
       });
   }
   if (def.envelope === 'debezium') {
-    if (def.format !== 'json')
+    if (!DEBEZIUM_FORMATS.includes(def.format))
       problems.push({
         path: ['envelope'],
-        message: `"debezium" reads JSON change events: format "json", not "${def.format}"`,
+        message: `"debezium" reads change events in JSON (Kafka Connect's JsonConverter) or Avro (an AvroConverter through the Schema Registry): format "json" or "avro", not "${def.format}"`,
+      });
+    // The AvroConverter writes keys as Avro too; a tombstone's key is read from them.
+    if (def.format === 'avro' && def.keyFormat !== 'avro')
+      problems.push({
+        path: ['keyFormat'],
+        message: `"debezium" with format "avro" reads the record keys (a tombstone's, a delete's without "before") as Avro through the registry, as the AvroConverter writes them: keyFormat "avro", not "${def.keyFormat}"`,
       });
     if (def.mode !== 'upsert' || def.key === 'record-key' || def.key === undefined)
       problems.push({
@@ -203,6 +212,9 @@ export function upsertProblems(def: UpsertDefinition): UpsertProblem[] {
     if (seen.has(name)) problems.push({ path: ['key', 'fields', i], message: `"${name}" is named twice` });
     seen.add(name);
     if (def.fieldTypes === undefined) {
+      // Avro Debezium events: the key's columns are the envelope's `after` record's, checked per
+      // writer schema (src/decode/debezium-registry.ts).
+      if (def.envelope === 'debezium' && def.format === 'avro') return;
       problems.push({
         path: ['key', 'fields', i],
         message: `key fields must be declared columns (schema.fields), with a type compared exactly: "${name}" would be inferred`,

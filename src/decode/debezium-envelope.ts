@@ -7,7 +7,8 @@ import type { FieldState } from './field-state';
 
 /**
  * Debezium change events in JSON (Kafka Connect's JsonConverter, with or without
- * `schemas.enable`): what one event does to an upsert table. `c` (create), `r` (snapshot
+ * `schemas.enable`) or in Avro (an envelope record's row, debezium-keys.ts): what one event
+ * does to an upsert table. `c` (create), `r` (snapshot
  * read) and `u` (update) write the `after` state; `d` deletes the key, read from `before`
  * (or, when `before` is null, REPLICA IDENTITY NOTHING, from the record key). A truncate
  * (`t`) deletes every row before it (`truncate: 'apply'`, staged as a delete row without a
@@ -67,8 +68,14 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-/** The record key's fields (a Debezium key is a struct of the primary key's columns). */
-function keyOf(key: Uint8Array | null): Row | undefined {
+/**
+ * The record key's fields (a Debezium key is a struct of the primary key's columns), read
+ * when an event needs them: JSON here, Avro through the registry (debezium-keys.ts).
+ */
+export type RecordKey = () => Row | undefined;
+
+/** A JsonConverter key's fields, with or without `schemas.enable`. */
+export function jsonKeyOf(key: Uint8Array | null): Row | undefined {
   if (key === null) return undefined;
   try {
     const text = utf8.decode(key);
@@ -86,10 +93,10 @@ function keyOf(key: Uint8Array | null): Row | undefined {
  * newest), the tombstone is all a replica reading the topic later sees of the delete.
  */
 export function readTombstone(
-  key: Uint8Array | null,
+  recordKey: RecordKey,
   keyFields: readonly string[],
 ): Exclude<ChangeEvent, { kind: 'upsert' | 'truncate' }> {
-  const source = keyOf(key);
+  const source = recordKey();
   if (!source || keyFields.some((f) => source[f] === undefined || source[f] === null))
     return {
       reason: 'missing-key',
@@ -98,10 +105,13 @@ export function readTombstone(
   return { kind: 'delete', key: Object.fromEntries(keyFields.map((f) => [f, source[f]])) };
 }
 
-/** One parsed Debezium JSON value (and its record key) → its change, or why it is a dead letter. */
+/**
+ * One Debezium event (a parsed JSON value, or an Avro envelope's row: the same fields) and
+ * its record key → its change, or why it is a dead letter.
+ */
 export function readChangeEvent(
   value: unknown,
-  key: Uint8Array | null,
+  recordKey: RecordKey,
   keyFields: readonly string[],
   options: {
     /** Whether a column is a string one, where the merge resolves the TOASTed placeholder. */
@@ -120,7 +130,7 @@ export function readChangeEvent(
   const takesPlaceholder = options.takesPlaceholder ?? (() => false);
   const change = readChange(
     value,
-    key,
+    recordKey,
     keyFields,
     takesPlaceholder,
     options.truncate,
@@ -148,7 +158,7 @@ function sequenceOf(event: unknown, path: string): number | bigint | null {
 
 function readChange(
   value: unknown,
-  key: Uint8Array | null,
+  recordKey: RecordKey,
   keyFields: readonly string[],
   takesPlaceholder: (field: string) => boolean,
   truncate: Truncates | undefined,
@@ -189,7 +199,7 @@ function readChange(
       return { kind: 'upsert', row: event.after };
     }
     case 'd': {
-      const source = isObject(event.before) ? event.before : keyOf(key);
+      const source = isObject(event.before) ? event.before : recordKey();
       if (!source || keyFields.some((f) => source[f] === undefined || source[f] === null))
         return {
           reason: 'missing-key',

@@ -27,6 +27,7 @@ import { normalizeRows, sourceRecord } from './transform-rows';
 import type { RawMessage } from './raw-message';
 import { decodeNatively } from './native-dispatch';
 import { filterableKeyType, readChangeEvent, readTombstone, takesPlaceholder } from './debezium-envelope';
+import { DebeziumKeys, envelopeColumns, type WriterColumns } from './debezium-registry';
 import { SEQUENCE_COLUMN, type Envelope, type Truncates } from '../config/upsert-options';
 import { convertRows } from './row-conversion';
 import { MAX_TABLE_FIELDS } from './schema-budget';
@@ -127,6 +128,8 @@ export class RecordDecoder {
   readonly #nestedFields = new Map<string, number>();
   /** With `includeKey`: the key's reading into `_key`. */
   readonly #keys: KeyColumn | undefined;
+  /** The Debezium envelope: its record keys, read for tombstones and deletes without `before`. */
+  readonly #debeziumKeys: DebeziumKeys | undefined;
   /**
    * Registry formats: writers whose every field is a column of its type, checked once each: a
    * schema id, or for Protobuf an id and a message of it ("7/1.0"), since one file's messages
@@ -152,6 +155,10 @@ export class RecordDecoder {
     this.#keys = options.includeKey
       ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit, options.tableKeyType)
       : undefined;
+    this.#debeziumKeys =
+      options.envelope === 'debezium'
+        ? new DebeziumKeys(options.keyFormat ?? 'binary', options.upsertKey ?? [])
+        : undefined;
     // Registry formats take their columns from the writer schemas, not from the keys.
     this.#infer = options.fields === undefined && this.#registry === undefined;
     this.#fields =
@@ -234,6 +241,7 @@ export class RecordDecoder {
       for (const writer of this.#admittedSchemas)
         if (writer === String(id) || writer.startsWith(`${id}/`)) this.#admittedSchemas.delete(writer);
     this.#keys?.learn(schemas);
+    this.#debeziumKeys?.learn(schemas);
     const deadLetters: DeadLetterVerdict[] = [];
     const raw = this.#options.format === 'raw' && !this.#options.transform;
     const debezium = this.#options.envelope === 'debezium';
@@ -258,6 +266,71 @@ export class RecordDecoder {
     const ingestMinute = minuteKeyOf(this.#clock());
     const earlier: DecodedSegment[] = [];
     let lastStaged = -1;
+
+    /**
+     * Registry formats: what a writer schema's columns change, held to the column caps; a
+     * column it retypes ends the segment (a column's type cannot change within a batch: the
+     * rows so far keep theirs and go to a part of their own; whether the table takes the new
+     * type is the publication's decision, sameColumnType, src/lance/table-schema.ts, the one
+     * place that knows the table: a refused publication is set aside with its reason, never a
+     * dead letter here).
+     */
+    const admit = ({
+      writer,
+      schemaId,
+      fields: columns,
+    }: WriterColumns): WriterFieldChanges | Omit<DeadLetterVerdict, 'offset'> => {
+      const fields = this.#writerFields(writer, columns);
+      // The writer schemas widen the table like inferred keys do, and are held to the same cap:
+      // a schema (or a run of versions) adding names without bound is a producer's choice.
+      const count = this.#fields.length + fields.added.length;
+      if (count > this.#options.maxInferredColumns)
+        return {
+          reason: 'too-many-columns',
+          detail: `schema id ${schemaId} would make ${count} data columns, beyond maxInferredColumns ${this.#options.maxInferredColumns}`,
+        };
+      const nested = this.#nestedFieldsWith(columns, fields);
+      if (nested.total > MAX_TABLE_FIELDS)
+        return {
+          reason: 'too-many-columns',
+          detail: `schema id ${schemaId} would make the table's columns ${nested.total} fields, nested ones included, beyond ${MAX_TABLE_FIELDS}`,
+        };
+      for (const [name, n] of nested.changed) this.#nestedFields.set(name, n);
+      if (fields.retyped.length > 0) {
+        const segment = builders.finish();
+        if (segment)
+          earlier.push({
+            batch: segment,
+            minute: this.#options.eventTimeField !== undefined ? eventMinutes : ingestMinute,
+            through: lastStaged,
+          });
+        for (const [field, type] of fields.retyped) {
+          const at = this.#fields.findIndex((f) => f.name === field.name);
+          this.#fields[at] = field;
+          this.#byName.set(field.name, field);
+          this.#writerTypes.set(field.name, type);
+        }
+        // Schemas admitted against the old types must be checked against the new ones.
+        this.#admittedSchemas.clear();
+        builders = newColumns();
+        eventMinutes = [];
+      }
+      return fields;
+    };
+    /** A record's new columns (converted with it) join the batch and the decoder's fields; its writer is admitted. */
+    const takeColumns = (
+      added: readonly FieldState[],
+      types: readonly (readonly [string, string])[],
+      writer: string | undefined,
+    ) => {
+      for (const field of added) {
+        builders.addField(field);
+        this.#fields.push(field);
+        this.#byName.set(field.name, field);
+      }
+      for (const [name, type] of types) this.#writerTypes.set(name, type);
+      if (writer !== undefined) this.#admittedSchemas.add(writer);
+    };
 
     for (const message of messages) {
       const verdict = (reason: DeadLetterVerdict['reason'], detail: string, field?: string) =>
@@ -292,20 +365,33 @@ export class RecordDecoder {
           continue;
         }
         if (debezium) {
-          // Key fields: the delete's row holds them, read from the record key.
-          const change = readTombstone(message.key, this.#options.upsertKey ?? []);
-          const converted =
-            'reason' in change
-              ? change
-              : convertRows([change.key], [], {
-                  fields: this.#fields,
-                  byName: this.#byName,
-                  infer: undefined,
-                });
+          // Key fields: the delete's row holds them, read from the record key (a registry key's
+          // schema gives their columns, for a tombstone that comes before any event of its table).
+          const recordKey = this.#debeziumKeys!.read(message.key);
+          if (recordKey && 'reason' in recordKey) {
+            verdict(recordKey.reason, recordKey.detail, recordKey.field);
+            continue;
+          }
+          const change = readTombstone(() => recordKey?.row, this.#options.upsertKey ?? []);
+          if ('reason' in change) {
+            verdict(change.reason, change.detail, change.field);
+            continue;
+          }
+          const columns = recordKey?.columns ? admit(recordKey.columns) : { added: [], types: [] };
+          if ('reason' in columns) {
+            verdict(columns.reason, columns.detail, columns.field);
+            continue;
+          }
+          const converted = convertRows([change.key], columns.added, {
+            fields: this.#fields,
+            byName: this.#byName,
+            infer: undefined,
+          });
           if ('reason' in converted) {
             verdict(converted.reason, converted.detail, converted.field);
             continue;
           }
+          takeColumns(converted.newFields, columns.types, recordKey?.columns?.writer);
           builders.appendSystem(partition, message, 0, key.value, true);
           builders.appendValues(converted.values[0]!);
         } else {
@@ -353,43 +439,15 @@ export class RecordDecoder {
           continue;
         }
       }
-      let rows: readonly Row[];
+      let rows: readonly Row[] = [];
       /** A Debezium delete: its row holds the key only and is staged `_deleted`. */
       let deleting = false;
       let writerFields: FieldState[] = [];
       let writerTypes: readonly (readonly [string, string])[] = [];
       let writerSchema: string | undefined;
-      if (debezium) {
-        const change = readChangeEvent(value, message.key, this.#options.upsertKey ?? [], {
-          takesPlaceholder: (f) => takesPlaceholder(this.#byName.get(f)),
-          truncate: this.#options.truncate,
-          sequence: this.#options.sequence,
-          keyLookup: (this.#options.upsertKey ?? []).some((k) =>
-            filterableKeyType(this.#byName.get(k)?.codec.arrowType()),
-          ),
-        });
-        if ('reason' in change) {
-          verdict(change.reason, change.detail, change.field);
-          continue;
-        }
-        if (change.kind === 'truncate') {
-          // A delete row without a key: the merge deletes every row before it (upsert-merge.ts),
-          // ordered by its sequence (`_sequence`, its one value) when the definition names one.
-          builders.appendSystem(partition, message, 0, key.value, true);
-          const sequence = change.sequence;
-          if (sequence == null) builders.appendNoValues();
-          else
-            builders.appendValues(
-              this.#fields.map((f) => (f.name === SEQUENCE_COLUMN ? BigInt(sequence) : null)),
-            );
-          if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
-          lastStaged = message.offset;
-          continue;
-        } else {
-          deleting = change.kind === 'delete';
-          rows = [change.kind === 'delete' ? change.key : change.row];
-        }
-      } else if (this.#registry) {
+      /** A Debezium event: the parsed JSON value, or a registry envelope's row. */
+      let event: unknown = value;
+      if (this.#registry) {
         // A record of an admitted writer that its compiled reader reads exactly: straight into the columns.
         const compiled = this.#compiled?.reader(
           message.value,
@@ -410,52 +468,68 @@ export class RecordDecoder {
         }
         const writer =
           decoded.message === undefined ? String(decoded.schemaId) : `${decoded.schemaId}/${decoded.message}`;
-        const fields = this.#writerFields(writer, decoded.fields);
-        // The writer schemas widen the table like inferred keys do, and are held to the same cap:
-        // a schema (or a run of versions) adding names without bound is a producer's choice.
-        const columns = this.#fields.length + fields.added.length;
-        if (columns > this.#options.maxInferredColumns) {
-          verdict(
-            'too-many-columns',
-            `schema id ${decoded.schemaId} would make ${columns} data columns, beyond maxInferredColumns ${this.#options.maxInferredColumns}`,
-          );
+        // A Debezium envelope's columns are its `after` record's.
+        const columns = debezium
+          ? envelopeColumns(
+              decoded.fields,
+              this.#options.upsertKey ?? [],
+              this.#options.sequence !== undefined,
+              decoded.schemaId,
+            )
+          : decoded.fields;
+        if ('reason' in columns) {
+          verdict(columns.reason, columns.detail, columns.field);
           continue;
         }
-        const nested = this.#nestedFieldsWith(decoded.fields, fields);
-        if (nested.total > MAX_TABLE_FIELDS) {
-          verdict(
-            'too-many-columns',
-            `schema id ${decoded.schemaId} would make the table's columns ${nested.total} fields, nested ones included, beyond ${MAX_TABLE_FIELDS}`,
-          );
+        const fields = admit({ writer, schemaId: decoded.schemaId, fields: columns });
+        if ('reason' in fields) {
+          verdict(fields.reason, fields.detail);
           continue;
-        }
-        for (const [name, count] of nested.changed) this.#nestedFields.set(name, count);
-        if (fields.retyped.length > 0) {
-          // A column's type cannot change within a batch: the rows so far keep theirs and go
-          // to a part of their own. Whether the table takes the new type is the publication's
-          // decision (sameColumnType, src/lance/table-schema.ts), the one place that knows the
-          // table: a refused publication is set aside with its reason, never a dead letter here.
-          const segment = builders.finish();
-          if (segment)
-            earlier.push({
-              batch: segment,
-              minute: this.#options.eventTimeField !== undefined ? eventMinutes : ingestMinute,
-              through: lastStaged,
-            });
-          for (const [field, type] of fields.retyped) {
-            const at = this.#fields.findIndex((f) => f.name === field.name);
-            this.#fields[at] = field;
-            this.#byName.set(field.name, field);
-            this.#writerTypes.set(field.name, type);
-          }
-          // Schemas admitted against the old types must be checked against the new ones.
-          this.#admittedSchemas.clear();
-          builders = newColumns();
-          eventMinutes = [];
         }
         ({ added: writerFields, types: writerTypes } = fields);
         writerSchema = writer;
-        rows = [decoded.row];
+        if (debezium) event = decoded.row;
+        else rows = [decoded.row];
+      }
+      if (debezium) {
+        const fieldNamed = (name: string) =>
+          this.#byName.get(name) ?? writerFields.find((f) => f.name === name);
+        const recordKey = () => {
+          const read = this.#debeziumKeys!.read(message.key);
+          return read && 'row' in read ? read.row : undefined;
+        };
+        const change = readChangeEvent(event, recordKey, this.#options.upsertKey ?? [], {
+          takesPlaceholder: (f) => takesPlaceholder(fieldNamed(f)),
+          truncate: this.#options.truncate,
+          sequence: this.#options.sequence,
+          keyLookup: (this.#options.upsertKey ?? []).some((k) =>
+            filterableKeyType(fieldNamed(k)?.codec.arrowType()),
+          ),
+        });
+        if ('reason' in change) {
+          verdict(change.reason, change.detail, change.field);
+          continue;
+        }
+        if (change.kind === 'truncate') {
+          // A delete row without a key: the merge deletes every row before it (upsert-merge.ts),
+          // ordered by its sequence (`_sequence`, its one value) when the definition names one.
+          takeColumns(writerFields, writerTypes, writerSchema);
+          builders.appendSystem(partition, message, 0, key.value, true);
+          const sequence = change.sequence;
+          if (sequence == null) builders.appendNoValues();
+          else
+            builders.appendValues(
+              this.#fields.map((f) => (f.name === SEQUENCE_COLUMN ? BigInt(sequence) : null)),
+            );
+          if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
+          lastStaged = message.offset;
+          continue;
+        } else {
+          deleting = change.kind === 'delete';
+          rows = [change.kind === 'delete' ? change.key : change.row];
+        }
+      } else if (this.#registry) {
+        // rows: the writer's row, above.
       } else if (this.#options.transform) {
         try {
           rows = normalizeRows(this.#options.transform(sourceRecord(topic, partition, message, value)));
@@ -494,13 +568,7 @@ export class RecordDecoder {
         // parseTimestamp keeps to years 0000-9999: every such minute key is a valid part name.
         minute = minuteKeyOf(time.ms);
       }
-      for (const field of converted.newFields) {
-        builders.addField(field);
-        this.#fields.push(field);
-        this.#byName.set(field.name, field);
-      }
-      for (const [name, type] of writerTypes) this.#writerTypes.set(name, type);
-      if (writerSchema !== undefined) this.#admittedSchemas.add(writerSchema);
+      takeColumns(converted.newFields, writerTypes, writerSchema);
       converted.values.forEach((values, i) => {
         builders.appendSystem(partition, message, i, key.value, deleting);
         builders.appendValues(values);

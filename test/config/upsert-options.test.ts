@@ -83,8 +83,42 @@ describe('envelope debezium', () => {
     expect(c.truncate).toBeUndefined();
   });
 
+  test('Avro events through the registry take their key columns from the envelope schemas: key fields need no declared schema', () => {
+    const c = resolveConsumer(
+      {
+        ...debezium,
+        schema: 'infer',
+        format: 'avro',
+        keyFormat: 'avro',
+        schemaRegistry: { url: 'http://registry:8081' },
+        sequence: 'source.lsn',
+      },
+      'x',
+      env,
+    );
+    expect(c.fields).toBeUndefined();
+    expect(c.upsertKey).toEqual(['id']);
+    expect(c.tombstones).toBe('delete');
+  });
+
   test.each([
     [{ mode: 'append', key: undefined }, 'envelope', /mode "upsert" with key \{ fields/],
+    // The AvroConverter's keys are Avro: a tombstone's key could not be read as JSON.
+    [
+      { format: 'avro', schema: 'infer', schemaRegistry: { url: 'http://registry:8081' } },
+      'keyFormat',
+      /keyFormat "avro"/,
+    ],
+    [
+      {
+        format: 'protobuf',
+        keyFormat: 'protobuf',
+        schema: 'infer',
+        schemaRegistry: { url: 'http://registry:8081' },
+      },
+      'envelope',
+      /format "json" or "avro"/,
+    ],
     [{ key: 'record-key', keyFormat: 'string' }, 'envelope', /mode "upsert" with key \{ fields/],
     [{ format: 'raw', schema: 'infer' }, 'envelope', /format "json"/],
     [{ envelope: 'none', sequence: 'source.lsn' }, 'sequence', /envelope: "debezium"/],

@@ -17,6 +17,10 @@ import { SchemaBudget } from '../schema-budget';
  *   list<struct<{key: string, value: T}>> (Lance has no map type; the keys' order is the
  *   payload's); int → int32, long → int64 (exact, as BigInt), float → float32,
  *   double → float64, boolean, string.
+ * - Kafka Connect's types named by `connect.name` (connectType): Debezium's io.debezium.time
+ *   Date → date, Timestamp / MicroTimestamp / NanoTimestamp → timestamp(ms / us / ns)
+ *   without a zone, ZonedTimestamp (ISO text) → timestamp(us, UTC); a Connect Decimal
+ *   without Avro's logical type → decimal(precision or 38, its `scale` parameter).
  * - Logical types: decimal (bytes or fixed; precision ≤ 38) → decimal(p, s); date → date;
  *   timestamp-millis / -micros → timestamp(ms / us, UTC); local-timestamp-millis / -micros →
  *   timestamp(ms / us) without a zone; time-millis → int32 and time-micros → int64 (since
@@ -86,7 +90,8 @@ function mapType(schema: Json, namespace: string, names: NamedTypes): Mapped {
   const resolved = names.resolve(schema, namespace);
   if (typeof resolved === 'string') return primitive(resolved);
   if (!isObject(resolved)) throw new UnsupportedAvroSchema(`not an Avro type: ${JSON.stringify(schema)}`);
-  const logical = typeof resolved.logicalType === 'string' ? logicalType(resolved) : undefined;
+  const logical =
+    (typeof resolved.logicalType === 'string' ? logicalType(resolved) : undefined) ?? connectType(resolved);
   if (logical) return logical;
   switch (resolved.type) {
     case 'record': {
@@ -199,6 +204,44 @@ function logicalType(schema: JsonObject): Mapped | undefined {
       return base === 'string'
         ? { field: { type: 'string', nullable: false }, toValue: identity }
         : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Kafka Connect's logical types that Avro has no logical type for, named by the converter's
+ * `connect.name` annotation (Debezium's temporal types, a Connect decimal without Avro's
+ * `decimal`): mapped as their meaning, not as the int, long or string that carries them.
+ */
+function connectType(schema: JsonObject): Mapped | undefined {
+  const base = schema.type;
+  const timestamp = (unit: 'ms' | 'us' | 'ns', zone: { timezone?: string } = {}): Mapped => ({
+    field: { type: 'timestamp', unit, epochUnit: unit, ...zone, nullable: false },
+    toValue: identity,
+  });
+  switch (schema['connect.name']) {
+    // Days since the epoch (PostgreSQL date).
+    case 'io.debezium.time.Date':
+      return base === 'int' ? { field: { type: 'date', nullable: false }, toValue: identity } : undefined;
+    // A local date-time (timestamp without time zone) as epoch ms, µs or ns of its UTC reading.
+    case 'io.debezium.time.Timestamp':
+      return base === 'long' ? timestamp('ms') : undefined;
+    case 'io.debezium.time.MicroTimestamp':
+      return base === 'long' ? timestamp('us') : undefined;
+    case 'io.debezium.time.NanoTimestamp':
+      return base === 'long' ? timestamp('ns') : undefined;
+    // An instant as ISO-8601 text with its offset (timestamptz), to the microsecond.
+    case 'io.debezium.time.ZonedTimestamp':
+      return base === 'string' ? timestamp('us', { timezone: 'UTC' }) : undefined;
+    case 'org.apache.kafka.connect.data.Decimal': {
+      // The unscaled bytes at the `scale` parameter; the precision when the converter kept it.
+      const parameters = isObject(schema['connect.parameters']) ? schema['connect.parameters'] : {};
+      const scale = Number(parameters.scale);
+      const precision = Number(parameters['connect.decimal.precision'] ?? 38);
+      if (base !== 'bytes' || !Number.isInteger(scale) || !Number.isInteger(precision)) return undefined;
+      return logicalType({ type: 'bytes', logicalType: 'decimal', precision, scale });
+    }
     default:
       return undefined;
   }

@@ -1,0 +1,345 @@
+import * as avro from 'avsc';
+import { resolveConsumer } from '../../src/config';
+import { RecordDecoder } from '../../src/decode/record-decoder';
+import type { WriterSchema } from '../../src/schema-registry/wire-format';
+import { framed, plainColumn } from '../support/avro-fixtures';
+import { column, NOW } from './fixture';
+
+/**
+ * Debezium change events written by Kafka Connect's AvroConverter through the registry: the
+ * envelope's `after` record gives the columns, with Debezium's temporal types and Connect's
+ * decimal mapped as what they mean; keys are Avro records of the primary key. The schemas
+ * are those Debezium 3.6's PostgreSQL connector registered for
+ * `(id int PRIMARY KEY, name text NOT NULL, amount numeric(12,2), created timestamp,
+ * createdz timestamptz, day date, note text)` (trimmed of source fields nothing reads).
+ */
+const KEY = {
+  type: 'record',
+  name: 'Key',
+  namespace: 'pg.public.t',
+  fields: [{ name: 'id', type: 'int' }],
+  'connect.name': 'pg.public.t.Key',
+};
+const VALUE_RECORD = {
+  type: 'record',
+  name: 'Value',
+  fields: [
+    { name: 'id', type: 'int' },
+    { name: 'name', type: 'string' },
+    {
+      name: 'amount',
+      type: [
+        'null',
+        {
+          type: 'bytes',
+          scale: 2,
+          precision: 12,
+          'connect.version': 1,
+          'connect.parameters': { scale: '2', 'connect.decimal.precision': '12' },
+          'connect.name': 'org.apache.kafka.connect.data.Decimal',
+          logicalType: 'decimal',
+        },
+      ],
+      default: null,
+    },
+    {
+      name: 'created',
+      type: [
+        'null',
+        { type: 'long', 'connect.version': 1, 'connect.name': 'io.debezium.time.MicroTimestamp' },
+      ],
+      default: null,
+    },
+    {
+      name: 'createdz',
+      type: [
+        'null',
+        { type: 'string', 'connect.version': 1, 'connect.name': 'io.debezium.time.ZonedTimestamp' },
+      ],
+      default: null,
+    },
+    {
+      name: 'day',
+      type: ['null', { type: 'int', 'connect.version': 1, 'connect.name': 'io.debezium.time.Date' }],
+      default: null,
+    },
+    { name: 'note', type: ['null', 'string'], default: null },
+  ],
+  'connect.name': 'pg.public.t.Value',
+};
+const ENVELOPE = {
+  type: 'record',
+  name: 'Envelope',
+  namespace: 'pg.public.t',
+  fields: [
+    { name: 'before', type: ['null', VALUE_RECORD], default: null },
+    { name: 'after', type: ['null', 'Value'], default: null },
+    {
+      name: 'source',
+      type: {
+        type: 'record',
+        name: 'Source',
+        namespace: 'io.debezium.connector.postgresql',
+        fields: [
+          { name: 'version', type: 'string' },
+          { name: 'ts_ms', type: 'long' },
+          { name: 'lsn', type: ['null', 'long'], default: null },
+        ],
+      },
+    },
+    { name: 'op', type: 'string' },
+    { name: 'ts_ms', type: ['null', 'long'], default: null },
+  ],
+  'connect.name': 'pg.public.t.Envelope',
+};
+
+const KEY_ID = 1;
+const VALUE_ID = 2;
+const schemas: WriterSchema[] = [
+  { id: KEY_ID, schemaType: 'AVRO', schema: JSON.stringify(KEY) },
+  { id: VALUE_ID, schemaType: 'AVRO', schema: JSON.stringify(ENVELOPE) },
+];
+const envelopeType = avro.Type.forSchema(ENVELOPE as avro.Schema, { wrapUnions: true });
+const keyType = avro.Type.forSchema(KEY as avro.Schema);
+
+interface Row {
+  id: number;
+  name: string;
+  amount?: Buffer | null;
+  created?: number | null;
+  createdz?: string | null;
+  day?: number | null;
+  note?: string | null;
+}
+/** A row as avsc writes a union branch: `{ <branch>: value }`. */
+const wrapped = (r: Row | null) =>
+  r && {
+    'pg.public.t.Value': {
+      id: r.id,
+      name: r.name,
+      amount: r.amount == null ? null : { bytes: r.amount },
+      created: r.created == null ? null : { long: r.created },
+      createdz: r.createdz == null ? null : { string: r.createdz },
+      day: r.day == null ? null : { int: r.day },
+      note: r.note == null ? null : { string: r.note },
+    },
+  };
+const value = (op: string, before: Row | null, after: Row | null, lsn = 100) =>
+  framed(
+    VALUE_ID,
+    new Uint8Array(
+      envelopeType.toBuffer({
+        before: wrapped(before),
+        after: wrapped(after),
+        source: { version: '3.6.1.Final', ts_ms: NOW, lsn: { long: lsn } },
+        op,
+        ts_ms: { long: NOW },
+      }),
+    ),
+  );
+const key = (id: number) => framed(KEY_ID, new Uint8Array(keyType.toBuffer({ id })));
+const record = (offset: number, v: Uint8Array | null, k: Uint8Array | null) => ({
+  offset,
+  timestamp: NOW + offset,
+  key: k,
+  value: v,
+});
+
+const decoder = (extra: Record<string, unknown> = {}) =>
+  new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 't',
+        brokers: ['b:1'],
+        topics: ['pg.public.t'],
+        format: 'avro',
+        keyFormat: 'avro',
+        schemaRegistry: { url: 'http://registry:8081' },
+        schema: 'infer',
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        envelope: 'debezium',
+        ...extra,
+      },
+      'test',
+    ),
+    () => NOW,
+  );
+
+// 12.34 as Avro's decimal: the unscaled 1234, big-endian two's complement.
+const cents = (n: number) => Buffer.from([(n >> 8) & 0xff, n & 0xff]);
+const ANN: Row = {
+  id: 1,
+  name: 'Ann',
+  amount: cents(1234),
+  created: Date.UTC(2024, 0, 2, 3, 4, 5) * 1000 + 123_456,
+  createdz: '2024-01-02T01:04:05.123456Z',
+  day: 19_724,
+  note: 'first',
+};
+
+test("the columns are the envelope's after record, with Debezium's temporal types and Connect's decimal as what they mean", () => {
+  const out = decoder().decode('pg.public.t', 0, [record(0, value('r', null, ANN), key(1))], '', schemas);
+  expect(out.deadLetters).toEqual([]);
+  const batch = out.batch!;
+  const types = Object.fromEntries(
+    ['id', 'name', 'amount', 'created', 'createdz', 'day', 'note'].map((n) => [
+      n,
+      String(batch.schema.fields.find((f) => f.name === n)!.type),
+    ]),
+  );
+  expect(types).toEqual({
+    id: 'Int32',
+    name: 'Utf8',
+    amount: 'Decimal[12e+2]', // Arrow prints precision 12, scale 2 so
+    created: 'Timestamp<MICROSECOND>',
+    createdz: 'Timestamp<MICROSECOND, UTC>',
+    day: 'Date32<DAY>',
+    note: 'Utf8',
+  });
+  // The envelope's own fields are no columns.
+  expect(batch.schema.fields.map((f) => f.name)).not.toContain('op');
+  expect(batch.schema.fields.map((f) => f.name)).not.toContain('source');
+  expect(plainColumn(batch, 'created')).toEqual([BigInt(ANN.created!)]);
+  expect(plainColumn(batch, 'createdz')).toEqual([BigInt(Date.UTC(2024, 0, 2, 1, 4, 5)) * 1000n + 123_456n]);
+  expect(plainColumn(batch, 'day')).toEqual([19_724]);
+  expect(plainColumn(batch, 'amount')).toEqual(['12.34']);
+  // The key is the table's primary key: never null; the other columns take a delete's nulls.
+  expect(
+    batch.schema.fields.filter((f) => !f.nullable && !f.name.startsWith('_')).map((f) => f.name),
+  ).toEqual(['id']);
+});
+
+test('create, update, delete (its key from before) and the tombstone after it (its key from the Avro record key) become rows and delete rows, ordered by source.lsn', () => {
+  const out = decoder({ sequence: 'source.lsn' }).decode(
+    'pg.public.t',
+    0,
+    [
+      record(0, value('c', null, ANN, 10), key(1)),
+      record(1, value('u', ANN, { ...ANN, name: 'Ann B', amount: cents(-5) }, 20), key(1)),
+      record(2, value('d', { ...ANN, name: 'Ann B' }, null, 30), key(1)),
+      record(3, null, key(1)),
+    ],
+    '',
+    schemas,
+  );
+  expect(out.deadLetters).toEqual([]);
+  const batch = out.batch!;
+  expect(column(batch, 'id')).toEqual([1, 1, 1, 1]);
+  expect(column(batch, 'name')).toEqual(['Ann', 'Ann B', null, null]);
+  expect(plainColumn(batch, 'amount')).toEqual(['12.34', '-0.05', null, null]);
+  expect(column(batch, '_deleted')).toEqual([false, false, true, true]);
+  // The LSN of each event (exact, as int64); the tombstone has none and is ordered by its offset.
+  expect(column(batch, '_sequence')).toEqual([10n, 20n, 30n, null]);
+});
+
+test("a tombstone that is the first record a replica reads (a compacted topic's) takes the key's column from the key schema", () => {
+  const out = decoder().decode(
+    'pg.public.t',
+    0,
+    [record(0, null, key(7)), record(1, value('c', null, ANN), key(1))],
+    '',
+    schemas,
+  );
+  expect(out.deadLetters).toEqual([]);
+  const batch = out.batch!;
+  expect(column(batch, 'id')).toEqual([7, 1]);
+  expect(column(batch, '_deleted')).toEqual([true, false]);
+  expect(String(batch.schema.fields.find((f) => f.name === 'id')!.type)).toBe('Int32');
+});
+
+test('a delete without before takes its key from the Avro record key; a tombstone without a key is a dead letter', () => {
+  const out = decoder().decode(
+    'pg.public.t',
+    0,
+    [
+      record(0, value('d', null, null), key(9)),
+      record(1, null, null),
+      record(2, value('d', null, null), null),
+    ],
+    '',
+    schemas,
+  );
+  expect(column(out.batch!, 'id')).toEqual([9]);
+  expect(out.deadLetters.map((d) => [d.offset, d.reason])).toEqual([
+    [1, 'missing-key'],
+    [2, 'missing-key'],
+  ]);
+});
+
+test("a TOASTed placeholder in a string column is staged for the merge to keep the stored value; in a create (a primary-key update's) it is a dead letter", () => {
+  const toasted = { ...ANN, note: '__debezium_unavailable_value' };
+  const out = decoder().decode(
+    'pg.public.t',
+    0,
+    [
+      record(0, value('u', null, toasted), key(1)),
+      record(1, value('c', null, { ...toasted, id: 2 }), key(2)),
+    ],
+    '',
+    schemas,
+  );
+  expect(column(out.batch!, 'note')).toEqual(['__debezium_unavailable_value']);
+  expect(out.deadLetters.map((d) => [d.offset, d.reason, d.field])).toEqual([
+    [1, 'unavailable-value', 'note'],
+  ]);
+});
+
+test('a key field missing from the after record, or of a type no merge joins on, and an Avro value that is no envelope are dead letters naming why', () => {
+  const plain = { type: 'record', name: 'Plain', fields: [{ name: 'id', type: 'int' }] };
+  const floatKey = {
+    ...ENVELOPE,
+    fields: ENVELOPE.fields.map((f) =>
+      f.name === 'before'
+        ? { ...f, type: ['null', { ...VALUE_RECORD, fields: [{ name: 'id', type: 'double' }] }] }
+        : f,
+    ),
+  };
+  const more: WriterSchema[] = [
+    { id: 5, schemaType: 'AVRO', schema: JSON.stringify(plain) },
+    { id: 6, schemaType: 'AVRO', schema: JSON.stringify(floatKey) },
+  ];
+  const float = avro.Type.forSchema(floatKey as avro.Schema, { wrapUnions: true });
+  const out = decoder({ key: { fields: ['id'] } }).decode(
+    'pg.public.t',
+    0,
+    [
+      record(
+        0,
+        framed(5, new Uint8Array(avro.Type.forSchema(plain as avro.Schema).toBuffer({ id: 1 }))),
+        key(1),
+      ),
+      record(
+        1,
+        framed(
+          6,
+          new Uint8Array(
+            float.toBuffer({
+              before: null,
+              after: { 'pg.public.t.Value': { id: 1.5 } },
+              source: { version: 'x', ts_ms: NOW, lsn: null },
+              op: 'c',
+              ts_ms: null,
+            }),
+          ),
+        ),
+        key(1),
+      ),
+    ],
+    '',
+    [...schemas, ...more],
+  );
+  expect(out.batch).toBeUndefined();
+  expect(out.deadLetters.map((d) => [d.offset, d.reason, d.field])).toEqual([
+    [0, 'not-a-change-event', undefined],
+    [1, 'schema-mismatch', 'id'],
+  ]);
+  const missing = decoder({ key: { fields: ['tenant'] } }).decode(
+    'pg.public.t',
+    0,
+    [record(0, value('c', null, ANN), key(1))],
+    '',
+    schemas,
+  );
+  expect(missing.deadLetters.map((d) => [d.reason, d.field])).toEqual([['schema-mismatch', 'tenant']]);
+});
