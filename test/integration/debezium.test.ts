@@ -1,11 +1,11 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
-import { brokerSuite, topicAndConsumer, untilHosted } from '../support/broker-suite';
+import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
+import { debeziumSuite, dropConnector, sql, startConnector, valuesHolding } from '../support/debezium-local';
 import { sleep, until } from '../support/faults';
 import { waitForCommittedAtEnd } from '../support/ingestion-fixture';
-import { testBrokers, testKafka, uniqueName } from '../support/kafka';
-import { runBounded } from '../support/run-bounded';
+import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**
@@ -20,29 +20,7 @@ import { ReplicaProcess } from '../../src/harness/replica-process';
  * `npm run build`.
  */
 const suite = brokerSuite('kl-debezium');
-const SCRIPT = path.resolve(__dirname, '../../deploy/debezium-local/debezium-local');
-const PG_PORT = Number(process.env.DEBEZIUM_TEST_PG_PORT ?? 19810);
-const env = () => ({
-  ...process.env,
-  DEBEZIUM_LOCAL_PG_PORT: String(PG_PORT),
-  DEBEZIUM_LOCAL_BROKERS: testBrokers().join(','),
-});
-
-function debezium(...args: string[]): string {
-  const out = runBounded(SCRIPT, args, { env: env(), timeoutMs: 300_000 });
-  if (out.status !== 0)
-    throw new Error(`debezium-local ${args[0]} failed (${out.status}):\n${out.stderr}${out.stdout}`);
-  return out.stdout;
-}
-
-const sql = (text: string) => debezium('psql', '-At', '-c', text);
-
-beforeAll(() => {
-  debezium('start');
-}, 600_000);
-afterAll(() => {
-  runBounded(SCRIPT, ['stop'], { env: env(), timeoutMs: 120_000 });
-});
+debeziumSuite();
 
 interface SourceRow {
   readonly id: number;
@@ -98,86 +76,6 @@ function difference(
   return undefined;
 }
 
-/** How many of the topic's values hold `text`, read from its start to its end offsets now. */
-async function valuesHolding(topic: string, text: string): Promise<number> {
-  const ends = await suite.admin.fetchTopicOffsets(topic);
-  const left = new Map(ends.filter((e) => e.high !== e.low).map((e) => [e.partition, BigInt(e.high)]));
-  const consumer = testKafka().consumer({ groupId: uniqueName('dbz-read') });
-  let found = 0;
-  try {
-    await consumer.connect();
-    await consumer.subscribe({ topics: [topic], fromBeginning: true });
-    const done = new Promise<void>((resolve) => {
-      if (left.size === 0) resolve();
-      void consumer.run({
-        eachMessage: ({ partition, message }) => {
-          if (message.value?.toString('utf8').includes(text)) found++;
-          if (BigInt(message.offset) + 1n >= (left.get(partition) ?? 0n)) left.delete(partition);
-          if (left.size === 0) resolve();
-          return Promise.resolve();
-        },
-      });
-    });
-    await done;
-  } finally {
-    await consumer.disconnect();
-  }
-  return found;
-}
-
-/** A Debezium connector for `public.<name>` into topic `<prefix>.public.<name>`, hosted. */
-async function startConnector(
-  prefix: string,
-  name: string,
-  partitions: number,
-  extra: Record<string, string> = {},
-): Promise<void> {
-  debezium(
-    'connector',
-    prefix,
-    JSON.stringify({
-      'connector.class': 'io.debezium.connector.postgresql.PostgresConnector',
-      'database.hostname': '127.0.0.1',
-      'database.port': String(PG_PORT),
-      'database.user': 'postgres',
-      'database.password': '',
-      'database.dbname': 'postgres',
-      'topic.prefix': prefix,
-      'table.include.list': `public.${name}`,
-      'plugin.name': 'pgoutput',
-      'slot.name': prefix,
-      'publication.name': prefix,
-      'publication.autocreate.mode': 'filtered',
-      'topic.creation.default.replication.factor': '1',
-      'topic.creation.default.partitions': String(partitions),
-      ...extra,
-    }),
-  );
-  const topic = `${prefix}.public.${name}`;
-  await until(
-    'Debezium to create the topic',
-    async () => ((await suite.admin.listTopics()).includes(topic) ? true : undefined),
-    120_000,
-    500,
-  );
-  await untilHosted(suite.admin, topic, partitions);
-}
-
-/** The connector, then its slot and publication (an idle slot would hold WAL for ever), and the table. */
-async function dropConnector(prefix: string, name: string): Promise<void> {
-  runBounded('curl', ['-s', '-X', 'DELETE', `http://127.0.0.1:${PG_PORT + 1}/connectors/${prefix}`]);
-  await until(
-    'the slot to be released',
-    () =>
-      sql(`SELECT count(*) FROM pg_replication_slots WHERE slot_name = '${prefix}' AND active`).trim() === '0'
-        ? true
-        : undefined,
-    30_000,
-    500,
-  );
-  sql(`SELECT pg_drop_replication_slot('${prefix}'); DROP PUBLICATION ${prefix}; DROP TABLE ${name};`);
-}
-
 /** Waits until the Lance table equals the PostgreSQL table, naming the first difference if it never does. */
 async function untilEqual(
   lanceDir: string,
@@ -217,7 +115,7 @@ test.each(['FULL', 'DEFAULT'] as const)(
      INSERT INTO ${name} SELECT g, 'snap ' || g, CASE WHEN g % 5 = 0 THEN ${big} WHEN g % 3 = 0 THEN NULL ELSE 'n' || g END
        FROM generate_series(1, 300) g;`,
     );
-    await startConnector(prefix, name, 3);
+    await startConnector(suite.admin, prefix, name, 3);
     const lanceDir = path.join(suite.work, `${uniqueName('debezium')}-lance`);
     const c = await topicAndConsumer(suite, 1, {
       topics: [topic],
@@ -266,7 +164,7 @@ test.each(['FULL', 'DEFAULT'] as const)(
     await waitForCommittedAtEnd(suite.admin, c.groupId, topic);
     // The DEFAULT run's updates of names left TOASTed notes alone: the placeholder was sent
     // (FULL: PostgreSQL logs the old row whole, and Debezium takes the value from it).
-    const placeholders = await valuesHolding(topic, '__debezium_unavailable_value');
+    const placeholders = await valuesHolding(suite.admin, topic, '__debezium_unavailable_value');
     if (identity === 'DEFAULT') expect(placeholders).toBeGreaterThan(0);
     else expect(await rowsWithSequence(lanceDir)).toBe(source.length);
     expect((await second.stop()).code).toBe(0);
@@ -290,7 +188,7 @@ test('truncates of the PostgreSQL table (skipped.operations none) empty the Lanc
   );
   // One partition: a truncate has no key, and Debezium orders it against the rows only within
   // one partition (docs/upserts-and-cdc.md).
-  await startConnector(prefix, name, 1, { 'skipped.operations': 'none' });
+  await startConnector(suite.admin, prefix, name, 1, { 'skipped.operations': 'none' });
   const lanceDir = path.join(suite.work, `${uniqueName('debezium-truncate')}-lance`);
   const c = await topicAndConsumer(suite, 1, {
     topics: [topic],
@@ -328,7 +226,7 @@ test('truncates of the PostgreSQL table (skipped.operations none) empty the Lanc
   expect(source.length).toBeGreaterThan(0);
   await untilEqual(lanceDir, source, second);
   await waitForCommittedAtEnd(suite.admin, c.groupId, topic);
-  expect(await valuesHolding(topic, '"op":"t"')).toBe(3);
+  expect(await valuesHolding(suite.admin, topic, '"op":"t"')).toBe(3);
   expect((await second.stop()).code).toBe(0);
   const deadLetters = await fsp
     .readFile(path.join(suite.work, `${c.name}.dlq.jsonl`), 'utf8')
