@@ -145,6 +145,20 @@ const record = (offset: number, v: Uint8Array | null, k: Uint8Array | null) => (
   value: v,
 });
 
+/** An Avro long as a BigInt, for writing values beyond 2^53. */
+const BIG_LONG = avro.types.LongType.__with({
+  fromBuffer: (buf: Buffer) => buf.readBigInt64LE(),
+  toBuffer: (n: bigint) => {
+    const buf = Buffer.alloc(8);
+    buf.writeBigInt64LE(n);
+    return buf;
+  },
+  fromJSON: (n: number | string) => BigInt(n),
+  toJSON: (n: bigint) => Number(n),
+  isValid: (n: unknown) => typeof n === 'bigint',
+  compare: (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0),
+});
+
 const decoder = (extra: Record<string, unknown> = {}) =>
   new RecordDecoder(
     resolveConsumer(
@@ -342,4 +356,83 @@ test('a key field missing from the after record, or of a type no merge joins on,
     schemas,
   );
   expect(missing.deadLetters.map((d) => [d.reason, d.field])).toEqual([['schema-mismatch', 'tenant']]);
+});
+
+test("a flattened Debezium row (ExtractNewRecordState) in plain Avro gets the same types: Debezium's temporal types and a Connect decimal without Avro's logical type", () => {
+  const flat = {
+    type: 'record',
+    name: 'Value',
+    namespace: 'pg.public.t',
+    fields: [
+      { name: 'id', type: 'int' },
+      { name: 'ms', type: { type: 'long', 'connect.name': 'io.debezium.time.Timestamp' } },
+      { name: 'ns', type: { type: 'long', 'connect.name': 'io.debezium.time.NanoTimestamp' } },
+      { name: 'day', type: { type: 'int', 'connect.name': 'io.debezium.time.Date' } },
+      { name: 'us_time', type: { type: 'long', 'connect.name': 'io.debezium.time.MicroTime' } },
+      {
+        name: 'price',
+        type: {
+          type: 'bytes',
+          'connect.name': 'org.apache.kafka.connect.data.Decimal',
+          'connect.parameters': { scale: '3' },
+        },
+      },
+    ],
+  };
+  const out = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'flat',
+        brokers: ['b:1'],
+        topics: ['flat'],
+        format: 'avro',
+        schemaRegistry: { url: 'http://registry:8081' },
+        schema: 'infer',
+      },
+      'test',
+    ),
+    () => NOW,
+  ).decode(
+    'flat',
+    0,
+    [
+      record(
+        0,
+        framed(
+          9,
+          new Uint8Array(
+            avro.Type.forSchema(
+              // The same bytes from longs that take a BigInt (avsc's own refuses one beyond 2^53).
+              JSON.parse(JSON.stringify(flat).replace(/\{"type":"long"[^}]*\}/g, '"long"')) as avro.Schema,
+              { registry: { long: BIG_LONG } },
+            ).toBuffer({
+              id: 1,
+              ms: 1_700_000_000_123n,
+              ns: 1_700_000_000_123_456_789n,
+              day: 3,
+              us_time: 45_296_000_001n,
+              price: Buffer.from([0x30, 0x39]),
+            }),
+          ),
+        ),
+        null,
+      ),
+    ],
+    '',
+    [{ id: 9, schemaType: 'AVRO', schema: JSON.stringify(flat) }],
+  );
+  expect(out.deadLetters).toEqual([]);
+  const batch = out.batch!;
+  const type = (n: string) => String(batch.schema.fields.find((f) => f.name === n)!.type);
+  expect(['ms', 'ns', 'day', 'us_time', 'price'].map(type)).toEqual([
+    'Timestamp<MILLISECOND>',
+    'Timestamp<NANOSECOND>',
+    'Date32<DAY>',
+    'Int64',
+    'Decimal[38e+3]',
+  ]);
+  expect(plainColumn(batch, 'ms')).toEqual([1_700_000_000_123n]);
+  // Exact beyond 2^53: a nanosecond timestamp of this century.
+  expect(plainColumn(batch, 'ns')).toEqual([1_700_000_000_123_456_789n]);
+  expect(plainColumn(batch, 'price')).toEqual(['12.345']);
 });

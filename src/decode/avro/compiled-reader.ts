@@ -378,8 +378,8 @@ function scalarNode(type: avro.Type, field: DeclaredField): Node {
       );
     case 'int64':
       if (name !== 'abstract:long' && name !== 'long') throw mismatch();
-      // `long` as a name is EXACT_LONG (every int64); written as an object ({"type": "long"}, a
-      // logical type's base) it is avsc's own, which refuses or rounds beyond 2^53: the reference's.
+      // A long is EXACT_LONG (every int64; writer-schemas.ts turns the object form into the name),
+      // whose type name is 'abstract:long'; avsc's own 'long' refuses or rounds beyond 2^53.
       return integerNode(
         () => true,
         (b, n) => (b as FixedWidthBuilder<BigInt64Array>).appendSafeInteger(n),

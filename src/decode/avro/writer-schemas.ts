@@ -40,13 +40,36 @@ const EXACT_LONG = avro.types.LongType.__with({
   compare: (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0),
 });
 
+/**
+ * The schema with every long written as an object (`{"type": "long", ...}`: a logical type's
+ * or Kafka Connect's annotated base, such as Debezium's NanoTimestamp) written as the name, which
+ * the registry option maps to EXACT_LONG: avsc builds its own LongType for the object form, and
+ * that refuses a value beyond 2^53 (every nanosecond timestamp of this century). The
+ * annotations matter to the column mapping only, which reads the original schema.
+ */
+function exactLongs(type: unknown): unknown {
+  if (Array.isArray(type)) return type.map(exactLongs);
+  if (type === null || typeof type !== 'object') return type;
+  const object = type as Record<string, unknown>;
+  if (object.type === 'long') return 'long';
+  const out: Record<string, unknown> = { ...object };
+  if (typeof object.type === 'object') out.type = exactLongs(object.type);
+  if (Array.isArray(object.fields))
+    out.fields = object.fields.map((f: unknown) =>
+      f !== null && typeof f === 'object' ? { ...f, type: exactLongs((f as { type?: unknown }).type) } : f,
+    );
+  if ('items' in object) out.items = exactLongs(object.items);
+  if ('values' in object) out.values = exactLongs(object.values);
+  return out;
+}
+
 /** Avro in the Confluent wire format: the payload is one datum's binary encoding. */
 export const AVRO_PAYLOADS: RegistryPayloadFormat<ParsedAvro> = {
   format: 'avro',
   schemaType: 'AVRO',
   parse(schema) {
     const json = JSON.parse(schema) as Parameters<typeof avroColumns>[0];
-    const type = avro.Type.forSchema(json as avro.Schema, {
+    const type = avro.Type.forSchema(exactLongs(json) as avro.Schema, {
       wrapUnions: true,
       registry: { long: EXACT_LONG },
     });
