@@ -24,7 +24,7 @@ import { ReplicaProcess } from '../../src/harness/replica-process';
  * The table's columns come from the envelope's `after` record: an int key, a numeric(12,2),
  * a timestamp and a timestamptz (Debezium's MicroTimestamp and ZonedTimestamp), and a TOASTed
  * text that updates leave alone (REPLICA IDENTITY DEFAULT: Debezium's placeholder, the stored
- * value kept). Inserts, updates, deletes, primary-key updates and multi-row transactions run
+ * value kept), a key's records ordered by `source.lsn`. Inserts, updates, deletes, primary-key updates and multi-row transactions run
  * while a replica consumes and is SIGKILLed; after it drains, the Lance table equals
  * `SELECT * FROM t ORDER BY id`, row for row, every value exact. Run after `npm run build`.
  */
@@ -81,6 +81,16 @@ async function lanceRows(lanceDir: string): Promise<SourceRow[] | undefined> {
   }
 }
 
+/** The live rows holding a `_sequence` (the LSN their event carried). */
+async function rowsWithSequence(lanceDir: string): Promise<number> {
+  const db = await lancedb.connect(lanceDir);
+  try {
+    return await (await db.openTable('logs')).countRows('_deleted = false AND _sequence IS NOT NULL');
+  } finally {
+    db.close();
+  }
+}
+
 function difference(
   lance: readonly SourceRow[] | undefined,
   source: readonly SourceRow[],
@@ -129,6 +139,8 @@ test('a PostgreSQL table mirrored through Debezium with Avro keys and values in 
     mode: 'upsert',
     key: { fields: ['id'] },
     envelope: 'debezium',
+    // A key's records ordered by PostgreSQL's LSN first: an Avro long, staged exactly in `_sequence`.
+    sequence: 'source.lsn',
     lance: { uri: lanceDir },
     staging: { maxPartAgeMs: 300 },
     materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
@@ -180,6 +192,7 @@ test('a PostgreSQL table mirrored through Debezium with Avro keys and values in 
     throw new Error(`${String(error)}; ${last}; replica:\n${second.tail(10)}`);
   });
   await waitForCommittedAtEnd(suite.admin, c.groupId, topic);
+  expect(await rowsWithSequence(lanceDir)).toBe(source.length);
   // Updates of names left TOASTed notes alone: Debezium sent its placeholder for them.
   expect(await valuesHolding(suite.admin, topic, '__debezium_unavailable_value')).toBeGreaterThan(0);
   // The values and keys were Avro of the registry: Confluent's framing, a schema id that
