@@ -358,7 +358,7 @@ test('a key field missing from the after record, or of a type no merge joins on,
   expect(missing.deadLetters.map((d) => [d.reason, d.field])).toEqual([['schema-mismatch', 'tenant']]);
 });
 
-test("a flattened Debezium row (ExtractNewRecordState) in plain Avro gets the same types: Debezium's temporal types and a Connect decimal without Avro's logical type", () => {
+test("a flattened Debezium row (ExtractNewRecordState) in plain Avro gets the same types: Debezium's temporal types, its variable-scale numeric as exact text, and a Connect decimal without Avro's logical type", () => {
   const flat = {
     type: 'record',
     name: 'Value',
@@ -369,6 +369,19 @@ test("a flattened Debezium row (ExtractNewRecordState) in plain Avro gets the sa
       { name: 'ns', type: { type: 'long', 'connect.name': 'io.debezium.time.NanoTimestamp' } },
       { name: 'day', type: { type: 'int', 'connect.name': 'io.debezium.time.Date' } },
       { name: 'us_time', type: { type: 'long', 'connect.name': 'io.debezium.time.MicroTime' } },
+      {
+        name: 'ratio',
+        type: {
+          type: 'record',
+          name: 'VariableScaleDecimal',
+          namespace: 'io.debezium.data',
+          fields: [
+            { name: 'scale', type: 'int' },
+            { name: 'value', type: 'bytes' },
+          ],
+          'connect.name': 'io.debezium.data.VariableScaleDecimal',
+        },
+      },
       {
         name: 'price',
         type: {
@@ -411,6 +424,8 @@ test("a flattened Debezium row (ExtractNewRecordState) in plain Avro gets the sa
               ns: 1_700_000_000_123_456_789n,
               day: 3,
               us_time: 45_296_000_001n,
+              // -0.0500 at its own scale.
+              ratio: { scale: 4, value: Buffer.from([0xfe, 0x0c]) },
               price: Buffer.from([0x30, 0x39]),
             }),
           ),
@@ -424,15 +439,17 @@ test("a flattened Debezium row (ExtractNewRecordState) in plain Avro gets the sa
   expect(out.deadLetters).toEqual([]);
   const batch = out.batch!;
   const type = (n: string) => String(batch.schema.fields.find((f) => f.name === n)!.type);
-  expect(['ms', 'ns', 'day', 'us_time', 'price'].map(type)).toEqual([
+  expect(['ms', 'ns', 'day', 'us_time', 'ratio', 'price'].map(type)).toEqual([
     'Timestamp<MILLISECOND>',
     'Timestamp<NANOSECOND>',
     'Date32<DAY>',
     'Int64',
+    'Utf8',
     'Decimal[38e+3]',
   ]);
   expect(plainColumn(batch, 'ms')).toEqual([1_700_000_000_123n]);
   // Exact beyond 2^53: a nanosecond timestamp of this century.
   expect(plainColumn(batch, 'ns')).toEqual([1_700_000_000_123_456_789n]);
   expect(plainColumn(batch, 'price')).toEqual(['12.345']);
+  expect(plainColumn(batch, 'ratio')).toEqual(['-0.0500']);
 });

@@ -21,7 +21,8 @@ import { ReplicaProcess } from '../../src/harness/replica-process';
  * A real Debezium writing Avro: PostgreSQL and Kafka Connect with Debezium's PostgreSQL
  * connector (deploy/debezium-local), its keys and values converted by Apicurio's AvroConverter
  * into the local Schema Registry (deploy/schema-registry-local) in the Confluent wire format.
- * The table's columns come from the envelope's `after` record: an int key, a numeric(12,2),
+ * The table's columns come from the envelope's `after` record: an int key, a numeric(12,2) and
+ * a numeric without precision (Debezium's VariableScaleDecimal, as exact text),
  * a timestamp and a timestamptz (Debezium's MicroTimestamp and ZonedTimestamp), and a TOASTed
  * text that updates leave alone (REPLICA IDENTITY DEFAULT: Debezium's placeholder, the stored
  * value kept), a key's records ordered by `source.lsn`. Inserts, updates, deletes, primary-key updates and multi-row transactions run
@@ -32,25 +33,33 @@ const suite = brokerSuite('kl-debezium-avro');
 const registry = schemaRegistrySuite();
 debeziumSuite();
 
-/** A row as both sides print it: decimals as text at their scale, timestamps as epoch µs. */
+/**
+ * A row as both sides print it: decimals as text at their scale (a numeric without precision
+ * without trailing zeros: Debezium sends its value, not PostgreSQL's display scale), timestamps
+ * as epoch µs.
+ */
 interface SourceRow {
   readonly id: number;
   readonly name: string;
   readonly amount: string | null;
+  readonly ratio: string | null;
   readonly created: string | null;
   readonly createdz: string | null;
   readonly note: string | null;
 }
 
+/** A decimal's text without trailing fractional zeros: "198.000" → "198", "-0.50" → "-0.5". */
+const valueOf = (text: string | null) => (text?.includes('.') ? text.replace(/\.?0+$/, '') : text);
+
 function sourceRows(table: string): SourceRow[] {
   const text = sql(
     `SELECT coalesce(json_agg(json_build_object(
-       'id', id, 'name', name, 'amount', amount::text,
+       'id', id, 'name', name, 'amount', amount::text, 'ratio', ratio::text,
        'created', (extract(epoch FROM created) * 1000000)::bigint::text,
        'createdz', (extract(epoch FROM createdz) * 1000000)::bigint::text,
        'note', note) ORDER BY id), '[]') FROM ${table}`,
   ).trim();
-  return JSON.parse(text) as SourceRow[];
+  return (JSON.parse(text) as SourceRow[]).map((r) => ({ ...r, ratio: valueOf(r.ratio) }));
 }
 
 async function lanceRows(lanceDir: string): Promise<SourceRow[] | undefined> {
@@ -62,16 +71,17 @@ async function lanceRows(lanceDir: string): Promise<SourceRow[] | undefined> {
     )
       .query()
       .where('_deleted = false')
-      .select(['id', 'name', 'amount', 'created', 'createdz', 'note'])
+      .select(['id', 'name', 'amount', 'ratio', 'created', 'createdz', 'note'])
       .toArrow();
     const columns = Object.fromEntries(
-      ['id', 'name', 'amount', 'created', 'createdz', 'note'].map((c) => [c, plainColumn(table, c)]),
+      ['id', 'name', 'amount', 'ratio', 'created', 'createdz', 'note'].map((c) => [c, plainColumn(table, c)]),
     );
     const text = (v: unknown) => (v === null ? null : `${v as string | bigint}`);
     return Array.from({ length: table.numRows }, (_, i) => ({
       id: Number(columns.id![i]),
       name: columns.name![i] as string,
       amount: text(columns.amount![i]),
+      ratio: valueOf(text(columns.ratio![i])),
       created: text(columns.created![i]),
       createdz: text(columns.createdz![i]),
       note: columns.note![i] as string | null,
@@ -112,11 +122,12 @@ test('a PostgreSQL table mirrored through Debezium with Avro keys and values in 
   // A TOASTed note: 12.8 kB stored out of line, uncompressed (debezium.test.ts says why).
   const big = 'repeat(md5(random()::text), 400)';
   sql(
-    `CREATE TABLE ${name} (id int PRIMARY KEY, name text NOT NULL, amount numeric(12,2),
+    `CREATE TABLE ${name} (id int PRIMARY KEY, name text NOT NULL, amount numeric(12,2), ratio numeric,
        created timestamp, createdz timestamptz, note text);
      ALTER TABLE ${name} ALTER COLUMN note SET STORAGE EXTERNAL;
      INSERT INTO ${name} SELECT g, 'snap ' || g,
        CASE WHEN g % 4 = 0 THEN NULL ELSE (g * 1234.56 - 99999.99)::numeric(12,2) END,
+       CASE WHEN g % 9 = 0 THEN NULL ELSE g / 7.0 END,
        CASE WHEN g % 6 = 0 THEN NULL ELSE timestamp '2024-02-29 23:59:59.123456' + g * interval '1 day 1.000001 s' END,
        timestamptz '1969-12-31 23:00:00.000001+02' + g * interval '7 hours',
        CASE WHEN g % 5 = 0 THEN ${big} WHEN g % 3 = 0 THEN NULL ELSE 'n' || g END
@@ -156,11 +167,11 @@ test('a PostgreSQL table mirrored through Debezium with Avro keys and values in 
       sql(
         `BEGIN;
          UPDATE ${name} SET name = 'upd ' || id || '/${round}' WHERE id % 7 = ${round % 7};
-         UPDATE ${name} SET amount = -amount - 0.01, created = created + interval '1.5 ms'
+         UPDATE ${name} SET amount = -amount - 0.01, ratio = ratio * -3, created = created + interval '1.5 ms'
            WHERE id % 5 = ${round % 5};
          UPDATE ${name} SET note = 'note ' || id || '/${round}', createdz = now() WHERE id % 11 = ${round % 11} AND id % 5 <> 0;
          DELETE FROM ${name} WHERE id % 13 = ${round % 13} AND id < 200;
-         INSERT INTO ${name} SELECT g, 'new ' || g, 0.01 * g, timestamp '1999-12-31 23:59:59.999999', NULL,
+         INSERT INTO ${name} SELECT g, 'new ' || g, 0.01 * g, -g * 0.50, timestamp '1999-12-31 23:59:59.999999', NULL,
            CASE WHEN g % 2 = 0 THEN ${big} END
            FROM generate_series(${1000 + round * 20}, ${1000 + round * 20 + 9}) g;
          UPDATE ${name} SET id = id + 100000 WHERE id = (SELECT min(id) FROM ${name}

@@ -20,7 +20,9 @@ import { SchemaBudget } from '../schema-budget';
  * - Kafka Connect's types named by `connect.name` (connectType): Debezium's io.debezium.time
  *   Date → date, Timestamp / MicroTimestamp / NanoTimestamp → timestamp(ms / us / ns)
  *   without a zone, ZonedTimestamp (ISO text) → timestamp(us, UTC); a Connect Decimal
- *   without Avro's logical type → decimal(precision or 38, its `scale` parameter).
+ *   without Avro's logical type → decimal(precision or 38, its `scale` parameter); Debezium's
+ *   VariableScaleDecimal (a numeric without precision: a record of scale and unscaled bytes)
+ *   → string, the exact decimal text at each value's own scale.
  * - Logical types: decimal (bytes or fixed; precision ≤ 38) → decimal(p, s); date → date;
  *   timestamp-millis / -micros → timestamp(ms / us, UTC); local-timestamp-millis / -micros →
  *   timestamp(ms / us) without a zone; time-millis → int32 and time-micros → int64 (since
@@ -234,6 +236,25 @@ function connectType(schema: JsonObject): Mapped | undefined {
     // An instant as ISO-8601 text with its offset (timestamptz), to the microsecond.
     case 'io.debezium.time.ZonedTimestamp':
       return base === 'string' ? timestamp('us', { timezone: 'UTC' }) : undefined;
+    // PostgreSQL's numeric without a precision: each value with its own scale, as exact text.
+    case 'io.debezium.data.VariableScaleDecimal': {
+      const fields = Array.isArray(schema.fields) ? schema.fields : [];
+      const typeOf = (name: string) => {
+        const f = fields.find((x) => isObject(x) && x.name === name);
+        return isObject(f) ? f.type : undefined;
+      };
+      if (base !== 'record' || typeOf('scale') !== 'int' || typeOf('value') !== 'bytes') return undefined;
+      return {
+        field: { type: 'string', nullable: false },
+        toValue: (v) => {
+          const { scale, value } = v as { scale: number; value: Uint8Array };
+          // PostgreSQL's bound; a wild scale would make text of any length.
+          if (Math.abs(scale) > MAX_NUMERIC_SCALE)
+            throw new Error(`a VariableScaleDecimal's scale ${scale} is beyond ±${MAX_NUMERIC_SCALE}`);
+          return decimalText(unscaledOf(value), scale);
+        },
+      };
+    }
     case 'org.apache.kafka.connect.data.Decimal': {
       // The unscaled bytes at the `scale` parameter; the precision when the converter kept it.
       const parameters = isObject(schema['connect.parameters']) ? schema['connect.parameters'] : {};
@@ -291,6 +312,17 @@ function unscaledOf(bytes: Uint8Array): bigint {
   let n = 0n;
   for (const b of bytes) n = (n << 8n) | BigInt(b);
   return bytes[0]! & 0x80 ? n - (1n << BigInt(bytes.length * 8)) : n;
+}
+
+/** The largest scale of PostgreSQL's numeric (its display scale). */
+const MAX_NUMERIC_SCALE = 16_383;
+
+/** An unscaled integer at a scale as decimal text: 1234 at 2 → "12.34", -5 at 2 → "-0.05", 12 at -1 → "120". */
+function decimalText(unscaled: bigint, scale: number): string {
+  if (scale <= 0) return String(unscaled * 10n ** BigInt(-scale));
+  const negative = unscaled < 0n;
+  const digits = String(negative ? -unscaled : unscaled).padStart(scale + 1, '0');
+  return `${negative ? '-' : ''}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
 }
 
 function shortName(name: string): string {
