@@ -453,3 +453,20 @@ test("a flattened Debezium row (ExtractNewRecordState) in plain Avro gets the sa
   expect(plainColumn(batch, 'price')).toEqual(['12.345']);
   expect(plainColumn(batch, 'ratio')).toEqual(['-0.0500']);
 });
+
+test('a truncate applied, even as the first event a decoder sees, is a delete row without a key carrying its LSN; refused by default, a dead letter', () => {
+  const truncate = record(0, value('t', null, null, 55), null);
+  const applied = decoder({ truncate: 'apply', sequence: 'source.lsn' }).decode(
+    'pg.public.t',
+    0,
+    [truncate, record(1, value('c', null, ANN, 60), key(1))],
+    '',
+    schemas,
+  );
+  expect(applied.deadLetters).toEqual([]);
+  expect(column(applied.batch!, '_deleted')).toEqual([true, false]);
+  expect(column(applied.batch!, 'id')).toEqual([null, 1]);
+  expect(column(applied.batch!, '_sequence')).toEqual([55n, 60n]);
+  const refused = decoder().decode('pg.public.t', 0, [truncate], '', schemas);
+  expect(refused.deadLetters.map((d) => d.reason)).toEqual(['debezium-truncate']);
+});
