@@ -2,11 +2,11 @@ import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import type { BatchDone } from '../pool/protocol';
 import { StagingPoolClosedError } from '../pool/staging-pool';
-import { coveredThrough, type FetchedBatch } from './fetched-batch';
+import { coveredThrough, type FetchedBatch } from './protocol/fetched-batch';
 import type { FetchPositions } from './fetch-positions';
 import type { IngestionState } from './ingestion-state';
 import type { JoinClaims } from './join-claims';
-import { isGroupChange } from './kafka-errors';
+import { isGroupChange } from './protocol/kafka-errors';
 
 /**
  * kafkajs's eachBatch: waits for the join's claim, admits each batch fetched from its

@@ -3,8 +3,8 @@ import { errorMessage } from '../common/errors';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import { StagingPoolClosedError } from '../pool/staging-pool';
-import type { CorruptCompressedBatchError } from './compression';
-import { coveredThrough, type FetchedBatch } from './fetched-batch';
+import type { CorruptCompressedBatchError } from './protocol/compression';
+import { coveredThrough, type FetchedBatch } from './protocol/fetched-batch';
 import type { IngestionState } from './ingestion-state';
 import type { LogBounds } from './partition-offsets';
 

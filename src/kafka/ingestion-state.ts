@@ -10,9 +10,9 @@ import type { OffsetTracker } from '../ownership/offset-tracker';
 import { PublicationGate } from '../ownership/publication-gate';
 import type { StagingPool } from '../pool/staging-pool';
 import type { SchemaSource } from '../schema-registry/schema-source';
-import type { DiskPressure } from './disk-pressure';
+import type { DiskPressure } from '../common/disk-pressure';
 import { PartitionOffsets } from './partition-offsets';
-import { TopicIds } from './topic-ids';
+import { TopicIds } from './protocol/topic-ids';
 
 export interface IngestionOptions {
   readonly consumer: ResolvedConsumer;

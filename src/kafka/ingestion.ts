@@ -2,7 +2,7 @@ import type { Consumer } from 'kafkajs';
 import { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import { AuthenticationRetry } from './authentication-retry';
 import { BatchRunner } from './batch-runner';
-import { createHookedConsumer } from './coordinator-hook';
+import { createHookedConsumer } from './protocol/coordinator-hook';
 import { DurabilityTick } from './durability-tick';
 import { FetchPositions } from './fetch-positions';
 import { IngestionState, type IngestionOptions, type IngestionStats } from './ingestion-state';

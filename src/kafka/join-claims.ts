@@ -9,9 +9,9 @@ import type { PartitionOffset } from '../pool/protocol';
 import type { FetchPositions } from './fetch-positions';
 import { startsFromEarliest } from './initial-position';
 import type { IngestionState } from './ingestion-state';
-import { isGroupChange, rejoinRequest } from './kafka-errors';
+import { isGroupChange, rejoinRequest } from './protocol/kafka-errors';
 import type { OffsetCommitter } from './offset-committer';
-import { topicIdsOf } from './topic-ids';
+import { topicIdsOf } from './protocol/topic-ids';
 
 /**
  * What happens on every group join (DESIGN.md, "Offsets, rebalances, crashes"; the

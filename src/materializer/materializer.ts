@@ -24,7 +24,7 @@ import { FailurePolicy, classifyFailure } from './failure';
 import { countKeptRows } from './keep-range';
 import { PublicationCounters, type MaterializerStats } from './materializer-stats';
 import { Permits } from './permits';
-import { ledger, type LedgerEntry, type Plan, type QuarantineRecord } from './plan';
+import { ledger, type LedgerEntry, type Plan, type QuarantineRecord } from './ledger';
 import {
   type CommitAfter,
   keptRowsWithoutReading,

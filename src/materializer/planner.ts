@@ -6,7 +6,7 @@ import { nearChainEnd, publishableRange } from '../ownership/publishable-range';
 import { parsePartName } from '../staging/part-name';
 import type { SealedPart } from '../staging/sealed-part';
 import { keptRowsOfRanges } from './keep-range';
-import type { KeepRange, LedgerEntry, PlanPart, PlanWrite } from './plan';
+import type { KeepRange, LedgerEntry, PlanPart, PlanWrite } from './ledger';
 import * as path from 'node:path';
 
 /** offsets.commitAfter: what a commit of this replica waits for. */

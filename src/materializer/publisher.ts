@@ -10,7 +10,7 @@ import { countedOutcome, resolvedByReplay } from '../lance/commit-rule';
 import type { LanceTable, WriteMode, Written } from '../lance/lance-table';
 import { crashPoint } from '../faults/crash-points';
 import { keptBounds } from './keep-range';
-import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
+import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './ledger';
 import { preparePart, type PreparationContext, type PreparedPart } from './preparation';
 import { publicationLayout, sealPublicationFile, type PublicationLayout } from './publication-file';
 import { PublicationCheck, publicationKeys } from './publication-check';

@@ -5,7 +5,7 @@ import { quarantinePart } from '../staging/quarantine';
 import type { SealedPartCatalog } from '../staging/sealed-catalog';
 import { SCHEMA_REASONS, type FailurePolicy, type PublicationFailureReason } from './failure';
 import type { PublicationCounters } from './materializer-stats';
-import { ledger, type Plan, type QuarantineRecord } from './plan';
+import { ledger, type Plan, type QuarantineRecord } from './ledger';
 import { quarantinePlan } from './quarantine-plan';
 
 /**

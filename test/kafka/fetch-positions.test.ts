@@ -1,9 +1,9 @@
 import type { Consumer } from 'kafkajs';
 import { createLogger } from '../../src/common/logger';
 import type { DeadLetterOutbox } from '../../src/dead-letters/dead-letter-outbox';
-import { CorruptCompressedBatchError } from '../../src/kafka/compression';
+import { CorruptCompressedBatchError } from '../../src/kafka/protocol/compression';
 import { FetchPositions } from '../../src/kafka/fetch-positions';
-import type { FetchedBatch } from '../../src/kafka/fetched-batch';
+import type { FetchedBatch } from '../../src/kafka/protocol/fetched-batch';
 import type { IngestionState } from '../../src/kafka/ingestion-state';
 import type { LogBounds } from '../../src/kafka/partition-offsets';
 import { Metrics } from '../../src/metrics/metrics';

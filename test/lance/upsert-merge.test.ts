@@ -9,7 +9,7 @@ import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder'
 import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
 import { keyIdentity, newer, reduceToNewest } from '../../src/lance/upsert-merge';
 import { tempDir } from '../support/rows';
-import { checkTableMode } from '../../src/startup-checks';
+import { checkTableMode } from '../../src/replica/startup-checks';
 import { compact } from '../../src/cli/compact';
 
 /**

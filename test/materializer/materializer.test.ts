@@ -5,7 +5,7 @@ import * as lancedb from '@lancedb/lancedb';
 import * as arrowAdd from '../../src/lance/arrow-add';
 import type { CrashPointName } from '../../src/faults/crash-points';
 import { PartialPublicationError } from '../../src/materializer/publication-errors';
-import { ledger } from '../../src/materializer/plan';
+import { ledger } from '../../src/materializer/ledger';
 import { appendEpoch, mayHaveDroppedEntries, type OwnershipEpoch } from '../../src/ownership/chain';
 import {
   TABLE,

@@ -1,15 +1,15 @@
 import * as path from 'node:path';
 import type { Admin } from 'kafkajs';
-import { errorMessage } from './common/errors';
-import type { Logger } from './common/logger';
-import { ConfigError, type ResolvedConsumer, type ResolvedField } from './config';
-import { NATIVE_MODULE_PATH, nativeJsonModule } from './decode/native-json-columns';
-import { KEY_COLUMN, RecordDecoder, type KnownField } from './decode/record-decoder';
-import { groupTopics } from './kafka/group-topics';
-import { declaredTypeChanges } from './lance/declared-schema';
-import { readKnownFields, readTableSchema } from './lance/known-fields';
-import type { LanceTarget } from './lance/lance-table';
-import { ROW_KEY_COLUMNS, primaryKeyOf } from './lance/table-schema';
+import { errorMessage } from '../common/errors';
+import type { Logger } from '../common/logger';
+import { ConfigError, type ResolvedConsumer, type ResolvedField } from '../config';
+import { NATIVE_MODULE_PATH, nativeJsonModule } from '../decode/native-json-columns';
+import { KEY_COLUMN, RecordDecoder, type KnownField } from '../decode/record-decoder';
+import { groupTopics } from '../kafka/group-topics';
+import { declaredTypeChanges } from '../lance/declared-schema';
+import { readKnownFields, readTableSchema } from '../lance/known-fields';
+import type { LanceTarget } from '../lance/lance-table';
+import { ROW_KEY_COLUMNS, primaryKeyOf } from '../lance/table-schema';
 
 /*
  * What a replica reads and checks before it consumes: each function stops the start

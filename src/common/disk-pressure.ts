@@ -1,6 +1,6 @@
-import { freeBytes } from '../common/disk-space';
-import type { DiskStage } from '../common/errors';
-import type { Logger } from '../common/logger';
+import { freeBytes } from './disk-space';
+import type { DiskStage } from './errors';
+import type { Logger } from './logger';
 import type { Metrics } from '../metrics/metrics';
 
 /** Where a write met a full disk. */
