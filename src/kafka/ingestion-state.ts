@@ -36,8 +36,6 @@ export interface IngestionOptions {
   readonly schemas?: SchemaSource;
   /** Records each join in the data directory, so that a start after a crash can leave as this member. */
   readonly previousMember?: PreviousMember;
-  /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
-  readonly killAtCommit?: number;
 }
 
 export interface IngestionStats {

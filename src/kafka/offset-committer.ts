@@ -1,5 +1,6 @@
 import type { Consumer } from 'kafkajs';
 import { errorMessage } from '../common/errors';
+import { commitAnswered } from '../faults/crash-points';
 import type { PartitionCommit } from '../ownership/offset-tracker';
 import type { IngestionState } from './ingestion-state';
 
@@ -11,7 +12,6 @@ import type { IngestionState } from './ingestion-state';
 export class OffsetCommitter {
   readonly #state: IngestionState;
   readonly #consumer: Consumer;
-  #dataCommits = 0;
 
   constructor(state: IngestionState, consumer: Consumer) {
     this.#state = state;
@@ -25,11 +25,7 @@ export class OffsetCommitter {
     if (commits.length === 0 || !generation) return;
     const outcome = await s.fence.commit(generation, () => this.send(commits));
     if (outcome.kind === 'landed') {
-      this.#dataCommits += 1;
-      if (s.options.killAtCommit !== undefined && this.#dataCommits >= s.options.killAtCommit) {
-        // Test-only: the answer arrived but this replica dies before it records it.
-        process.kill(process.pid, 'SIGKILL');
-      }
+      commitAnswered(); // test-only fault: may die here, before recording the answer
       s.tracker.landed(commits);
       s.stats.commits += 1;
       for (const c of commits) {

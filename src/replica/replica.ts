@@ -36,12 +36,10 @@ import {
   checkDeclaredTypes,
   checkTableMode,
   checkTopicsExist,
-  lanceTargetOf,
   logCommittedOffsets,
-  tableColumns,
-  tableKeyType,
   logJsonDecoder,
 } from './startup-checks';
+import { lanceTargetOf, tableColumns, tableKeyType } from '../lance/table-seeds';
 
 export interface ReplicaOptions {
   readonly consumerPath: string;
@@ -214,7 +212,7 @@ export class Replica {
     // A routing consumer's lanes read each table's columns when they first see it.
     const knownFields = fixedTable ? await tableColumns(consumer, log) : [];
     const keyType = fixedTable ? await tableKeyType(consumer, log) : undefined;
-    const diskPressure = new DiskPressure(log, metrics);
+    const diskPressure = new DiskPressure(log, metrics.diskFull);
     // Before the staging pool, whose sealed parts it takes: made in the order they report to each other.
     const materializer = consumer.materializer.enabled
       ? await MaterializerHost.start(
@@ -277,7 +275,6 @@ export class Replica {
           initialEpoch: 0,
           metrics,
           tableDir,
-          killAtCommit: faults.killAtCommit,
           previousMember,
         }),
       reportFailure,
