@@ -61,14 +61,12 @@ function batchOf(decoder: RecordDecoder, partition: number, changes: readonly Ch
 }
 
 async function publish(lance: LanceTable, batches: readonly RecordBatch[]): Promise<Written> {
-  return lance.append(
-    (async function* () {
+  return lance.append({
+    batches: (async function* () {
       yield* await Promise.resolve(batches);
     })(),
-    () => Promise.resolve(),
-    undefined,
-    'upsert',
-  );
+    mode: 'upsert',
+  });
 }
 
 /** The table as a reader sees it (`_deleted = false`), key → title; and every row, deletes included. */
