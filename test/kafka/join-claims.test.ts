@@ -86,7 +86,9 @@ function harness(
     fence,
     gate: undefined,
     offsets: {
-      committed: (tps) => Promise.resolve(tps.map(([t, p]) => committed[`${t}[${p}]`])),
+      // Kafka answers -1 for a partition the group never committed.
+      committed: (tps) =>
+        Promise.resolve(tps.map(([t, p]) => committed[`${t}[${p}]`] ?? { offset: -1, metadata: null })),
       bounds: (tps) => Promise.resolve(tps.map(() => ({ low: 5, high: 50 }))),
     },
     topicIds: { claimIo: () => ({}) },
