@@ -37,7 +37,7 @@ import type { PartitionOwnership } from '../ownership/partition-ownership';
 import type { PreparationContext } from './preparation';
 import { PartialPublicationError } from './publication-errors';
 import { Publisher, type PreparationMode, type PublicationResult } from './publisher';
-import { setAside, type SetAsideContext } from './set-aside';
+import { setAside, type SetAsideContext } from './quarantine-failed';
 import { publicationLayout } from './publication-file';
 import { SourceBuffers } from './source-buffers';
 
