@@ -77,8 +77,8 @@ export class Ingestion {
       logger: options.logger,
       metrics: options.metrics,
       pause: (topic, partition) => this.#consumer.pause([{ topic, partitions: [partition] }]),
-      hold: (topic, partition, offset) => state.tracker.addPendingDeadLetters(topic, partition, [offset]),
-      resolved: (topic, partition, offsets) => state.tracker.resolveDeadLetters(topic, partition, offsets),
+      hold: (topic, partition, offset) => state.tracker.holdOffsets(topic, partition, [offset]),
+      resolved: (topic, partition, offsets) => state.tracker.releaseOffsets(topic, partition, offsets),
     });
     this.#subscription = new TopicSubscription({
       consumer: options.consumer,
