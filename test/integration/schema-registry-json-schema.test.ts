@@ -13,6 +13,7 @@ import {
   jsonFramed,
 } from '../support/json-schema-fixtures';
 import {
+  columnByOffset,
   deadLetters,
   expectColumns,
   expectPylanceColumns,
@@ -121,14 +122,7 @@ test('a second schema version mid-stream adds a nullable column to the table; va
   ]);
   const all = await lanceRows(dataDir, 5);
   expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
-  const offsets = plainColumn(all, '_offset').map(Number);
-  const column = (name: string) => {
-    const values = plainColumn(all, name);
-    return offsets
-      .map((o, i) => [o, values[i]] as const)
-      .sort((a, b) => a[0] - b[0])
-      .map(([, v]) => v);
-  };
+  const column = (name: string) => columnByOffset(all, name);
   expect(column('n')).toEqual([0n, 1n, 2n, 3n, 4n]);
   expect(column('message')).toEqual(['a', 'b', 'c', 'd', 'e']);
   expect(column('region')).toEqual([null, null, 'eu', null, null]);

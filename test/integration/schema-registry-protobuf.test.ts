@@ -15,6 +15,7 @@ import {
   protobufFramed,
 } from '../support/protobuf-fixtures';
 import {
+  columnByOffset,
   deadLetters,
   expectColumns,
   expectPylanceColumns,
@@ -144,14 +145,7 @@ test('a second schema version mid-stream adds a nullable column to the table; me
   ]);
   const all = await lanceRows(dataDir, 5);
   expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
-  const offsets = plainColumn(all, '_offset').map(Number);
-  const column = (name: string) => {
-    const values = plainColumn(all, name);
-    return offsets
-      .map((o, i) => [o, values[i]] as const)
-      .sort((a, b) => a[0] - b[0])
-      .map(([, v]) => v);
-  };
+  const column = (name: string) => columnByOffset(all, name);
   expect(column('n')).toEqual([0n, 1n, 2n, 3n, 4n]);
   expect(column('message')).toEqual(['a', 'b', 'c', 'd', 'e']);
   // An absent proto3 `optional` field is null, not "": it has presence.
@@ -207,14 +201,7 @@ test('an Avro key beside a Protobuf value: the key schema is fetched by its own 
   expect(String(rows.schema.fields.find((f) => f.name === '_key')?.type)).toBe(
     'Struct<{host:Utf8, shard:Int64}>',
   );
-  const byOffset = (name: string) => {
-    const offsets = plainColumn(rows, '_offset').map(Number);
-    const values = plainColumn(rows, name);
-    return offsets
-      .map((o, i) => [o, values[i]] as const)
-      .sort((a, b) => a[0] - b[0])
-      .map(([, v]) => v);
-  };
+  const byOffset = (name: string) => columnByOffset(rows, name);
   expect(byOffset('_key')).toEqual([{ host: 'web-1', shard: 3n }, null, { host: 'web-2', shard: 4n }]);
   expect(byOffset('n')).toEqual([0n, 1n, 3n]);
   expect(letters.map((l) => [l.offset, l.reason])).toEqual([[2, 'wrong-magic-byte']]);

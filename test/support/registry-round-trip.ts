@@ -151,6 +151,16 @@ export function expectColumns(
   }
 }
 
+/** A column's values in offset order. */
+export function columnByOffset(rows: Table, name: string): unknown[] {
+  const offsets = plainColumn(rows, '_offset').map(Number);
+  const values = plainColumn(rows, name);
+  return offsets
+    .map((o, i) => [o, values[i]] as const)
+    .sort((a, b) => a[0] - b[0])
+    .map(([, v]) => v);
+}
+
 /** The same values as pylance (the qualification's independent reader) reads them. */
 export async function expectPylanceColumns(
   dataDir: string,
