@@ -8,7 +8,7 @@ import type { DurableReport } from '../../src/pool/protocol';
  * One durability tick with the real offset tracker and fakes of the staging pool, the
  * disk pressure and the committer: what staging reports durable becomes the commit.
  */
-function harness(sync: () => Promise<readonly DurableReport[]>) {
+function harness(sync: () => Promise<DurableReport[]>) {
   const tracker = new OffsetTracker();
   const calls = {
     commits: [] as PartitionCommit[][],
