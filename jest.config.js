@@ -2,7 +2,7 @@
  * Tests run from TypeScript through ts-jest (transpile only: `tsc -b` in `pretest`
  * type-checks everything once). Worker threads and child processes cannot go
  * through jest's transform, so they load the compiled files in dist/ that the
- * same `pretest` build produces (see src/pool/entry.ts).
+ * same `pretest` build produces (see src/common/compiled-entry.ts).
  * @type {import('jest').Config}
  */
 module.exports = {

@@ -1,6 +1,6 @@
 /**
  * Codec throughput: each compression codec a replica registers with kafkajs
- * (src/kafka/compression) on ~1 MiB record batches of the bench's ~800-byte JSON log
+ * (src/kafka/protocol/compression) on ~1 MiB record batches of the bench's ~800-byte JSON log
  * records, in this one thread: the compressed size, and MiB/s of uncompressed bytes to
  * decompress (what a replica does to every fetched batch) and to compress, through the
  * codecs kafkajs calls (the libraries' sync calls), and through the libraries' async
@@ -14,11 +14,11 @@ import { promisify } from 'node:util';
 import { unzip, zstdDecompress } from 'node:zlib';
 import { decompressFrame } from 'lz4-napi';
 import { uncompress } from 'snappy';
-import type { BatchCodec } from '../src/kafka/compression';
-import { gzipCodec } from '../src/kafka/compression/gzip';
-import { lz4Codec } from '../src/kafka/compression/lz4';
-import { snappyCodec } from '../src/kafka/compression/snappy';
-import { zstdCodec } from '../src/kafka/compression/zstd';
+import type { BatchCodec } from '../src/kafka/protocol/compression';
+import { gzipCodec } from '../src/kafka/protocol/compression/gzip';
+import { lz4Codec } from '../src/kafka/protocol/compression/lz4';
+import { snappyCodec } from '../src/kafka/protocol/compression/snappy';
+import { zstdCodec } from '../src/kafka/protocol/compression/zstd';
 import { benchArgs } from './args';
 import { benchRecord } from './lib/records';
 

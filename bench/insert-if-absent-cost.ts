@@ -47,14 +47,12 @@ async function main(): Promise<void> {
         const from = next;
         next += size;
         const t0 = performance.now();
-        await table.append(
-          (async function* () {
+        await table.append({
+          batches: (async function* () {
             yield await Promise.resolve(rowsFor('events', 5, range(from, from + size)));
           })(),
-          () => Promise.resolve(),
-          undefined,
-          mode,
-        );
+          mode: mode,
+        });
         times[mode].push(performance.now() - t0);
       }
     }

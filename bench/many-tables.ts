@@ -21,7 +21,7 @@ import { ensureBroker, kafkaClient, topicRecords } from './lib/kafka';
 import { benchRecord } from './lib/records';
 import { withSection } from './lib/report-sections';
 import { startReplica, stopReplica, type Replica } from './lib/replica-arm';
-import { ensureTopicsServed } from '../src/kafka/topic-ready';
+import { ensureTopicsServed } from '../src/kafka/protocol/topic-ready';
 
 const args = benchArgs();
 const RECORDS = Number(args.get('records') ?? 1_000_000);

@@ -150,7 +150,7 @@ async function runArm(
   };
   try {
     for (let n = 1; n <= appends; n++) {
-      await lance.append(batchesOf((n - 1) * rowsPerAppend, rowsPerAppend), () => Promise.resolve());
+      await lance.append({ batches: batchesOf((n - 1) * rowsPerAppend, rowsPerAppend) });
       if (n % every !== 0) continue;
       const optimizeMs = optimizeEvery && n % optimizeEvery === 0 ? await optimize() : undefined;
       const sample = await measure(target, store, arm, n, rowsPerAppend);

@@ -1,13 +1,13 @@
 /**
  * The main thread's per-record cost of kafkajs's record decoding: a record batch of 2,000
  * ~800-byte records decoded by kafkajs 2.2.4's record batch decoder with its own record
- * decoder, then with `decodeRecord` (src/kafka/record-decoding.ts), alternately in one
+ * decoder, then with `decodeRecord` (src/kafka/protocol/record-batch.ts), alternately in one
  * process (CPU ns per record, 100 batches a round).
  *
  *   npm run build && node dist/bench/record-decoding.js [--rounds 5]
  */
 import * as path from 'node:path';
-import { decodeRecord } from '../src/kafka/record-decoding';
+import { decodeRecord } from '../src/kafka/protocol/record-batch';
 import { benchArgs } from './args';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- kafkajs 2.2.4 internals */

@@ -21,7 +21,7 @@ import { stageAccount, summarizeProfiles } from './lib/cpu-profile';
 import { ensureBroker, produceDataset, type Dataset } from './lib/kafka';
 import { measureFreshness, runReplicaArm, type Freshness } from './lib/replica-arm';
 import { defaultStagingWorkers } from '../src/config/resolve';
-import { compressionType, type CompressionName } from '../src/kafka/compression';
+import { compressionType, type CompressionName } from '../src/kafka/protocol/compression';
 import { benchConsumer, benchRecord } from './lib/records';
 import { ratiosAndTargets, renderMarkdown, type BenchReport } from './lib/report';
 import { keptSections } from './lib/report-sections';

@@ -1,6 +1,6 @@
 """Reads a Lance dataset with pylance (not LanceDB) and prints its columns as JSON.
 
-For the declared-types round trip (test/lance/declared-types-pylance.test.ts): every
+For the declared-types round trip (test/lance/declared-schema.test.ts): every
 value is written so that a test can compare it exactly with what was sent:
   - timestamps and dates as their stored integers (epoch units, days), not datetimes;
   - decimals as their exact decimal text; binary as base64; float16 as float;

@@ -8,4 +8,4 @@ export {
   type Route,
   type RouteRecord,
 } from './config';
-export { Replica, type ReplicaOptions } from './replica';
+export { Replica, type ReplicaOptions } from './replica/replica';

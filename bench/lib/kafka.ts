@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { CompressionTypes, Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
-import { registerCompressionCodecs } from '../../src/kafka/compression';
+import { registerCompressionCodecs } from '../../src/kafka/protocol/compression';
 import { benchRecord } from './records';
 
 const REPO = path.resolve(__dirname, '../../..');

@@ -15,7 +15,7 @@ import { ProcessTreeSampler, threadTaggedEnv } from './proc-sampler';
 import { scrape, sumOf, type Sample } from '../../src/harness/prometheus-text';
 import { benchConsumer, RECORD_BYTES } from './records';
 import { MiB, round, type ArmResult } from './result';
-import { ensureTopicsServed } from '../../src/kafka/topic-ready';
+import { ensureTopicsServed } from '../../src/kafka/protocol/topic-ready';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 
 export interface Replica {

@@ -1,4 +1,4 @@
-import { registerCompressionCodecs } from '../../src/kafka/compression';
+import { registerCompressionCodecs } from '../../src/kafka/protocol/compression';
 import {
   ensureKcat,
   produceWithJava,

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { silentLogger } from '../../src/common/logger';
-import { TopicIds } from '../../src/kafka/topic-ids';
+import { TopicIds } from '../../src/kafka/protocol/topic-ids';
 import { Campaign } from '../support/campaign';
 import type { Incarnations } from '../support/expected-offsets';
 import { finalCheck } from '../support/final-check';

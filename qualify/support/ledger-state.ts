@@ -1,5 +1,5 @@
 import { readdirSync } from 'node:fs';
-import { plansDir } from '../../src/materializer/plan';
+import { plansDir } from '../../src/materializer/ledger';
 import { parsePartName } from '../../src/staging/part-name';
 import { tableStagingDir } from '../../src/staging/table-staging';
 

@@ -1,10 +1,10 @@
 import type { Admin } from 'kafkajs';
-import { ensureTopicsServed } from '../../src/kafka/topic-ready';
+import { ensureTopicsServed } from '../../src/kafka/protocol/topic-ready';
 import { sleep } from './random';
 
 /**
  * Creates a topic and returns once every partition answers with its offsets
- * (src/kafka/topic-ready.ts says why both are needed). A broker loaded by other suites
+ * (src/kafka/protocol/topic-ready.ts says why both are needed). A broker loaded by other suites
  * can refuse `createTopics` itself for a while (seen in CI): that is retried for up to
  * a minute. `configs`: topic-level settings (cleanup.policy, segment.ms, ...).
  */

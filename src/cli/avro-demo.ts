@@ -7,7 +7,7 @@ import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system
 import { BAD_RATIO, runDemo, type DemoOptions, type DemoVariant } from './demo';
 import type { RunRanges } from './demo-summary';
 import { CliError } from './errors';
-import { registerCompressionCodecs } from '../kafka/compression';
+import { registerCompressionCodecs } from '../kafka/protocol/compression';
 import { openExistingTable, quote } from './lance-read';
 import { logRecord } from './log-records';
 import { ADDED_FIELD, LOG_V1, LOG_V2, avroLog } from './avro-log-records';

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { KAFKA_LOCAL } from './paths';
-import { registerCompressionCodecs } from '../kafka/compression';
+import { registerCompressionCodecs } from '../kafka/protocol/compression';
 
 /**
  * The demos' Kafka client and its end: silent (a demo prints its own lines), quick to

@@ -8,7 +8,7 @@ import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system
 import { DLQ, TOPIC, publishedInRanges, summarize, type RunRanges } from './demo-summary';
 import { closeDemoBroker, demoKafka } from './demo-broker';
 import { CliError, TableMissingError } from './errors';
-import { ensureTopicsServed } from '../kafka/topic-ready';
+import { ensureTopicsServed } from '../kafka/protocol/topic-ready';
 import { ReplicaProcess, ReplicaProcessError } from '../harness/replica-process';
 import { connectAdmin, topicEnds, type PartitionEnds } from './kafka-admin';
 import { openExistingTable, quote } from './lance-read';

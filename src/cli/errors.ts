@@ -1,4 +1,4 @@
-import type { BrokerAuthFailure } from '../kafka/broker-auth-failure';
+import type { BrokerAuthFailure } from '../kafka/protocol/broker-auth-failure';
 import { KafkaJSBrokerNotFound, KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded } from 'kafkajs';
 
 /**

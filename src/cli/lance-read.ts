@@ -6,7 +6,7 @@ import type { ResolvedConsumer } from '../config';
 import { OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN } from '../staging/system-columns';
 import { TableMissingError } from './errors';
 
-/** Where a consumer's table lives, as the replica computes it (src/replica.ts). */
+/** Where a consumer's table lives, as the replica computes it (src/replica/replica.ts). */
 export function lanceUriOf(consumer: ResolvedConsumer): string {
   return consumer.lance.uri ?? path.join(consumer.dataDir, 'lance');
 }

@@ -1,7 +1,7 @@
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
-import type { CompressionName } from '../kafka/compression/codec';
-import { compressionType, registerCompressionCodecs } from '../kafka/compression';
-import { ensureTopicsServed } from '../kafka/topic-ready';
+import type { CompressionName } from '../kafka/protocol/compression/codec';
+import { compressionType, registerCompressionCodecs } from '../kafka/protocol/compression';
+import { ensureTopicsServed } from '../kafka/protocol/topic-ready';
 import { connectAdmin } from './kafka-admin';
 import { badCount, logRecord } from './log-records';
 

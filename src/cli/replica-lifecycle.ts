@@ -2,9 +2,9 @@ import { errorMessage } from '../common/errors';
 import { createLogger, type Logger } from '../common/logger';
 import { Metrics } from '../metrics/metrics';
 import { startMetricsServer } from '../metrics/server';
-import type { Replica } from '../replica';
+import type { Replica } from '../replica/replica';
 import type { HeldSignals } from './early-signals';
-import { brokerAuthFailureOf } from '../kafka/broker-auth-failure';
+import { brokerAuthFailureOf } from '../kafka/protocol/broker-auth-failure';
 import { BrokerAuthenticationError, BrokerUnreachableError, isConnectionFailure } from './errors';
 
 /**

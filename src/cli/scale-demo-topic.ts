@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Admin } from 'kafkajs';
-import { ensureTopicsServed } from '../kafka/topic-ready';
+import { ensureTopicsServed } from '../kafka/protocol/topic-ready';
 import type { RunRanges } from './demo-summary';
 import { CONSUMER } from './demo';
 import { CliError } from './errors';

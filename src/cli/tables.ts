@@ -2,7 +2,7 @@ import { existsSync, promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import type { ResolvedConsumer } from '../config';
-import { ledger } from '../materializer/plan';
+import { ledger } from '../materializer/ledger';
 import { openTableIfCommitted } from '../lance/open-if-committed';
 import { parsePartName } from '../staging/part-name';
 import { QUARANTINE_DIR } from '../staging/quarantine';

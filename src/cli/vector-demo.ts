@@ -15,13 +15,13 @@ import {
 } from './demo';
 import { closeDemoBroker } from './demo-broker';
 import { CliError } from './errors';
-import { registerCompressionCodecs } from '../kafka/compression';
+import { registerCompressionCodecs } from '../kafka/protocol/compression';
 import { indexLine } from './inspect';
 import { connectAdmin } from './kafka-admin';
 import { indexShapes, openExistingTable } from './lance-read';
 import { ROOT } from './paths';
 import type { ReplicaProcess } from '../harness/replica-process';
-import { ensureTopicsServed } from '../kafka/topic-ready';
+import { ensureTopicsServed } from '../kafka/protocol/topic-ready';
 
 export const DOCUMENTS_CONSUMER = path.join(ROOT, 'consumers/documents.ts');
 const TOPIC = 'documents';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { COMPRESSION_NAMES } from '../kafka/compression/codec';
+import { COMPRESSION_NAMES } from './compression-names';
 
 /** Where records that cannot be staged go, and when too many of them stop a partition. */
 

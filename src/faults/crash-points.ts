@@ -37,3 +37,17 @@ export function crashPointAfter(name: CrashPointName, ms: number): () => void {
   const timer = setTimeout(() => crashPoint(name), ms);
   return () => clearTimeout(timer);
 }
+
+let answeredCommits = 0;
+
+/**
+ * Test-only: Faults.killAtCommit (KAFKA_LANCE_TEST_KILL_AT_COMMIT=<n>) SIGKILLs the
+ * process when its nth data commit is answered, before the answer is recorded: the
+ * broker holds offsets this replica never learned it committed.
+ */
+export function commitAnswered(): void {
+  const at = threadFaults().killAtCommit;
+  if (at === undefined) return;
+  answeredCommits += 1;
+  if (answeredCommits >= at) process.kill(process.pid, 'SIGKILL');
+}

@@ -9,8 +9,9 @@ import { KafkaLanceError, type DiskStage } from '../common/errors';
  *
  * Where each fault fires:
  * - crashAt / stopAt: src/faults/crash-points.ts (materializer worker thread);
+ * - killAtCommit: src/faults/crash-points.ts (main thread, the offset committer);
  * - diskFull: src/faults/disk-full.ts (staging workers, materializer worker);
- * - killAtCommit: src/kafka/ingestion.ts; recoveryDelayMs: src/replica.ts;
+ * - recoveryDelayMs: src/replica/replica.ts;
  * - blockLoop*, failFirstClaim: src/faults/replica-hooks.ts (main thread).
  * - maxChainBytes: src/ownership/chain.ts (main thread, where claims append epochs).
  */

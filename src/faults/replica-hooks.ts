@@ -4,7 +4,7 @@ import type { Faults, LoopBlock } from './faults';
 
 /**
  * The faults that fire on the replica's main thread, built from its parsed Faults
- * (src/faults/faults.ts) and wired in src/replica.ts. With no such fault every
+ * (src/faults/faults.ts) and wired in src/replica/replica.ts. With no such fault every
  * function here returns its input unchanged (or nothing).
  *
  * - blockLoopAt: when the staging pool reports the given staged batch, busy-wait the

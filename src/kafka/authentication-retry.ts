@@ -1,6 +1,6 @@
 import type { Logger } from '../common/logger';
 import type { Metrics } from '../metrics/metrics';
-import { brokerAuthFailureOf } from './broker-auth-failure';
+import { brokerAuthFailureOf } from './protocol/broker-auth-failure';
 
 /** The first retry after a refusal, doubled up to the last. */
 const FIRST_RETRY_MS = 2_000;

@@ -1,12 +1,31 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
+import type { Logger } from '../common/logger';
 import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import type { BatchDone } from '../pool/protocol';
-import { StagingPoolClosedError } from '../pool/staging-pool';
-import { coveredThrough, type FetchedBatch } from './fetched-batch';
+import { StagingPoolClosedError, type StagingPool } from '../pool/staging-pool';
+import type { SchemaSource } from '../schema-registry/schema-source';
+import { coveredThrough, type FetchedBatch } from './protocol/fetched-batch';
 import type { FetchPositions } from './fetch-positions';
-import type { IngestionState } from './ingestion-state';
+import type { IngestionEvents } from './ingestion-events';
 import type { JoinClaims } from './join-claims';
-import { isGroupChange } from './kafka-errors';
+import { isGroupChange } from './protocol/kafka-errors';
+import type { TopicIds } from './protocol/topic-ids';
+
+/** What the batch runner works with. */
+export interface BatchRunnerDeps {
+  /** The staging epoch of the current join. */
+  readonly epoch: () => number;
+  readonly stopping: () => boolean;
+  readonly heartbeatIntervalMs: number;
+  readonly pool: Pick<StagingPool, 'admit'>;
+  /** Registry formats: the writer schemas of each batch, fetched before it goes to staging. */
+  readonly schemas: Pick<SchemaSource, 'forBatch'> | undefined;
+  readonly topicIds: Pick<TopicIds, 'assertCurrent'>;
+  readonly logger: Logger;
+  readonly events: Pick<IngestionEvents, 'consumed'>;
+  /** Work that runs on after its batch left eachBatch: a stop waits for it, its failure is fatal. */
+  readonly track: (work: Promise<unknown>) => void;
+}
 
 /**
  * kafkajs's eachBatch: waits for the join's claim, admits each batch fetched from its
@@ -15,20 +34,20 @@ import { isGroupChange } from './kafka-errors';
  * hands its dead letters to the outbox once staged.
  */
 export class BatchRunner {
-  readonly #state: IngestionState;
-  readonly #consumer: Consumer;
-  readonly #outbox: DeadLetterOutbox;
-  readonly #positions: FetchPositions;
-  readonly #joins: JoinClaims;
+  readonly #deps: BatchRunnerDeps;
+  readonly #consumer: Pick<Consumer, 'seek'>;
+  readonly #outbox: Pick<DeadLetterOutbox, 'take' | 'deliver'>;
+  readonly #positions: Pick<FetchPositions, 'consuming'>;
+  readonly #joins: Pick<JoinClaims, 'untilClaimed'>;
 
   constructor(
-    state: IngestionState,
-    consumer: Consumer,
-    outbox: DeadLetterOutbox,
-    positions: FetchPositions,
-    joins: JoinClaims,
+    deps: BatchRunnerDeps,
+    consumer: Pick<Consumer, 'seek'>,
+    outbox: Pick<DeadLetterOutbox, 'take' | 'deliver'>,
+    positions: Pick<FetchPositions, 'consuming'>,
+    joins: Pick<JoinClaims, 'untilClaimed'>,
   ) {
-    this.#state = state;
+    this.#deps = deps;
     this.#consumer = consumer;
     this.#outbox = outbox;
     this.#positions = positions;
@@ -36,8 +55,7 @@ export class BatchRunner {
   }
 
   async eachBatch(payload: EachBatchPayload): Promise<void> {
-    const s = this.#state;
-    const o = s.options;
+    const s = this.#deps;
     const { batch } = payload;
     const heartbeat = () => payload.heartbeat();
     await this.#joins.untilClaimed(heartbeat);
@@ -60,24 +78,24 @@ export class BatchRunner {
     if (fetchedFrom !== position.next) {
       // Fetched from another position than this epoch expects (queued before the
       // claim's seek): refetch from ours.
-      o.logger.info(
+      s.logger.info(
         { event: 'kafka.position.refetch', topic, partition, fetchedFrom, expected: position.next },
         'batch fetched from another position than the claim expects; refetching',
       );
       this.#consumer.seek({ topic, partition, offset: String(position.next) });
       return;
     }
-    const forBatch = await o.schemas?.forBatch(messages, {
+    const forBatch = await s.schemas?.forBatch(messages, {
       heartbeat: () =>
         heartbeat().catch((error: unknown) => {
           // A group change leaves eachBatch so that kafkajs rejoins; others are the next heartbeat's to tell.
           if (isGroupChange(error)) throw error;
         }),
-      wanted: () => payload.isRunning() && !payload.isStale() && s.epoch === epoch && !s.stopping,
-      heartbeatIntervalMs: o.consumer.heartbeatIntervalMs,
+      wanted: () => payload.isRunning() && !payload.isStale() && s.epoch() === epoch && !s.stopping(),
+      heartbeatIntervalMs: s.heartbeatIntervalMs,
     });
     // Given up while the registry was asked: nothing admitted, the batch is fetched again.
-    if (o.schemas && forBatch === undefined) return;
+    if (s.schemas && forBatch === undefined) return;
     const schemas = forBatch?.schemas;
     // Too many distinct schema ids for one batch: only the prefix whose ids were resolved
     // is admitted, and the rest is fetched again from right after it (see MAX_SCHEMA_IDS_PER_BATCH).
@@ -89,7 +107,7 @@ export class BatchRunner {
     let done: Promise<BatchDone>;
     try {
       ({ done } = await this.#whileHeartbeating(
-        o.pool.admit(topic, partition, messages, epoch, through, schemas),
+        s.pool.admit(topic, partition, messages, epoch, through, schemas),
         heartbeat,
       ));
     } catch (error) {
@@ -99,7 +117,7 @@ export class BatchRunner {
       throw error;
     }
     // A join during admit: staging drops the batch, and kafkajs's new position is the claim's.
-    if (s.epoch !== epoch) return;
+    if (s.epoch() !== epoch) return;
     // Past everything the fetch covered, not just its last delivered record: the offsets
     // after it may hold nothing deliverable (compacted away, aborted, a marker).
     position.next = through + 1;
@@ -108,10 +126,7 @@ export class BatchRunner {
     if (partial) this.#consumer.seek({ topic, partition, offset: String(through + 1) });
     let bytes = 0;
     for (const m of messages) bytes += (m.value?.byteLength ?? 0) + (m.key?.byteLength ?? 0);
-    s.stats.consumedRecords += messages.length;
-    s.stats.consumedBytes += bytes;
-    o.metrics.consumedRecords.inc({ topic }, messages.length);
-    o.metrics.consumedBytes.inc({ topic }, bytes);
+    s.events.consumed(topic, messages.length, bytes);
     // The letters are copied out when the batch is staged: the write may take long, the batch must not stay.
     s.track(
       done.then((result) =>
@@ -125,10 +140,7 @@ export class BatchRunner {
   async #whileHeartbeating<T>(work: Promise<T>, heartbeat: () => Promise<void>): Promise<T> {
     // The timer is cleared as soon as the work settles: a pending timer would keep the
     // batch (and kafkajs's fetch buffers behind it) alive for a whole interval.
-    const timer = setInterval(
-      () => void heartbeat().catch(() => undefined),
-      this.#state.options.consumer.heartbeatIntervalMs,
-    );
+    const timer = setInterval(() => void heartbeat().catch(() => undefined), this.#deps.heartbeatIntervalMs);
     try {
       return await work;
     } finally {

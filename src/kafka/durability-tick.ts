@@ -1,10 +1,29 @@
+import type { DiskPressure } from '../common/disk-pressure';
 import { DiskFullError } from '../common/errors';
 import type { DurableOffset } from '../common/offsets';
-import type { PartitionCommit } from '../ownership/offset-tracker';
+import type { OffsetTracker, PartitionCommit } from '../ownership/offset-tracker';
+import type { PublicationGate } from '../ownership/publication-gate';
 import type { DurableReport } from '../pool/protocol';
+import type { StagingPool } from '../pool/staging-pool';
 import { listPartIds } from '../staging/part-ids';
-import type { IngestionState } from './ingestion-state';
+import type { IngestionEvents } from './ingestion-events';
 import type { OffsetCommitter } from './offset-committer';
+
+/** What the tick works with. */
+export interface DurabilityTickDeps {
+  readonly intervalMs: number;
+  readonly pool: Pick<StagingPool, 'sync' | 'flush'>;
+  readonly tracker: Pick<OffsetTracker, 'noteDurable' | 'commitsDue' | 'stillDue'>;
+  /** offsets.commitAfter 'published': holds each commit until the parts below it are published. */
+  readonly gate: PublicationGate | undefined;
+  /** The table's staging directory (the gate's parts). */
+  readonly tableDir: string;
+  readonly diskPressure: Pick<DiskPressure, 'reportFull' | 'reportWritten'>;
+  readonly events: Pick<IngestionEvents, 'syncStarted'>;
+  readonly stopping: () => boolean;
+  /** A tick that failed otherwise than on a full disk: the replica cannot go on. */
+  readonly fail: (error: unknown) => void;
+}
 
 /**
  * The durability tick, every durabilityIntervalMs: sync staging, tell the offset
@@ -13,25 +32,25 @@ import type { OffsetCommitter } from './offset-committer';
  * the ticks down (and pauses fetching, through the disk pressure) until writes pass.
  */
 export class DurabilityTick {
-  readonly #state: IngestionState;
-  readonly #committer: OffsetCommitter;
+  readonly #deps: DurabilityTickDeps;
+  readonly #committer: Pick<OffsetCommitter, 'commit'>;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> = Promise.resolve();
   /** Wait before the next tick while staging's disk is full (0: the usual interval). */
   #diskBackoffMs = 0;
 
-  constructor(state: IngestionState, committer: OffsetCommitter) {
-    this.#state = state;
+  constructor(deps: DurabilityTickDeps, committer: Pick<OffsetCommitter, 'commit'>) {
+    this.#deps = deps;
     this.#committer = committer;
   }
 
   schedule(): void {
-    if (this.#state.stopping) return;
+    if (this.#deps.stopping()) return;
     this.#timer = setTimeout(() => {
       this.#ticking = this.tick()
-        .catch((error: unknown) => this.#state.fail(error))
+        .catch((error: unknown) => this.#deps.fail(error))
         .finally(() => this.schedule());
-    }, this.#diskBackoffMs || this.#state.options.consumer.durabilityIntervalMs);
+    }, this.#diskBackoffMs || this.#deps.intervalMs);
   }
 
   /** No tick starts after this; resolves when the running one (if any) has ended. */
@@ -42,18 +61,19 @@ export class DurabilityTick {
 
   /** Staging's disk is full: pause, and retry the writes at growing intervals (up to 5 s). */
   #stagingDiskFull(error: DiskFullError): void {
-    const interval = this.#state.options.consumer.durabilityIntervalMs;
+    const interval = this.#deps.intervalMs;
     this.#diskBackoffMs = Math.min(
       Math.max(5_000, interval),
       Math.max(interval, this.#diskBackoffMs * 2 || 250),
     );
-    this.#state.options.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
+    this.#deps.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
   }
 
   /** One durability tick: sync staging, commit what became durable, seal due parts. */
   async tick(): Promise<void> {
-    const { options: o, tracker, gate } = this.#state;
-    const endTimer = o.metrics.durableSync.startTimer();
+    const o = this.#deps;
+    const { tracker, gate } = o;
+    const endTimer = o.events.syncStarted();
     let reports: readonly DurableReport[];
     try {
       reports = await o.pool.sync();

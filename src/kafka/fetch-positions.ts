@@ -1,17 +1,38 @@
 import type { Consumer } from 'kafkajs';
+import type { DiskPressure } from '../common/disk-pressure';
 import { errorMessage } from '../common/errors';
+import type { Logger } from '../common/logger';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
-import { StagingPoolClosedError } from '../pool/staging-pool';
-import type { CorruptCompressedBatchError } from './compression';
-import { coveredThrough, type FetchedBatch } from './fetched-batch';
-import type { IngestionState } from './ingestion-state';
-import type { LogBounds } from './partition-offsets';
+import type { OffsetTracker } from '../ownership/offset-tracker';
+import { StagingPoolClosedError, type StagingPool } from '../pool/staging-pool';
+import type { CorruptCompressedBatchError } from './protocol/compression';
+import { coveredThrough, type FetchedBatch } from './protocol/fetched-batch';
+import type { TopicIds } from './protocol/topic-ids';
+import type { IngestionEvents } from './ingestion-events';
+import type { LogBounds, PartitionOffsets } from './partition-offsets';
 
 /** Where the next batch of a partition must have been fetched from, in one epoch. */
 export interface FetchPosition {
   readonly epoch: number;
   next: number;
+}
+
+/** What the fetch positions work with. */
+export interface FetchPositionsDeps {
+  /** The staging epoch of the current join. */
+  readonly epoch: () => number;
+  readonly stopping: () => boolean;
+  readonly tracker: Pick<OffsetTracker, 'owns'>;
+  readonly diskPressure: Pick<DiskPressure, 'full'>;
+  /** Where an empty batch moves staging past a gap. */
+  readonly pool: Pick<StagingPool, 'admit'>;
+  readonly offsets: Pick<PartitionOffsets, 'bounds'>;
+  readonly topicIds: Pick<TopicIds, 'assertCurrent'>;
+  readonly logger: Logger;
+  readonly events: Pick<IngestionEvents, 'offsetsLost' | 'aheadOfLog'>;
+  /** Work that runs on after the fetch (a stop waits for it); `ignore` says which failures are not fatal. */
+  readonly track: (work: Promise<unknown>, ignore?: (error: unknown) => boolean) => void;
 }
 
 /**
@@ -25,17 +46,21 @@ export interface FetchPosition {
  * no longer has (retention, deleteRecords) or not yet (a truncated log).
  */
 export class FetchPositions {
-  readonly #state: IngestionState;
-  readonly #consumer: Consumer;
-  readonly #outbox: DeadLetterOutbox;
+  readonly #deps: FetchPositionsDeps;
+  readonly #consumer: Pick<Consumer, 'seek' | 'pause' | 'resume'>;
+  readonly #outbox: Pick<DeadLetterOutbox, 'isStopped' | 'stop'>;
   readonly #positions = new Map<TopicPartitionKey, FetchPosition>();
   /** Positions beyond the log end already reported (once each). */
   readonly #aheadOfLogLogged = new Set<string>();
   /** Partitions whose ahead-of-log gauge is up: back to 0 once the log has caught up. */
   readonly #aheadOfLog = new Set<TopicPartitionKey>();
 
-  constructor(state: IngestionState, consumer: Consumer, outbox: DeadLetterOutbox) {
-    this.#state = state;
+  constructor(
+    deps: FetchPositionsDeps,
+    consumer: Pick<Consumer, 'seek' | 'pause' | 'resume'>,
+    outbox: Pick<DeadLetterOutbox, 'isStopped' | 'stop'>,
+  ) {
+    this.#deps = deps;
     this.#consumer = consumer;
     this.#outbox = outbox;
   }
@@ -56,15 +81,15 @@ export class FetchPositions {
    * partition is being consumed now (claimed in the current epoch, not paused).
    */
   consuming(topic: string, partition: number): FetchPosition | undefined {
-    const s = this.#state;
+    const s = this.#deps;
     const position = this.#positions.get(tpKey(topic, partition));
     if (
       !position ||
-      position.epoch !== s.epoch ||
-      s.stopping ||
+      position.epoch !== s.epoch() ||
+      s.stopping() ||
       !s.tracker.owns(topic, partition) ||
       this.#outbox.isStopped(topic, partition) ||
-      s.options.diskPressure.full
+      s.diskPressure.full
     )
       return undefined;
     return position;
@@ -79,11 +104,11 @@ export class FetchPositions {
   #skipGap(topic: string, partition: number, position: FetchPosition, through: number): void {
     position.next = through + 1;
     this.#consumer.seek({ topic, partition, offset: String(through + 1) });
-    const admitted = this.#state.options.pool
+    const admitted = this.#deps.pool
       .admit(topic, partition, [], position.epoch, through)
       .then(({ done }) => done);
     // A graceful stop closed the pool: the gap is found again by the next owner.
-    this.#state.track(admitted, (error) => error instanceof StagingPoolClosedError);
+    this.#deps.track(admitted, (error) => error instanceof StagingPoolClosedError);
   }
 
   /**
@@ -114,7 +139,8 @@ export class FetchPositions {
    * were gone before anyone read them are counted and named once.
    */
   async onOffsetOutOfRange(topic: string, partition: number, fetchOffset: number): Promise<void> {
-    const { options: o, offsets, topicIds } = this.#state;
+    const o = this.#deps;
+    const { offsets, topicIds } = o;
     // A topic deleted and recreated under its name is out of range at the old position:
     // once the topic-id watch has seen it, rejoin (thrown out of the fetch, kafkajs
     // rejoins on the error's type) so that the next claim takes the new incarnation.
@@ -141,7 +167,7 @@ export class FetchPositions {
     if (fetchOffset <= high) this.#notAheadOfLog(topic, partition);
     if (fetchOffset < low) {
       const lost = low - fetchOffset;
-      o.metrics.offsetsLost.inc({ topic, partition: String(partition) }, lost);
+      o.events.offsetsLost(topic, partition, lost);
       o.logger.warn(
         {
           event: 'kafka.offsets.lost',
@@ -172,7 +198,7 @@ export class FetchPositions {
     // unclean leader election). Records written at those offsets now are other records
     // than the staged ones, under offsets already published: the partition waits (the
     // others go on) and is tried again every few seconds, shown meanwhile.
-    o.metrics.offsetsAheadOfLog.set({ topic, partition: String(partition) }, fetchOffset - high);
+    o.events.aheadOfLog(topic, partition, fetchOffset - high);
     this.#aheadOfLog.add(tpKey(topic, partition));
     const key = `${tpKey(topic, partition)}@${fetchOffset}`;
     if (!this.#aheadOfLogLogged.has(key)) {
@@ -226,7 +252,7 @@ export class FetchPositions {
   /** The partition's position is within its log again: its ahead-of-log gauge goes back to 0. */
   #notAheadOfLog(topic: string, partition: number): void {
     if (!this.#aheadOfLog.delete(tpKey(topic, partition))) return;
-    this.#state.options.metrics.offsetsAheadOfLog.set({ topic, partition: String(partition) }, 0);
+    this.#deps.events.aheadOfLog(topic, partition, 0);
   }
 
   /**
@@ -238,11 +264,7 @@ export class FetchPositions {
   #hold(topic: string, partition: number, ms: number): void {
     this.#consumer.pause([{ topic, partitions: [partition] }]);
     setTimeout(() => {
-      if (
-        this.#state.stopping ||
-        this.#state.options.diskPressure.full ||
-        this.#outbox.isStopped(topic, partition)
-      )
+      if (this.#deps.stopping() || this.#deps.diskPressure.full || this.#outbox.isStopped(topic, partition))
         return;
       this.#consumer.resume([{ topic, partitions: [partition] }]);
     }, ms).unref();

@@ -10,9 +10,10 @@ import type { OffsetTracker } from '../ownership/offset-tracker';
 import { PublicationGate } from '../ownership/publication-gate';
 import type { StagingPool } from '../pool/staging-pool';
 import type { SchemaSource } from '../schema-registry/schema-source';
-import type { DiskPressure } from './disk-pressure';
+import type { DiskPressure } from '../common/disk-pressure';
 import { PartitionOffsets } from './partition-offsets';
-import { TopicIds } from './topic-ids';
+import { TopicIds } from './protocol/topic-ids';
+import type { IngestionCounts } from './ingestion-events';
 
 export interface IngestionOptions {
   readonly consumer: ResolvedConsumer;
@@ -36,26 +37,17 @@ export interface IngestionOptions {
   readonly schemas?: SchemaSource;
   /** Records each join in the data directory, so that a start after a crash can leave as this member. */
   readonly previousMember?: PreviousMember;
-  /** Test-only: SIGKILL this process when the Nth data commit is answered, before it is recorded. */
-  readonly killAtCommit?: number;
 }
 
-export interface IngestionStats {
-  readonly consumedRecords: number;
-  readonly consumedBytes: number;
+export interface IngestionStats extends IngestionCounts {
   readonly deadLetters: number;
-  readonly commits: number;
-  readonly refusedCommits: number;
-  /** Commits kafkajs returned from without sending (its runner was restarting): retried at the next tick. */
-  readonly unsentCommits: number;
-  readonly joins: number;
 }
 
 /**
- * What the roles of the ingestion (the join's claims, the fetch positions, the batch
- * runner, the durability tick and the commits) share: the ownership rules they all
- * consult (tracker, membership, fence, gate), the broker reads, the staging epoch and
- * whether the ingestion is stopping. One instance per Ingestion.
+ * The ownership rules the roles of the ingestion (the join's claims, the fetch positions,
+ * the batch runner, the durability tick and the commits) consult (tracker, membership,
+ * fence, gate), the broker reads, and the work running on after a batch. One instance
+ * per Ingestion, which hands each role only the parts it names in its own deps.
  */
 export class IngestionState {
   readonly options: IngestionOptions;
@@ -67,30 +59,12 @@ export class IngestionState {
   readonly topicIds: TopicIds;
   /** offsets.commitAfter 'published': holds each commit until the parts below it are published. */
   readonly gate: PublicationGate | undefined;
-  /** The staging epoch: bumped at every join, before its claim. */
-  epoch: number;
-  /** True once the consumer joined its group and its assignment is set up. */
-  ready = false;
-  stopping = false;
-  /** Topics this replica's refreshes added while it ran (created after its start). */
-  discovered: (topic: string) => boolean = () => false;
-  /** The group had committed offsets when this replica started (read with topic patterns only). */
-  groupHadCommits = false;
-  readonly stats = {
-    consumedRecords: 0,
-    consumedBytes: 0,
-    commits: 0,
-    refusedCommits: 0,
-    unsentCommits: 0,
-    joins: 0,
-  };
   readonly #inFlight = new Set<Promise<unknown>>();
   #fatal: ((error: Error) => void) | undefined;
 
   constructor(options: IngestionOptions) {
     this.options = options;
     this.tracker = options.tracker;
-    this.epoch = options.initialEpoch;
     this.gate = options.consumer.offsets.commitAfter === 'published' ? new PublicationGate() : undefined;
     this.fence = new CommitFence(this.membership, options.consumer.groupId);
     this.offsets = new PartitionOffsets(options.kafka, options.admin, options.consumer.groupId);

@@ -2,9 +2,10 @@ import type { Consumer } from 'kafkajs';
 import { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import { AuthenticationRetry } from './authentication-retry';
 import { BatchRunner } from './batch-runner';
-import { createHookedConsumer } from './coordinator-hook';
+import { createHookedConsumer } from './protocol/coordinator-hook';
 import { DurabilityTick } from './durability-tick';
 import { FetchPositions } from './fetch-positions';
+import { IngestionMetrics } from './ingestion-events';
 import { IngestionState, type IngestionOptions, type IngestionStats } from './ingestion-state';
 import { JoinClaims, pauseTopics, pauseTopicsForStop } from './join-claims';
 import { OffsetCommitter } from './offset-committer';
@@ -24,6 +25,7 @@ import { TopicSubscription } from './topic-subscription';
  */
 export class Ingestion {
   readonly #state: IngestionState;
+  readonly #events: IngestionMetrics;
   readonly #consumer: Consumer;
   readonly #outbox: DeadLetterOutbox;
   readonly #positions: FetchPositions;
@@ -33,10 +35,18 @@ export class Ingestion {
   readonly #ticks: DurabilityTick;
   readonly #authentication: AuthenticationRetry;
   readonly #subscription: TopicSubscription;
+  #stopping = false;
+  /** The group had committed offsets when this replica started (read with topic patterns only). */
+  #groupHadCommits = false;
 
   constructor(options: IngestionOptions) {
     const state = new IngestionState(options);
     this.#state = state;
+    const events = new IngestionMetrics(options.metrics);
+    this.#events = events;
+    const stopping = () => this.#stopping;
+    const track = (work: Promise<unknown>, ignore?: (error: unknown) => boolean) => state.track(work, ignore);
+    const fail = (error: unknown) => state.fail(error);
     this.#consumer = createHookedConsumer(
       options.kafka,
       {
@@ -67,8 +77,8 @@ export class Ingestion {
       logger: options.logger,
       metrics: options.metrics,
       pause: (topic, partition) => this.#consumer.pause([{ topic, partitions: [partition] }]),
-      hold: (topic, partition, offset) => state.tracker.addPendingDeadLetters(topic, partition, [offset]),
-      resolved: (topic, partition, offsets) => state.tracker.resolveDeadLetters(topic, partition, offsets),
+      hold: (topic, partition, offset) => state.tracker.holdOffsets(topic, partition, [offset]),
+      resolved: (topic, partition, offsets) => state.tracker.releaseOffsets(topic, partition, offsets),
     });
     this.#subscription = new TopicSubscription({
       consumer: options.consumer,
@@ -77,12 +87,73 @@ export class Ingestion {
       logger: options.logger,
       restart: (between) => this.#restart(between),
     });
-    state.discovered = (topic) => this.#subscription.discovered(topic);
-    this.#positions = new FetchPositions(state, this.#consumer, this.#outbox);
-    this.#committer = new OffsetCommitter(state, this.#consumer);
-    this.#joins = new JoinClaims(state, this.#consumer, this.#outbox, this.#positions, this.#committer);
-    this.#runner = new BatchRunner(state, this.#consumer, this.#outbox, this.#positions, this.#joins);
-    this.#ticks = new DurabilityTick(state, this.#committer);
+    const { tracker, membership, fence, gate, offsets, topicIds } = state;
+    const { logger, pool, diskPressure, tableDir } = options;
+    const epoch = () => this.#joins.epoch;
+    this.#positions = new FetchPositions(
+      { epoch, stopping, tracker, diskPressure, pool, offsets, topicIds, logger, events, track },
+      this.#consumer,
+      this.#outbox,
+    );
+    this.#committer = new OffsetCommitter({ membership, fence, tracker, logger, events }, this.#consumer);
+    this.#joins = new JoinClaims(
+      {
+        consumer: options.consumer,
+        owner: options.owner,
+        admin: options.admin,
+        logger,
+        initialEpoch: options.initialEpoch,
+        pool,
+        tableDir,
+        diskPressure,
+        tracker,
+        membership,
+        fence,
+        gate,
+        offsets,
+        topicIds,
+        stopping,
+        fail,
+        discovered: (topic) => this.#subscription.discovered(topic),
+        groupHadCommits: () => this.#groupHadCommits,
+        events,
+      },
+      this.#consumer,
+      this.#outbox,
+      this.#positions,
+      this.#committer,
+    );
+    this.#runner = new BatchRunner(
+      {
+        epoch,
+        stopping,
+        heartbeatIntervalMs: options.consumer.heartbeatIntervalMs,
+        pool,
+        schemas: options.schemas,
+        topicIds,
+        logger,
+        events,
+        track,
+      },
+      this.#consumer,
+      this.#outbox,
+      this.#positions,
+      this.#joins,
+    );
+    this.#ticks = new DurabilityTick(
+      {
+        intervalMs: options.consumer.durabilityIntervalMs,
+        pool,
+        tracker,
+        gate,
+        tableDir,
+        diskPressure,
+        events,
+        stopping,
+        fail,
+      },
+      this.#committer,
+    );
     const ssl = options.consumer.client.ssl;
     this.#authentication = new AuthenticationRetry({
       logger: options.logger,
@@ -93,7 +164,7 @@ export class Ingestion {
     // A full disk pauses fetching (nothing is dropped: unfetched records stay in Kafka,
     // admitted ones wait in their writers) and the ticks go on retrying the writes.
     options.diskPressure.onChange((full) => {
-      if (state.stopping) return;
+      if (this.#stopping) return;
       if (full)
         pauseTopics(
           this.#consumer,
@@ -105,11 +176,11 @@ export class Ingestion {
 
   /** True once the consumer joined its group and its assignment is set up. */
   get ready(): boolean {
-    return this.#state.ready;
+    return this.#joins.ready;
   }
 
   get stats(): IngestionStats {
-    return { ...this.#state.stats, deadLetters: this.#outbox.delivered };
+    return { ...this.#events.counts, deadLetters: this.#outbox.delivered };
   }
 
   /** Partitions owned now, with their last landed commit. */
@@ -134,7 +205,7 @@ export class Ingestion {
       // Refused credentials after a first join are retried (authentication-retry.ts); at
       // start they stop the replica, which the CLI reports with exit code 2.
       if (event.payload.restart) return;
-      if (this.#state.ready && this.#authentication.onCrash(error)) return;
+      if (this.#joins.ready && this.#authentication.onCrash(error)) return;
       onFatal(error);
     });
     await this.#consumer.connect();
@@ -143,7 +214,7 @@ export class Ingestion {
     } else {
       // Read before this replica's first claim can commit: a pattern-matched topic without
       // commits in a group that has some is read from its start (initial-position.ts).
-      this.#state.groupHadCommits = await this.#state.offsets.groupHasCommits();
+      this.#groupHadCommits = await this.#state.offsets.groupHasCommits();
       await this.#subscription.subscribe(this.#consumer);
     }
     await this.#run();
@@ -156,12 +227,12 @@ export class Ingestion {
    * and runs it again: it joins, and the join claims its assignment as every join does.
    */
   async #restart(between: (consumer: Consumer) => Promise<void>): Promise<void> {
-    if (this.#state.stopping) return;
+    if (this.#stopping) return;
     await this.#consumer.stop();
     try {
       await between(this.#consumer);
     } finally {
-      if (!this.#state.stopping) await this.#run();
+      if (!this.#stopping) await this.#run();
     }
   }
 
@@ -180,8 +251,8 @@ export class Ingestion {
    */
   async stop(): Promise<void> {
     const s = this.#state;
-    if (s.stopping) return;
-    s.stopping = true;
+    if (this.#stopping) return;
+    this.#stopping = true;
     this.#authentication.stop();
     // A subscription change under way ends first (it does not run the consumer again once stopping).
     await this.#subscription.stop();

@@ -1,17 +1,55 @@
-import type { Consumer } from 'kafkajs';
+import type { Admin, Consumer } from 'kafkajs';
+import type { DiskPressure } from '../common/disk-pressure';
 import { DiskFullError, errorMessage } from '../common/errors';
+import type { Logger } from '../common/logger';
+import type { ResolvedConsumer } from '../config';
 import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import { claimPartitions, type PartitionClaim } from '../ownership/claim';
-import type { Generation } from '../ownership/membership';
+import type { CommitFence } from '../ownership/commit-fence';
+import type { Generation, GroupMembership } from '../ownership/membership';
+import type { OffsetTracker } from '../ownership/offset-tracker';
+import type { PublicationGate } from '../ownership/publication-gate';
 import type { StagingEpoch } from '../staging/epoch';
 import { listPartIds } from '../staging/part-ids';
 import type { PartitionOffset } from '../pool/protocol';
+import type { StagingPool } from '../pool/staging-pool';
 import type { FetchPositions } from './fetch-positions';
 import { startsFromEarliest } from './initial-position';
-import type { IngestionState } from './ingestion-state';
-import { isGroupChange, rejoinRequest } from './kafka-errors';
+import type { IngestionEvents } from './ingestion-events';
+import { isGroupChange, rejoinRequest } from './protocol/kafka-errors';
 import type { OffsetCommitter } from './offset-committer';
-import { topicIdsOf } from './topic-ids';
+import type { PartitionOffsets } from './partition-offsets';
+import { topicIdsOf, type TopicIds } from './protocol/topic-ids';
+
+/** What the claims of a join work with. */
+export interface JoinClaimsDeps {
+  readonly consumer: ResolvedConsumer;
+  /** This process instance: the owner recorded in parts and in the ownership chain. */
+  readonly owner: string;
+  readonly admin: Admin;
+  readonly logger: Logger;
+  /** The epoch staging starts in (before the first join). */
+  readonly initialEpoch: number;
+  readonly pool: Pick<StagingPool, 'beginEpoch'>;
+  /** The table's staging directory (the gate's parts). */
+  readonly tableDir: string;
+  readonly diskPressure: Pick<DiskPressure, 'full' | 'reportFull'>;
+  readonly tracker: Pick<OffsetTracker, 'assigned' | 'revoke' | 'assign'>;
+  readonly membership: Pick<GroupMembership, 'joined' | 'isCurrent'>;
+  readonly fence: Pick<CommitFence, 'commit'>;
+  /** offsets.commitAfter 'published': closed at a join, opened once its claim is ready. */
+  readonly gate: Pick<PublicationGate, 'close' | 'open'> | undefined;
+  readonly offsets: Pick<PartitionOffsets, 'committed' | 'bounds'>;
+  readonly topicIds: Pick<TopicIds, 'claimIo'>;
+  readonly stopping: () => boolean;
+  /** A claim that failed beyond retrying: the replica cannot go on. */
+  readonly fail: (error: unknown) => void;
+  /** Topics this replica's refreshes added while it ran (created after its start). */
+  readonly discovered: (topic: string) => boolean;
+  /** The group had committed offsets when this replica started (read with topic patterns only). */
+  readonly groupHadCommits: () => boolean;
+  readonly events: Pick<IngestionEvents, 'joined' | 'released' | 'claimed'>;
+}
 
 /**
  * What happens on every group join (DESIGN.md, "Offsets, rebalances, crashes"; the
@@ -23,31 +61,43 @@ import { topicIdsOf } from './topic-ids';
  * dropped; a claim that fails is retried while its join is current.
  */
 export class JoinClaims {
-  readonly #state: IngestionState;
-  readonly #consumer: Consumer;
-  readonly #outbox: DeadLetterOutbox;
-  readonly #positions: FetchPositions;
-  readonly #committer: OffsetCommitter;
+  readonly #deps: JoinClaimsDeps;
+  readonly #consumer: Pick<Consumer, 'pause' | 'paused' | 'resume' | 'seek'>;
+  readonly #outbox: Pick<DeadLetterOutbox, 'resumable' | 'stoppedAmong'>;
+  readonly #positions: Pick<FetchPositions, 'claimed' | 'next'>;
+  readonly #committer: Pick<OffsetCommitter, 'send'>;
   #assignmentReady: Promise<void> = Promise.resolve();
+  #epoch: number;
+  #ready = false;
 
   constructor(
-    state: IngestionState,
-    consumer: Consumer,
-    outbox: DeadLetterOutbox,
-    positions: FetchPositions,
-    committer: OffsetCommitter,
+    deps: JoinClaimsDeps,
+    consumer: Pick<Consumer, 'pause' | 'paused' | 'resume' | 'seek'>,
+    outbox: Pick<DeadLetterOutbox, 'resumable' | 'stoppedAmong'>,
+    positions: Pick<FetchPositions, 'claimed' | 'next'>,
+    committer: Pick<OffsetCommitter, 'send'>,
   ) {
-    this.#state = state;
+    this.#deps = deps;
+    this.#epoch = deps.initialEpoch;
     this.#consumer = consumer;
     this.#outbox = outbox;
     this.#positions = positions;
     this.#committer = committer;
   }
 
+  /** The staging epoch: bumped at every join, before its claim. */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  /** True once the consumer joined its group and its assignment is set up. */
+  get ready(): boolean {
+    return this.#ready;
+  }
+
   onJoin(memberAssignment: Record<string, number[]>): void {
-    const s = this.#state;
-    const o = s.options;
-    s.stats.joins += 1;
+    const s = this.#deps;
+    s.events.joined();
     const generation = s.membership.joined();
     const assigned: [string, number][] = [];
     for (const [topic, partitions] of Object.entries(memberAssignment)) {
@@ -60,51 +110,45 @@ export class JoinClaims {
     s.gate?.close();
     for (const { topic, partition } of s.tracker.assigned()) {
       const landed = s.tracker.revoke(topic, partition);
-      o.metrics.committedOffset.remove({ topic, partition: String(partition) });
-      o.metrics.consumerLag.remove({ topic, partition: String(partition) });
-      o.metrics.offsetsAheadOfLog.remove({ topic, partition: String(partition) });
+      s.events.released(topic, partition);
       if (landed !== undefined) revoked.push([topic, partition, (landed as number) - 1]);
     }
     // kafkajs keeps pauses across rebalances (bugs #1376, #1641); we pause only to stop,
     // the replica or a partition the dead-letter outbox stopped (it stays stopped).
-    if (o.diskPressure.full)
+    if (s.diskPressure.full)
       pauseTopics(
         this.#consumer,
         assigned.map(([topic]) => topic),
       );
-    else if (!s.stopping) {
+    else if (!s.stopping()) {
       const paused = this.#outbox.resumable(this.#consumer.paused());
       if (paused.length > 0) this.#consumer.resume(paused);
     }
     pauseStopped(this.#consumer, this.#outbox, memberAssignment);
-    s.epoch += 1;
-    const epoch: StagingEpoch = { owner: o.owner, epoch: s.epoch };
+    this.#epoch += 1;
+    const epoch: StagingEpoch = { owner: s.owner, epoch: this.#epoch };
     const previous = this.#assignmentReady;
     this.#assignmentReady = (async () => {
       await previous.catch(() => undefined);
       const claims = await this.#claimWhileCurrent(generation, assigned, epoch.epoch);
       // Superseded (or stopping): the newer join claims, and resets the high-water of, whatever it is assigned.
-      if (claims === undefined || s.stopping || !s.membership.isCurrent(generation)) return;
+      if (claims === undefined || s.stopping() || !s.membership.isCurrent(generation)) return;
       for (const c of claims) {
         s.tracker.assign(c.topic, c.partition, c.start, c.chain, epoch.epoch);
         this.#positions.claimed(c.topic, c.partition, epoch.epoch, c.start);
-        o.metrics.committedOffset.set({ topic: c.topic, partition: String(c.partition) }, c.start);
-        // A claim starts from the commit anew: a position beyond the log end is the new claim's
-        // to find. Both series exist from the claim on (alerts and dashboards see 0, not nothing).
-        o.metrics.offsetsAheadOfLog.set({ topic: c.topic, partition: String(c.partition) }, 0);
-        o.metrics.offsetsLost.inc({ topic: c.topic, partition: String(c.partition) }, 0);
+        s.events.claimed(c.topic, c.partition, c.start);
       }
       const assignedOffsets = claims.map((c) => [c.topic, c.partition, (c.start as number) - 1] as const);
       // A full disk fails the seal of the old epoch's parts: wait for space (the epoch
       // request is idempotent), never fail the replica over it.
       for (let attempt = 0; ; attempt++) {
         try {
-          await o.pool.beginEpoch({ ...epoch, topicIds: topicIdsOf(claims) }, revoked, assignedOffsets);
+          await s.pool.beginEpoch({ ...epoch, topicIds: topicIdsOf(claims) }, revoked, assignedOffsets);
           break;
         } catch (error) {
           if (!(error instanceof DiskFullError)) throw error;
-          o.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
-          if (s.stopping || !s.membership.isCurrent(generation)) return;
+          s.diskPressure.reportFull('staging', { path: error.path, operation: error.operation });
+          if (s.stopping() || !s.membership.isCurrent(generation)) return;
           await new Promise((r) => setTimeout(r, Math.min(5_000, 250 * 2 ** attempt)));
         }
       }
@@ -112,7 +156,7 @@ export class JoinClaims {
       if (s.gate) {
         // Every part on disk now is of an older epoch (beginEpoch sealed them; nothing of
         // this epoch is staged before the claim is ready): none holds this epoch's commits.
-        const older = await listPartIds(o.tableDir);
+        const older = await listPartIds(s.tableDir);
         if (!s.membership.isCurrent(generation)) return;
         s.gate.open(older);
       }
@@ -125,11 +169,11 @@ export class JoinClaims {
         }
       } catch (error) {
         // kafkajs is restarting (its consumer group is gone): the rejoin that follows claims again.
-        o.logger.warn({ event: 'kafka.seek.failed', err: errorMessage(error) }, 'could not seek');
+        s.logger.warn({ event: 'kafka.seek.failed', err: errorMessage(error) }, 'could not seek');
         return;
       }
-      s.ready = true;
-      o.logger.info(
+      this.#ready = true;
+      s.logger.info(
         {
           event: 'kafka.join',
           epoch: epoch.epoch,
@@ -159,21 +203,21 @@ export class JoinClaims {
     partitions: readonly [string, number][],
     epoch: number,
   ): Promise<PartitionClaim[] | undefined> {
-    const s = this.#state;
+    const s = this.#deps;
     for (let attempt = 0; ; attempt++) {
-      if (s.stopping || !s.membership.isCurrent(generation)) return undefined;
+      if (s.stopping() || !s.membership.isCurrent(generation)) return undefined;
       try {
-        const claims = await claimPartitions(partitions, s.options.owner, epoch, {
+        const claims = await claimPartitions(partitions, s.owner, epoch, {
           committed: (tps) => s.offsets.committed(tps),
           initialOffset: (topic, partition) => this.#initialOffset(topic, partition),
-          ...s.topicIds.claimIo(s.options.admin),
+          ...s.topicIds.claimIo(s.admin),
           commitTurn: (claim) =>
             s.fence.commit(generation, () => claim((commits) => this.#committer.send(commits))),
         });
         return s.membership.isCurrent(generation) ? claims : undefined;
       } catch (error) {
         if (!s.membership.isCurrent(generation)) return undefined;
-        s.options.logger.warn(
+        s.logger.warn(
           { event: 'kafka.claim.failed', attempt, epoch, err: errorMessage(error) },
           'could not claim the assigned partitions; retrying',
         );
@@ -183,11 +227,11 @@ export class JoinClaims {
   }
 
   async #initialOffset(topic: string, partition: number): Promise<number> {
-    const [bounds] = await this.#state.offsets.bounds([[topic, partition]]);
-    const s = this.#state;
+    const [bounds] = await this.#deps.offsets.bounds([[topic, partition]]);
+    const s = this.#deps;
     const rule = {
-      consumer: s.options.consumer,
-      groupHadCommits: s.groupHadCommits,
+      consumer: s.consumer,
+      groupHadCommits: s.groupHadCommits(),
       discovered: s.discovered,
     };
     return startsFromEarliest(rule, topic) ? bounds!.low : bounds!.high;
@@ -207,13 +251,13 @@ export class JoinClaims {
         void heartbeat().catch((error: unknown) => {
           if (isGroupChange(error)) failed?.(error);
         }),
-      this.#state.options.consumer.heartbeatIntervalMs,
+      this.#deps.consumer.heartbeatIntervalMs,
     );
     // A claim that cannot land for a whole session (a coordinator that moved while our
     // heartbeats still reach the old one) must not wedge the member: leave and rejoin.
     const tooLong = setTimeout(
       () => failed?.(rejoinRequest('the assignment could not be claimed within sessionTimeoutMs; rejoining')),
-      this.#state.options.consumer.sessionTimeoutMs,
+      this.#deps.consumer.sessionTimeoutMs,
     );
     try {
       await Promise.race([this.#assignmentReady.catch(() => undefined), heartbeatFailed]);
@@ -239,7 +283,7 @@ export function pauseStopped(
   if (stopped.length > 0) consumer.pause(stopped);
 }
 
-export function pauseTopics(consumer: Consumer, topics: readonly string[]): void {
+export function pauseTopics(consumer: Pick<Consumer, 'pause'>, topics: readonly string[]): void {
   const unique = [...new Set(topics)];
   if (unique.length > 0) consumer.pause(unique.map((topic) => ({ topic })));
 }

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { Kafka } from 'kafkajs';
 import { writeFileAtomically, unlinkDurably } from '../common/fs-durable';
 import type { Logger } from '../common/logger';
-import { CoordinatorHookError } from './coordinator-hook';
+import { CoordinatorHookError } from './protocol/coordinator-hook';
 
 /** The group membership a replica last joined with, as kept in its data directory. */
 export interface MemberRecord {

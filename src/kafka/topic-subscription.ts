@@ -2,9 +2,9 @@ import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
-import { forgetTopics } from './coordinator-hook';
+import { forgetTopics } from './protocol/coordinator-hook';
 import { matchingTopics } from './group-topics';
-import { untilTopicServed } from './topic-ready';
+import { untilTopicServed } from './protocol/topic-ready';
 
 /** A new topic whose partitions do not all answer within this long waits for the next refresh. */
 const NEW_TOPIC_SERVED_WITHIN_MS = 10_000;

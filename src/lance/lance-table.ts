@@ -53,10 +53,25 @@ export interface Written {
 export type BeforeAdd = (versionBefore: number) => Promise<void>;
 
 /**
- * Decides, after each add, whether its rows are in the table for good (undefined: the add
- * resolved), or asks for the same rows to be added again.
+ * Judges the add (its error; undefined: the add resolved): resolves when its rows are in
+ * the table for good (a rejected add can have committed), rejects otherwise. A lost add
+ * is never added again here: the publisher retries it as a failed publication from
+ * `writing`.
  */
-export type AfterAdd = (addError: LanceWriteError | undefined) => Promise<'done' | 'again'>;
+export type AfterAdd = (addError: LanceWriteError | undefined) => Promise<unknown>;
+
+/** One publication's rows for `LanceTable.append`, with the ledger's steps around the add. */
+export interface AppendRequest {
+  readonly batches: AsyncIterable<RecordBatch>;
+  /** Runs between the assembly and the add (the ledger's `writing` step); absent: nothing. */
+  readonly beforeAdd?: BeforeAdd;
+  /** Absent: an add's error is thrown. */
+  readonly afterAdd?: AfterAdd;
+  /** Absent: 'append'. */
+  readonly mode?: WriteMode;
+  /** The batches' own IPC file, when the caller has one (asked for once all are in). */
+  readonly ipcFile?: () => Uint8Array | undefined;
+}
 
 /**
  * One Lance table as kafka-lance uses it: created on first publication with the
@@ -204,22 +219,16 @@ export class LanceTable {
 
   /**
    * The writer side of a publication. LanceDB 0.39's `add` takes a whole Arrow table
-   * (no streaming add), so batches are assembled first; `beforeCommit` runs between
-   * the assembly and the first `add` (the ledger's `writing` step). Kept behind an
+   * (no streaming add), so batches are assembled first; `beforeAdd` runs between
+   * the assembly and the `add` (the ledger's `writing` step). Kept behind an
    * AsyncIterable so a streaming add can replace the assembly later.
    *
    * `afterAdd` decides whether the rows are in the table for good (a rejected add can
-   * have committed, so the caller may count them) and may ask for the same rows to be
-   * added again ('again'; the publisher never does: a lost add is retried as a failed
-   * publication from `writing`).
+   * have committed, so the caller may count them).
    */
-  async append(
-    batches: AsyncIterable<RecordBatch>,
-    beforeCommit: BeforeAdd,
-    afterAdd: AfterAdd = (e) => (e ? Promise.reject(e) : Promise.resolve('done')),
-    mode: WriteMode = 'append',
-    ipcFile?: () => Uint8Array | undefined,
-  ): Promise<Written> {
+  async append(request: AppendRequest): Promise<Written> {
+    const { batches, beforeAdd = () => Promise.resolve(), mode = 'append', ipcFile } = request;
+    const afterAdd: AfterAdd = request.afterAdd ?? ((e) => (e ? Promise.reject(e) : Promise.resolve()));
     const collected: RecordBatch[] = [];
     for await (const b of batches) collected.push(b);
     if (collected.length > 0) await this.ensureSchema(collected[0]!.schema);
@@ -227,7 +236,7 @@ export class LanceTable {
     const existing = rows === 0 ? undefined : this.#required();
     // A version at or below the newest before the add: where a count of its outcome
     // starts reading versions by number (countRowsFrom).
-    await beforeCommit(existing ? await existing.version() : 0);
+    await beforeAdd(existing ? await existing.version() : 0);
     if (!existing) return { rows, version: undefined, adds: 0 };
     const table = existing;
     if (mode === 'upsert') return this.#upsert(table, collected, rows, afterAdd);
@@ -257,30 +266,29 @@ export class LanceTable {
       return table.mergeInsert(on).whenNotMatchedInsertAll().useIndex(false).execute(arrowTable);
     };
     let version: number | undefined;
-    for (let adds = 1; ; adds++) {
-      let addError: LanceWriteError | undefined;
-      try {
-        const add = this.#adds.then(() =>
-          retryConflicts(() => {
-            const injected = injectedDiskFull('lance', this.target.uri);
-            return injected ? Promise.reject(injected) : write();
-          }),
-        );
-        this.#adds = add.catch(() => undefined);
-        const result = await add;
-        version = result.version;
-      } catch (error) {
-        addError = this.#writeError(error);
-      }
-      if ((await afterAdd(addError)) === 'done') return { rows, version, adds };
+    let addError: LanceWriteError | undefined;
+    try {
+      const add = this.#adds.then(() =>
+        retryConflicts(() => {
+          const injected = injectedDiskFull('lance', this.target.uri);
+          return injected ? Promise.reject(injected) : write();
+        }),
+      );
+      this.#adds = add.catch(() => undefined);
+      const result = await add;
+      version = result.version;
+    } catch (error) {
+      addError = this.#writeError(error);
     }
+    await afterAdd(addError);
+    return { rows, version, adds: 1 };
   }
 
   /**
    * An upsert publication: reduced to the newest row per key, then one merge (upsert-merge.ts),
    * retried on a commit conflict and serialized with this process's other writes like an add.
-   * A merge that fails is for `afterAdd` to judge (it asks for the publication to be written
-   * again: the merge is idempotent).
+   * A merge that fails is for `afterAdd` to judge (the publication is written again from
+   * `writing`: the merge is idempotent).
    */
   async #upsert(
     table: lancedb.Table,
@@ -296,31 +304,29 @@ export class LanceTable {
     }
     const newest = reduceToNewest(collected, key);
     const hasRow = collected[0]!.schema.fields.some((f) => f.name === ROW_COLUMN);
-    for (let adds = 1; ; adds++) {
-      let addError: LanceWriteError | undefined;
-      let merge: (MergeOutcome & { seconds: number }) | undefined;
-      try {
-        const t0 = performance.now();
-        const run = this.#adds.then(() =>
-          retryConflicts(async () => {
-            const injected = injectedDiskFull('lance', this.target.uri);
-            if (injected) throw injected;
-            // Widened to the table's columns on every attempt: the conflict being retried
-            // may be another replica's commit that added a column, which this merge must
-            // set null rather than leave the older record's value in (withTableColumns).
-            const reduced = withTableColumns(newest, await table.schema());
-            return mergeNewest(table, key, reduced, hasRow);
-          }),
-        );
-        this.#adds = run.catch(() => undefined);
-        const outcome = await run;
-        merge = { ...outcome, seconds: (performance.now() - t0) / 1000 };
-      } catch (error) {
-        addError = this.#writeError(error);
-      }
-      if ((await afterAdd(addError)) === 'done')
-        return { rows, version: merge?.version, adds, ...(merge ? { merge } : {}) };
+    let addError: LanceWriteError | undefined;
+    let merge: (MergeOutcome & { seconds: number }) | undefined;
+    try {
+      const t0 = performance.now();
+      const run = this.#adds.then(() =>
+        retryConflicts(async () => {
+          const injected = injectedDiskFull('lance', this.target.uri);
+          if (injected) throw injected;
+          // Widened to the table's columns on every attempt: the conflict being retried
+          // may be another replica's commit that added a column, which this merge must
+          // set null rather than leave the older record's value in (withTableColumns).
+          const reduced = withTableColumns(newest, await table.schema());
+          return mergeNewest(table, key, reduced, hasRow);
+        }),
+      );
+      this.#adds = run.catch(() => undefined);
+      const outcome = await run;
+      merge = { ...outcome, seconds: (performance.now() - t0) / 1000 };
+    } catch (error) {
+      addError = this.#writeError(error);
     }
+    await afterAdd(addError);
+    return { rows, version: merge?.version, adds: 1, ...(merge ? { merge } : {}) };
   }
 
   /** A write's failure as the publisher classifies it: a schema refusal, a full disk, or a retriable write error. */

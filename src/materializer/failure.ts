@@ -78,7 +78,7 @@ export const SCHEMA_REASONS: ReadonlySet<string> = new Set<PublicationFailureRea
 
 export type FailureVerdict =
   | { readonly action: 'retry'; readonly attempts: number; readonly retryInMs: number }
-  | { readonly action: 'set-aside'; readonly attempts: number };
+  | { readonly action: 'quarantine'; readonly attempts: number };
 
 /**
  * Per plan: how often it failed and when it may run again. A failed plan waits
@@ -114,7 +114,7 @@ export class FailurePolicy {
     if (failure.permanent) p.permanent += 1;
     this.#plans.set(planId, p);
     if (failure.permanent && p.permanent >= this.maxPermanent)
-      return { action: 'set-aside', attempts: p.attempts };
+      return { action: 'quarantine', attempts: p.attempts };
     const retryInMs = Math.min(failure.retryCapMs ?? this.maxMs, this.baseMs * 2 ** (p.attempts - 1));
     p.nextAt = now + retryInMs;
     return { action: 'retry', attempts: p.attempts, retryInMs };

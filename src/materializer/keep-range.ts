@@ -1,7 +1,7 @@
 import type { RecordBatch } from 'apache-arrow';
 import type { PartOffsetRange } from '../staging/sealed-part';
 import { stagedColumns } from '../staging/system-columns';
-import type { KeepRange } from './plan';
+import type { KeepRange } from './ledger';
 
 /**
  * The one definition of which rows a plan keeps: offsets in [from, below) of the

@@ -24,7 +24,7 @@ import { FailurePolicy, classifyFailure } from './failure';
 import { countKeptRows } from './keep-range';
 import { PublicationCounters, type MaterializerStats } from './materializer-stats';
 import { Permits } from './permits';
-import { ledger, type LedgerEntry, type Plan, type QuarantineRecord } from './plan';
+import { ledger, type LedgerEntry, type Plan, type QuarantineRecord } from './ledger';
 import {
   type CommitAfter,
   keptRowsWithoutReading,
@@ -37,7 +37,7 @@ import type { PartitionOwnership } from '../ownership/partition-ownership';
 import type { PreparationContext } from './preparation';
 import { PartialPublicationError } from './publication-errors';
 import { Publisher, type PreparationMode, type PublicationResult } from './publisher';
-import { setAside, type SetAsideContext } from './set-aside';
+import { quarantineFailed, type QuarantineContext } from './quarantine-failed';
 import { publicationLayout } from './publication-file';
 import { SourceBuffers } from './source-buffers';
 
@@ -135,7 +135,7 @@ export class Materializer {
   readonly #reservation: BoundedBudget;
   #inPlan = new Set<string>();
   readonly #failures: FailurePolicy;
-  readonly #setAsideContext: SetAsideContext;
+  readonly #quarantineContext: QuarantineContext;
   readonly #commitSafety: CommitSafety;
   #ownership: ReadonlyMap<TopicPartitionKey, PartitionOwnership> = new Map();
   readonly #counters = new PublicationCounters();
@@ -166,7 +166,7 @@ export class Materializer {
       },
     });
     this.#catalog = new SealedPartCatalog(o.tableDir, new FileLocks(), 'materializer', o.logger);
-    this.#setAsideContext = {
+    this.#quarantineContext = {
       tableDir: o.tableDir,
       deadLetterFile: o.deadLetterFile ?? path.join(o.tableDir, QUARANTINE_DIR, 'dead-letters.jsonl'),
       catalog: this.#catalog,
@@ -372,7 +372,7 @@ export class Materializer {
       if (!late && !this.#failures.waiting(plan.id, now)) {
         if (turn) turn.attempts -= 1;
         const outcome = entry.quarantined
-          ? { pending: !(await setAside(this.#setAsideContext, plan, entry.quarantined, now)) }
+          ? { pending: !(await quarantineFailed(this.#quarantineContext, plan, entry.quarantined, now)) }
           : await this.#attempt(
               plan,
               () => this.#resume(withAgedEpochs(entry, this.#ownership, this.#o.owner)),
@@ -449,7 +449,7 @@ export class Materializer {
         attempts: verdict.attempts,
         at: Date.now(),
       };
-      return { pending: !(await setAside(this.#setAsideContext, plan, record, now)) };
+      return { pending: !(await quarantineFailed(this.#quarantineContext, plan, record, now)) };
     }
   }
 }

@@ -1,12 +1,12 @@
 import { decodeTime } from 'ulid';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
-import type { OwnershipEpoch } from '../ownership/chain';
+import type { ChainEntry } from '../ownership/chain';
 import type { PartitionOwnership } from '../ownership/partition-ownership';
 import { nearChainEnd, publishableRange } from '../ownership/publishable-range';
 import { parsePartName } from '../staging/part-name';
 import type { SealedPart } from '../staging/sealed-part';
 import { keptRowsOfRanges } from './keep-range';
-import type { KeepRange, LedgerEntry, PlanPart, PlanWrite } from './plan';
+import type { KeepRange, LedgerEntry, PlanPart, PlanWrite } from './ledger';
 import * as path from 'node:path';
 
 /** offsets.commitAfter: what a commit of this replica waits for. */
@@ -188,7 +188,7 @@ const UNBOUNDED = Number.MAX_SAFE_INTEGER;
  * chain: the snapshot was read before the epoch's claim landed. Not unresolvable.
  */
 function snapshotPredatesClaim(
-  chain: readonly OwnershipEpoch[],
+  chain: readonly ChainEntry[],
   owner: string,
   epoch: number,
   liveOwner: string,

@@ -7,7 +7,7 @@ import { stagedColumns } from '../staging/system-columns';
 import { crashPoint } from '../faults/crash-points';
 import { keptRuns } from './keep-range';
 import type { Permits } from './permits';
-import type { KeepRange, OffsetInterval, PlanPart } from './plan';
+import type { KeepRange, OffsetInterval, PlanPart } from './ledger';
 
 /** A source part of a plan is gone, but its plan was never published. */
 export class SourceMissingError extends KafkaLanceError {

@@ -4,7 +4,7 @@ import type { LanceTable, WriteMode } from '../lance/lance-table';
 import { rowKey } from '../lance/row-counts';
 import { ROW_COLUMN, stagedColumns } from '../staging/system-columns';
 import { crashPoint } from '../faults/crash-points';
-import type { Plan, WritingRecord } from './plan';
+import type { Plan, WritingRecord } from './ledger';
 import type { PreparedPart } from './preparation';
 import { CommitLostError, DuplicatedRowsError, PartialPublicationError } from './publication-errors';
 

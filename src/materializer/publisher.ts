@@ -10,7 +10,7 @@ import { countedOutcome, resolvedByReplay } from '../lance/commit-rule';
 import type { LanceTable, WriteMode, Written } from '../lance/lance-table';
 import { crashPoint } from '../faults/crash-points';
 import { keptBounds } from './keep-range';
-import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './plan';
+import { ledger, type LedgerEntry, type OffsetInterval, type Plan, type WritingRecord } from './ledger';
 import { preparePart, type PreparationContext, type PreparedPart } from './preparation';
 import { publicationLayout, sealPublicationFile, type PublicationLayout } from './publication-file';
 import { PublicationCheck, publicationKeys } from './publication-check';
@@ -114,9 +114,9 @@ export class Publisher {
       }
       const source = this.#batches(tasks, mode, (s) => (sourceWait += s));
       let record: WritingRecord | undefined;
-      written = await this.o.lance.append(
-        source,
-        async (versionBefore) => {
+      written = await this.o.lance.append({
+        batches: source,
+        beforeAdd: async (versionBefore) => {
           await settle();
           if (firstError !== undefined) throw asError(firstError);
           preparedAt = performance.now();
@@ -124,7 +124,7 @@ export class Publisher {
           await ledger.markWriting(this.o.tableDir, record);
           crashPoint('before-add');
         },
-        async (addError) => {
+        afterAdd: async (addError) => {
           const t0 = performance.now();
           try {
             return await this.#check.afterAdd(plan, this.#writeOf(plan), record!, addError, () =>
@@ -134,9 +134,9 @@ export class Publisher {
             checkSeconds += (performance.now() - t0) / 1000;
           }
         },
-        this.#writeOf(plan),
+        mode: this.#writeOf(plan),
         ipcFile,
-      );
+      });
       crashPoint('after-add');
     } finally {
       // The batches are in Lance (or the publication failed): the buffer they were read

@@ -13,7 +13,7 @@ import {
 } from '../staging/system-columns';
 import { crashPoint } from '../faults/crash-points';
 import { keptRuns } from './keep-range';
-import { ledger, type Plan, type PlanPart, type QuarantineRecord } from './plan';
+import { ledger, type Plan, type PlanPart, type QuarantineRecord } from './ledger';
 
 export interface QuarantineOptions {
   readonly tableDir: string;

@@ -8,7 +8,7 @@ import type { PartitionOwnership } from '../ownership/partition-ownership';
 import type { SealedPart } from '../staging/sealed-part';
 import type { Drain, Turn } from './materializer';
 import type { MaterializerStats } from './materializer-stats';
-import { plansDir } from './plan';
+import { plansDir } from './ledger';
 import { PartialPublicationError } from './publication-errors';
 import type { TableKeeperRole } from './index-upkeep';
 import type { PublicationResult } from './publisher';

@@ -1,4 +1,9 @@
-import type { IndexReport } from '../lance/index-keeper';
+/** What the gauges take of an index round's report (lance/index-keeper.ts's IndexReport). */
+export interface IndexGaugeReport {
+  readonly index: string;
+  readonly unindexedRows: number;
+  readonly seconds: number | undefined;
+}
 
 /** A table's gauges as last reported. */
 export interface TableGaugeValues {
@@ -27,7 +32,7 @@ export class TableGauges {
     this.#tables.set(table, values);
   }
 
-  setIndexes(table: string, reports: readonly IndexReport[]): void {
+  setIndexes(table: string, reports: readonly IndexGaugeReport[]): void {
     const byIndex = this.#indexes.get(table) ?? new Map<string, IndexGaugeValues>();
     for (const r of reports)
       byIndex.set(r.index, {

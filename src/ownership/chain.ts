@@ -7,12 +7,12 @@ import { threadFaults } from '../faults/thread-faults';
  * group join each member appends an entry for every partition it was assigned
  * (committing its start offset) before it stages a record of it.
  *
- * An entry is one ownership epoch (owner-epoch.ts) with the offset it started at: the
+ * An entry is one owner epoch (owner-epoch.ts) with the offset it started at: the
  * epoch number is the staging epoch of the owner process (bumped at each of its joins,
  * recorded in every part it stages), so a part maps to exactly one entry of each of its
  * partitions' chains.
  */
-export interface OwnershipEpoch extends OwnerEpoch {
+export interface ChainEntry extends OwnerEpoch {
   /** The first offset this epoch consumed (the committed offset when it began). */
   readonly start: number;
   /**
@@ -55,7 +55,7 @@ export function chainBound(): number {
  * once per entry, so the chain keeps its length in epochs. Entries dropped from the
  * front (appendEpoch) take nothing with them, since the first kept entry writes it.
  */
-export function encodeChain(chain: readonly OwnershipEpoch[]): string {
+export function encodeChain(chain: readonly ChainEntry[]): string {
   return JSON.stringify({
     [TAG]: chain.map((e, i) =>
       e.topicId !== undefined && (i === 0 || chain[i - 1]!.topicId !== e.topicId)
@@ -66,7 +66,7 @@ export function encodeChain(chain: readonly OwnershipEpoch[]): string {
 }
 
 /** Parses offset metadata; anything that is not a kafka-lance chain (or is empty) is an empty chain. */
-export function decodeChain(metadata: string | null | undefined): OwnershipEpoch[] {
+export function decodeChain(metadata: string | null | undefined): ChainEntry[] {
   if (!metadata) return [];
   try {
     const parsed = JSON.parse(metadata) as Record<string, unknown>;
@@ -82,7 +82,7 @@ export function decodeChain(metadata: string | null | undefined): OwnershipEpoch
       )
         return [];
       if (typeof e[3] === 'string') topicId = e[3];
-      const entry: OwnershipEpoch = { owner: e[0], epoch: e[1] as number, start: e[2] as number };
+      const entry: ChainEntry = { owner: e[0], epoch: e[1] as number, start: e[2] as number };
       return [topicId === undefined ? entry : { ...entry, topicId }];
     });
   } catch {
@@ -91,7 +91,7 @@ export function decodeChain(metadata: string | null | undefined): OwnershipEpoch
 }
 
 /** Appends an epoch, dropping the oldest entries until the encoded chain fits. */
-export function appendEpoch(chain: readonly OwnershipEpoch[], entry: OwnershipEpoch): OwnershipEpoch[] {
+export function appendEpoch(chain: readonly ChainEntry[], entry: ChainEntry): ChainEntry[] {
   const next = [...chain, entry];
   while (next.length > 1 && Buffer.byteLength(encodeChain(next)) > chainBound()) next.shift();
   return next;
@@ -106,7 +106,7 @@ export function appendEpoch(chain: readonly OwnershipEpoch[], entry: OwnershipEp
  * group's offsets expired), and nothing can be concluded from it (DESIGN.md, "Scale-down
  * and old epochs").
  */
-export function mayHaveDroppedEntries(chain: readonly OwnershipEpoch[]): boolean {
+export function mayHaveDroppedEntries(chain: readonly ChainEntry[]): boolean {
   // The planner asks for every range of every part at every run, of the same few chain
   // objects (one per partition per snapshot): encode each once.
   let full = fullness.get(chain);
@@ -117,4 +117,4 @@ export function mayHaveDroppedEntries(chain: readonly OwnershipEpoch[]): boolean
   return full;
 }
 
-const fullness = new WeakMap<readonly OwnershipEpoch[], boolean>();
+const fullness = new WeakMap<readonly ChainEntry[], boolean>();

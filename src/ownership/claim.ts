@@ -1,5 +1,5 @@
 import type { CommitOffset } from '../common/offsets';
-import { appendEpoch, decodeChain, encodeChain, type OwnershipEpoch } from './chain';
+import { appendEpoch, decodeChain, encodeChain, type ChainEntry } from './chain';
 import type { FencedCommitOutcome } from './commit-fence';
 import type { PartitionCommit } from './offset-tracker';
 
@@ -34,7 +34,7 @@ export interface PartitionClaim {
   readonly partition: number;
   /** The first offset this epoch consumes: the committed offset when it was claimed. */
   readonly start: CommitOffset;
-  readonly chain: readonly OwnershipEpoch[];
+  readonly chain: readonly ChainEntry[];
   /** The topic's incarnation this epoch consumes; undefined when the broker cannot tell. */
   readonly topicId: string | undefined;
 }

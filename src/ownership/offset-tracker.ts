@@ -5,7 +5,7 @@ import {
   type DurableOffset,
   type TopicPartitionKey,
 } from '../common/offsets';
-import { encodeChain, type OwnershipEpoch } from './chain';
+import { encodeChain, type ChainEntry } from './chain';
 
 export interface PartitionCommit {
   readonly topic: string;
@@ -17,14 +17,17 @@ export interface PartitionCommit {
 interface PartitionState {
   readonly topic: string;
   readonly partition: number;
-  readonly chain: readonly OwnershipEpoch[];
+  readonly chain: readonly ChainEntry[];
   /** The staging epoch the partition was claimed in: durable reports of older epochs are not ours to commit. */
   readonly epoch: number;
   /** The last commit known to have landed. */
   landed: CommitOffset;
   durable: DurableOffset;
-  /** Offsets handed to the dead-letter output whose write is not durable yet. */
-  readonly pendingDeadLetters: Set<number>;
+  /**
+   * Offsets no commit may pass: dead letters whose write is not durable yet, and the
+   * offset where the dead-letter outbox stopped the partition.
+   */
+  readonly heldOffsets: Set<number>;
 }
 
 /**
@@ -43,7 +46,7 @@ export class OffsetTracker {
     topic: string,
     partition: number,
     start: CommitOffset,
-    chain: readonly OwnershipEpoch[],
+    chain: readonly ChainEntry[],
     epoch: number,
   ): void {
     this.#partitions.set(tpKey(topic, partition), {
@@ -53,7 +56,7 @@ export class OffsetTracker {
       epoch,
       landed: start,
       durable: ((start as number) - 1) as DurableOffset,
-      pendingDeadLetters: new Set(),
+      heldOffsets: new Set(),
     });
   }
 
@@ -88,14 +91,15 @@ export class OffsetTracker {
     if (state && epoch === state.epoch && offset > state.durable) state.durable = offset;
   }
 
-  addPendingDeadLetters(topic: string, partition: number, offsets: readonly number[]): void {
+  /** No commit passes these offsets until they are released (a dead letter written durably). */
+  holdOffsets(topic: string, partition: number, offsets: readonly number[]): void {
     const state = this.#partitions.get(tpKey(topic, partition));
-    for (const o of offsets) state?.pendingDeadLetters.add(o);
+    for (const o of offsets) state?.heldOffsets.add(o);
   }
 
-  resolveDeadLetters(topic: string, partition: number, offsets: readonly number[]): void {
+  releaseOffsets(topic: string, partition: number, offsets: readonly number[]): void {
     const state = this.#partitions.get(tpKey(topic, partition));
-    for (const o of offsets) state?.pendingDeadLetters.delete(o);
+    for (const o of offsets) state?.heldOffsets.delete(o);
   }
 
   /** Commits that would move a partition forward now. */
@@ -103,7 +107,7 @@ export class OffsetTracker {
     const due: PartitionCommit[] = [];
     for (const s of this.#partitions.values()) {
       let durable = s.durable;
-      for (const o of s.pendingDeadLetters) if (o <= durable) durable = (o - 1) as DurableOffset;
+      for (const o of s.heldOffsets) if (o <= durable) durable = (o - 1) as DurableOffset;
       const offset = commitOffsetAfter(durable);
       if (offset > s.landed)
         due.push({ topic: s.topic, partition: s.partition, offset, metadata: encodeChain(s.chain) });

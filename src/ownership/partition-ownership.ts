@@ -1,8 +1,8 @@
-import type { OwnershipEpoch } from './chain';
+import type { ChainEntry } from './chain';
 
 /** What the broker says of a partition: its ownership chain and its last landed commit. */
 export interface PartitionOwnership {
-  readonly chain: readonly OwnershipEpoch[];
+  readonly chain: readonly ChainEntry[];
   readonly committed: number;
   /**
    * The partition's topic is gone (a topic a pattern matched was deleted): its last known

@@ -1,4 +1,4 @@
-import { mayHaveDroppedEntries, type OwnershipEpoch } from './chain';
+import { mayHaveDroppedEntries, type ChainEntry } from './chain';
 
 /**
  * What an ownership epoch may publish of a partition: offsets in [start, ceiling).
@@ -40,7 +40,7 @@ export type PublishableRange =
  * epoch the old epoch's ceiling, and cut committed rows.)
  */
 export function publishableRange(
-  chain: readonly OwnershipEpoch[],
+  chain: readonly ChainEntry[],
   owner: string,
   epoch: number,
   committed: number,
@@ -75,7 +75,7 @@ export function publishableRange(
  * its drop leaves only an append already running while that many rebalances happen.
  */
 export function nearChainEnd(
-  chain: readonly OwnershipEpoch[],
+  chain: readonly ChainEntry[],
   owner: string,
   epoch: number,
   liveOwner: string,

@@ -50,7 +50,7 @@ export class StagingService {
         maxPartAgeMs: init.maxPartAgeMs,
         maxOpenParts: init.maxOpenParts,
         // Loaded on the first routed table: LanceDB costs every worker tens of MB otherwise.
-        seedsOf: async (table) => (await import('../startup-checks')).tableSeeds(consumer, table, logger),
+        seedsOf: async (table) => (await import('../lance/table-seeds')).tableSeeds(consumer, table, logger),
       });
       const resolver = new TableResolver(consumer.tableRouting, consumer.table, consumer.route);
       return new StagingService(undefined, { tables, resolver }, logger);

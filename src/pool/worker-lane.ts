@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { compiledEntry, WORKER_RESOURCE_LIMITS } from './compiled-entry';
+import { compiledEntry, WORKER_RESOURCE_LIMITS } from '../common/compiled-entry';
 import type { StagingWorkerInit, WorkerReply, WorkerRequest } from './protocol';
 import { ReplyRouter, StagingWorkerError, type StagingLane } from './staging-lane';
 

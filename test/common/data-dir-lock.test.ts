@@ -126,7 +126,7 @@ describe('one replica per data directory', () => {
 });
 
 test('a replica refuses to start on a data directory another replica holds, before touching Kafka or the staging', async () => {
-  const { Replica } = await import('../../src/replica');
+  const { Replica } = await import('../../src/replica/replica');
   const { silentLogger } = await import('../../src/common/logger');
   const consumerPath = path.join(dir, 'c.json');
   await fsp.writeFile(

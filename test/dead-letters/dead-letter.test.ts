@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
 import { DeadLetterWriteError } from '../../src/common/errors';
 import { FileDeadLetterSink, type DeadLetter } from '../../src/dead-letters/dead-letter';
-import { classifyProduceError } from '../../src/kafka/dead-letter-topic';
+import { classifyProduceError } from '../../src/kafka/protocol/dead-letter-topic';
 import { tempDir } from '../support/rows';
 
 const protocolError = (type: string, retriable: boolean) =>

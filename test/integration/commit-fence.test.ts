@@ -1,5 +1,5 @@
 import type { Consumer } from 'kafkajs';
-import { createHookedConsumer } from '../../src/kafka/coordinator-hook';
+import { createHookedConsumer } from '../../src/kafka/protocol/coordinator-hook';
 import { CommitFence, type FencedCommitOutcome } from '../../src/ownership/commit-fence';
 import { GroupMembership } from '../../src/ownership/membership';
 import { brokerSuite, untilHosted } from '../support/broker-suite';

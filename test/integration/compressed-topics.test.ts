@@ -15,9 +15,9 @@ import {
 import { logValue, produceRecords, waitForCommittedAtEnd, writeConsumer } from '../support/ingestion-fixture';
 import { testBrokers, testKafka, uniqueName } from '../support/kafka';
 import { runBounded } from '../support/run-bounded';
-import { kafkajsCodec } from '../../src/kafka/compression';
-import { zstdCodec } from '../../src/kafka/compression/zstd';
-import { ensureTopicsServed } from '../../src/kafka/topic-ready';
+import { kafkajsCodec } from '../../src/kafka/protocol/compression';
+import { zstdCodec } from '../../src/kafka/protocol/compression/zstd';
+import { ensureTopicsServed } from '../../src/kafka/protocol/topic-ready';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**

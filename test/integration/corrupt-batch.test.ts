@@ -7,8 +7,11 @@ import { logValue, readStaged, writeConsumer } from '../support/ingestion-fixtur
 import { TEST_BROKER_PORT } from '../support/kafka-local';
 import { uniqueName } from '../support/kafka';
 import { tempDir } from '../support/rows';
-import { MAX_DECOMPRESSED_BATCH_BYTES, registerCompressionCodecs } from '../../src/kafka/compression';
-import { untilTopicServed } from '../../src/kafka/topic-ready';
+import {
+  MAX_DECOMPRESSED_BATCH_BYTES,
+  registerCompressionCodecs,
+} from '../../src/kafka/protocol/compression';
+import { untilTopicServed } from '../../src/kafka/protocol/topic-ready';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**

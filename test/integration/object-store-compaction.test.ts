@@ -86,12 +86,11 @@ test('on an s3:// table with atomic commits scheduled compaction + cleanup run w
     // Many small versions and fragments first (partition 1).
     for (let i = 0; i < SEEDED; i++) {
       const from = i * 100;
-      await seed.append(
-        (async function* () {
+      await seed.append({
+        batches: (async function* () {
           yield await Promise.resolve(rowsFor(TOPIC, 1, range(from, from + 100)));
         })(),
-        () => Promise.resolve(),
-      );
+      });
     }
     const seeded = await shape(target);
     expect(seeded).toMatchObject({ rows: SEEDED * 100 });

@@ -1,6 +1,6 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { ensureTopicsServed } from '../../src/kafka/topic-ready';
+import { ensureTopicsServed } from '../../src/kafka/protocol/topic-ready';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 import { brokerSuite } from '../support/broker-suite';
 import {

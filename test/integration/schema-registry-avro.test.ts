@@ -2,13 +2,14 @@ import { promises as fsp } from 'node:fs';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { brokerSuite } from '../support/broker-suite';
 import {
-  asPylance,
   deadLetters,
+  expectColumns,
+  expectPylanceColumns,
   lanceRows,
   produce,
-  pylanceRows,
   registryConsumer,
-  until,
+  roundTrip,
+  withUnknownSchemaId,
 } from '../support/registry-round-trip';
 import { testBrokers } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
@@ -40,33 +41,23 @@ test('every mapped Avro type lands in Lance with its value, read back by LanceDB
     { subject: subjectOf(consumer.topic) },
   );
   const good = await Promise.all(EVERYTHING_RECORDS.map((r) => sr.encode(id, r)));
-  const unknownId = Buffer.from(good[0]!);
-  unknownId.writeUInt32BE(2_000_000_000, 1);
   await produce(suite, consumer.topic, [
     good[0]!,
     Buffer.from('{"not":"avro"}'),
-    unknownId,
+    withUnknownSchemaId(good[0]!),
     good[1]!.subarray(0, good[1]!.length - 3),
     good[1]!,
   ]);
 
-  const dataDir = await tempDir('kl-avro-replica');
-  const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
-  const rows = await lanceRows(dataDir, 2);
-  const letters = await until(async () => {
-    const l = await deadLetters(suite, consumer);
-    return l.length >= 3 ? l : undefined;
-  }, '3 dead letters');
-  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  const { dataDir, rows, letters, exit } = await roundTrip(suite, consumer, 'kl-avro-replica', {
+    rows: 2,
+    letters: 3,
+  });
+  expect(exit).toEqual({ code: 0, signal: null });
 
   expect(rows.numRows).toBe(2);
   expect(plainColumn(rows, '_offset')).toEqual([0n, 4n]);
-  for (const [name, type] of Object.entries(EVERYTHING_ARROW_TYPES)) {
-    expect([name, String(rows.schema.fields.find((f) => f.name === name)?.type)]).toEqual([name, type]);
-  }
-  for (const [name, values] of Object.entries(EVERYTHING_EXPECTED)) {
-    expect([name, plainColumn(rows, name)]).toEqual([name, values]);
-  }
+  expectColumns(rows, EVERYTHING_ARROW_TYPES, EVERYTHING_EXPECTED);
   expect(letters.map((l) => [l.offset, l.reason])).toEqual([
     [1, 'wrong-magic-byte'],
     [2, 'unknown-schema-id'],
@@ -76,11 +67,7 @@ test('every mapped Avro type lands in Lance with its value, read back by LanceDB
   expect(letters[2]!.detail).toMatch(new RegExp(`^schema id ${id}: `));
 
   // pylance (qualify/.venv, the qualification's independent reader) reads the same values.
-  const read = await pylanceRows(dataDir);
-  for (const [name, values] of Object.entries(EVERYTHING_EXPECTED)) {
-    const type = EVERYTHING_ARROW_TYPES[name]!;
-    expect([name, read.map((r) => r[name])]).toEqual([name, values.map((v) => asPylance(v, type))]);
-  }
+  await expectPylanceColumns(dataDir, EVERYTHING_ARROW_TYPES, EVERYTHING_EXPECTED);
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 120_000);
 

@@ -13,13 +13,15 @@ import {
   jsonFramed,
 } from '../support/json-schema-fixtures';
 import {
-  asPylance,
+  columnByOffset,
   deadLetters,
+  expectColumns,
+  expectPylanceColumns,
   lanceRows,
   produce,
-  pylanceRows,
   registryConsumer,
-  until,
+  roundTrip,
+  withUnknownSchemaId,
 } from '../support/registry-round-trip';
 import { schemaRegistrySuite } from '../support/schema-registry-local';
 
@@ -46,35 +48,25 @@ test('every mapped JSON Schema type lands in Lance with its value, read back by 
   const second = await sr.encode(id, JSON.parse(EVERYTHING_JSON_PAYLOADS[1]) as object);
   // The serializer's framing is the header and the JSON text.
   expect(second).toEqual(jsonFramed(id, EVERYTHING_JSON_PAYLOADS[1]));
-  const unknownId = Buffer.from(second);
-  unknownId.writeUInt32BE(2_000_000_000, 1);
   await produce(suite, consumer.topic, [
     jsonFramed(id, EVERYTHING_JSON_PAYLOADS[0]),
     Buffer.from('{"not":"framed"}'),
-    unknownId,
+    withUnknownSchemaId(second),
     jsonFramed(id, '{"i":1,'),
     jsonFramed(id, '{"i":1.5,"s":"x"}'),
     jsonFramed(id, '{"i":1,"s":""}'),
     second,
   ]);
 
-  const dataDir = await tempDir('kl-json-schema-replica');
-  const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
-  const rows = await lanceRows(dataDir, 2);
-  const letters = await until(async () => {
-    const l = await deadLetters(suite, consumer);
-    return l.length >= 5 ? l : undefined;
-  }, '5 dead letters');
-  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  const { dataDir, rows, letters, exit } = await roundTrip(suite, consumer, 'kl-json-schema-replica', {
+    rows: 2,
+    letters: 5,
+  });
+  expect(exit).toEqual({ code: 0, signal: null });
 
   expect(rows.numRows).toBe(2);
   expect(plainColumn(rows, '_offset')).toEqual([0n, 6n]);
-  for (const [name, type] of Object.entries(EVERYTHING_JSON_ARROW_TYPES)) {
-    expect([name, String(rows.schema.fields.find((f) => f.name === name)?.type)]).toEqual([name, type]);
-  }
-  for (const [name, values] of Object.entries(EVERYTHING_JSON_EXPECTED)) {
-    expect([name, plainColumn(rows, name)]).toEqual([name, values]);
-  }
+  expectColumns(rows, EVERYTHING_JSON_ARROW_TYPES, EVERYTHING_JSON_EXPECTED);
   expect(letters.map((l) => [l.offset, l.reason])).toEqual([
     [1, 'wrong-magic-byte'],
     [2, 'unknown-schema-id'],
@@ -93,11 +85,7 @@ test('every mapped JSON Schema type lands in Lance with its value, read back by 
     ),
   );
 
-  const read = await pylanceRows(dataDir);
-  for (const [name, values] of Object.entries(EVERYTHING_JSON_EXPECTED)) {
-    const type = EVERYTHING_JSON_ARROW_TYPES[name]!;
-    expect([name, read.map((r) => r[name])]).toEqual([name, values.map((v) => asPylance(v, type))]);
-  }
+  await expectPylanceColumns(dataDir, EVERYTHING_JSON_ARROW_TYPES, EVERYTHING_JSON_EXPECTED);
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 180_000);
 
@@ -134,14 +122,7 @@ test('a second schema version mid-stream adds a nullable column to the table; va
   ]);
   const all = await lanceRows(dataDir, 5);
   expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
-  const offsets = plainColumn(all, '_offset').map(Number);
-  const column = (name: string) => {
-    const values = plainColumn(all, name);
-    return offsets
-      .map((o, i) => [o, values[i]] as const)
-      .sort((a, b) => a[0] - b[0])
-      .map(([, v]) => v);
-  };
+  const column = (name: string) => columnByOffset(all, name);
   expect(column('n')).toEqual([0n, 1n, 2n, 3n, 4n]);
   expect(column('message')).toEqual(['a', 'b', 'c', 'd', 'e']);
   expect(column('region')).toEqual([null, null, 'eu', null, null]);

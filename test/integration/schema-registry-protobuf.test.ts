@@ -15,13 +15,17 @@ import {
   protobufFramed,
 } from '../support/protobuf-fixtures';
 import {
-  asPylance,
+  columnByOffset,
   deadLetters,
+  expectColumns,
+  expectPylanceColumns,
   lanceRows,
   produce,
   pylanceRows,
   registryConsumer,
+  roundTrip,
   until,
+  withUnknownSchemaId,
 } from '../support/registry-round-trip';
 import { schemaRegistrySuite } from '../support/schema-registry-local';
 
@@ -59,8 +63,6 @@ test('every mapped Protobuf type lands in Lance with its value, read back by Lan
   const good = EVERYTHING_MESSAGES.map((m) =>
     protobufFramed(id, EVERYTHING_INDEXES, encode(root, 'acme.Everything', m)),
   );
-  const unknownId = Buffer.from(good[0]!);
-  unknownId.writeUInt32BE(2_000_000_000, 1);
   // @kafkajs/confluent-schema-registry 4.1.0 writes no message-index list (the header, then
   // the message of the file's first type): not Confluent's framing, so not readable as it.
   const withoutIndexes = await sr.encode(id, { note: 'x' });
@@ -73,7 +75,7 @@ test('every mapped Protobuf type lands in Lance with its value, read back by Lan
   await produce(suite, consumer.topic, [
     good[0]!,
     Buffer.from('{"not":"protobuf"}'),
-    unknownId,
+    withUnknownSchemaId(good[0]!),
     protobufFramed(id, [5], encode(root, 'acme.Other', { note: 'y' })),
     good[1]!.subarray(0, good[1]!.length - 1),
     withoutIndexes,
@@ -81,23 +83,15 @@ test('every mapped Protobuf type lands in Lance with its value, read back by Lan
     good[1]!,
   ]);
 
-  const dataDir = await tempDir('kl-protobuf-replica');
-  const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
-  const rows = await lanceRows(dataDir, 2);
-  const letters = await until(async () => {
-    const l = await deadLetters(suite, consumer);
-    return l.length >= 6 ? l : undefined;
-  }, '6 dead letters');
-  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  const { dataDir, rows, letters, exit } = await roundTrip(suite, consumer, 'kl-protobuf-replica', {
+    rows: 2,
+    letters: 6,
+  });
+  expect(exit).toEqual({ code: 0, signal: null });
 
   expect(rows.numRows).toBe(2);
   expect(plainColumn(rows, '_offset')).toEqual([0n, 7n]);
-  for (const [name, type] of Object.entries(EVERYTHING_PROTO_ARROW_TYPES)) {
-    expect([name, String(rows.schema.fields.find((f) => f.name === name)?.type)]).toEqual([name, type]);
-  }
-  for (const [name, values] of Object.entries(EVERYTHING_PROTO_EXPECTED)) {
-    expect([name, plainColumn(rows, name)]).toEqual([name, values]);
-  }
+  expectColumns(rows, EVERYTHING_PROTO_ARROW_TYPES, EVERYTHING_PROTO_EXPECTED);
   expect(letters.map((l) => [l.offset, l.reason])).toEqual([
     [1, 'wrong-magic-byte'],
     [2, 'unknown-schema-id'],
@@ -118,11 +112,7 @@ test('every mapped Protobuf type lands in Lance with its value, read back by Lan
     new RegExp(`^schema id ${id}: a google.protobuf.Timestamp with 1 nanoseconds`),
   );
 
-  const read = await pylanceRows(dataDir);
-  for (const [name, values] of Object.entries(EVERYTHING_PROTO_EXPECTED)) {
-    const type = EVERYTHING_PROTO_ARROW_TYPES[name]!;
-    expect([name, read.map((r) => r[name])]).toEqual([name, values.map((v) => asPylance(v, type))]);
-  }
+  await expectPylanceColumns(dataDir, EVERYTHING_PROTO_ARROW_TYPES, EVERYTHING_PROTO_EXPECTED);
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 180_000);
 
@@ -155,14 +145,7 @@ test('a second schema version mid-stream adds a nullable column to the table; me
   ]);
   const all = await lanceRows(dataDir, 5);
   expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
-  const offsets = plainColumn(all, '_offset').map(Number);
-  const column = (name: string) => {
-    const values = plainColumn(all, name);
-    return offsets
-      .map((o, i) => [o, values[i]] as const)
-      .sort((a, b) => a[0] - b[0])
-      .map(([, v]) => v);
-  };
+  const column = (name: string) => columnByOffset(all, name);
   expect(column('n')).toEqual([0n, 1n, 2n, 3n, 4n]);
   expect(column('message')).toEqual(['a', 'b', 'c', 'd', 'e']);
   // An absent proto3 `optional` field is null, not "": it has presence.
@@ -218,14 +201,7 @@ test('an Avro key beside a Protobuf value: the key schema is fetched by its own 
   expect(String(rows.schema.fields.find((f) => f.name === '_key')?.type)).toBe(
     'Struct<{host:Utf8, shard:Int64}>',
   );
-  const byOffset = (name: string) => {
-    const offsets = plainColumn(rows, '_offset').map(Number);
-    const values = plainColumn(rows, name);
-    return offsets
-      .map((o, i) => [o, values[i]] as const)
-      .sort((a, b) => a[0] - b[0])
-      .map(([, v]) => v);
-  };
+  const byOffset = (name: string) => columnByOffset(rows, name);
   expect(byOffset('_key')).toEqual([{ host: 'web-1', shard: 3n }, null, { host: 'web-2', shard: 4n }]);
   expect(byOffset('n')).toEqual([0n, 1n, 3n]);
   expect(letters.map((l) => [l.offset, l.reason])).toEqual([[2, 'wrong-magic-byte']]);

@@ -5,7 +5,6 @@ import { brokerSuite } from '../support/broker-suite';
 import { testBrokers } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
-import { plainColumn } from '../support/avro-fixtures';
 import {
   EVERYTHING_MESSAGES,
   EVERYTHING_PROTO,
@@ -13,7 +12,7 @@ import {
   EVERYTHING_PROTO_DESCRIPTOR,
   EVERYTHING_PROTO_EXPECTED,
 } from '../support/protobuf-fixtures';
-import { deadLetters, lanceRows, registryConsumer } from '../support/registry-round-trip';
+import { columnByOffset, deadLetters, lanceRows, registryConsumer } from '../support/registry-round-trip';
 import { schemaRegistrySuite } from '../support/schema-registry-local';
 import { producePython, type PythonProduce, type PythonValues } from '../support/python-serializers';
 import type { TestConsumer } from '../support/broker-suite';
@@ -55,16 +54,6 @@ async function produceAndRead(
   }
 }
 
-/** A column's values in offset order. */
-function byOffset(rows: Table, name: string): unknown[] {
-  const offsets = plainColumn(rows, '_offset').map(Number);
-  const values = plainColumn(rows, name);
-  return offsets
-    .map((o, i) => [o, values[i]] as const)
-    .sort((a, b) => a[0] - b[0])
-    .map(([, v]) => v);
-}
-
 async function registryGet(path: string): Promise<{ schema?: string; references?: unknown[] }> {
   const response = await fetch(`${registry.url}${path}`);
   return (await response.json()) as { schema?: string; references?: unknown[] };
@@ -97,7 +86,7 @@ function expectEverything(rows: Table): void {
     (entries as { key: string }[]).slice().sort((a, b) => a.key.localeCompare(b.key));
   for (const [name, values] of Object.entries(EVERYTHING_PROTO_EXPECTED)) {
     const expected = Array.from({ length: COUNT }, (_, i) => values[i % 2]);
-    const read = byOffset(rows, name);
+    const read = columnByOffset(rows, name);
     if (name === 'attrs') expect(read.map(byKey)).toEqual(expected.map(byKey));
     else expect([name, read]).toEqual([name, expected]);
   }
@@ -167,13 +156,13 @@ test("Python's ProtobufSerializer registers an imported file as a reference subj
   expect(stored.references).toEqual([{ name: 'shop/money.proto', subject: 'shop/money.proto', version: 1 }]);
   const at = (parity: number, f: (i: number) => unknown) =>
     Array.from({ length: COUNT }, (_, o) => (o % 2 === parity ? f(Math.floor(o / 2)) : null));
-  expect(byOffset(rows, 'sku')).toEqual(at(0, (i) => `sku-${i}`));
-  expect(byOffset(rows, 'price')).toEqual(
+  expect(columnByOffset(rows, 'sku')).toEqual(at(0, (i) => `sku-${i}`));
+  expect(columnByOffset(rows, 'price')).toEqual(
     at(0, (i) => ({ currency: 'EUR', units: BigInt(-i * 1_000_000_007) })),
   );
-  expect(byOffset(rows, 'counts')).toEqual(at(1, (i) => [{ key: `k${i}`, value: i }]));
-  expect(byOffset(rows, 'lines')).toEqual(at(1, () => []));
-  expect(byOffset(rows, 'placed')).toEqual(at(1, (i) => BigInt(1_764_676_800 + i) * 1_000_000n + 5n));
+  expect(columnByOffset(rows, 'counts')).toEqual(at(1, (i) => [{ key: `k${i}`, value: i }]));
+  expect(columnByOffset(rows, 'lines')).toEqual(at(1, () => []));
+  expect(columnByOffset(rows, 'placed')).toEqual(at(1, (i) => BigInt(1_764_676_800 + i) * 1_000_000n + 5n));
 }, 300_000);
 
 /**
@@ -259,16 +248,16 @@ test("Python's AvroSerializer with its defaults: every value lands with its exac
     values,
   });
   const each = (f: (i: number) => unknown) => Array.from({ length: COUNT }, (_, i) => f(i));
-  expect(byOffset(rows, 'n')).toEqual(each((i) => BigInt(i)));
-  expect(byOffset(rows, 'big')).toEqual(each((i) => BIG + BigInt(i)));
-  expect(byOffset(rows, 'label')).toEqual(each((i) => `reading ${i} é`));
-  expect(byOffset(rows, 'ratio')).toEqual(each((i) => i / 8));
-  expect(byOffset(rows, 'ok')).toEqual(each((i) => i % 2 === 0));
-  expect(byOffset(rows, 'raw')).toEqual(each((i) => [i % 256, 0, 255]));
-  expect(byOffset(rows, 'color')).toEqual(each((i) => (i % 3 === 0 ? 'GREEN' : 'RED')));
-  expect(byOffset(rows, 'tags')).toEqual(each((i) => (i % 4 === 0 ? [] : [`t${i}`, 'x'])));
-  expect(byOffset(rows, 'note')).toEqual(each((i) => (i % 5 === 0 ? null : `note ${i}`)));
-  expect(byOffset(rows, 'at')).toEqual(each((i) => AT + BigInt(i)));
+  expect(columnByOffset(rows, 'n')).toEqual(each((i) => BigInt(i)));
+  expect(columnByOffset(rows, 'big')).toEqual(each((i) => BIG + BigInt(i)));
+  expect(columnByOffset(rows, 'label')).toEqual(each((i) => `reading ${i} é`));
+  expect(columnByOffset(rows, 'ratio')).toEqual(each((i) => i / 8));
+  expect(columnByOffset(rows, 'ok')).toEqual(each((i) => i % 2 === 0));
+  expect(columnByOffset(rows, 'raw')).toEqual(each((i) => [i % 256, 0, 255]));
+  expect(columnByOffset(rows, 'color')).toEqual(each((i) => (i % 3 === 0 ? 'GREEN' : 'RED')));
+  expect(columnByOffset(rows, 'tags')).toEqual(each((i) => (i % 4 === 0 ? [] : [`t${i}`, 'x'])));
+  expect(columnByOffset(rows, 'note')).toEqual(each((i) => (i % 5 === 0 ? null : `note ${i}`)));
+  expect(columnByOffset(rows, 'at')).toEqual(each((i) => AT + BigInt(i)));
 }, 300_000);
 
 const READING_JSON_SCHEMA = {
@@ -309,15 +298,15 @@ test("Python's JSONSerializer with its defaults: every value lands with its exac
     values,
   });
   const each = (f: (i: number) => unknown) => Array.from({ length: COUNT }, (_, i) => f(i));
-  expect(byOffset(rows, 'n')).toEqual(each((i) => BigInt(i)));
-  expect(byOffset(rows, 'big')).toEqual(each((i) => BIG + BigInt(i)));
-  expect(byOffset(rows, 'label')).toEqual(each((i) => `reading ${i}`));
-  expect(byOffset(rows, 'ratio')).toEqual(each((i) => i / 4));
-  expect(byOffset(rows, 'ok')).toEqual(each((i) => i % 2 === 1));
-  expect(byOffset(rows, 'at')).toEqual(
+  expect(columnByOffset(rows, 'n')).toEqual(each((i) => BigInt(i)));
+  expect(columnByOffset(rows, 'big')).toEqual(each((i) => BIG + BigInt(i)));
+  expect(columnByOffset(rows, 'label')).toEqual(each((i) => `reading ${i}`));
+  expect(columnByOffset(rows, 'ratio')).toEqual(each((i) => i / 4));
+  expect(columnByOffset(rows, 'ok')).toEqual(each((i) => i % 2 === 1));
+  expect(columnByOffset(rows, 'at')).toEqual(
     each((i) => (1_764_676_800n + BigInt(i % 60)) * 1_000_000n + 123_456n),
   );
-  expect(byOffset(rows, 'tags')).toEqual(each((i) => [`t${i}`]));
-  expect(byOffset(rows, 'inner')).toEqual(each((i) => ({ x: BigInt(-i) })));
-  expect(byOffset(rows, 'note')).toEqual(each((i) => (i % 7 === 0 ? null : `n${i}`)));
+  expect(columnByOffset(rows, 'tags')).toEqual(each((i) => [`t${i}`]));
+  expect(columnByOffset(rows, 'inner')).toEqual(each((i) => ({ x: BigInt(-i) })));
+  expect(columnByOffset(rows, 'note')).toEqual(each((i) => (i % 7 === 0 ? null : `n${i}`)));
 }, 300_000);

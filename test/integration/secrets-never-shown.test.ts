@@ -4,7 +4,7 @@ import { promises as fsp, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import type { Admin, IHeaders } from 'kafkajs';
-import { ensureTopicsServed } from '../../src/kafka/topic-ready';
+import { ensureTopicsServed } from '../../src/kafka/protocol/topic-ready';
 import { BIN, ReplicaProcess } from '../../src/harness/replica-process';
 import { uniqueName } from '../support/kafka';
 import { tempDir } from '../support/rows';

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import * as lancedb from '@lancedb/lancedb';
 import type { Admin } from 'kafkajs';
-import { ensureTopicsServed } from '../../src/kafka/topic-ready';
+import { ensureTopicsServed } from '../../src/kafka/protocol/topic-ready';
 import { BIN, ReplicaProcess } from '../../src/harness/replica-process';
 import { uniqueName } from '../support/kafka';
 import { tempDir } from '../support/rows';

@@ -1,5 +1,5 @@
 import { silentLogger } from '../../src/common/logger';
-import { TopicIds } from '../../src/kafka/topic-ids';
+import { TopicIds } from '../../src/kafka/protocol/topic-ids';
 import { brokerSuite, untilHosted } from '../support/broker-suite';
 import { until } from '../support/faults';
 import { uniqueName } from '../support/kafka';

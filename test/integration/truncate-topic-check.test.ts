@@ -1,5 +1,5 @@
 import { ConfigError, resolveConsumer } from '../../src/config';
-import { checkTopicsExist } from '../../src/startup-checks';
+import { checkTopicsExist } from '../../src/replica/startup-checks';
 import { brokerSuite, untilHosted } from '../support/broker-suite';
 import { testBrokers, uniqueName } from '../support/kafka';
 

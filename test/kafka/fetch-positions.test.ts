@@ -1,14 +1,14 @@
 import type { Consumer } from 'kafkajs';
 import { createLogger } from '../../src/common/logger';
 import type { DeadLetterOutbox } from '../../src/dead-letters/dead-letter-outbox';
-import { CorruptCompressedBatchError } from '../../src/kafka/compression';
-import { FetchPositions } from '../../src/kafka/fetch-positions';
-import type { FetchedBatch } from '../../src/kafka/fetched-batch';
-import type { IngestionState } from '../../src/kafka/ingestion-state';
+import { CorruptCompressedBatchError } from '../../src/kafka/protocol/compression';
+import { FetchPositions, type FetchPositionsDeps } from '../../src/kafka/fetch-positions';
+import type { FetchedBatch } from '../../src/kafka/protocol/fetched-batch';
+import { IngestionMetrics } from '../../src/kafka/ingestion-events';
 import type { LogBounds } from '../../src/kafka/partition-offsets';
 import { Metrics } from '../../src/metrics/metrics';
 
-/** FetchPositions with recording fakes of the consumer and of the ingestion's shared state. */
+/** FetchPositions with recording fakes of the consumer and of what the ingestion hands it. */
 function harness(bounds: LogBounds) {
   const metrics = new Metrics();
   const calls = { paused: 0, resumed: 0, seeks: [] as string[], stopped: [] as number[] };
@@ -18,23 +18,24 @@ function harness(bounds: LogBounds) {
     seek: ({ offset }: { offset: string }) => void calls.seeks.push(offset),
   } as unknown as Consumer;
   const owned = { now: true };
-  const state = {
-    epoch: 1,
-    stopping: false,
+  const state = { epoch: 1 };
+  const deps: FetchPositionsDeps = {
+    epoch: () => state.epoch,
+    stopping: () => false,
     tracker: { owns: () => owned.now },
     topicIds: { assertCurrent: () => undefined },
     offsets: { bounds: () => Promise.resolve([bounds]) },
-    options: {
-      logger: createLogger({ level: 'silent' }),
-      metrics,
-      diskPressure: { full: false },
-    },
-  } as unknown as IngestionState;
+    logger: createLogger({ level: 'silent' }),
+    events: new IngestionMetrics(metrics),
+    diskPressure: { full: false },
+    pool: { admit: () => Promise.reject(new Error('no batch is admitted in these tests')) },
+    track: () => undefined,
+  };
   const outbox = {
     isStopped: () => false,
     stop: (_t: string, _p: number, offset: number) => void calls.stopped.push(offset),
   } as unknown as DeadLetterOutbox;
-  const positions = new FetchPositions(state, consumer, outbox);
+  const positions = new FetchPositions(deps, consumer, outbox);
   const aheadOfLog = async () => (await metrics.offsetsAheadOfLog.get()).values.map((v) => v.value);
   return { positions, calls, aheadOfLog, owned, state };
 }
@@ -133,7 +134,7 @@ describe('a corrupt batch stops only the partition this epoch is consuming, at i
     owned.now = false;
     positions.onCorruptBatch('t', 0, 40, corrupt);
     owned.now = true;
-    (state as { epoch: number }).epoch = 2;
+    state.epoch = 2;
     positions.onCorruptBatch('t', 0, 40, corrupt);
     expect(calls.stopped).toEqual([]);
     expect(calls.paused).toBe(2);

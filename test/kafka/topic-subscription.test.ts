@@ -1,7 +1,7 @@
 import { Kafka, type Admin, type Consumer } from 'kafkajs';
 import { silentLogger } from '../../src/common/logger';
 import type { ResolvedConsumer } from '../../src/config';
-import { trackClusters } from '../../src/kafka/coordinator-hook';
+import { trackClusters } from '../../src/kafka/protocol/coordinator-hook';
 import { TopicSubscription, untilNextRefresh } from '../../src/kafka/topic-subscription';
 
 /**

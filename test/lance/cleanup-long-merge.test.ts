@@ -51,7 +51,7 @@ afterEach(async () => {
 test('a merge that read the table before a version cleanup still meets a concurrent insert of the same keys: its rows go in once', async () => {
   const target: LanceTarget = { uri: path.join(dir, 'lance'), table: 'logs' };
   const owner = await LanceTable.connect(target, silentLogger());
-  await owner.append(publication(0), () => Promise.resolve(), undefined, 'insert-if-absent');
+  await owner.append({ batches: publication(0), mode: 'insert-if-absent' });
 
   // The long merge reads the table now...
   const zombieDb = await lancedb.connect(target.uri);
@@ -59,7 +59,7 @@ test('a merge that read the table before a version cleanup still meets a concurr
   expect(await zombie.countRows(`_offset >= 1000`)).toBe(0);
 
   // ...another owner publishes the same records meanwhile...
-  await owner.append(publication(1000), () => Promise.resolve(), undefined, 'insert-if-absent');
+  await owner.append({ batches: publication(1000), mode: 'insert-if-absent' });
   // ...and a commit a merge does not conflict with follows (here a delete of nothing;
   // in a running table the compaction and index commits of an earlier optimize): it is
   // the latest version at the cutoff, so the cleanup keeps it and removes the one before.

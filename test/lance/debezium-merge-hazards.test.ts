@@ -60,14 +60,12 @@ function batchOf(topic: string, events: readonly Event[], sequence?: 'source.lsn
 }
 
 async function publish(lance: LanceTable, batches: readonly RecordBatch[]): Promise<Written> {
-  return lance.append(
-    (async function* () {
+  return lance.append({
+    batches: (async function* () {
       yield* await Promise.resolve(batches);
     })(),
-    () => Promise.resolve(),
-    undefined,
-    'upsert',
-  );
+    mode: 'upsert',
+  });
 }
 
 let dir: string;

@@ -75,14 +75,12 @@ function batchOf(events: readonly Event[], partition = 0, order: Ordering = {}):
 }
 
 async function publish(lance: LanceTable, batches: readonly RecordBatch[]): Promise<Written> {
-  return lance.append(
-    (async function* () {
+  return lance.append({
+    batches: (async function* () {
       yield* await Promise.resolve(batches);
     })(),
-    () => Promise.resolve(),
-    undefined,
-    'upsert',
-  );
+    mode: 'upsert',
+  });
 }
 
 /** id → [name, note] as a reader sees the table (`_deleted = false`), and the row count. */

@@ -25,7 +25,7 @@ const batches = (from: number) =>
 async function raceInserts(target: LanceTarget, from: number): Promise<void> {
   const writers = await Promise.all([1, 2, 3, 4].map(() => LanceTable.connect(target, silentLogger())));
   const outcomes = await Promise.allSettled(
-    writers.map((w) => w.append(batches(from), () => Promise.resolve(), undefined, 'insert-if-absent')),
+    writers.map((w) => w.append({ batches: batches(from), mode: 'insert-if-absent' })),
   );
   for (const w of writers) w.close();
   for (const o of outcomes) if (o.status === 'rejected') throw o.reason;

@@ -45,14 +45,12 @@ function withTopicId(batch: RecordBatch, id: string): RecordBatch {
 async function write(target: LanceTarget, batch: RecordBatch, mode: WriteMode): Promise<void> {
   const table = await LanceTable.connect(target, silentLogger());
   try {
-    await table.append(
-      (async function* () {
+    await table.append({
+      batches: (async function* () {
         yield await Promise.resolve(batch);
       })(),
-      () => Promise.resolve(),
-      undefined,
-      mode,
-    );
+      mode: mode,
+    });
   } finally {
     table.close();
   }

@@ -9,7 +9,7 @@ import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder'
 import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
 import { keyIdentity, newer, reduceToNewest } from '../../src/lance/upsert-merge';
 import { tempDir } from '../support/rows';
-import { checkTableMode } from '../../src/startup-checks';
+import { checkTableMode } from '../../src/replica/startup-checks';
 import { compact } from '../../src/cli/compact';
 
 /**
@@ -61,14 +61,12 @@ function batchOf(decoder: RecordDecoder, partition: number, changes: readonly Ch
 }
 
 async function publish(lance: LanceTable, batches: readonly RecordBatch[]): Promise<Written> {
-  return lance.append(
-    (async function* () {
+  return lance.append({
+    batches: (async function* () {
       yield* await Promise.resolve(batches);
     })(),
-    () => Promise.resolve(),
-    undefined,
-    'upsert',
-  );
+    mode: 'upsert',
+  });
 }
 
 /** The table as a reader sees it (`_deleted = false`), key → title; and every row, deletes included. */

@@ -77,14 +77,12 @@ test('edited documents replace their vectors, deleted ones never come back, and 
     }));
     const decoded = decoder.decode('docs', 0, messages, 'AAAAAAAAAAAAAAAAAAAAAA');
     expect(decoded.deadLetters).toEqual([]);
-    await lance.append(
-      (async function* () {
+    await lance.append({
+      batches: (async function* () {
         yield await Promise.resolve(decoded.batch!);
       })(),
-      () => Promise.resolve(),
-      undefined,
-      'upsert',
-    );
+      mode: 'upsert',
+    });
     for (const [id, v] of changes)
       if (v === null) live.delete(id);
       else live.set(id, v);

@@ -7,7 +7,7 @@ import {
   keptRuns,
   keptSpan,
 } from '../../src/materializer/keep-range';
-import type { KeepRange } from '../../src/materializer/plan';
+import type { KeepRange } from '../../src/materializer/ledger';
 import { offsetRangesOf } from '../../src/staging/sealed-part';
 import { rowsFor } from '../support/rows';
 

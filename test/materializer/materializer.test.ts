@@ -5,8 +5,8 @@ import * as lancedb from '@lancedb/lancedb';
 import * as arrowAdd from '../../src/lance/arrow-add';
 import type { CrashPointName } from '../../src/faults/crash-points';
 import { PartialPublicationError } from '../../src/materializer/publication-errors';
-import { ledger } from '../../src/materializer/plan';
-import { appendEpoch, mayHaveDroppedEntries, type OwnershipEpoch } from '../../src/ownership/chain';
+import { ledger } from '../../src/materializer/ledger';
+import { appendEpoch, mayHaveDroppedEntries, type ChainEntry } from '../../src/ownership/chain';
 import {
   TABLE,
   TOPIC,
@@ -108,7 +108,7 @@ test('an epoch the full chain dropped is published, and its redundant copy of ro
   // claimed at 600 and published 600..999 while the chain still held both.
   await stageRows(tableDir, { partitions: 1, perPartition: 400, rowsPerPart: 400, owner: 'B', from: 600 });
   const m = await openMaterializer(tableDir, lanceDir, { owner: 'live' });
-  const zThenB: OwnershipEpoch[] = [
+  const zThenB: ChainEntry[] = [
     { owner: 'Z', epoch: 1, start: 0 },
     { owner: 'B', epoch: 1, start: 600 },
   ];

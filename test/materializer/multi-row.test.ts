@@ -12,7 +12,7 @@ import { recordOffset } from '../../src/common/offsets';
 import { RecordDecoder, type DecoderOptions, type RawMessage } from '../../src/decode/record-decoder';
 import { NO_FAULTS } from '../../src/faults/faults';
 import { shareFaults } from '../../src/faults/thread-faults';
-import { ledger } from '../../src/materializer/plan';
+import { ledger } from '../../src/materializer/ledger';
 import { DuplicatedRowsError } from '../../src/materializer/publication-errors';
 import { intervalsOf } from '../../src/materializer/preparation';
 import { readSealedPart } from '../../src/staging';

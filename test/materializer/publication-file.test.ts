@@ -20,7 +20,7 @@ import {
 import { recordOffset } from '../../src/common/offsets';
 import { appendArrowTable } from '../../src/lance/arrow-add';
 import { Permits } from '../../src/materializer/permits';
-import type { PlanPart } from '../../src/materializer/plan';
+import type { PlanPart } from '../../src/materializer/ledger';
 import { preparePart, type PreparedPart } from '../../src/materializer/preparation';
 import { publicationLayout, sealPublicationFile } from '../../src/materializer/publication-file';
 import { SourceBuffers } from '../../src/materializer/source-buffers';

@@ -4,7 +4,7 @@ import { silentLogger, type Logger } from '../../src/common/logger';
 import { TableRefusedError } from '../../src/lance/table-opening';
 import { Materializer, sharedBudgets } from '../../src/materializer/materializer';
 import type { Turn } from '../../src/materializer/materializer';
-import { ledger, type Plan } from '../../src/materializer/plan';
+import { ledger, type Plan } from '../../src/materializer/ledger';
 import { PartialPublicationError } from '../../src/materializer/publication-errors';
 import { TableSet, type ServedTable, type TableSetOptions } from '../../src/materializer/table-set';
 import {

@@ -68,11 +68,11 @@ describe('offset tracker', () => {
     t.assign('t', 0, 100 as CommitOffset, [{ owner: 'A', epoch: 1, start: 100 }], 1);
     expect(t.commitsDue()).toEqual([]);
     t.noteDurable('t', 0, 149 as DurableOffset, 1);
-    t.addPendingDeadLetters('t', 0, [120, 130]);
+    t.holdOffsets('t', 0, [120, 130]);
     expect(t.commitsDue().map((c) => c.offset)).toEqual([120]);
-    t.resolveDeadLetters('t', 0, [120]);
+    t.releaseOffsets('t', 0, [120]);
     expect(t.commitsDue().map((c) => c.offset)).toEqual([130]);
-    t.resolveDeadLetters('t', 0, [130]);
+    t.releaseOffsets('t', 0, [130]);
     const [due] = t.commitsDue();
     expect(due).toMatchObject({ topic: 't', partition: 0, offset: 150 });
     expect(decodeChain(due!.metadata)).toEqual([{ owner: 'A', epoch: 1, start: 100 }]);

@@ -3,7 +3,7 @@ import {
   appendEpoch,
   decodeChain,
   encodeChain,
-  type OwnershipEpoch,
+  type ChainEntry,
 } from '../../src/ownership/chain';
 import {
   claimPartitions,
@@ -42,7 +42,7 @@ function broker(initial: Map<number, CommittedOffset>, ids: Map<string, string>,
 
 describe('chains and claims across topic incarnations', () => {
   test('a chain keeps each entry\u2019s topic id, writing it once per change (the chain keeps its length in epochs)', () => {
-    const chain: OwnershipEpoch[] = [
+    const chain: ChainEntry[] = [
       { owner: 'A', epoch: 1, start: 0 },
       { owner: 'A', epoch: 2, start: 10, topicId: 'X' },
       { owner: 'B', epoch: 3, start: 20, topicId: 'X' },
@@ -52,7 +52,7 @@ describe('chains and claims across topic incarnations', () => {
     expect(decodeChain(text)).toEqual(chain);
     expect(text.split('"X"')).toHaveLength(2);
     // Dropping the entries that first wrote an id keeps the id on the first one left.
-    let long: OwnershipEpoch[] = [];
+    let long: ChainEntry[] = [];
     for (let e = 0; e < 200; e++)
       long = appendEpoch(long, { owner: 'A'.repeat(26), epoch: e, start: e * 10, topicId: 'Z'.repeat(22) });
     expect(Buffer.byteLength(encodeChain(long))).toBeLessThanOrEqual(MAX_CHAIN_BYTES);
@@ -79,7 +79,7 @@ describe('chains and claims across topic incarnations', () => {
   });
 
   test('a committed offset left by a deleted incarnation is dropped with its chain; the new one is consumed from its log start', async () => {
-    const old: OwnershipEpoch[] = [{ owner: 'B', epoch: 3, start: 0, topicId: 'X' }];
+    const old: ChainEntry[] = [{ owner: 'B', epoch: 3, start: 0, topicId: 'X' }];
     const b = broker(new Map([[0, { offset: 500, metadata: encodeChain(old) }]]), new Map([['t', 'Y']]), 0);
     const [claim] = await claimPartitions([['t', 0]], 'A', 7, b.io);
     expect(claim).toMatchObject({

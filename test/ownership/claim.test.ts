@@ -1,4 +1,4 @@
-import { decodeChain, encodeChain, type OwnershipEpoch } from '../../src/ownership/chain';
+import { decodeChain, encodeChain, type ChainEntry } from '../../src/ownership/chain';
 import { claimPartitions, type ClaimIo, type CommittedOffset } from '../../src/ownership/claim';
 import type { PartitionCommit } from '../../src/ownership/offset-tracker';
 import { publishableRange } from '../../src/ownership/publishable-range';
@@ -30,7 +30,7 @@ function broker(initial: Map<number, CommittedOffset>) {
 
 describe('claim protocol', () => {
   test('a claim appends this epoch at the committed offset and commits it', async () => {
-    const prior: OwnershipEpoch[] = [{ owner: 'B', epoch: 3, start: 0 }];
+    const prior: ChainEntry[] = [{ owner: 'B', epoch: 3, start: 0 }];
     const b = broker(new Map([[0, { offset: 100, metadata: encodeChain(prior) }]]));
     const [claim] = await claimPartitions([['t', 0]], 'A', 7, b.io);
     expect(claim).toMatchObject({ start: 100, chain: [...prior, { owner: 'A', epoch: 7, start: 100 }] });
@@ -38,7 +38,7 @@ describe('claim protocol', () => {
   });
 
   test('a retry after a claim that landed without an answer keeps its entry once (no empty range)', async () => {
-    const prior: OwnershipEpoch[] = [{ owner: 'B', epoch: 3, start: 0 }];
+    const prior: ChainEntry[] = [{ owner: 'B', epoch: 3, start: 0 }];
     const b = broker(new Map([[0, { offset: 100, metadata: encodeChain(prior) }]]));
     b.loseNextAnswer();
     await expect(claimPartitions([['t', 0]], 'A', 7, b.io)).rejects.toThrow('did not land');
@@ -56,7 +56,7 @@ describe('claim protocol', () => {
   });
 
   test('a chain that already repeats an entry is read by its last copy', () => {
-    const chain: OwnershipEpoch[] = [
+    const chain: ChainEntry[] = [
       { owner: 'A', epoch: 7, start: 100 },
       { owner: 'A', epoch: 7, start: 100 },
     ];

@@ -2,7 +2,7 @@ import { tpKey, type RecordOffset } from '../../src/common/offsets';
 import fc from 'fast-check';
 import { planPublications } from '../../src/materializer/planner';
 import type { PartitionOwnership } from '../../src/ownership/partition-ownership';
-import { appendEpoch, mayHaveDroppedEntries, type OwnershipEpoch } from '../../src/ownership/chain';
+import { appendEpoch, mayHaveDroppedEntries, type ChainEntry } from '../../src/ownership/chain';
 import type { SealedPart } from '../../src/staging/sealed-part';
 import type { MinuteKey } from '../../src/staging/part-name';
 
@@ -116,8 +116,8 @@ describe("planner in 'published' commit mode", () => {
 const owner = (n: number) => `01JE${String(n).padStart(22, '0')}`;
 
 /** Claims appended as replicas append them (starts nondecreasing), until the bound drops old ones. */
-function chainOf(claims: readonly OwnershipEpoch[]): OwnershipEpoch[] {
-  return claims.reduce<OwnershipEpoch[]>((chain, c) => appendEpoch(chain, c), []);
+function chainOf(claims: readonly ChainEntry[]): ChainEntry[] {
+  return claims.reduce<ChainEntry[]>((chain, c) => appendEpoch(chain, c), []);
 }
 
 describe('epochs a full chain dropped (scale-down, returning replicas)', () => {
@@ -186,7 +186,7 @@ describe('epochs a full chain dropped (scale-down, returning replicas)', () => {
         fc.array(fc.integer({ min: 0, max: 50 }), { minLength: 1, maxLength: 300 }),
         (claims, gaps) => {
           // Epoch 1 of X starts at 0; each later claim starts at or after the previous one.
-          const entries: OwnershipEpoch[] = [{ owner: 'X'.repeat(26), epoch: 1, start: 0 }];
+          const entries: ChainEntry[] = [{ owner: 'X'.repeat(26), epoch: 1, start: 0 }];
           for (let i = 0; i < claims; i++)
             entries.push({
               owner: owner(i % 5),
@@ -220,7 +220,7 @@ describe('planner across topic incarnations', () => {
     const old = part('Z', 2, 1000, 1999);
     const oldPart: SealedPart = { ...old, ranges: old.ranges.map((r) => ({ ...r, topicId: 'X' })) };
     // The recreated topic's chain (id Y), filled by many claims: it dropped entries.
-    let chain: OwnershipEpoch[] = [];
+    let chain: ChainEntry[] = [];
     for (let e = 1; !mayHaveDroppedEntries(chain); e++)
       chain = appendEpoch(chain, { owner: e % 2 ? 'A' : 'B', epoch: e, start: 30 + e, topicId: 'Y' });
     const out = plan([oldPart], { chain, committed: 500 });

@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/common/logger';
 import { recordOffset } from '../../src/common/offsets';
 import { Permits } from '../../src/materializer/permits';
 import { preparePart } from '../../src/materializer/preparation';
-import type { PlanPart } from '../../src/materializer/plan';
+import type { PlanPart } from '../../src/materializer/ledger';
 import { FileLocks, readSealedPart, recoverTableStaging } from '../../src/staging';
 import { DIGEST_TRAILER_BYTES, matchesPartChecksum } from '../../src/staging/part-digest';
 import type { SealedPart } from '../../src/staging/sealed-part';

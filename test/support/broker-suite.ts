@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { Admin, Kafka } from 'kafkajs';
-import { ensureTopicsServed, untilTopicServed } from '../../src/kafka/topic-ready';
+import { ensureTopicsServed, untilTopicServed } from '../../src/kafka/protocol/topic-ready';
 import { writeConsumer } from './ingestion-fixture';
 import { testKafka, uniqueName } from './kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
@@ -88,7 +88,7 @@ export async function topicAndConsumer(
   return { topic, name, groupId: `kafka-lance-${name}`, file };
 }
 
-/** Returns once every partition of a topic just created answers (src/kafka/topic-ready.ts says why). */
+/** Returns once every partition of a topic just created answers (src/kafka/protocol/topic-ready.ts says why). */
 export async function untilHosted(admin: Admin, topic: string, partitions: number): Promise<void> {
   await untilTopicServed(admin, topic, partitions);
 }

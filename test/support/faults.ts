@@ -1,7 +1,7 @@
 import * as lancedb from '@lancedb/lancedb';
 import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 import type { Admin, Kafka } from 'kafkajs';
-import { decodeChain, type OwnershipEpoch } from '../../src/ownership/chain';
+import { decodeChain, type ChainEntry } from '../../src/ownership/chain';
 import { produceRecords, type Produced } from './ingestion-fixture';
 import type { LogLine, ReplicaProcess } from '../../src/harness/replica-process';
 
@@ -315,7 +315,7 @@ export async function checkFaultRun(options: {
   for (const e of [...ends].sort((a, b) => a.partition - b.partition)) {
     const c = committed!.partitions.find((p) => p.partition === e.partition);
     const offset = Number(c?.offset ?? -1);
-    const chain: OwnershipEpoch[] = decodeChain(c?.metadata);
+    const chain: ChainEntry[] = decodeChain(c?.metadata);
     const seen = (claims.get(e.partition) ?? []).sort((a, b) => a.time - b.time || a.start - b.start);
     lines.push(
       `p${e.partition}: committed ${offset} / end ${e.high}; chain ${chain.map((x) => entry(label, x)).join(' ')}; claims logged ${seen.map((x) => entry(label, x)).join(' ')}`,
@@ -328,7 +328,7 @@ export async function checkFaultRun(options: {
       problems.push(`p${e.partition}: committed offset ${offset} != log end ${e.high}`);
     // Every claim, in order, must still be in the chain (an older prefix may have been
     // dropped to fit the metadata limit, never an entry after a kept one).
-    const same = (a: Claim, b: OwnershipEpoch) =>
+    const same = (a: Claim, b: ChainEntry) =>
       a.owner === b.owner && a.epoch === b.epoch && a.start === b.start;
     const firstKept = seen.findIndex((s) => chain.some((x) => same(s, x)));
     const expected = firstKept < 0 ? seen : seen.slice(firstKept);

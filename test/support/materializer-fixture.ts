@@ -4,7 +4,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 import { createLogger, silentLogger, type Logger } from '../../src/common/logger';
 import { recordOffset, tpKey, type TopicPartitionKey } from '../../src/common/offsets';
-import type { OwnershipEpoch } from '../../src/ownership/chain';
+import type { ChainEntry } from '../../src/ownership/chain';
 import { Materializer, type MaterializerOptions } from '../../src/materializer/materializer';
 import type { PartitionOwnership } from '../../src/ownership/partition-ownership';
 import { FileLocks, TableStaging, minuteKeyOf, type StagingEpoch } from '../../src/staging';
@@ -109,7 +109,7 @@ export function capturingLogger(): { logger: Logger; lines: Record<string, unkno
 
 export function ownershipOf(
   partitions: number,
-  chain: readonly OwnershipEpoch[],
+  chain: readonly ChainEntry[],
   committed: number,
 ): Map<TopicPartitionKey, PartitionOwnership> {
   return new Map(Array.from({ length: partitions }, (_, p) => [tpKey(TOPIC, p), { chain, committed }]));

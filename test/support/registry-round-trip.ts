@@ -8,7 +8,11 @@ import type { Table } from 'apache-arrow';
 import { ensureIndependentReader, VENV } from '../../qualify/support/independent-reader';
 import { QUALIFY_DIR } from '../../qualify/support/paths';
 import { parseJsonExact } from '../../src/decode/exact-json';
+import { ReplicaProcess, type Exit } from '../../src/harness/replica-process';
+import { plainColumn } from './avro-fixtures';
 import { topicAndConsumer, type BrokerSuite, type TestConsumer } from './broker-suite';
+import { testBrokers } from './kafka';
+import { tempDir } from './rows';
 
 /**
  * What the registry-format round trips (test/integration/schema-registry-*.test.ts) share:
@@ -96,6 +100,78 @@ export async function deadLetters(suite: BrokerSuite, consumer: TestConsumer): P
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as DeadLetter);
+}
+
+/** A framed value whose schema id the registry never gave out (a copy). */
+export function withUnknownSchemaId(framed: Uint8Array): Buffer {
+  const copy = Buffer.from(framed);
+  copy.writeUInt32BE(2_000_000_000, 1);
+  return copy;
+}
+
+export interface RoundTrip {
+  readonly dataDir: string;
+  readonly rows: Table;
+  readonly letters: DeadLetter[];
+  /** How the replica exited its SIGTERM. */
+  readonly exit: Exit;
+}
+
+/**
+ * Runs one replica process of `consumer` on a fresh data directory until its table holds
+ * `rows` rows and `letters` dead letters are written, then stops it with SIGTERM.
+ */
+export async function roundTrip(
+  suite: BrokerSuite,
+  consumer: TestConsumer,
+  name: string,
+  want: { readonly rows: number; readonly letters: number },
+): Promise<RoundTrip> {
+  const dataDir = await tempDir(name);
+  const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
+  const rows = await lanceRows(dataDir, want.rows);
+  const letters = await until(async () => {
+    const l = await deadLetters(suite, consumer);
+    return l.length >= want.letters ? l : undefined;
+  }, `${want.letters} dead letters`);
+  return { dataDir, rows, letters, exit: await replica.kill('SIGTERM') };
+}
+
+/** Each column of `types` has that Arrow type, and each of `expected` those values, as LanceDB reads them. */
+export function expectColumns(
+  rows: Table,
+  types: Readonly<Record<string, string>>,
+  expected: Readonly<Record<string, readonly unknown[]>>,
+): void {
+  for (const [name, type] of Object.entries(types)) {
+    expect([name, String(rows.schema.fields.find((f) => f.name === name)?.type)]).toEqual([name, type]);
+  }
+  for (const [name, values] of Object.entries(expected)) {
+    expect([name, plainColumn(rows, name)]).toEqual([name, values]);
+  }
+}
+
+/** A column's values in offset order. */
+export function columnByOffset(rows: Table, name: string): unknown[] {
+  const offsets = plainColumn(rows, '_offset').map(Number);
+  const values = plainColumn(rows, name);
+  return offsets
+    .map((o, i) => [o, values[i]] as const)
+    .sort((a, b) => a[0] - b[0])
+    .map(([, v]) => v);
+}
+
+/** The same values as pylance (the qualification's independent reader) reads them. */
+export async function expectPylanceColumns(
+  dataDir: string,
+  types: Readonly<Record<string, string>>,
+  expected: Readonly<Record<string, readonly unknown[]>>,
+): Promise<void> {
+  const read = await pylanceRows(dataDir);
+  for (const [name, values] of Object.entries(expected)) {
+    const type = types[name]!;
+    expect([name, read.map((r) => r[name])]).toEqual([name, values.map((v) => asPylance(v, type))]);
+  }
 }
 
 /** The rows as pylance (qualify/.venv, the qualification's independent reader) reads them, by offset. */

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { brokersFromEnv } from '../../config';
-import { COMPRESSION_NAMES, type CompressionName } from '../../kafka/compression/codec';
+import { COMPRESSION_NAMES, type CompressionName } from '../../kafka/protocol/compression/codec';
 import { brokerList, nonNegativeInt, positiveInt, ratio } from './options';
 
 interface ProduceCommandOptions {

@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import { loadConsumer } from '../../config';
 import { parseFaults } from '../../faults/faults';
-import { Replica } from '../../replica';
+import { Replica } from '../../replica/replica';
 import type { HeldSignals } from '../early-signals';
 import { runReplicaLifecycle } from '../replica-lifecycle';
 import { brokersOption, consumerOption, dataDirOption, logLevelOption } from './options';

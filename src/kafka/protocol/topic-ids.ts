@@ -1,7 +1,7 @@
 import { KafkaJSError, type Admin, type Kafka } from 'kafkajs';
-import { errorMessage } from '../common/errors';
-import type { Logger } from '../common/logger';
-import type { PartitionClaim, ClaimIo, RecreatedTopic } from '../ownership/claim';
+import { errorMessage } from '../../common/errors';
+import type { Logger } from '../../common/logger';
+import type { PartitionClaim, ClaimIo, RecreatedTopic } from '../../ownership/claim';
 import {
   METADATA_API_KEY,
   UNKNOWN_TOPIC_OR_PARTITION,

@@ -1,5 +1,5 @@
 import type { Admin, ITopicConfig } from 'kafkajs';
-import { KafkaLanceError, errorMessage } from '../common/errors';
+import { KafkaLanceError, errorMessage } from '../../common/errors';
 import { isFlaggedRetriable } from './kafka-errors';
 
 /** How long a new topic may take to be served before that is an error. */

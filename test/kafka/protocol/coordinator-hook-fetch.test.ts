@@ -1,10 +1,10 @@
-import { CorruptCompressedBatchError, FetchExpansion } from '../../src/kafka/compression';
+import { CorruptCompressedBatchError, FetchExpansion } from '../../../src/kafka/protocol/compression';
 import {
   corruptPartition,
   decompressedSized,
   type FetchRequest,
   type FetchResponse,
-} from '../../src/kafka/coordinator-hook';
+} from '../../../src/kafka/protocol/coordinator-hook';
 
 const partition = (p: number) => ({ partition: p, fetchOffset: '0', maxBytes: 4 * 1024 * 1024 });
 

@@ -4,7 +4,7 @@ import {
   encodeMetadataRequest,
   metadataVersionFor,
   uuidText,
-} from '../../src/kafka/metadata-protocol';
+} from '../../../src/kafka/protocol/metadata-protocol';
 
 /**
  * The Metadata v10-12 codec that learns topic ids (kafkajs 2.2.4 stops at v6). The

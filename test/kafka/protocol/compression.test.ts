@@ -8,12 +8,12 @@ import {
   FetchExpansion,
   kafkajsCodec,
   MAX_DECOMPRESSED_BATCH_BYTES,
-} from '../../src/kafka/compression';
-import type { BatchCodec, CompressionName } from '../../src/kafka/compression';
-import { gzipCodec } from '../../src/kafka/compression/gzip';
-import { lz4Codec, lz4DecompressedBound } from '../../src/kafka/compression/lz4';
-import { snappyCodec, SnappyFramingError } from '../../src/kafka/compression/snappy';
-import { zstdCodec } from '../../src/kafka/compression/zstd';
+} from '../../../src/kafka/protocol/compression';
+import type { BatchCodec, CompressionName } from '../../../src/kafka/protocol/compression';
+import { gzipCodec } from '../../../src/kafka/protocol/compression/gzip';
+import { lz4Codec, lz4DecompressedBound } from '../../../src/kafka/protocol/compression/lz4';
+import { snappyCodec, SnappyFramingError } from '../../../src/kafka/protocol/compression/snappy';
+import { zstdCodec } from '../../../src/kafka/protocol/compression/zstd';
 
 // Made by the reference encoders (compression-fixtures/make-fixtures.sh): kafka-clients
 // 3.9.1's Lz4BlockOutputStream, snappy-java and zstd-jni as the Java producer calls them,

@@ -43,9 +43,8 @@ export function zlibCapped<T>(maxBytes: number, call: () => T): T {
   }
 }
 
-/** The codecs a producer can name in a record batch's attributes (and `--compression`). */
-export const COMPRESSION_NAMES = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
-export type CompressionName = (typeof COMPRESSION_NAMES)[number];
+// A configuration's vocabulary (the dead-letter topic's compression) as much as the codecs'.
+export { COMPRESSION_NAMES, type CompressionName } from '../../../config/compression-names';
 
 /**
  * A synchronous library call as the promise kafkajs's codec interface wants, a throw

@@ -5,7 +5,7 @@ import type { ResolvedConsumer } from '../config';
 import { decodeChain } from '../ownership/chain';
 import type { OwnershipRow } from '../ownership/partition-ownership';
 import { SequencedSnapshots } from '../ownership/snapshots';
-import { groupTopics } from './group-topics';
+import { groupTopics } from '../kafka/group-topics';
 
 /**
  * Feeds the materializer's planner every partition's chain and landed commit, owned

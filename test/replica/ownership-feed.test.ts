@@ -1,6 +1,6 @@
 import type { Admin } from 'kafkajs';
 import type { ResolvedConsumer } from '../../src/config';
-import { ownershipReader } from '../../src/kafka/ownership-feed';
+import { ownershipReader } from '../../src/replica/ownership-feed';
 
 /**
  * A topic a pattern matched is deleted: Kafka drops the group's committed offsets with

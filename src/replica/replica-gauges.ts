@@ -1,7 +1,7 @@
 import type { Admin } from 'kafkajs';
-import type { Ingestion } from './kafka/ingestion';
-import type { Metrics } from './metrics/metrics';
-import type { StagingPool } from './pool/staging-pool';
+import type { Ingestion } from '../kafka/ingestion';
+import type { Metrics } from '../metrics/metrics';
+import type { StagingPool } from '../pool/staging-pool';
 
 /**
  * Gauges read off the running stages every second: the staging queue and parts, and

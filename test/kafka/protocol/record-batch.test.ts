@@ -1,6 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { decodeRecord, DROPPED_HEADERS, MAX_HEADERS_PER_RECORD } from '../../src/kafka/record-decoding';
+import {
+  decodeRecord,
+  DROPPED_HEADERS,
+  MAX_HEADERS_PER_RECORD,
+} from '../../../src/kafka/protocol/record-batch';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- kafkajs 2.2.4 internals, the reference */
 const Decoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) => unknown;
@@ -165,26 +169,26 @@ describe('installRecordDecoder', () => {
   // jest's module registry has no require.cache to patch: a plain node process, on the build.
   it("makes kafkajs's record batch decoder call decodeRecord, when installed before it loads", () => {
     const script = `
-      const m = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/kafka/record-decoding.js'))});
+      const m = require(${JSON.stringify(path.resolve(__dirname, '../../../dist/src/kafka/protocol/record-batch.js'))});
       const installed = m.installRecordDecoder();
       const used = require('kafkajs/src/protocol/recordBatch/record/v0/decoder') === m.decodeRecord;
       require('kafkajs/src/protocol/recordBatch/v0/decoder');
       process.stdout.write(JSON.stringify({ installed, used, again: m.installRecordDecoder() }));
     `;
-    const out = execFileSync(process.execPath, ['-e', script], { cwd: path.resolve(__dirname, '../..') });
+    const out = execFileSync(process.execPath, ['-e', script], { cwd: path.resolve(__dirname, '../../..') });
     expect(JSON.parse(out.toString())).toEqual({ installed: true, used: true, again: true });
   });
 
   // An import order that loads kafkajs's batch decoder first would quietly keep its slow one.
   it('is in place once the replica module is loaded, before any fetch', () => {
     const script = `
-      require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/replica.js'))});
-      const f = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/kafka/fetched-batch.js'))});
-      const m = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/kafka/record-decoding.js'))});
+      require(${JSON.stringify(path.resolve(__dirname, '../../../dist/src/replica/replica.js'))});
+      const f = require(${JSON.stringify(path.resolve(__dirname, '../../../dist/src/kafka/protocol/fetched-batch.js'))});
+      const m = require(${JSON.stringify(path.resolve(__dirname, '../../../dist/src/kafka/protocol/record-batch.js'))});
       const used = require('kafkajs/src/protocol/recordBatch/record/v0/decoder') === m.decodeRecord;
       process.stdout.write(JSON.stringify({ installed: f.RECORD_DECODER_INSTALLED, used }));
     `;
-    const out = execFileSync(process.execPath, ['-e', script], { cwd: path.resolve(__dirname, '../..') });
+    const out = execFileSync(process.execPath, ['-e', script], { cwd: path.resolve(__dirname, '../../..') });
     expect(JSON.parse(out.toString())).toEqual({ installed: true, used: true });
   });
 });

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Kafka } from 'kafkajs';
-import { forgetTopics, trackClusters } from '../../src/kafka/coordinator-hook';
+import { forgetTopics, trackClusters } from '../../../src/kafka/protocol/coordinator-hook';
 
 /**
  * A replica makes kafkajs clients for as long as it runs (an admin for each offset read

@@ -1,7 +1,7 @@
 import { trackClusters } from './coordinator-hook';
 import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
-import type { Logger } from '../common/logger';
-import type { ResolvedConsumer } from '../config';
+import type { Logger } from '../../common/logger';
+import type { ResolvedConsumer } from '../../config';
 import { CORRUPT_BATCH_MESSAGE, registerCompressionCodecs } from './compression';
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {

@@ -11,7 +11,7 @@
  * what the fetch covered, never from its last message.
  */
 
-import { installRecordDecoder } from './record-decoding';
+import { installRecordDecoder } from './record-batch';
 
 /** A record as kafkajs decodes it, with the header of the record batch it came in. */
 interface FetchedRecord {

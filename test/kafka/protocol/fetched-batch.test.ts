@@ -3,7 +3,7 @@ import {
   fetchedBatch,
   hideAbortedRecords,
   type AnsweredPartition,
-} from '../../src/kafka/fetched-batch';
+} from '../../../src/kafka/protocol/fetched-batch';
 
 /** A record as kafkajs 2.2.4 decodes it from a record batch (v2) of `first`..`first + delta`. */
 function record(

@@ -1,7 +1,11 @@
-import { freeBytes } from '../common/disk-space';
-import type { DiskStage } from '../common/errors';
-import type { Logger } from '../common/logger';
-import type { Metrics } from '../metrics/metrics';
+import { freeBytes } from './disk-space';
+import type { DiskStage } from './errors';
+import type { Logger } from './logger';
+
+/** `kafka_lance_disk_full{stage}`: 1 while that stage's disk is full (fed here, kept by metrics/). */
+export interface DiskFullGauge {
+  set(labels: { stage: DiskStage }, value: number): void;
+}
 
 /** Where a write met a full disk. */
 export interface DiskFullReport {
@@ -23,9 +27,9 @@ export class DiskPressure {
 
   constructor(
     private readonly logger: Logger,
-    private readonly metrics: Metrics,
+    private readonly diskFull: DiskFullGauge,
   ) {
-    for (const stage of ['staging', 'lance'] as const) metrics.diskFull.set({ stage }, 0);
+    for (const stage of ['staging', 'lance'] as const) diskFull.set({ stage }, 0);
   }
 
   get full(): boolean {
@@ -46,7 +50,7 @@ export class DiskPressure {
     if (this.#full.has(stage)) return;
     const wasFull = this.full;
     this.#full.set(stage, { ...report, since: Date.now() });
-    this.metrics.diskFull.set({ stage }, 1);
+    this.diskFull.set({ stage }, 1);
     void freeBytes(report.path).then((free) =>
       this.logger.error(
         {
@@ -67,7 +71,7 @@ export class DiskPressure {
     const episode = this.#full.get(stage);
     if (!episode) return;
     this.#full.delete(stage);
-    this.metrics.diskFull.set({ stage }, 0);
+    this.diskFull.set({ stage }, 0);
     void freeBytes(episode.path).then((free) =>
       this.logger.info(
         {

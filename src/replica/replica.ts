@@ -1,47 +1,45 @@
 import * as path from 'node:path';
 import { Partitioners, type Admin, type Producer } from 'kafkajs';
 import { ulid } from 'ulid';
-import { lockDataDir, type DataDirLock } from './common/data-dir-lock';
-import { createLogger, type Logger } from './common/logger';
-import { loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from './config';
-import { REGISTRY_FORMATS } from './config/formats';
-import { FileDeadLetterSink, type DeadLetterSink } from './dead-letters/dead-letter';
-import { createKafka } from './kafka/client';
-import { compressionType } from './kafka/compression';
-import { KafkaDeadLetterSink } from './kafka/dead-letter-topic';
-import { DiskPressure } from './kafka/disk-pressure';
-import { RECORD_DECODER_INSTALLED } from './kafka/fetched-batch';
-import { Ingestion } from './kafka/ingestion';
-import { chainBound } from './ownership/chain';
-import { OwnershipFeed } from './kafka/ownership-feed';
-import { StagedBatchReports } from './kafka/staged-batch-reports';
-import { redactStorageOptions } from './lance/store-config';
-import { redactedClient, withoutUserInfo } from './common/redaction';
-import { startLanceStore } from './lance/store-start';
-import { MaterializerHost } from './materializer/host';
-import type { MaterializerWorkerInit } from './materializer/worker-protocol';
-import { Metrics } from './metrics/metrics';
-import { OffsetTracker } from './ownership/offset-tracker';
-import { StagingPool } from './pool/staging-pool';
+import { lockDataDir, type DataDirLock } from '../common/data-dir-lock';
+import { createLogger, type Logger } from '../common/logger';
+import { loadConsumer, type ConsumerOverrides, type ResolvedConsumer } from '../config';
+import { REGISTRY_FORMATS } from '../config/formats';
+import { FileDeadLetterSink, type DeadLetterSink } from '../dead-letters/dead-letter';
+import { createKafka } from '../kafka/protocol/client';
+import { compressionType } from '../kafka/protocol/compression';
+import { KafkaDeadLetterSink } from '../kafka/protocol/dead-letter-topic';
+import { DiskPressure } from '../common/disk-pressure';
+import { RECORD_DECODER_INSTALLED } from '../kafka/protocol/fetched-batch';
+import { Ingestion } from '../kafka/ingestion';
+import { chainBound } from '../ownership/chain';
+import { OwnershipFeed } from './ownership-feed';
+import { StagedBatchReports } from './staged-batch-reports';
+import { redactStorageOptions } from '../lance/store-config';
+import { redactedClient, withoutUserInfo } from '../common/redaction';
+import { startLanceStore } from '../lance/store-start';
+import { MaterializerHost } from '../materializer/host';
+import type { MaterializerWorkerInit } from '../materializer/worker-protocol';
+import { Metrics } from '../metrics/metrics';
+import { OffsetTracker } from '../ownership/offset-tracker';
+import { StagingPool } from '../pool/staging-pool';
 import { startReplicaGauges } from './replica-gauges';
-import { SchemaSource } from './schema-registry/schema-source';
-import { FileLocks } from './staging/file-locks';
-import { recoverStagingTables, recoverTableStaging } from './staging/recovery';
-import { tableStagingDir } from './staging/table-staging';
-import { NO_FAULTS, type Faults } from './faults/faults';
-import { replicaHooks } from './faults/replica-hooks';
-import { shareFaults } from './faults/thread-faults';
-import { kafkaLeaveGroup, PreviousMember } from './kafka/previous-member';
+import { SchemaSource } from '../schema-registry/schema-source';
+import { FileLocks } from '../staging/file-locks';
+import { recoverStagingTables, recoverTableStaging } from '../staging/recovery';
+import { tableStagingDir } from '../staging/table-staging';
+import { NO_FAULTS, type Faults } from '../faults/faults';
+import { replicaHooks } from '../faults/replica-hooks';
+import { shareFaults } from '../faults/thread-faults';
+import { kafkaLeaveGroup, PreviousMember } from '../kafka/previous-member';
 import {
   checkDeclaredTypes,
   checkTableMode,
   checkTopicsExist,
-  lanceTargetOf,
   logCommittedOffsets,
-  tableColumns,
-  tableKeyType,
   logJsonDecoder,
 } from './startup-checks';
+import { lanceTargetOf, tableColumns, tableKeyType } from '../lance/table-seeds';
 
 export interface ReplicaOptions {
   readonly consumerPath: string;
@@ -214,7 +212,7 @@ export class Replica {
     // A routing consumer's lanes read each table's columns when they first see it.
     const knownFields = fixedTable ? await tableColumns(consumer, log) : [];
     const keyType = fixedTable ? await tableKeyType(consumer, log) : undefined;
-    const diskPressure = new DiskPressure(log, metrics);
+    const diskPressure = new DiskPressure(log, metrics.diskFull);
     // Before the staging pool, whose sealed parts it takes: made in the order they report to each other.
     const materializer = consumer.materializer.enabled
       ? await MaterializerHost.start(
@@ -277,7 +275,6 @@ export class Replica {
           initialEpoch: 0,
           metrics,
           tableDir,
-          killAtCommit: faults.killAtCommit,
           previousMember,
         }),
       reportFailure,

@@ -1,5 +1,5 @@
 import { crc32c } from '@node-rs/crc32';
-import { KafkaLanceError } from '../../common/errors';
+import { KafkaLanceError } from '../../../common/errors';
 import type { CompressionName } from './codec';
 
 /**

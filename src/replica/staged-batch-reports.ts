@@ -24,7 +24,7 @@ export class StagedBatchReports {
     this.#metrics.stagedRecords.inc(this.#table, result.staged);
     this.#metrics.stagedBytes.inc(this.#table, result.stagedBytes);
     if (result.deadLetters.length > 0) {
-      this.#tracker.addPendingDeadLetters(
+      this.#tracker.holdOffsets(
         topic,
         partition,
         result.deadLetters.map((d) => d.offset),

@@ -1,8 +1,8 @@
 import { CompressionTypes, type Producer } from 'kafkajs';
-import { DeadLetterWriteError, errorMessage } from '../common/errors';
-import type { DeadLetter, DeadLetterSink } from '../dead-letters/dead-letter';
+import { DeadLetterWriteError, errorMessage } from '../../common/errors';
+import type { DeadLetter, DeadLetterSink } from '../../dead-letters/dead-letter';
 import { isRefusedAsTooLarge, produceFailureOf } from './kafka-errors';
-import { scrubSecrets } from '../common/redaction';
+import { scrubSecrets } from '../../common/redaction';
 
 /** Dead letters to a Kafka topic, with Kafka Connect's `__connect.errors.*` headers. */
 export class KafkaDeadLetterSink implements DeadLetterSink {

@@ -5,18 +5,18 @@ import { quarantinePart } from '../staging/quarantine';
 import type { SealedPartCatalog } from '../staging/sealed-catalog';
 import { SCHEMA_REASONS, type FailurePolicy, type PublicationFailureReason } from './failure';
 import type { PublicationCounters } from './materializer-stats';
-import { ledger, type Plan, type QuarantineRecord } from './plan';
+import { ledger, type Plan, type QuarantineRecord } from './ledger';
 import { quarantinePlan } from './quarantine-plan';
 
 /**
- * Setting aside a plan that failed for good: its parts to the staging quarantine and,
+ * Quarantining a plan that failed for good ("set aside" in its log): its parts to the staging quarantine and,
  * when the table refused its rows' schema, its rows to the dead-letter file
  * (quarantine-plan.ts); only the damaged part when one part of it is unreadable. Never
  * dropped; the other publications go on.
  */
 
-/** What a set-aside touches besides the plan: the ledger's directory, the catalog, the retry policy, the counts. */
-export interface SetAsideContext {
+/** What a quarantine touches besides the plan: the ledger's directory, the catalog, the retry policy, the counts. */
+export interface QuarantineContext {
   readonly tableDir: string;
   readonly deadLetterFile: string;
   readonly catalog: SealedPartCatalog;
@@ -26,15 +26,15 @@ export interface SetAsideContext {
 }
 
 /** Moves a permanently failed plan out of the way (quarantine-plan.ts); false if that failed (retried later). */
-export async function setAside(
-  ctx: SetAsideContext,
+export async function quarantineFailed(
+  ctx: QuarantineContext,
   plan: Plan,
   record: QuarantineRecord,
   now: number,
 ): Promise<boolean> {
   const deadLetterRows = SCHEMA_REASONS.has(record.reason);
   try {
-    if (await setAsideDamagedPart(ctx, plan, record)) return true;
+    if (await quarantineDamagedPart(ctx, plan, record)) return true;
     const outcome = await quarantinePlan({
       tableDir: ctx.tableDir,
       plan,
@@ -86,8 +86,8 @@ export async function setAside(
  * Before, the whole plan (good parts with it) was set aside, their rows in no table and
  * no dead-letter file.
  */
-async function setAsideDamagedPart(
-  ctx: SetAsideContext,
+async function quarantineDamagedPart(
+  ctx: QuarantineContext,
   plan: Plan,
   record: QuarantineRecord,
 ): Promise<boolean> {

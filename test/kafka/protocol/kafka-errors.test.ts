@@ -6,8 +6,8 @@ import {
   offsetOutOfRangeIn,
   produceFailureOf,
   rejoinRequest,
-} from '../../src/kafka/kafka-errors';
-import { TopicRecreatedError } from '../../src/kafka/topic-ids';
+} from '../../../src/kafka/protocol/kafka-errors';
+import { TopicRecreatedError } from '../../../src/kafka/protocol/topic-ids';
 
 const protocolError = (type: string, retriable: boolean) =>
   new KafkaJSProtocolError(Object.assign(new Error(`broker says ${type}`), { type, code: 0, retriable }));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the compressed fixtures of test/kafka/compression.test.ts with the reference
+# Makes the compressed fixtures of test/kafka/protocol/compression.test.ts with the reference
 # encoders: the Java producer's (Kafka 3.9.1 jars from deploy/kafka-local's cache) and
 # the lz4 and zstd command-line tools (Debian's lz4 and zstd packages). The outputs are
 # committed; run again only to change them.

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ledger, plansDir, type Plan, type PlanPart } from '../../src/materializer/plan';
+import { ledger, plansDir, type Plan, type PlanPart } from '../../src/materializer/ledger';
 import type { StagingEpoch } from '../../src/staging/epoch';
 
 const EPOCH: StagingEpoch = { owner: 'o', epoch: 1 };
