@@ -38,16 +38,13 @@ export function crashPointAfter(name: CrashPointName, ms: number): () => void {
   return () => clearTimeout(timer);
 }
 
-let answeredCommits = 0;
-
 /**
  * Test-only: Faults.killAtCommit (KAFKA_LANCE_TEST_KILL_AT_COMMIT=<n>) SIGKILLs the
  * process when its nth data commit is answered, before the answer is recorded: the
- * broker holds offsets this replica never learned it committed.
+ * broker holds offsets this replica never learned it committed. `answered` is the
+ * committer's own count (1 for its first), so two replicas in one process never share it.
  */
-export function commitAnswered(): void {
+export function commitAnswered(answered: number): void {
   const at = threadFaults().killAtCommit;
-  if (at === undefined) return;
-  answeredCommits += 1;
-  if (answeredCommits >= at) process.kill(process.pid, 'SIGKILL');
+  if (at !== undefined && answered >= at) process.kill(process.pid, 'SIGKILL');
 }

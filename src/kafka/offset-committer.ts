@@ -26,6 +26,8 @@ export interface OffsetCommitterDeps {
 export class OffsetCommitter {
   readonly #deps: OffsetCommitterDeps;
   readonly #consumer: Pick<Consumer, 'commitOffsets'>;
+  /** Data commits the broker answered as landed (the test-only killAtCommit counts them). */
+  #answered = 0;
 
   constructor(deps: OffsetCommitterDeps, consumer: Pick<Consumer, 'commitOffsets'>) {
     this.#deps = deps;
@@ -39,7 +41,8 @@ export class OffsetCommitter {
     if (commits.length === 0 || !generation) return;
     const outcome = await s.fence.commit(generation, () => this.send(commits));
     if (outcome.kind === 'landed') {
-      commitAnswered(); // test-only fault: may die here, before recording the answer
+      this.#answered += 1;
+      commitAnswered(this.#answered); // test-only fault: may die here, before recording the answer
       s.tracker.landed(commits);
       s.events.committed(commits);
     } else if (outcome.kind === 'not-sent') {

@@ -58,7 +58,7 @@ export type BeforeAdd = (versionBefore: number) => Promise<void>;
  * is never added again here: the publisher retries it as a failed publication from
  * `writing`.
  */
-export type AfterAdd = (addError: LanceWriteError | undefined) => Promise<unknown>;
+export type AfterAdd = (addError: LanceWriteError | undefined) => Promise<void>;
 
 /** One publication's rows for `LanceTable.append`, with the ledger's steps around the add. */
 export interface AppendRequest {

@@ -127,7 +127,7 @@ export class Publisher {
         afterAdd: async (addError) => {
           const t0 = performance.now();
           try {
-            return await this.#check.afterAdd(plan, this.#writeOf(plan), record!, addError, () =>
+            await this.#check.afterAdd(plan, this.#writeOf(plan), record!, addError, () =>
               publicationKeys(prepared),
             );
           } finally {
