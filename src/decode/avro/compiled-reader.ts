@@ -8,6 +8,7 @@ import type { ListBuilder, StructBuilder } from '../nested-builders';
 import type { VariableWidthBuilder } from '../variable-width-builders';
 import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS } from '../timestamp';
 import { HEADER_BYTES } from '../../schema-registry/wire-format';
+import { minBytes } from './block-counts';
 
 /**
  * A reader compiled once per writer schema that reads a datum's binary straight into the
@@ -254,7 +255,8 @@ function blocks(
       if (varint(buf, pos, end) !== varint(buf, pos, end)) return FALLBACK;
       pos = after;
     }
-    // Items take at least a byte here (no item type is empty); a larger count is malformed.
+    // Items take at least a byte here (arrays of empty items are not compiled), so a larger
+    // count is malformed: the reference path refuses it (block-counts.ts) without reading it.
     if (n > end - pos) return FALLBACK;
     for (; n > 0; n--) {
       pos = item(buf, pos, end);
@@ -454,6 +456,9 @@ function compileNode(type: avro.Type, field: DeclaredField): Node {
     }
     case 'array':
       if (field.type !== 'list') throw new NotCompiled('an array that is not a list');
+      // Items of no bytes are bounded by a count of them, not by the bytes left (block-counts.ts).
+      if (minBytes((type as avro.types.ArrayType).itemsType) === 0)
+        throw new NotCompiled('an array of items that take no bytes');
       return arrayNode(compileNode((type as avro.types.ArrayType).itemsType, field.items));
     case 'map': {
       const entry = field.type === 'list' ? field.items : undefined;

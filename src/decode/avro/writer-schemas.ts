@@ -3,11 +3,14 @@ import { errorMessage } from '../../common/errors';
 import { HEADER_BYTES } from '../../schema-registry/wire-format';
 import type { RegistryPayloadFormat, RegistryVerdict } from '../registry-writer-schemas';
 import { avroColumns, type AvroColumns } from './avro-mapping';
+import { blockCountCheck, type BlockCountCheck } from './block-counts';
 import { compileAvroReader, NotCompiled, type CompiledAvroReader } from './compiled-reader';
 
 interface ParsedAvro {
   readonly type: avro.Type;
   readonly columns: AvroColumns;
+  /** Refuses a datum whose array or map counts avsc would loop on; undefined: the schema has none. */
+  readonly blockCounts: BlockCountCheck | undefined;
   /** Reads this schema's records straight into the columns; undefined: the schema is left to `decode`. */
   readonly compiled: CompiledAvroReader | undefined;
 }
@@ -51,11 +54,13 @@ export const AVRO_PAYLOADS: RegistryPayloadFormat<ParsedAvro> = {
       registry: { long: EXACT_LONG },
     });
     const columns = avroColumns(json);
-    return { type, columns, compiled: compiledOf(type, columns) };
+    return { type, columns, blockCounts: blockCountCheck(type), compiled: compiledOf(type, columns) };
   },
   compiled: (parsed) => parsed.compiled,
   decode(parsed, value) {
     const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    const badBlocks = parsed.blockCounts?.(buf, HEADER_BYTES);
+    if (badBlocks !== undefined) return undecodable(badBlocks);
     let decoded: { value: unknown; offset: number };
     try {
       decoded = parsed.type.decode(buf, HEADER_BYTES);
