@@ -15,6 +15,7 @@ import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runAvroArm } from './lib/avro-arm';
+import { runProtobufArm } from './lib/protobuf-arm';
 import { runChildArm } from './lib/child-arm';
 import { ensureVenv } from './lib/python-venv';
 import { stageAccount, summarizeProfiles } from './lib/cpu-profile';
@@ -38,6 +39,7 @@ const ALL_ARMS = [
   'e2e-streamed',
   'e2e-avro',
   'e2e-avro-reference',
+  'e2e-protobuf',
   'e2e-gzip',
   'e2e-snappy',
   'e2e-lz4',
@@ -224,6 +226,10 @@ async function runArms(
           { records: data.records, partitions: PARTITIONS, brokers, reference: id === 'e2e-avro-reference' },
           log,
         );
+        break;
+      case 'e2e-protobuf':
+        // The same records in Protobuf, on a topic of their own (bench/lib/protobuf-arm.ts).
+        result = await runProtobufArm({ records: data.records, partitions: PARTITIONS, brokers }, log);
         break;
       case 'naive-node':
         result = await runChildArm(

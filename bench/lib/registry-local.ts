@@ -1,0 +1,31 @@
+/**
+ * The Schema Registry of the registry-format arms: SCHEMA_REGISTRY_URL, else
+ * deploy/schema-registry-local started here (when not already running) and stopped after.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as path from 'node:path';
+
+const REPO = path.resolve(__dirname, '../../..');
+const REGISTRY_SCRIPT = path.join(REPO, 'deploy/schema-registry-local/schema-registry-local');
+
+/** Runs `use` with a registry's URL. */
+export async function withRegistry<T>(
+  log: (line: string) => void,
+  use: (url: string) => Promise<T>,
+): Promise<T> {
+  const given = process.env.SCHEMA_REGISTRY_URL;
+  const wasRunning = given !== undefined || spawnSync(REGISTRY_SCRIPT, ['status']).status === 0;
+  if (!wasRunning) {
+    log('starting the local Schema Registry (deploy/schema-registry-local)');
+    execFileSync(REGISTRY_SCRIPT, ['start'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  }
+  const url = given ?? execFileSync(REGISTRY_SCRIPT, ['url'], { encoding: 'utf8' }).trim();
+  try {
+    return await use(url);
+  } finally {
+    if (!wasRunning) {
+      log('stopping the local Schema Registry');
+      execFileSync(REGISTRY_SCRIPT, ['stop'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    }
+  }
+}
