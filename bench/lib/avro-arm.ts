@@ -8,7 +8,7 @@ import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { avroLog, LOG_V1 } from '../../src/cli/avro-log-records';
 import { produceDataset } from './kafka';
 import { benchRecord } from './records';
-import { withRegistry } from './registry-local';
+import { registryTopic, withRegistry } from './registry-local';
 import { runReplicaArm } from './replica-arm';
 import type { ArmResult } from './result';
 
@@ -23,11 +23,11 @@ export interface AvroArmOptions {
 export async function runAvroArm(o: AvroArmOptions, log: (line: string) => void): Promise<ArmResult> {
   return withRegistry(log, async (url) => {
     const registry = new SchemaRegistry({ host: url });
-    const topic = `bench-logs-avro-${o.records}`;
     const { id } = await registry.register(
       { type: SchemaType.AVRO, schema: JSON.stringify(LOG_V1) },
-      { subject: `${topic}-value` },
+      { subject: 'bench-logs-avro-value' },
     );
+    const topic = registryTopic('avro', o.records, url, id);
     const encode = (json: string) => registry.encode(id, avroLog(json));
     let data = await produceDataset(o.brokers, topic, o.records, o.partitions, log, encode);
     if (data.reused) {

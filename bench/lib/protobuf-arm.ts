@@ -9,7 +9,7 @@ import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import * as protobuf from 'protobufjs';
 import { produceDataset } from './kafka';
 import { benchRecord } from './records';
-import { withRegistry } from './registry-local';
+import { registryTopic, withRegistry } from './registry-local';
 import { runReplicaArm } from './replica-arm';
 import type { ArmResult } from './result';
 
@@ -63,11 +63,11 @@ export function protobufEncoder(id: number): (json: string) => Buffer {
 export async function runProtobufArm(o: ProtobufArmOptions, log: (line: string) => void): Promise<ArmResult> {
   return withRegistry(log, async (url) => {
     const registry = new SchemaRegistry({ host: url });
-    const topic = `bench-logs-protobuf-${o.records}`;
     const { id } = await registry.register(
       { type: SchemaType.PROTOBUF, schema: LOG_PROTO },
-      { subject: `${topic}-value` },
+      { subject: 'bench-logs-protobuf-value' },
     );
+    const topic = registryTopic('protobuf', o.records, url, id);
     const encode = protobufEncoder(id);
     let data = await produceDataset(o.brokers, topic, o.records, o.partitions, log, (json) =>
       Promise.resolve(encode(json)),

@@ -3,6 +3,7 @@
  * deploy/schema-registry-local started here (when not already running) and stopped after.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 
 const REPO = path.resolve(__dirname, '../../..');
@@ -28,4 +29,14 @@ export async function withRegistry<T>(
       execFileSync(REGISTRY_SCRIPT, ['stop'], { stdio: ['ignore', 'inherit', 'inherit'] });
     }
   }
+}
+
+/**
+ * The topic of a registry arm's records: a topic is reused when it holds the records, and its
+ * values name a schema id of one registry (a registry started afresh may give the id to another
+ * schema), so the name says which registry and id.
+ */
+export function registryTopic(format: string, records: number, url: string, schemaId: number): string {
+  const registry = createHash('sha256').update(url).digest('hex').slice(0, 8);
+  return `bench-logs-${format}-${records}-${registry}-${schemaId}`;
 }
