@@ -31,7 +31,7 @@ import { SEQUENCE_COLUMN, type Envelope, type Truncates } from '../config/upsert
 import { convertRows } from './row-conversion';
 import { MAX_TABLE_FIELDS } from './schema-budget';
 import type { DecodedBatch, DecodedSegment } from './decoded-batch';
-import { CompiledRows } from './avro/compiled-rows';
+import { CompiledRows } from './compiled-rows';
 
 export type { RawMessage } from './raw-message';
 
@@ -133,7 +133,7 @@ export class RecordDecoder {
    * map to different columns.
    */
   readonly #admittedSchemas = new Set<string>();
-  /** Avro: writer schemas' compiled readers (compiled-reader.ts) when this decoder may use them. */
+  /** Avro, Protobuf: writer schemas' compiled readers (compiled-rows.ts) when this decoder may use them. */
   readonly #compiled: CompiledRows | undefined;
   /** Declared JSON fields the native decoder takes: it reads each batch first. */
   readonly #native: NativeJsonColumns | undefined;

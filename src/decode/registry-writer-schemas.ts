@@ -1,6 +1,6 @@
 import type { NamedField } from '../config';
 import { errorMessage } from '../common/errors';
-import type { CompiledAvroReader } from './avro/compiled-reader';
+import type { CompiledReader } from './compiled-rows';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
 import {
   HEADER_BYTES,
@@ -56,8 +56,11 @@ export interface RegistryPayloadFormat<Parsed> {
    * need not name the schema id: it is prefixed with it.
    */
   decode(parsed: Parsed, value: Uint8Array): Omit<RegistryRow, 'schemaId'> | RegistryVerdict;
-  /** A reader of the schema's records straight into the column builders, where there is one. */
-  compiled?(parsed: Parsed): CompiledAvroReader | undefined;
+  /**
+   * A reader of the value's records straight into the column builders, where the schema (and
+   * the value's message type, `message` as in RegistryRow) has one.
+   */
+  compiled?(parsed: Parsed, value: Uint8Array): { reader: CompiledReader; message?: string } | undefined;
 }
 
 type Entry<Parsed> = { readonly parsed: Parsed } | { readonly verdict: RegistryVerdict };
@@ -163,22 +166,26 @@ export class RegistryWriterSchemas<Parsed> {
   }
 
   /**
-   * A framed value's compiled reader and schema id, when its schema is parsed and has one
-   * (the schema moves to the recently-used end, as with `decode`); else undefined and the
-   * value goes to `decode`.
+   * A framed value's compiled reader and writer (its schema id, and `/` its message-index path
+   * where the format has several types per schema: the record decoder's name for a writer),
+   * when its schema is parsed and has one (the schema moves to the recently-used end, as with
+   * `decode`); else undefined and the value goes to `decode`.
    */
   compiledReader(
     value: Uint8Array,
-  ): { readonly schemaId: number; readonly reader: CompiledAvroReader } | undefined {
+  ): { readonly writer: string; readonly reader: CompiledReader } | undefined {
     if (!this.payloads.compiled || value.byteLength < HEADER_BYTES || value[0] !== 0) return undefined;
     const schemaId = ((value[1]! << 24) | (value[2]! << 16) | (value[3]! << 8) | value[4]!) >>> 0;
     const entry = this.#parsed.get(schemaId);
     if (!entry || 'verdict' in entry) return undefined;
-    const reader = this.payloads.compiled(entry.parsed);
-    if (!reader) return undefined;
+    const found = this.payloads.compiled(entry.parsed, value);
+    if (!found) return undefined;
     this.#parsed.delete(schemaId);
     this.#parsed.set(schemaId, entry);
-    return { schemaId, reader };
+    return {
+      writer: found.message === undefined ? String(schemaId) : `${schemaId}/${found.message}`,
+      reader: found.reader,
+    };
   }
 
   #parse(s: WriterSchema): Entry<Parsed> {

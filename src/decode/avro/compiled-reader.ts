@@ -2,6 +2,7 @@ import type * as avro from 'avsc';
 import { isUtf8 } from 'node:buffer';
 import type { DeclaredField } from '../../config';
 import type { ColumnBuilder } from '../column-builder';
+import type { CompiledReader } from '../compiled-rows';
 import type { BoolBuilder, FixedWidthBuilder } from '../fixed-width-builders';
 import type { DecimalBuilder, NumericBuilder } from '../declared-builders';
 import type { ListBuilder, StructBuilder } from '../nested-builders';
@@ -26,14 +27,7 @@ import { minBytes } from './block-counts';
  * (a JavaScript object reorders or drops them) — goes to the reference decoder, which gives
  * its row or dead letter as before.
  */
-export interface CompiledAvroReader {
-  /** The writer's top-level fields' column types, in the order of the datum. */
-  readonly fields: readonly { readonly name: string; readonly field: DeclaredField }[];
-  /** Whether `append` stores this framed value exactly as the reference decoder would. */
-  check(value: Buffer): boolean;
-  /** Appends a checked value's fields, each into `builders[i]` (undefined: skipped). */
-  append(value: Buffer, builders: readonly (ColumnBuilder | undefined)[]): void;
-}
+export type CompiledAvroReader = CompiledReader;
 
 /** A schema the compiled reader leaves to the reference decoder. */
 export class NotCompiled extends Error {}

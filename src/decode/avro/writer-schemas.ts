@@ -56,7 +56,7 @@ export const AVRO_PAYLOADS: RegistryPayloadFormat<ParsedAvro> = {
     const columns = avroColumns(json);
     return { type, columns, blockCounts: blockCountCheck(type), compiled: compiledOf(type, columns) };
   },
-  compiled: (parsed) => parsed.compiled,
+  compiled: (parsed) => (parsed.compiled ? { reader: parsed.compiled } : undefined),
   decode(parsed, value) {
     const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
     const badBlocks = parsed.blockCounts?.(buf, HEADER_BYTES);

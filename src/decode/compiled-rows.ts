@@ -1,12 +1,26 @@
-import type { BatchColumns } from '../batch-columns';
-import type { ColumnBuilder } from '../column-builder';
-import type { FieldState } from '../field-state';
-import type { WriterSchemas } from '../registry-writer-schemas';
-import type { CompiledAvroReader } from './compiled-reader';
+import type { DeclaredField } from '../config';
+import type { BatchColumns } from './batch-columns';
+import type { ColumnBuilder } from './column-builder';
+import type { FieldState } from './field-state';
+import type { WriterSchemas } from './registry-writer-schemas';
+
+/**
+ * A reader compiled once per writer schema (Avro: avro/compiled-reader.ts) or message type
+ * (Protobuf: protobuf/compiled-reader.ts) that reads a framed value's bytes straight into the
+ * column builders, for the records it reads exactly as the format's reference decoder would.
+ */
+export interface CompiledReader {
+  /** The writer's top-level fields' column types, in the order `append` takes builders. */
+  readonly fields: readonly { readonly name: string; readonly field: DeclaredField }[];
+  /** Whether `append` stores this framed value exactly as the reference decoder would. */
+  check(value: Buffer): boolean;
+  /** Appends a checked value's fields, each into `builders[i]` (undefined: skipped). */
+  append(value: Buffer, builders: readonly (ColumnBuilder | undefined)[]): void;
+}
 
 /** Where a writer's fields go among the decoder's columns, for one list of columns. */
 interface Plan {
-  readonly reader: CompiledAvroReader;
+  readonly reader: CompiledReader;
   /** The decoder's columns the plan was made for (compared by identity). */
   readonly columns: readonly FieldState[];
   /** Each writer field's column index; undefined when the plan is unusable. */
@@ -31,7 +45,8 @@ export interface CompiledRow {
  * null in the decoder's other columns — is written straight into the builders.
  */
 export class CompiledRows {
-  readonly #plans = new Map<number, Plan>();
+  /** By writer: the schema id, and the message-index path where a schema has several types. */
+  readonly #plans = new Map<string, Plan>();
 
   constructor(private readonly schemas: WriterSchemas) {}
 
@@ -42,11 +57,11 @@ export class CompiledRows {
     writerTypes: ReadonlyMap<string, string>,
   ): CompiledRow | undefined {
     const found = this.schemas.compiledReader(value);
-    if (!found || !admitted.has(String(found.schemaId))) return undefined;
-    let plan = this.#plans.get(found.schemaId);
+    if (!found || !admitted.has(found.writer)) return undefined;
+    let plan = this.#plans.get(found.writer);
     if (!plan || plan.reader !== found.reader || !sameColumns(plan.columns, columns)) {
       plan = planOf(found.reader, columns, writerTypes);
-      this.#plans.set(found.schemaId, plan);
+      this.#plans.set(found.writer, plan);
     }
     const targets = plan.targets;
     if (!targets) return undefined;
@@ -73,7 +88,7 @@ function sameColumns(a: readonly FieldState[], b: readonly FieldState[]): boolea
 }
 
 function planOf(
-  reader: CompiledAvroReader,
+  reader: CompiledReader,
   columns: readonly FieldState[],
   writerTypes: ReadonlyMap<string, string>,
 ): Plan {
