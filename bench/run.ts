@@ -40,6 +40,7 @@ const ALL_ARMS = [
   'e2e-avro',
   'e2e-avro-reference',
   'e2e-protobuf',
+  'e2e-protobuf-reference',
   'e2e-gzip',
   'e2e-snappy',
   'e2e-lz4',
@@ -228,8 +229,25 @@ async function runArms(
         );
         break;
       case 'e2e-protobuf':
+      case 'e2e-protobuf-reference':
         // The same records in Protobuf, on a topic of their own (bench/lib/protobuf-arm.ts).
-        result = await runProtobufArm({ records: data.records, partitions: PARTITIONS, brokers }, log);
+        result = await runProtobufArm(
+          {
+            records: data.records,
+            partitions: PARTITIONS,
+            brokers,
+            ...(id === 'e2e-protobuf-reference'
+              ? {
+                  variant: {
+                    id,
+                    env: { KAFKA_LANCE_COMPILED_PROTOBUF: 'off' },
+                    label: ', reference decoder only (KAFKA_LANCE_COMPILED_PROTOBUF=off)',
+                  },
+                }
+              : {}),
+          },
+          log,
+        );
         break;
       case 'naive-node':
         result = await runChildArm(

@@ -8,7 +8,7 @@ import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { avroLog, LOG_V1 } from '../../src/cli/avro-log-records';
 import { produceDataset } from './kafka';
 import { benchRecord } from './records';
-import { registryTopic, withRegistry } from './registry-local';
+import { profiled, registryTopic, withRegistry } from './registry-local';
 import { runReplicaArm } from './replica-arm';
 import type { ArmResult } from './result';
 
@@ -45,6 +45,7 @@ export async function runAvroArm(o: AvroArmOptions, log: (line: string) => void)
         records: data.records,
         bytes: data.bytes,
         brokers: o.brokers,
+        ...profiled(o.reference ? 'e2e-avro-reference' : 'e2e-avro'),
         extra: { format: 'avro', schema: 'infer', schemaRegistry: { url } },
       },
       log,

@@ -9,7 +9,7 @@ import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import * as protobuf from 'protobufjs';
 import { produceDataset } from './kafka';
 import { benchRecord } from './records';
-import { registryTopic, withRegistry } from './registry-local';
+import { profiled, registryTopic, withRegistry } from './registry-local';
 import { runReplicaArm } from './replica-arm';
 import type { ArmResult } from './result';
 
@@ -87,6 +87,7 @@ export async function runProtobufArm(o: ProtobufArmOptions, log: (line: string) 
         records: data.records,
         bytes: data.bytes,
         brokers: o.brokers,
+        ...profiled(o.variant?.id ?? 'e2e-protobuf'),
         extra: { format: 'protobuf', schema: 'infer', schemaRegistry: { url } },
       },
       log,

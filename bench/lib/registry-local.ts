@@ -40,3 +40,12 @@ export function registryTopic(format: string, records: number, url: string, sche
   const registry = createHash('sha256').update(url).digest('hex').slice(0, 8);
   return `bench-logs-${format}-${records}-${registry}-${schemaId}`;
 }
+
+/**
+ * BENCH_CPU_PROF_DIR: the registry arms' replicas run under --cpu-prof, each into a directory
+ * of its own there (bench/lib/cpu-profile.ts reads them), for their per-stage account.
+ */
+export function profiled(armId: string): { nodeArgs?: string[] } {
+  const dir = process.env.BENCH_CPU_PROF_DIR;
+  return dir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, armId)}`] } : {};
+}

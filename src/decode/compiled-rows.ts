@@ -12,10 +12,10 @@ import type { WriterSchemas } from './registry-writer-schemas';
 export interface CompiledReader {
   /** The writer's top-level fields' column types, in the order `append` takes builders. */
   readonly fields: readonly { readonly name: string; readonly field: DeclaredField }[];
-  /** Whether `append` stores this framed value exactly as the reference decoder would. */
-  check(value: Buffer): boolean;
+  /** Whether `append` stores the framed value at `buf[start, end)` exactly as the reference decoder would. */
+  check(buf: Buffer, start: number, end: number): boolean;
   /** Appends a checked value's fields, each into `builders[i]` (undefined: skipped). */
-  append(value: Buffer, builders: readonly (ColumnBuilder | undefined)[]): void;
+  append(buf: Buffer, start: number, end: number, builders: readonly (ColumnBuilder | undefined)[]): void;
 }
 
 /** Where a writer's fields go among the decoder's columns, for one list of columns. */
@@ -32,30 +32,31 @@ interface Plan {
   builders?: ColumnBuilder[];
 }
 
-/** A record a compiled reader has checked, ready to append. */
-export interface CompiledRow {
-  append(columns: BatchColumns): void;
-}
-
 /**
  * The record decoder's use of the writer schemas' compiled readers. A record takes the
  * compiled path only when its writer schema is admitted (every field already a column of the
  * writer's type, so the reference path would add or retype nothing) and its reader says it
  * reads the record exactly; then the row the reference path would make — the writer's fields,
  * null in the decoder's other columns — is written straight into the builders.
+ *
+ * Nothing is allocated per record: a value is read where it lies, in a Buffer over its whole
+ * batch (one per batch), and the plan `check` returns is the writer's own.
  */
 export class CompiledRows {
   /** By writer: the schema id, and the message-index path where a schema has several types. */
   readonly #plans = new Map<string, Plan>();
+  /** A Buffer over the ArrayBuffer the last values lay in (their batch's). */
+  #whole: Buffer | undefined;
 
   constructor(private readonly schemas: WriterSchemas) {}
 
-  reader(
+  /** The plan of a value whose writer is admitted and whose reader reads it exactly, else undefined. */
+  check(
     value: Uint8Array,
     columns: readonly FieldState[],
     admitted: ReadonlySet<string>,
     writerTypes: ReadonlyMap<string, string>,
-  ): CompiledRow | undefined {
+  ): CompiledPlan | undefined {
     const found = this.schemas.compiledReader(value);
     if (!found || !admitted.has(found.writer)) return undefined;
     let plan = this.#plans.get(found.writer);
@@ -63,23 +64,32 @@ export class CompiledRows {
       plan = planOf(found.reader, columns, writerTypes);
       this.#plans.set(found.writer, plan);
     }
-    const targets = plan.targets;
-    if (!targets) return undefined;
-    const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-    if (!found.reader.check(buf)) return undefined;
-    const ready = plan;
-    return {
-      append(batch) {
-        if (ready.batch !== batch) {
-          ready.batch = batch;
-          ready.builders = targets.map((i) => batch.dataBuilder(i));
-        }
-        ready.reader.append(buf, ready.builders!);
-        for (const i of ready.absent) batch.dataBuilder(i).appendNull();
-      },
-    };
+    if (!plan.targets) return undefined;
+    const start = value.byteOffset;
+    return found.reader.check(this.#bufferOf(value), start, start + value.byteLength) ? plan : undefined;
+  }
+
+  /** Appends a value `check` gave `plan` for. */
+  append(plan: CompiledPlan, value: Uint8Array, batch: BatchColumns): void {
+    const ready = plan as Plan;
+    if (ready.batch !== batch) {
+      ready.batch = batch;
+      ready.builders = ready.targets!.map((i) => batch.dataBuilder(i));
+    }
+    const start = value.byteOffset;
+    ready.reader.append(this.#bufferOf(value), start, start + value.byteLength, ready.builders!);
+    for (const i of ready.absent) batch.dataBuilder(i).appendNull();
+  }
+
+  #bufferOf(value: Uint8Array): Buffer {
+    const whole = this.#whole;
+    if (whole?.buffer === value.buffer) return whole;
+    return (this.#whole = Buffer.from(value.buffer));
   }
 }
+
+/** A writer's plan, as `check` hands it to `append`. */
+export type CompiledPlan = object;
 
 function sameColumns(a: readonly FieldState[], b: readonly FieldState[]): boolean {
   if (a.length !== b.length) return false;

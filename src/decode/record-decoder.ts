@@ -391,7 +391,7 @@ export class RecordDecoder {
         }
       } else if (this.#registry) {
         // A record of an admitted writer that its compiled reader reads exactly: straight into the columns.
-        const compiled = this.#compiled?.reader(
+        const compiled = this.#compiled?.check(
           message.value,
           this.#fields,
           this.#admittedSchemas,
@@ -399,7 +399,7 @@ export class RecordDecoder {
         );
         if (compiled) {
           builders.appendSystem(partition, message, 0, key.value);
-          compiled.append(builders);
+          this.#compiled!.append(compiled, message.value, builders);
           lastStaged = message.offset;
           continue;
         }

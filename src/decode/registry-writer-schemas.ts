@@ -60,7 +60,13 @@ export interface RegistryPayloadFormat<Parsed> {
    * A reader of the value's records straight into the column builders, where the schema (and
    * the value's message type, `message` as in RegistryRow) has one.
    */
-  compiled?(parsed: Parsed, value: Uint8Array): { reader: CompiledReader; message?: string } | undefined;
+  compiled?(parsed: Parsed, value: Uint8Array): CompiledWriter | undefined;
+}
+
+/** A compiled reader and the message type it reads (`message` as in RegistryRow); the same object for every record of the type. */
+export interface CompiledWriter {
+  readonly reader: CompiledReader;
+  readonly message?: string;
 }
 
 type Entry<Parsed> = { readonly parsed: Parsed } | { readonly verdict: RegistryVerdict };
@@ -81,6 +87,13 @@ export class RegistryWriterSchemas<Parsed> {
   readonly #parsed = new Map<number, Entry<Parsed>>();
   readonly #texts = new Map<number, { readonly text: string; readonly bytes: number }>();
   #bytes = 0;
+  /** The id last moved to the recently-used end (nothing moved or added since): no move needed. */
+  #touched: number | undefined;
+  /** What compiledReader answers for each of the formats' answers: made once, not per record. */
+  readonly #writers = new WeakMap<
+    CompiledWriter,
+    { readonly writer: string; readonly reader: CompiledReader }
+  >();
 
   constructor(private readonly payloads: RegistryPayloadFormat<Parsed>) {}
 
@@ -95,6 +108,7 @@ export class RegistryWriterSchemas<Parsed> {
    * and must become dead letters, not a staging failure).
    */
   learn(schemas: readonly WriterSchema[]): number[] {
+    this.#touched = undefined;
     const changed: number[] = [];
     for (const s of schemas) {
       const text =
@@ -150,9 +164,7 @@ export class RegistryWriterSchemas<Parsed> {
         detail: `schema id ${schemaId}: not among the writer schemas sent with its batch`,
       };
     }
-    // Recently used last: eviction takes the oldest.
-    this.#parsed.delete(schemaId);
-    this.#parsed.set(schemaId, entry);
+    this.#touch(schemaId, entry);
     if ('verdict' in entry) return entry.verdict;
     let decoded: Omit<RegistryRow, 'schemaId'> | RegistryVerdict;
     try {
@@ -180,12 +192,22 @@ export class RegistryWriterSchemas<Parsed> {
     if (!entry || 'verdict' in entry) return undefined;
     const found = this.payloads.compiled(entry.parsed, value);
     if (!found) return undefined;
+    this.#touch(schemaId, entry);
+    let answer = this.#writers.get(found);
+    if (answer === undefined) {
+      const writer = found.message === undefined ? String(schemaId) : `${schemaId}/${found.message}`;
+      answer = { writer, reader: found.reader };
+      this.#writers.set(found, answer);
+    }
+    return answer;
+  }
+
+  /** Moves a schema to the recently-used end (eviction takes the oldest), unless it is there. */
+  #touch(schemaId: number, entry: Entry<Parsed>): void {
+    if (this.#touched === schemaId) return;
     this.#parsed.delete(schemaId);
     this.#parsed.set(schemaId, entry);
-    return {
-      writer: found.message === undefined ? String(schemaId) : `${schemaId}/${found.message}`,
-      reader: found.reader,
-    };
+    this.#touched = schemaId;
   }
 
   #parse(s: WriterSchema): Entry<Parsed> {

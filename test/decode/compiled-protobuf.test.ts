@@ -218,7 +218,7 @@ describe('the compiled Protobuf reader', () => {
             if (mutation === 'pad') bytes.push(r.int(256));
             const value = protobufFramed(1, [0], Uint8Array.from(bytes));
             records += 1;
-            if (reader?.check(value)) compiledRecords += 1;
+            if (reader?.check(value, 0, value.length)) compiledRecords += 1;
             return msg(offset, value);
           });
           const half = Math.floor(messages.length / 2);
@@ -258,7 +258,9 @@ describe('the compiled Protobuf reader', () => {
     const parsed = PROTOBUF_PAYLOADS.parse(proto, []);
     PROTOBUF_PAYLOADS.decode(parsed, values[0]!);
     const reader = PROTOBUF_PAYLOADS.compiled!(parsed, values[0]!)!.reader;
-    for (const v of values) expect(reader.check(v)).toBe(true);
+    // A value inside a larger buffer, as in a batch.
+    for (const v of values)
+      expect(reader.check(Buffer.concat([Buffer.from([7]), v]), 1, v.length + 1)).toBe(true);
     const { compiled, reference } = decodeBoth(
       [values.map((v, i) => msg(i, v))],
       [{ id: 3, schemaType: 'PROTOBUF', schema: proto }],

@@ -1,7 +1,7 @@
 import type * as avro from 'avsc';
-import { isUtf8 } from 'node:buffer';
 import type { DeclaredField } from '../../config';
 import type { ColumnBuilder } from '../column-builder';
+import { utf8At } from '../utf8-bytes';
 import type { CompiledReader } from '../compiled-rows';
 import type { BoolBuilder, FixedWidthBuilder } from '../fixed-width-builders';
 import type { DecimalBuilder, NumericBuilder } from '../declared-builders';
@@ -52,9 +52,21 @@ const TWO_53 = 2 ** 53;
  * below 2^53 before zig-zag); NaN otherwise or when the bytes end first. Sets `after`.
  */
 function varint(buf: Buffer, pos: number, end: number): number {
-  let raw = 0;
-  let scale = 1;
-  for (let i = 0; i < 8; i++) {
+  // Up to 4 bytes (lengths, counts, most ints) in 32-bit integer arithmetic: the result is a
+  // small integer V8 returns unboxed, where a double's division would allocate a number per read.
+  let small = 0;
+  for (let shift = 0; shift < 28; shift += 7) {
+    if (pos >= end) return NaN;
+    const b = buf[pos++]!;
+    small |= (b & 0x7f) << shift;
+    if ((b & 0x80) === 0) {
+      after = pos;
+      return (small >>> 1) ^ -(small & 1);
+    }
+  }
+  let raw = small;
+  let scale = 2 ** 28;
+  for (let i = 4; i < 8; i++) {
     if (pos >= end) return NaN;
     const b = buf[pos++]!;
     raw += (b & 0x7f) * scale;
@@ -88,14 +100,6 @@ function bigVarint(buf: Buffer, pos: number, end: number): bigint | undefined {
 function length(buf: Buffer, pos: number, end: number): number {
   const n = varint(buf, pos, end);
   return n >= 0 ? n : FALLBACK;
-}
-
-/** Whether bytes [start, end) are UTF-8 as avsc's utf8Slice would read them unchanged. */
-function utf8At(buf: Buffer, start: number, end: number): boolean {
-  // Short strings by a loop; longer ones by node's native check, cheaper past its call's cost.
-  if (end - start > 24) return isUtf8(buf.subarray(start, end));
-  for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return isUtf8(buf.subarray(start, end));
-  return true;
 }
 
 function appendSlice(builder: ColumnBuilder, buf: Buffer, start: number, end: number): void {
@@ -482,20 +486,19 @@ export function compileAvroReader(
   });
   return {
     fields: fields.map((field) => ({ name: field.name, field })),
-    check(value) {
-      let pos = HEADER_BYTES;
-      const end = value.length;
+    check(buf, start, end) {
+      let pos = start + HEADER_BYTES;
       for (const node of nodes) {
-        pos = node.check(value, pos, end);
+        pos = node.check(buf, pos, end);
         if (pos === FALLBACK) return false;
       }
       return pos === end;
     },
-    append(value, builders) {
-      let pos = HEADER_BYTES;
+    append(buf, start, end, builders) {
+      let pos = start + HEADER_BYTES;
       for (let i = 0; i < nodes.length; i++) {
         const builder = builders[i];
-        pos = builder ? nodes[i]!.append(value, pos, builder) : nodes[i]!.check(value, pos, value.length);
+        pos = builder ? nodes[i]!.append(buf, pos, builder) : nodes[i]!.check(buf, pos, end);
       }
     },
   };

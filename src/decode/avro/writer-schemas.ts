@@ -12,7 +12,7 @@ interface ParsedAvro {
   /** Refuses a datum whose array or map counts avsc would loop on; undefined: the schema has none. */
   readonly blockCounts: BlockCountCheck | undefined;
   /** Reads this schema's records straight into the columns; undefined: the schema is left to `decode`. */
-  readonly compiled: CompiledAvroReader | undefined;
+  readonly compiled: { readonly reader: CompiledAvroReader } | undefined;
 }
 
 /** The reader of a schema, or undefined where the compiled reader does not cover it. */
@@ -54,9 +54,10 @@ export const AVRO_PAYLOADS: RegistryPayloadFormat<ParsedAvro> = {
       registry: { long: EXACT_LONG },
     });
     const columns = avroColumns(json);
-    return { type, columns, blockCounts: blockCountCheck(type), compiled: compiledOf(type, columns) };
+    const reader = compiledOf(type, columns);
+    return { type, columns, blockCounts: blockCountCheck(type), compiled: reader && { reader } };
   },
-  compiled: (parsed) => (parsed.compiled ? { reader: parsed.compiled } : undefined),
+  compiled: (parsed) => parsed.compiled,
   decode(parsed, value) {
     const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
     const badBlocks = parsed.blockCounts?.(buf, HEADER_BYTES);

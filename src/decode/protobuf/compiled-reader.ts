@@ -1,7 +1,7 @@
-import { isUtf8 } from 'node:buffer';
 import * as protobuf from 'protobufjs';
 import type { DeclaredField } from '../../config';
 import type { ColumnBuilder } from '../column-builder';
+import { utf8At } from '../utf8-bytes';
 import type { CompiledReader } from '../compiled-rows';
 import type { NumericBuilder } from '../declared-builders';
 import type { BoolBuilder, FixedWidthBuilder } from '../fixed-width-builders';
@@ -49,9 +49,22 @@ const TWO_53 = 2 ** 53;
 
 /** An unsigned varint of at most `maxBytes` bytes whose value is below 2^53, or NaN. Sets `after`. */
 function varint(buf: Buffer, pos: number, end: number, maxBytes: number): number {
-  let n = 0;
-  let scale = 1;
-  for (let i = 0; i < maxBytes; i++) {
+  // Up to 4 bytes (tags, lengths, most ints) in 32-bit integer arithmetic: a small integer V8
+  // returns unboxed, where a double's sum would allocate a number per read.
+  let small = 0;
+  const fast = Math.min(maxBytes, 4);
+  for (let i = 0; i < fast; i++) {
+    if (pos >= end) return NaN;
+    const b = buf[pos++]!;
+    small |= (b & 0x7f) << (7 * i);
+    if ((b & 0x80) === 0) {
+      after = pos;
+      return small;
+    }
+  }
+  let n = small;
+  let scale = 2 ** 28;
+  for (let i = 4; i < maxBytes; i++) {
     if (pos >= end) return NaN;
     const b = buf[pos++]!;
     n += (b & 0x7f) * scale;
@@ -85,12 +98,6 @@ function skip(buf: Buffer, pos: number, end: number, wire: number): number {
     default:
       return FALLBACK;
   }
-}
-
-function utf8At(buf: Buffer, start: number, end: number): boolean {
-  if (end - start > 24) return isUtf8(buf.subarray(start, end));
-  for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return isUtf8(buf.subarray(start, end));
-  return true;
 }
 
 /** One field's value: where it is read from and how it is written. */
@@ -527,21 +534,24 @@ export function compileProtobufReader(
   type.fieldsArray.forEach((f, i) => {
     if (f.name !== columns[i]!.name) throw new NotCompiled('fields out of order');
   });
-  /** Where the message starts: after the header and the message-index list, which must name `path`. */
-  const start = (value: Buffer): number => {
+  /** Where the message of the framed value at [start, end) starts: after the header and the message-index list, which must name `path`. */
+  const messageAt = (buf: Buffer, start: number, end: number): number => {
     // The list [0] (the file's first message type) is one byte 0: what most values carry.
-    if (path === '0' && value.length > HEADER_BYTES && value[HEADER_BYTES] === 0) return HEADER_BYTES + 1;
-    const framing = messageIndexesOf(value);
-    return 'invalid' in framing || framing.indexes.join('.') !== path ? FALLBACK : framing.payloadOffset;
+    if (path === '0' && end > start + HEADER_BYTES && buf[start + HEADER_BYTES] === 0)
+      return start + HEADER_BYTES + 1;
+    const framing = messageIndexesOf(buf.subarray(start, end));
+    return 'invalid' in framing || framing.indexes.join('.') !== path
+      ? FALLBACK
+      : start + framing.payloadOffset;
   };
   return {
     fields: columns.map((field) => ({ name: field.name, field })),
-    check(value) {
-      const at = start(value);
-      return at !== FALLBACK && fields.check(value, at, value.length);
+    check(buf, start, end) {
+      const at = messageAt(buf, start, end);
+      return at !== FALLBACK && fields.check(buf, at, end);
     },
-    append(value, builders) {
-      fields.append(value, start(value), value.length, builders);
+    append(buf, start, end, builders) {
+      fields.append(buf, messageAt(buf, start, end), end, builders);
     },
   };
 }

@@ -20,7 +20,7 @@ interface MappedMessage {
   readonly type: protobuf.Type;
   readonly columns: ProtobufColumns;
   /** Its compiled reader once asked for (null: the type is left to `decode`). */
-  compiled?: CompiledReader | null;
+  compiled?: { readonly reader: CompiledReader; readonly message: string } | null;
 }
 
 /** The compiled reader of a message type, or null where it does not cover the type. */
@@ -76,8 +76,11 @@ export const PROTOBUF_PAYLOADS: RegistryPayloadFormat<ParsedProto> = {
     // A type is mapped by `decode`, on the first record of it (which admits its columns).
     const message = parsed.byPath.get(path);
     if (!message || 'unsupported' in message) return undefined;
-    if (message.compiled === undefined) message.compiled = compiledOf(message, path);
-    return message.compiled ? { reader: message.compiled, message: path } : undefined;
+    if (message.compiled === undefined) {
+      const reader = compiledOf(message, path);
+      message.compiled = reader && { reader, message: path };
+    }
+    return message.compiled ?? undefined;
   },
 };
 
