@@ -252,6 +252,8 @@ export class RecordDecoder {
         topic,
         topicId,
         upsert,
+        // The native JSON decoder makes the data columns: its builders take no room up front.
+        this.#native ? undefined : messages.length,
       );
     let builders = newColumns();
     let eventMinutes: MinuteKey[] = [];
