@@ -13,9 +13,10 @@
  *
  * `--format avro` decodes the same records as Avro in the Confluent wire format (ts a
  * timestamp-millis, attrs a map of strings), as a registry-backed consumer does: `native` is
- * the compiled reader, `typescript` the reference decoder it falls back to.
+ * the compiled reader, `typescript` the reference decoder it falls back to. `--format protobuf`:
+ * the e2e-protobuf arm's messages (bench/lib/protobuf-arm.ts), the same two ways.
  *
- *   npm run build && node dist/bench/decode-throughput.js [--rounds 7] [--batches 50] [--format avro]
+ *   npm run build && node dist/bench/decode-throughput.js [--rounds 7] [--batches 50] [--format avro|protobuf]
  */
 import * as avro from 'avsc';
 import { resolveConsumer } from '../src/config';
@@ -23,6 +24,7 @@ import { mayHoldUnsafeInteger, parseJsonExact } from '../src/decode/exact-json';
 import { RecordDecoder, type RawMessage } from '../src/decode/record-decoder';
 import { packMessages, unpackMessages } from '../src/pool/packed-messages';
 import { benchArgs } from './args';
+import { LOG_PROTO, protobufEncoder } from './lib/protobuf-arm';
 import { BENCH_FIELDS, benchRecord } from './lib/records';
 
 const args = benchArgs();
@@ -30,7 +32,8 @@ const ROUNDS = Number(args.get('rounds') ?? 7);
 const BATCHES = Number(args.get('batches') ?? 50);
 const BATCH_ROWS = 2_000;
 const FORMAT = args.get('format') ?? 'json';
-if (FORMAT !== 'json' && FORMAT !== 'avro') throw new Error('--format json or avro');
+if (FORMAT !== 'json' && FORMAT !== 'avro' && FORMAT !== 'protobuf')
+  throw new Error('--format json, avro or protobuf');
 
 /** The bench's log record as an Avro writer schema (the JSON arm's columns, attrs as a map). */
 const AVRO_SCHEMA = {
@@ -57,13 +60,16 @@ function avroValue(json: string): Buffer {
   return Buffer.concat([header, payload]);
 }
 
+/** The bench's log record as a framed AppLog of bench/lib/protobuf-arm.ts (the e2e-protobuf arm's values). */
+const protobufValue = protobufEncoder(AVRO_ID);
+
 const consumer = resolveConsumer(
-  FORMAT === 'avro'
+  FORMAT !== 'json'
     ? {
         name: 'bench',
         brokers: ['127.0.0.1:1'],
         topics: ['bench'],
-        format: 'avro',
+        format: FORMAT,
         schema: 'infer',
         schemaRegistry: { url: 'http://127.0.0.1:1' },
       }
@@ -82,7 +88,11 @@ if (FORMAT === 'json' && !decoders.native.native)
   throw new Error('the native JSON decoder is not built (npm run build builds it when cargo is on PATH)');
 const ways = ['native', 'typescript'] as const;
 const schemas =
-  FORMAT === 'avro' ? [{ id: AVRO_ID, schemaType: 'AVRO', schema: JSON.stringify(AVRO_SCHEMA) }] : [];
+  FORMAT === 'avro'
+    ? [{ id: AVRO_ID, schemaType: 'AVRO', schema: JSON.stringify(AVRO_SCHEMA) }]
+    : FORMAT === 'protobuf'
+      ? [{ id: AVRO_ID, schemaType: 'PROTOBUF', schema: LOG_PROTO }]
+      : [];
 const now = Date.now();
 // Packed and unpacked as the staging pool hands batches to its workers: views into one buffer.
 const pool: RawMessage[][] = Array.from({ length: 10 }, (_, b) =>
@@ -94,7 +104,12 @@ const pool: RawMessage[][] = Array.from({ length: 10 }, (_, b) =>
           offset: String(b * BATCH_ROWS + i),
           timestamp: String(now),
           key: null,
-          value: FORMAT === 'avro' ? avroValue(json) : Buffer.from(json),
+          value:
+            FORMAT === 'avro'
+              ? avroValue(json)
+              : FORMAT === 'protobuf'
+                ? protobufValue(json)
+                : Buffer.from(json),
         };
       }),
     ),

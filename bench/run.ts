@@ -15,6 +15,7 @@ import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runAvroArm } from './lib/avro-arm';
+import { runProtobufArm } from './lib/protobuf-arm';
 import { runChildArm } from './lib/child-arm';
 import { ensureVenv } from './lib/python-venv';
 import { stageAccount, summarizeProfiles } from './lib/cpu-profile';
@@ -38,6 +39,8 @@ const ALL_ARMS = [
   'e2e-streamed',
   'e2e-avro',
   'e2e-avro-reference',
+  'e2e-protobuf',
+  'e2e-protobuf-reference',
   'e2e-gzip',
   'e2e-snappy',
   'e2e-lz4',
@@ -222,6 +225,27 @@ async function runArms(
         // The same records in Avro, on a topic of their own (bench/lib/avro-arm.ts).
         result = await runAvroArm(
           { records: data.records, partitions: PARTITIONS, brokers, reference: id === 'e2e-avro-reference' },
+          log,
+        );
+        break;
+      case 'e2e-protobuf':
+      case 'e2e-protobuf-reference':
+        // The same records in Protobuf, on a topic of their own (bench/lib/protobuf-arm.ts).
+        result = await runProtobufArm(
+          {
+            records: data.records,
+            partitions: PARTITIONS,
+            brokers,
+            ...(id === 'e2e-protobuf-reference'
+              ? {
+                  variant: {
+                    id,
+                    env: { KAFKA_LANCE_COMPILED_PROTOBUF: 'off' },
+                    label: ', reference decoder only (KAFKA_LANCE_COMPILED_PROTOBUF=off)',
+                  },
+                }
+              : {}),
+          },
           log,
         );
         break;

@@ -1,21 +1,16 @@
 /**
  * The Avro arm: the bench's records Avro-encoded by Confluent's serializer
  * (@kafkajs/confluent-schema-registry) with the schema of src/cli/avro-log-records.ts,
- * registered in a real registry (SCHEMA_REGISTRY_URL, else deploy/schema-registry-local
- * started here and stopped at the end), then one replica with `format: 'avro'` on them.
+ * registered in a real registry (registry-local.ts), then one replica with `format: 'avro'` on them.
  * Its MiB/s and CPU s/GiB are of the Avro bytes in Kafka.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import * as path from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { avroLog, LOG_V1 } from '../../src/cli/avro-log-records';
 import { produceDataset } from './kafka';
 import { benchRecord } from './records';
+import { profiled, registryTopic, withRegistry } from './registry-local';
 import { runReplicaArm } from './replica-arm';
 import type { ArmResult } from './result';
-
-const REPO = path.resolve(__dirname, '../../..');
-const REGISTRY_SCRIPT = path.join(REPO, 'deploy/schema-registry-local/schema-registry-local');
 
 export interface AvroArmOptions {
   readonly records: number;
@@ -26,20 +21,13 @@ export interface AvroArmOptions {
 }
 
 export async function runAvroArm(o: AvroArmOptions, log: (line: string) => void): Promise<ArmResult> {
-  const given = process.env.SCHEMA_REGISTRY_URL;
-  const wasRunning = given !== undefined || spawnSync(REGISTRY_SCRIPT, ['status']).status === 0;
-  if (!wasRunning) {
-    log('starting the local Schema Registry (deploy/schema-registry-local)');
-    execFileSync(REGISTRY_SCRIPT, ['start'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  }
-  const url = given ?? execFileSync(REGISTRY_SCRIPT, ['url'], { encoding: 'utf8' }).trim();
-  try {
+  return withRegistry(log, async (url) => {
     const registry = new SchemaRegistry({ host: url });
-    const topic = `bench-logs-avro-${o.records}`;
     const { id } = await registry.register(
       { type: SchemaType.AVRO, schema: JSON.stringify(LOG_V1) },
-      { subject: `${topic}-value` },
+      { subject: 'bench-logs-avro-value' },
     );
+    const topic = registryTopic('avro', o.records, url, id);
     const encode = (json: string) => registry.encode(id, avroLog(json));
     let data = await produceDataset(o.brokers, topic, o.records, o.partitions, log, encode);
     if (data.reused) {
@@ -48,7 +36,7 @@ export async function runAvroArm(o: AvroArmOptions, log: (line: string) => void)
       for (let n = 0; n < o.records; n++) bytes += (await encode(benchRecord(n))).length;
       data = { ...data, bytes };
     }
-    return await runReplicaArm(
+    return runReplicaArm(
       {
         id: o.reference ? 'e2e-avro-reference' : 'e2e-avro',
         label: `kafka-lance run, buffered (defaults), Avro values from a Schema Registry (columns from the writer schema)${o.reference ? ', reference decoder only (KAFKA_LANCE_COMPILED_AVRO=off)' : ''}`,
@@ -57,14 +45,10 @@ export async function runAvroArm(o: AvroArmOptions, log: (line: string) => void)
         records: data.records,
         bytes: data.bytes,
         brokers: o.brokers,
+        ...profiled(o.reference ? 'e2e-avro-reference' : 'e2e-avro'),
         extra: { format: 'avro', schema: 'infer', schemaRegistry: { url } },
       },
       log,
     );
-  } finally {
-    if (!wasRunning) {
-      log('stopping the local Schema Registry');
-      execFileSync(REGISTRY_SCRIPT, ['stop'], { stdio: ['ignore', 'inherit', 'inherit'] });
-    }
-  }
+  });
 }

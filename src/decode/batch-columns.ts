@@ -9,6 +9,12 @@ import type { RawMessage } from './raw-message';
 
 export const KEY_COLUMN = '_key';
 
+/**
+ * Per column, the bytes of values a row took in its last batch: the next batch's builder takes
+ * that room at once (ColumnBuilder.reserve). Keyed by the decoder's own column objects.
+ */
+const valueBytesPerRow = new WeakMap<FieldState, number>();
+
 /** The builders of one batch: system columns, then data columns in field order. */
 export class BatchColumns {
   readonly #topic = newUtf8();
@@ -44,9 +50,18 @@ export class BatchColumns {
      * value still gets its field's checks).
      */
     private readonly upsert?: { readonly deletes: boolean; readonly key: readonly string[] },
+    /** The rows this batch will likely hold (its messages), when its builders are to be written to. */
+    private readonly capacity?: number,
   ) {
     this.#topicBytes = Buffer.from(topic, 'utf8');
     this.#topicIdBytes = Buffer.from(topicId, 'utf8');
+    if (capacity !== undefined) {
+      this.#topic.reserve(capacity, capacity * this.#topicBytes.length);
+      this.#topicId.reserve(capacity, capacity * this.#topicIdBytes.length);
+      this.#partition.reserve(capacity);
+      this.#offset.reserve(capacity);
+      this.#timestamp.reserve(capacity);
+    }
     if (raw) {
       this.#data.push({ field: { name: 'key', raw: true }, builder: newBinary() });
       this.#data.push({ field: { name: 'value', raw: true }, builder: newBinary() });
@@ -57,6 +72,9 @@ export class BatchColumns {
 
   addField(field: FieldState): void {
     const builder = field.codec.builder();
+    const capacity = this.capacity;
+    if (capacity !== undefined)
+      builder.reserve?.(capacity, Math.ceil((valueBytesPerRow.get(field) ?? 0) * capacity));
     for (let i = 0; i < this.#rows; i++) builder.appendNull();
     this.#data.push({ field, builder });
   }
@@ -112,6 +130,10 @@ export class BatchColumns {
   }
 
   finish(): RecordBatch | undefined {
+    if (this.#rows > 0)
+      for (const { field, builder } of this.#data)
+        if (builder.valueBytes !== undefined && !('raw' in field))
+          valueBytesPerRow.set(field, builder.valueBytes / this.#rows);
     return this.#finish(this.#data.map(({ builder }) => builder.finish()));
   }
 

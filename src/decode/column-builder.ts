@@ -10,11 +10,24 @@ export interface ColumnBuilder {
   readonly length: number;
   appendNull(): void;
   finish(): Data;
+  /**
+   * Room for `rows` rows (and `valueBytes` bytes of values, for variable-width columns), taken
+   * at once before the first append, where growing by doubling from 64 rows would allocate
+   * and copy each buffer about ten times per batch. Builders without it grow as they go.
+   */
+  reserve?(rows: number, valueBytes: number): void;
+  /** The bytes of values appended so far (variable-width columns): the next batch's hint. */
+  readonly valueBytes?: number;
 }
 
 export class Validity {
   bits = new Uint8Array(64);
   nullCount = 0;
+
+  reserve(rows: number): void {
+    const bytes = (rows + 7) >> 3;
+    if (bytes > this.bits.length) this.bits = grow(this.bits, bytes);
+  }
 
   set(index: number, valid: boolean): void {
     const byte = index >> 3;
@@ -103,6 +116,16 @@ export class ValueBytes {
     source.copy(this.#writer, this.#position, start, end);
     this.#position += end - start;
     return end - start;
+  }
+
+  /** Room for `bytes` more at once: exactly that (and an eighth), not the next power of two. */
+  reserve(bytes: number): void {
+    const want = this.#position + bytes;
+    if (want <= this.#bytes.length) return;
+    const next = new Uint8Array(want + (want >> 3));
+    next.set(this.#bytes.subarray(0, this.#position));
+    this.#bytes = next;
+    this.#writer = Buffer.from(next.buffer);
   }
 
   /** The values appended so far (a view, no copy). */

@@ -40,6 +40,11 @@ export class NumericBuilder<T extends NumericArray> implements ColumnBuilder {
     this.#length += 1;
   }
 
+  reserve(rows: number): void {
+    if (rows > this.#values.length) this.#values = growAny(this.#values, rows);
+    this.#validity.reserve(rows);
+  }
+
   finish(): Data {
     return makeData({
       ...this.#validity.header(this.type, this.#length),

@@ -62,6 +62,11 @@ export class FixedWidthBuilder<T extends FixedArray> implements ColumnBuilder {
     this.#length += 1;
   }
 
+  reserve(rows: number): void {
+    if (rows > this.#values.length) this.#values = grow(this.#values, rows);
+    this.#validity.reserve(rows);
+  }
+
   finish(): Data {
     return makeData({
       ...this.#validity.header(this.type, this.#length),

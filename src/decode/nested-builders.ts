@@ -128,6 +128,12 @@ export class StructBuilder implements ColumnBuilder {
     this.#length += 1;
   }
 
+  /** Rows for every child (their values' bytes are not known here: they grow as they go). */
+  reserve(rows: number): void {
+    for (const c of this.children) c.reserve?.(rows, 0);
+    this.#validity.reserve(rows);
+  }
+
   finish(): Data {
     return makeData({
       ...this.#validity.header(this.type, this.#length),

@@ -32,7 +32,7 @@ import { SEQUENCE_COLUMN, type Envelope, type Truncates } from '../config/upsert
 import { convertRows } from './row-conversion';
 import { MAX_TABLE_FIELDS } from './schema-budget';
 import type { DecodedBatch, DecodedSegment } from './decoded-batch';
-import { CompiledRows } from './avro/compiled-rows';
+import { CompiledRows } from './compiled-rows';
 
 export type { RawMessage } from './raw-message';
 
@@ -136,7 +136,7 @@ export class RecordDecoder {
    * map to different columns.
    */
   readonly #admittedSchemas = new Set<string>();
-  /** Avro: writer schemas' compiled readers (compiled-reader.ts) when this decoder may use them. */
+  /** Avro, Protobuf: writer schemas' compiled readers (compiled-rows.ts) when this decoder may use them. */
   readonly #compiled: CompiledRows | undefined;
   /** Declared JSON fields the native decoder takes: it reads each batch first. */
   readonly #native: NativeJsonColumns | undefined;
@@ -260,6 +260,8 @@ export class RecordDecoder {
         topic,
         topicId,
         upsert,
+        // The native JSON decoder makes the data columns: its builders take no room up front.
+        this.#native ? undefined : messages.length,
       );
     let builders = newColumns();
     let eventMinutes: MinuteKey[] = [];
@@ -449,7 +451,7 @@ export class RecordDecoder {
       let event: unknown = value;
       if (this.#registry) {
         // A record of an admitted writer that its compiled reader reads exactly: straight into the columns.
-        const compiled = this.#compiled?.reader(
+        const compiled = this.#compiled?.check(
           message.value,
           this.#fields,
           this.#admittedSchemas,
@@ -457,7 +459,7 @@ export class RecordDecoder {
         );
         if (compiled) {
           builders.appendSystem(partition, message, 0, key.value);
-          compiled.append(builders);
+          this.#compiled!.append(compiled, message.value, builders);
           lastStaged = message.offset;
           continue;
         }

@@ -1,6 +1,6 @@
 import type { NamedField } from '../config';
 import { errorMessage } from '../common/errors';
-import type { CompiledAvroReader } from './avro/compiled-reader';
+import type { CompiledReader } from './compiled-rows';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
 import {
   HEADER_BYTES,
@@ -56,8 +56,17 @@ export interface RegistryPayloadFormat<Parsed> {
    * need not name the schema id: it is prefixed with it.
    */
   decode(parsed: Parsed, value: Uint8Array): Omit<RegistryRow, 'schemaId'> | RegistryVerdict;
-  /** A reader of the schema's records straight into the column builders, where there is one. */
-  compiled?(parsed: Parsed): CompiledAvroReader | undefined;
+  /**
+   * A reader of the value's records straight into the column builders, where the schema (and
+   * the value's message type, `message` as in RegistryRow) has one.
+   */
+  compiled?(parsed: Parsed, value: Uint8Array): CompiledWriter | undefined;
+}
+
+/** A compiled reader and the message type it reads (`message` as in RegistryRow); the same object for every record of the type. */
+export interface CompiledWriter {
+  readonly reader: CompiledReader;
+  readonly message?: string;
 }
 
 type Entry<Parsed> = { readonly parsed: Parsed } | { readonly verdict: RegistryVerdict };
@@ -78,6 +87,13 @@ export class RegistryWriterSchemas<Parsed> {
   readonly #parsed = new Map<number, Entry<Parsed>>();
   readonly #texts = new Map<number, { readonly text: string; readonly bytes: number }>();
   #bytes = 0;
+  /** The id last moved to the recently-used end (nothing moved or added since): no move needed. */
+  #touched: number | undefined;
+  /** What compiledReader answers for each of the formats' answers: made once, not per record. */
+  readonly #writers = new WeakMap<
+    CompiledWriter,
+    { readonly writer: string; readonly reader: CompiledReader }
+  >();
 
   constructor(private readonly payloads: RegistryPayloadFormat<Parsed>) {}
 
@@ -92,6 +108,7 @@ export class RegistryWriterSchemas<Parsed> {
    * and must become dead letters, not a staging failure).
    */
   learn(schemas: readonly WriterSchema[]): number[] {
+    this.#touched = undefined;
     const changed: number[] = [];
     for (const s of schemas) {
       const text =
@@ -147,9 +164,7 @@ export class RegistryWriterSchemas<Parsed> {
         detail: `schema id ${schemaId}: not among the writer schemas sent with its batch`,
       };
     }
-    // Recently used last: eviction takes the oldest.
-    this.#parsed.delete(schemaId);
-    this.#parsed.set(schemaId, entry);
+    this.#touch(schemaId, entry);
     if ('verdict' in entry) return entry.verdict;
     let decoded: Omit<RegistryRow, 'schemaId'> | RegistryVerdict;
     try {
@@ -163,22 +178,36 @@ export class RegistryWriterSchemas<Parsed> {
   }
 
   /**
-   * A framed value's compiled reader and schema id, when its schema is parsed and has one
-   * (the schema moves to the recently-used end, as with `decode`); else undefined and the
-   * value goes to `decode`.
+   * A framed value's compiled reader and writer (its schema id, and `/` its message-index path
+   * where the format has several types per schema: the record decoder's name for a writer),
+   * when its schema is parsed and has one (the schema moves to the recently-used end, as with
+   * `decode`); else undefined and the value goes to `decode`.
    */
   compiledReader(
     value: Uint8Array,
-  ): { readonly schemaId: number; readonly reader: CompiledAvroReader } | undefined {
+  ): { readonly writer: string; readonly reader: CompiledReader } | undefined {
     if (!this.payloads.compiled || value.byteLength < HEADER_BYTES || value[0] !== 0) return undefined;
     const schemaId = ((value[1]! << 24) | (value[2]! << 16) | (value[3]! << 8) | value[4]!) >>> 0;
     const entry = this.#parsed.get(schemaId);
     if (!entry || 'verdict' in entry) return undefined;
-    const reader = this.payloads.compiled(entry.parsed);
-    if (!reader) return undefined;
+    const found = this.payloads.compiled(entry.parsed, value);
+    if (!found) return undefined;
+    this.#touch(schemaId, entry);
+    let answer = this.#writers.get(found);
+    if (answer === undefined) {
+      const writer = found.message === undefined ? String(schemaId) : `${schemaId}/${found.message}`;
+      answer = { writer, reader: found.reader };
+      this.#writers.set(found, answer);
+    }
+    return answer;
+  }
+
+  /** Moves a schema to the recently-used end (eviction takes the oldest), unless it is there. */
+  #touch(schemaId: number, entry: Entry<Parsed>): void {
+    if (this.#touched === schemaId) return;
     this.#parsed.delete(schemaId);
     this.#parsed.set(schemaId, entry);
-    return { schemaId, reader };
+    this.#touched = schemaId;
   }
 
   #parse(s: WriterSchema): Entry<Parsed> {

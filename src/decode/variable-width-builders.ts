@@ -5,6 +5,7 @@ import { Validity, ValueBytes, grow, growAny, type ColumnBuilder } from './colum
 interface ValueOffsets {
   /** Records that row `row - 1` ends at `position` (offset 0 is always 0). */
   set(row: number, position: number): void;
+  reserve(rows: number): void;
   view(rows: number): Int32Array | BigInt64Array;
 }
 
@@ -14,6 +15,10 @@ class Int32Offsets implements ValueOffsets {
   set(row: number, position: number): void {
     if (row >= this.#offsets.length) this.#offsets = grow(this.#offsets, row + 1);
     this.#offsets[row] = position;
+  }
+
+  reserve(rows: number): void {
+    if (rows + 1 > this.#offsets.length) this.#offsets = grow(this.#offsets, rows + 1);
   }
 
   view(rows: number): Int32Array {
@@ -27,6 +32,10 @@ class Int64Offsets implements ValueOffsets {
   set(row: number, position: number): void {
     if (row >= this.#offsets.length) this.#offsets = growAny(this.#offsets, row + 1);
     this.#offsets[row] = BigInt(position);
+  }
+
+  reserve(rows: number): void {
+    if (rows + 1 > this.#offsets.length) this.#offsets = growAny(this.#offsets, rows + 1);
   }
 
   view(rows: number): BigInt64Array {
@@ -69,6 +78,16 @@ class VariableWidthColumn implements ColumnBuilder {
 
   appendNull(): void {
     this.#commit(false);
+  }
+
+  reserve(rows: number, valueBytes: number): void {
+    this.offsets.reserve(rows);
+    this.#values.reserve(valueBytes);
+    this.#validity.reserve(rows);
+  }
+
+  get valueBytes(): number {
+    return this.#values.position;
   }
 
   finish(): Data {

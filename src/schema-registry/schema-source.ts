@@ -78,12 +78,15 @@ export class SchemaSource {
     const idOf = (bytes: Buffer | null | undefined) =>
       bytes && bytes.length >= HEADER_BYTES && bytes[0] === MAGIC_BYTE ? bytes.readUInt32BE(1) : undefined;
     let admitted = 0;
+    // Per record on the main thread: no array or set per record, only the batch's one set of ids.
     for (const m of messages) {
       const value = idOf(m.value);
       const key = this.framedKeys ? idOf(m.key) : undefined;
-      const added = [value, key].filter((id): id is number => id !== undefined && !ids.has(id));
-      if (new Set(added).size + ids.size > MAX_SCHEMA_IDS_PER_BATCH) break;
-      for (const id of added) ids.add(id);
+      const newValue = value !== undefined && !ids.has(value);
+      const newKey = key !== undefined && key !== value && !ids.has(key);
+      if (ids.size + (newValue ? 1 : 0) + (newKey ? 1 : 0) > MAX_SCHEMA_IDS_PER_BATCH) break;
+      if (newValue) ids.add(value);
+      if (newKey) ids.add(key);
       admitted++;
     }
     if (ids.size === 0) return { schemas: [], admitted };

@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import type { RecordBatch } from 'apache-arrow';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { AVRO_PAYLOADS } from '../../src/decode/avro/writer-schemas';
+import type { CompiledReader } from '../../src/decode/compiled-rows';
 import type { WriterSchema } from '../../src/schema-registry/wire-format';
 import { base, msg, NOW } from './fixture';
 
@@ -251,9 +252,15 @@ function decodeBoth(batches: RawMessage[][], schemas: WriterSchema[]) {
   return { compiled: outputs[0], reference: outputs[1] };
 }
 
+/** Whether a reader reads a framed value itself; the value lies inside a larger buffer, as in a batch. */
+function checks(reader: CompiledReader, value: Uint8Array): boolean {
+  const buf = Buffer.concat([Buffer.from([9, 9]), value, Buffer.from([9])]);
+  return reader.check(buf, 2, 2 + value.byteLength);
+}
+
 function compiledOf(schema: Schema) {
   try {
-    return AVRO_PAYLOADS.parse(JSON.stringify(schema), []).compiled;
+    return AVRO_PAYLOADS.parse(JSON.stringify(schema), []).compiled?.reader;
   } catch {
     return undefined; // unsupported: both decoders make dead letters of its records
   }
@@ -296,7 +303,7 @@ describe('the compiled Avro reader', () => {
             const value = framed(version === v2 ? 2 : 1, bytes);
             const reader = readers[version === v2 ? 1 : 0];
             records += 1;
-            if (reader?.check(Buffer.from(value))) compiledRecords += 1;
+            if (reader && checks(reader, value)) compiledRecords += 1;
             return msg(offset, value);
           });
           const half = Math.floor(messages.length / 2);
@@ -307,8 +314,8 @@ describe('the compiled Avro reader', () => {
           expect(compiled).toEqual(reference);
         },
       ),
-      // A fixed seed: a flipped byte can make an array count of ~2^31, which the reference (avsc)
-      // reads item by item for minutes; the compiled reader leaves such counts to it.
+      // A fixed seed (a flipped byte can make an array count of ~2^31: both decoders refuse it
+      // unread now, src/decode/avro/block-counts.ts, but a seed keeps the run the same).
       { numRuns: 150, seed: 20261206 },
     );
     // The comparison is only worth something if the compiled reader did much of the reading (the
@@ -328,7 +335,7 @@ describe('the compiled Avro reader', () => {
         { name: 'attrs', type: { type: 'map', values: 'long' } },
       ],
     };
-    const reader = AVRO_PAYLOADS.parse(JSON.stringify(schema), []).compiled!;
+    const reader = AVRO_PAYLOADS.parse(JSON.stringify(schema), []).compiled!.reader;
     const bytes: number[] = [];
     varint(bytes, 1_764_676_800_123n);
     varint(bytes, 2n);
@@ -340,9 +347,9 @@ describe('the compiled Avro reader', () => {
     varint(bytes, -5n);
     bytes.push(0);
     const value = framed(1, bytes);
-    expect(reader.check(Buffer.from(value))).toBe(true);
+    expect(checks(reader, value)).toBe(true);
     // A byte after the datum is the reference's to report.
-    expect(reader.check(Buffer.from(framed(1, [...bytes, 0])))).toBe(false);
+    expect(checks(reader, framed(1, [...bytes, 0]))).toBe(false);
     const { compiled, reference } = decodeBoth(
       [[msg(0, value), msg(1, value)]],
       [{ id: 1, schemaType: 'AVRO', schema: JSON.stringify(schema) }],

@@ -127,3 +127,66 @@ test('a second schema version mid-stream adds a nullable column to the table; re
   expect(await deadLetters(suite, consumer)).toEqual([]);
   await fsp.rm(dataDir, { recursive: true, force: true });
 }, 120_000);
+
+test('a corrupted array or map block count (2^31 items, positive or negative) is a dead letter, and the records around it land', async () => {
+  const schema = {
+    type: 'record',
+    name: 'Tagged',
+    namespace: 'demo',
+    fields: [
+      { name: 'n', type: 'long' },
+      { name: 'tags', type: { type: 'array', items: 'string' } },
+      { name: 'counts', type: { type: 'map', values: 'long' } },
+    ],
+  };
+  const sr = new SchemaRegistry({ host: registry.url });
+  const consumer = await registryConsumer(suite, 'avro', registry.url);
+  const { id } = await sr.register(
+    { type: SchemaType.AVRO, schema: JSON.stringify(schema) },
+    { subject: subjectOf(consumer.topic) },
+  );
+  const good = (n: number) => sr.encode(id, { n, tags: ['a', 'b'], counts: { x: n } });
+  /** Avro's zig-zag varint of a safe integer. */
+  const zigzag = (v: number) => {
+    let u = v < 0 ? -2 * v - 1 : 2 * v;
+    const out: number[] = [];
+    while (u >= 128) {
+      out.push((u % 128) | 128);
+      u = Math.floor(u / 128);
+    }
+    return [...out, u];
+  };
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(id, 1);
+  const framed = (bytes: number[]) => Buffer.concat([header, Buffer.from(bytes)]);
+  await produce(suite, consumer.topic, [
+    await good(0),
+    await good(1),
+    framed([...zigzag(7), ...zigzag(2 ** 31), 2, 0x61, 0, 0]), // tags claims 2^31 strings
+    await good(3),
+    framed([...zigzag(7), 0, ...zigzag(-(2 ** 31)), ...zigzag(4), 2, 0x6b, 2, 0]), // counts: -2^31, a byte size
+    await good(5),
+    await good(6),
+  ]);
+
+  const dataDir = await tempDir('kl-avro-bomb-replica');
+  const replica = new ReplicaProcess(consumer.file, dataDir, testBrokers());
+  const rows = await lanceRows(dataDir, 5);
+  const letters = await until(async () => {
+    const l = await deadLetters(suite, consumer);
+    return l.length >= 2 ? l : undefined;
+  }, '2 dead letters');
+  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+  expect(plainColumn(rows, 'n')).toEqual([0n, 1n, 3n, 5n, 6n]);
+  expect(letters.map((l) => [l.offset, l.reason])).toEqual([
+    [2, 'undecodable-payload'],
+    [4, 'undecodable-payload'],
+  ]);
+  for (const l of letters)
+    expect(l.detail).toMatch(
+      new RegExp(
+        `^schema id ${id}: .*a block count of 2147483648 items \\(at byte \\d+\\) where \\d+ bytes are left`,
+      ),
+    );
+  await fsp.rm(dataDir, { recursive: true, force: true });
+}, 120_000);

@@ -30,13 +30,13 @@ const header = (id: number) => {
   return bytes;
 };
 
-function source(registry: SlowRegistry): SchemaSource {
+function source(registry: SlowRegistry, framedKeys = false): SchemaSource {
   const options = { url: 'http://sr', cacheTtlMs: 60_000 } as SchemaRegistryOptions;
   return new SchemaSource(
     options,
     silentLogger(),
     new Metrics(),
-    false,
+    framedKeys,
     registry as unknown as SchemaRegistryClient,
   );
 }
@@ -106,4 +106,28 @@ test('a batch no longer wanted while a slow registry answers ends the wait with 
     heartbeatIntervalMs: 5,
   };
   expect(await schemas.forBatch([{ value: header(7) }], control)).toBeUndefined();
+});
+
+test("with framed keys the cap counts a record's key and value ids, once when they are the same id", async () => {
+  const control = { heartbeat: () => Promise.resolve(), wanted: () => true, heartbeatIntervalMs: 50 };
+  const last = MAX_SCHEMA_IDS_PER_BATCH - 1;
+  // Records 0..last-1 bring MAX - 1 ids (key = value); then one record whose key and value are the
+  // same new id (the prefix reaches MAX exactly), then one bringing two new ids (beyond it).
+  const sameIds = Array.from({ length: last }, (_, i) => ({ value: header(i + 1), key: header(i + 1) }));
+  const messages = [
+    ...sameIds,
+    { value: header(100_000), key: header(100_000) },
+    { value: header(100_001), key: header(100_002) },
+  ];
+  const answer = await source(new SlowRegistry(0), true).forBatch(messages, control);
+  expect(answer!.admitted).toBe(last + 1);
+  // Without framed keys only the values' ids count: the same prefix (the last record's value is one id too many).
+  const valuesOnly = await source(new SlowRegistry(0)).forBatch(messages, control);
+  expect(valuesOnly!.admitted).toBe(last + 1);
+  // A record whose key is new and value known: one id more.
+  const keyed = await source(new SlowRegistry(0), true).forBatch(
+    [...sameIds, { value: header(1), key: header(200_000) }, { value: header(1), key: header(200_001) }],
+    control,
+  );
+  expect(keyed!.admitted).toBe(last + 1);
 });

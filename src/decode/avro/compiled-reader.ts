@@ -1,13 +1,15 @@
 import type * as avro from 'avsc';
-import { isUtf8 } from 'node:buffer';
 import type { DeclaredField } from '../../config';
 import type { ColumnBuilder } from '../column-builder';
+import { utf8At } from '../utf8-bytes';
+import type { CompiledReader } from '../compiled-rows';
 import type { BoolBuilder, FixedWidthBuilder } from '../fixed-width-builders';
 import type { DecimalBuilder, NumericBuilder } from '../declared-builders';
 import type { ListBuilder, StructBuilder } from '../nested-builders';
 import type { VariableWidthBuilder } from '../variable-width-builders';
 import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS } from '../timestamp';
 import { HEADER_BYTES } from '../../schema-registry/wire-format';
+import { minBytes } from './block-counts';
 
 /**
  * A reader compiled once per writer schema that reads a datum's binary straight into the
@@ -25,14 +27,7 @@ import { HEADER_BYTES } from '../../schema-registry/wire-format';
  * (a JavaScript object reorders or drops them) — goes to the reference decoder, which gives
  * its row or dead letter as before.
  */
-export interface CompiledAvroReader {
-  /** The writer's top-level fields' column types, in the order of the datum. */
-  readonly fields: readonly { readonly name: string; readonly field: DeclaredField }[];
-  /** Whether `append` stores this framed value exactly as the reference decoder would. */
-  check(value: Buffer): boolean;
-  /** Appends a checked value's fields, each into `builders[i]` (undefined: skipped). */
-  append(value: Buffer, builders: readonly (ColumnBuilder | undefined)[]): void;
-}
+export type CompiledAvroReader = CompiledReader;
 
 /** A schema the compiled reader leaves to the reference decoder. */
 export class NotCompiled extends Error {}
@@ -57,9 +52,21 @@ const TWO_53 = 2 ** 53;
  * below 2^53 before zig-zag); NaN otherwise or when the bytes end first. Sets `after`.
  */
 function varint(buf: Buffer, pos: number, end: number): number {
-  let raw = 0;
-  let scale = 1;
-  for (let i = 0; i < 8; i++) {
+  // Up to 4 bytes (lengths, counts, most ints) in 32-bit integer arithmetic: the result is a
+  // small integer V8 returns unboxed, where a double's division would allocate a number per read.
+  let small = 0;
+  for (let shift = 0; shift < 28; shift += 7) {
+    if (pos >= end) return NaN;
+    const b = buf[pos++]!;
+    small |= (b & 0x7f) << shift;
+    if ((b & 0x80) === 0) {
+      after = pos;
+      return (small >>> 1) ^ -(small & 1);
+    }
+  }
+  let raw = small;
+  let scale = 2 ** 28;
+  for (let i = 4; i < 8; i++) {
     if (pos >= end) return NaN;
     const b = buf[pos++]!;
     raw += (b & 0x7f) * scale;
@@ -93,14 +100,6 @@ function bigVarint(buf: Buffer, pos: number, end: number): bigint | undefined {
 function length(buf: Buffer, pos: number, end: number): number {
   const n = varint(buf, pos, end);
   return n >= 0 ? n : FALLBACK;
-}
-
-/** Whether bytes [start, end) are UTF-8 as avsc's utf8Slice would read them unchanged. */
-function utf8At(buf: Buffer, start: number, end: number): boolean {
-  // Short strings by a loop; longer ones by node's native check, cheaper past its call's cost.
-  if (end - start > 24) return isUtf8(buf.subarray(start, end));
-  for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return isUtf8(buf.subarray(start, end));
-  return true;
 }
 
 function appendSlice(builder: ColumnBuilder, buf: Buffer, start: number, end: number): void {
@@ -254,7 +253,8 @@ function blocks(
       if (varint(buf, pos, end) !== varint(buf, pos, end)) return FALLBACK;
       pos = after;
     }
-    // Items take at least a byte here (no item type is empty); a larger count is malformed.
+    // Items take at least a byte here (arrays of empty items are not compiled), so a larger
+    // count is malformed: the reference path refuses it (block-counts.ts) without reading it.
     if (n > end - pos) return FALLBACK;
     for (; n > 0; n--) {
       pos = item(buf, pos, end);
@@ -454,6 +454,9 @@ function compileNode(type: avro.Type, field: DeclaredField): Node {
     }
     case 'array':
       if (field.type !== 'list') throw new NotCompiled('an array that is not a list');
+      // Items of no bytes are bounded by a count of them, not by the bytes left (block-counts.ts).
+      if (minBytes((type as avro.types.ArrayType).itemsType) === 0)
+        throw new NotCompiled('an array of items that take no bytes');
       return arrayNode(compileNode((type as avro.types.ArrayType).itemsType, field.items));
     case 'map': {
       const entry = field.type === 'list' ? field.items : undefined;
@@ -483,20 +486,19 @@ export function compileAvroReader(
   });
   return {
     fields: fields.map((field) => ({ name: field.name, field })),
-    check(value) {
-      let pos = HEADER_BYTES;
-      const end = value.length;
+    check(buf, start, end) {
+      let pos = start + HEADER_BYTES;
       for (const node of nodes) {
-        pos = node.check(value, pos, end);
+        pos = node.check(buf, pos, end);
         if (pos === FALLBACK) return false;
       }
       return pos === end;
     },
-    append(value, builders) {
-      let pos = HEADER_BYTES;
+    append(buf, start, end, builders) {
+      let pos = start + HEADER_BYTES;
       for (let i = 0; i < nodes.length; i++) {
         const builder = builders[i];
-        pos = builder ? nodes[i]!.append(value, pos, builder) : nodes[i]!.check(value, pos, value.length);
+        pos = builder ? nodes[i]!.append(buf, pos, builder) : nodes[i]!.check(buf, pos, end);
       }
     },
   };

@@ -3,13 +3,16 @@ import { errorMessage } from '../../common/errors';
 import { HEADER_BYTES } from '../../schema-registry/wire-format';
 import type { RegistryPayloadFormat, RegistryVerdict } from '../registry-writer-schemas';
 import { avroColumns, type AvroColumns } from './avro-mapping';
+import { blockCountCheck, type BlockCountCheck } from './block-counts';
 import { compileAvroReader, NotCompiled, type CompiledAvroReader } from './compiled-reader';
 
 interface ParsedAvro {
   readonly type: avro.Type;
   readonly columns: AvroColumns;
+  /** Refuses a datum whose array or map counts avsc would loop on; undefined: the schema has none. */
+  readonly blockCounts: BlockCountCheck | undefined;
   /** Reads this schema's records straight into the columns; undefined: the schema is left to `decode`. */
-  readonly compiled: CompiledAvroReader | undefined;
+  readonly compiled: { readonly reader: CompiledAvroReader } | undefined;
 }
 
 /** The reader of a schema, or undefined where the compiled reader does not cover it. */
@@ -74,11 +77,14 @@ export const AVRO_PAYLOADS: RegistryPayloadFormat<ParsedAvro> = {
       registry: { long: EXACT_LONG },
     });
     const columns = avroColumns(json);
-    return { type, columns, compiled: compiledOf(type, columns) };
+    const reader = compiledOf(type, columns);
+    return { type, columns, blockCounts: blockCountCheck(type), compiled: reader && { reader } };
   },
   compiled: (parsed) => parsed.compiled,
   decode(parsed, value) {
     const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    const badBlocks = parsed.blockCounts?.(buf, HEADER_BYTES);
+    if (badBlocks !== undefined) return undecodable(badBlocks);
     let decoded: { value: unknown; offset: number };
     try {
       decoded = parsed.type.decode(buf, HEADER_BYTES);

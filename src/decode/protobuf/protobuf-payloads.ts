@@ -1,8 +1,10 @@
 import { isUtf8 } from 'node:buffer';
 import * as protobuf from 'protobufjs';
 import { errorMessage } from '../../common/errors';
-import { messageIndexesOf } from '../../schema-registry/wire-format';
+import { HEADER_BYTES, messageIndexesOf } from '../../schema-registry/wire-format';
+import type { CompiledReader } from '../compiled-rows';
 import type { RegistryPayloadFormat, RegistryRow, RegistryVerdict } from '../registry-writer-schemas';
+import { compileProtobufReader, NotCompiled } from './compiled-reader';
 import { InexactProtobufValue, protobufColumns, type ProtobufColumns } from './protobuf-mapping';
 import { loadProtobufSchema } from './protobuf-schema-files';
 
@@ -11,7 +13,25 @@ interface ParsedProto {
   /** The file's top-level message types in declaration order (what the first message index counts). */
   readonly topLevel: readonly protobuf.Type[];
   /** By message-index path ("0", "1.0"): the type and its columns, or why it has none. */
-  readonly byPath: Map<string, { type: protobuf.Type; columns: ProtobufColumns } | { unsupported: string }>;
+  readonly byPath: Map<string, MappedMessage | { unsupported: string }>;
+}
+
+interface MappedMessage {
+  readonly type: protobuf.Type;
+  readonly columns: ProtobufColumns;
+  /** Its compiled reader once asked for (null: the type is left to `decode`). */
+  compiled?: { readonly reader: CompiledReader; readonly message: string } | null;
+}
+
+/** The compiled reader of a message type, or null where it does not cover the type. */
+function compiledOf(message: MappedMessage, path: string): CompiledReader | null {
+  if (process.env.KAFKA_LANCE_COMPILED_PROTOBUF === 'off') return null;
+  try {
+    return compileProtobufReader(message.type, path, message.columns.fields);
+  } catch (error) {
+    if (error instanceof NotCompiled) return null;
+    throw error;
+  }
 }
 
 /**
@@ -44,6 +64,23 @@ export const PROTOBUF_PAYLOADS: RegistryPayloadFormat<ParsedProto> = {
     if ('unsupported' in message) return { reason: 'unsupported-schema', detail: message.unsupported };
     const decoded = decodeMessage(message.type, message.columns, value.subarray(framing.payloadOffset));
     return 'reason' in decoded ? decoded : { ...decoded, message: path };
+  },
+  compiled(parsed, value) {
+    // The list [0] (the file's first message type) is one byte 0: what most values carry.
+    let path = '0';
+    if (value.byteLength <= HEADER_BYTES || value[HEADER_BYTES] !== 0) {
+      const framing = messageIndexesOf(value);
+      if ('invalid' in framing) return undefined;
+      path = framing.indexes.join('.');
+    }
+    // A type is mapped by `decode`, on the first record of it (which admits its columns).
+    const message = parsed.byPath.get(path);
+    if (!message || 'unsupported' in message) return undefined;
+    if (message.compiled === undefined) {
+      const reader = compiledOf(message, path);
+      message.compiled = reader && { reader, message: path };
+    }
+    return message.compiled ?? undefined;
   },
 };
 

@@ -1,0 +1,120 @@
+import type { DeclaredField } from '../config';
+import type { BatchColumns } from './batch-columns';
+import type { ColumnBuilder } from './column-builder';
+import type { FieldState } from './field-state';
+import type { WriterSchemas } from './registry-writer-schemas';
+
+/**
+ * A reader compiled once per writer schema (Avro: avro/compiled-reader.ts) or message type
+ * (Protobuf: protobuf/compiled-reader.ts) that reads a framed value's bytes straight into the
+ * column builders, for the records it reads exactly as the format's reference decoder would.
+ */
+export interface CompiledReader {
+  /** The writer's top-level fields' column types, in the order `append` takes builders. */
+  readonly fields: readonly { readonly name: string; readonly field: DeclaredField }[];
+  /** Whether `append` stores the framed value at `buf[start, end)` exactly as the reference decoder would. */
+  check(buf: Buffer, start: number, end: number): boolean;
+  /** Appends a checked value's fields, each into `builders[i]` (undefined: skipped). */
+  append(buf: Buffer, start: number, end: number, builders: readonly (ColumnBuilder | undefined)[]): void;
+}
+
+/** Where a writer's fields go among the decoder's columns, for one list of columns. */
+interface Plan {
+  readonly reader: CompiledReader;
+  /** The decoder's columns the plan was made for (compared by identity). */
+  readonly columns: readonly FieldState[];
+  /** Each writer field's column index; undefined when the plan is unusable. */
+  readonly targets: readonly number[] | undefined;
+  /** Columns the writer does not have: null in its rows. */
+  readonly absent: readonly number[];
+  /** The builders of `targets` in the last BatchColumns appended to. */
+  batch?: BatchColumns;
+  builders?: ColumnBuilder[];
+}
+
+/**
+ * The record decoder's use of the writer schemas' compiled readers. A record takes the
+ * compiled path only when its writer schema is admitted (every field already a column of the
+ * writer's type, so the reference path would add or retype nothing) and its reader says it
+ * reads the record exactly; then the row the reference path would make — the writer's fields,
+ * null in the decoder's other columns — is written straight into the builders.
+ *
+ * Nothing is allocated per record: a value is read where it lies, in a Buffer over its whole
+ * batch (one per batch), and the plan `check` returns is the writer's own.
+ */
+export class CompiledRows {
+  /** By writer: the schema id, and the message-index path where a schema has several types. */
+  readonly #plans = new Map<string, Plan>();
+  /** A Buffer over the ArrayBuffer the last values lay in (their batch's). */
+  #whole: Buffer | undefined;
+
+  constructor(private readonly schemas: WriterSchemas) {}
+
+  /** The plan of a value whose writer is admitted and whose reader reads it exactly, else undefined. */
+  check(
+    value: Uint8Array,
+    columns: readonly FieldState[],
+    admitted: ReadonlySet<string>,
+    writerTypes: ReadonlyMap<string, string>,
+  ): CompiledPlan | undefined {
+    const found = this.schemas.compiledReader(value);
+    if (!found || !admitted.has(found.writer)) return undefined;
+    let plan = this.#plans.get(found.writer);
+    if (!plan || plan.reader !== found.reader || !sameColumns(plan.columns, columns)) {
+      plan = planOf(found.reader, columns, writerTypes);
+      this.#plans.set(found.writer, plan);
+    }
+    if (!plan.targets) return undefined;
+    const start = value.byteOffset;
+    return found.reader.check(this.#bufferOf(value), start, start + value.byteLength) ? plan : undefined;
+  }
+
+  /** Appends a value `check` gave `plan` for. */
+  append(plan: CompiledPlan, value: Uint8Array, batch: BatchColumns): void {
+    const ready = plan as Plan;
+    if (ready.batch !== batch) {
+      ready.batch = batch;
+      ready.builders = ready.targets!.map((i) => batch.dataBuilder(i));
+    }
+    const start = value.byteOffset;
+    ready.reader.append(this.#bufferOf(value), start, start + value.byteLength, ready.builders!);
+    for (const i of ready.absent) batch.dataBuilder(i).appendNull();
+  }
+
+  #bufferOf(value: Uint8Array): Buffer {
+    const whole = this.#whole;
+    if (whole?.buffer === value.buffer) return whole;
+    return (this.#whole = Buffer.from(value.buffer));
+  }
+}
+
+/** A writer's plan, as `check` hands it to `append`. */
+export type CompiledPlan = object;
+
+function sameColumns(a: readonly FieldState[], b: readonly FieldState[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function planOf(
+  reader: CompiledReader,
+  columns: readonly FieldState[],
+  writerTypes: ReadonlyMap<string, string>,
+): Plan {
+  const unusable = { reader, columns: [...columns], targets: undefined, absent: [] };
+  const targets: number[] = [];
+  for (const { name, field } of reader.fields) {
+    const at = columns.findIndex((c) => c.name === name);
+    // The column must be the one this writer's declaration made (record-decoder's writerTypes).
+    if (at < 0 || writerTypes.get(name) !== JSON.stringify(field)) return unusable;
+    targets.push(at);
+  }
+  const absent: number[] = [];
+  for (let i = 0; i < columns.length; i++) {
+    if (targets.includes(i)) continue;
+    if (!columns[i]!.nullable) return unusable;
+    absent.push(i);
+  }
+  return { reader, columns: [...columns], targets, absent };
+}

@@ -1,0 +1,271 @@
+/**
+ * The compiled Protobuf reader (src/decode/protobuf/compiled-reader.ts) against the reference
+ * Protobuf decoder (protobufjs, protobuf-mapping.ts, the column codecs): over generated message
+ * types and generated messages — edge values, fields out of order and repeated (the last one
+ * counts), unknown fields, flipped bytes, cut and padded payloads — both must give the same rows
+ * (every column, every system column), the same dead letters and the same segments.
+ */
+import fc from 'fast-check';
+import * as protobuf from 'protobufjs';
+import type { RecordBatch } from 'apache-arrow';
+import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
+import { PROTOBUF_PAYLOADS } from '../../src/decode/protobuf/protobuf-payloads';
+import type { WriterSchema } from '../../src/schema-registry/wire-format';
+import { protobufFramed } from '../support/protobuf-fixtures';
+import { base, msg, NOW } from './fixture';
+
+/** A small deterministic generator, seeded by fast-check (so failures shrink and replay). */
+class Random {
+  constructor(private state: number) {}
+  next(): number {
+    this.state = (this.state + 0x6d2b79f5) | 0;
+    let t = Math.imul(this.state ^ (this.state >>> 15), 1 | this.state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+  pick<T>(items: readonly T[]): T {
+    return items[this.int(items.length)]!;
+  }
+}
+
+/** Each scalar type and values that lean to its edges (protobufjs's fromObject takes them). */
+const SCALARS: Readonly<Record<string, readonly unknown[]>> = {
+  int32: [0, 1, -1, 300, 2147483647, -2147483648],
+  sint32: [0, 1, -1, 2147483647, -2147483648],
+  uint32: [0, 1, 4294967295],
+  int64: ['0', '1', '-1', '9007199254740991', '9007199254740993', '-9223372036854775808'],
+  sint64: ['0', '-1', '4503599627370495', '-4503599627370497', '9223372036854775807'],
+  uint64: ['0', '1', '9007199254740992', '18446744073709551615'],
+  fixed32: [0, 4294967295],
+  sfixed32: [0, -2147483648],
+  fixed64: ['0', '18446744073709551615'],
+  sfixed64: ['0', '-9223372036854775808', '42'],
+  bool: [true, false],
+  float: [0, 1.5, -0, 3.4e38, Number.NaN, Number.POSITIVE_INFINITY],
+  double: [0, -2.5e-300, 1e308, Number.NaN, Number.NEGATIVE_INFINITY],
+  string: ['', 'héllo', 'x'.repeat(40), '0'],
+  bytes: [new Uint8Array(0), Uint8Array.from([0, 255, 128])],
+};
+
+interface Generated {
+  readonly proto: string;
+  /** A value generator for the top-level message `T`. */
+  readonly value: (r: Random) => Record<string, unknown>;
+}
+
+/** A proto3 file of a top-level message T (and the nested messages and enum it uses). */
+function protoOf(r: Random): Generated {
+  const messages: string[] = [];
+  let counter = 0;
+  const message = (depth: number): { name: string; value: (r: Random) => Record<string, unknown> } => {
+    const name = `M${counter++}`;
+    const fields: string[] = [];
+    const values: ((r: Random, out: Record<string, unknown>) => void)[] = [];
+    const count = 1 + r.int(5);
+    for (let i = 0; i < count; i++) {
+      const field = `f${i}`;
+      const number = r.pick([i + 1, i + 1, i + 1, 2000 + i]);
+      const kind = r.int(10);
+      const optional = r.next() < 0.3 ? 'optional ' : '';
+      const absent = r.next() < 0.2;
+      if (kind < 6) {
+        const type = r.pick(Object.keys(SCALARS));
+        fields.push(`${optional}${type} ${field} = ${number};`);
+        values.push((r, out) => {
+          if (!absent || r.next() < 0.5) out[field] = r.pick(SCALARS[type]!);
+        });
+      } else if (kind === 6) {
+        fields.push(`${optional}Color ${field} = ${number};`);
+        values.push((r, out) => {
+          if (!absent) out[field] = r.pick([0, 1, 2, 7]);
+        });
+      } else if (kind === 7 && depth < 2) {
+        const inner = message(depth + 1);
+        fields.push(`${inner.name} ${field} = ${number};`);
+        values.push((r, out) => {
+          if (r.next() < 0.8) out[field] = inner.value(r);
+        });
+      } else if (kind === 8) {
+        const type = r.pick(['Timestamp', 'Duration']);
+        fields.push(`google.protobuf.${type} ${field} = ${number};`);
+        values.push((r, out) => {
+          if (r.next() < 0.8)
+            out[field] = {
+              seconds: r.pick(['0', '1764676800', '-1', '8999999999', '9000000001', '253402300800']),
+              nanos: r.pick([0, 1000, 999999000, 1, -1000]),
+            };
+        });
+      } else {
+        // A repeated field: the whole type is left to the reference.
+        fields.push(`repeated int32 ${field} = ${number};`);
+        values.push((r, out) => {
+          out[field] = [1, -1].slice(0, r.int(3));
+        });
+      }
+    }
+    messages.push(`message ${name} { ${fields.join(' ')} }`);
+    return {
+      name,
+      value: (r) => {
+        const out: Record<string, unknown> = {};
+        for (const v of values) v(r, out);
+        return out;
+      },
+    };
+  };
+  const top = message(0);
+  // The top-level type comes first in the file: message index [0].
+  const ordered = [
+    messages[messages.length - 1]!.replace(`message ${top.name} `, 'message T '),
+    ...messages.slice(0, -1),
+  ];
+  return {
+    proto: [
+      'syntax = "proto3";',
+      'import "google/protobuf/timestamp.proto";',
+      'import "google/protobuf/duration.proto";',
+      'enum Color { RED = 0; GREEN = 1; BLUE = 2; }',
+      ...ordered,
+    ]
+      .join('\n')
+      .replace(new RegExp(`\\b${top.name}\\b`, 'g'), 'T'),
+    value: top.value,
+  };
+}
+
+function typeOf(proto: string): protobuf.Type {
+  const root = protobuf.parse(proto, new protobuf.Root(), { keepCase: true }).root;
+  for (const name of ['timestamp', 'duration'])
+    root.addJSON(protobuf.common.get(`google/protobuf/${name}.proto`)!.nested!);
+  return root.lookupType('T');
+}
+
+function rowsOf(b: RecordBatch | undefined): string[] {
+  return (b?.toArray() ?? []).map((row) =>
+    JSON.stringify(row.toJSON(), (_k, v: unknown) =>
+      typeof v === 'bigint'
+        ? `${v}n`
+        : typeof v === 'number' && (Object.is(v, -0) || Number.isNaN(v))
+          ? String(v)
+          : v instanceof Uint8Array
+            ? Buffer.from(v).toString('hex')
+            : v,
+    ),
+  );
+}
+
+function decodeBoth(batches: RawMessage[][], schemas: WriterSchema[]) {
+  const compiled = new RecordDecoder({ ...base, format: 'protobuf' }, () => NOW, 'native');
+  const reference = new RecordDecoder({ ...base, format: 'protobuf' }, () => NOW, 'typescript');
+  const outputs = [compiled, reference].map((d) =>
+    batches.map((messages) => {
+      const out = d.decode('t', 0, messages, 'id', schemas);
+      return {
+        rows: rowsOf(out.batch),
+        schema: out.batch?.schema.fields.map((f) => `${f.name}: ${String(f.type)} ${f.nullable}`),
+        earlier: out.earlier.map((s) => rowsOf(s.batch)),
+        deadLetters: out.deadLetters,
+        count: out.rows,
+      };
+    }),
+  );
+  return { compiled: outputs[0], reference: outputs[1] };
+}
+
+/** The compiled reader of a file's type T, when it has one. */
+function compiledOf(proto: string) {
+  const parsed = PROTOBUF_PAYLOADS.parse(proto, []);
+  const value = protobufFramed(1, [0], new Uint8Array(0));
+  PROTOBUF_PAYLOADS.decode(parsed, value); // maps the type, as a first record does
+  return PROTOBUF_PAYLOADS.compiled!(parsed, value)?.reader;
+}
+
+let compiledTypes = 0;
+let types = 0;
+let compiledRecords = 0;
+let records = 0;
+
+describe('the compiled Protobuf reader', () => {
+  test('gives the rows, dead letters and segments the reference Protobuf decoder gives, over generated types and messages', () => {
+    fc.assert(
+      fc.property(
+        fc.integer(),
+        fc.array(
+          fc.tuple(
+            fc.nat(),
+            fc.constantFrom('keep', 'keep', 'keep', 'twice', 'unknown', 'flip', 'cut', 'pad'),
+          ),
+          { minLength: 4, maxLength: 24 },
+        ),
+        (seed, plan) => {
+          const r = new Random(seed);
+          const generated = protoOf(r);
+          const type = typeOf(generated.proto);
+          const reader = compiledOf(generated.proto);
+          types += 1;
+          if (reader) compiledTypes += 1;
+          const messages = plan.map(([n, mutation], offset) => {
+            const encode = () => [...type.encode(type.fromObject(generated.value(r))).finish()];
+            let bytes = encode();
+            // Two messages one after the other are one message: each field's last value counts.
+            if (mutation === 'twice') bytes = [...bytes, ...encode()];
+            if (mutation === 'unknown') bytes = [0xf8, 0xff, 0x3f, 5, 0x82, 0x80, 0x40, 1, 9, ...bytes];
+            if (mutation === 'flip' && bytes.length > 0) bytes[n % bytes.length] = r.int(256);
+            if (mutation === 'cut' && bytes.length > 0) bytes.length = n % bytes.length;
+            if (mutation === 'pad') bytes.push(r.int(256));
+            const value = protobufFramed(1, [0], Uint8Array.from(bytes));
+            records += 1;
+            if (reader?.check(value, 0, value.length)) compiledRecords += 1;
+            return msg(offset, value);
+          });
+          const half = Math.floor(messages.length / 2);
+          const { compiled, reference } = decodeBoth(
+            [messages.slice(0, half), messages.slice(half)],
+            [{ id: 1, schemaType: 'PROTOBUF', schema: generated.proto }],
+          );
+          expect(compiled).toEqual(reference);
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // The comparison is only worth something if the compiled reader did much of the reading.
+    expect(compiledTypes / types).toBeGreaterThan(0.4);
+    expect(compiledRecords / records).toBeGreaterThan(0.15);
+  });
+
+  test('reads the bench log message (a Timestamp, a nested message, strings, numbers) itself, exactly as the reference', () => {
+    const proto = `syntax = "proto3";
+      import "google/protobuf/timestamp.proto";
+      message AppLog { google.protobuf.Timestamp ts = 1; string level = 2; int32 status = 6; double latency_ms = 7; Attrs attrs = 9; }
+      message Attrs { string region = 1; int32 attempt = 2; int64 seq = 3; }`;
+    const root = protobuf.parse(proto, new protobuf.Root(), { keepCase: true }).root;
+    root.addJSON(protobuf.common.get('google/protobuf/timestamp.proto')!.nested!);
+    const AppLog = root.lookupType('AppLog');
+    const values = [
+      {
+        ts: { seconds: 1764676800, nanos: 123000000 },
+        level: 'INFO',
+        status: 200,
+        latency_ms: 1.25,
+        attrs: { region: 'eu', attempt: 1, seq: 42 },
+      },
+      { level: 'WARN', attrs: {} },
+      {},
+    ].map((v) => protobufFramed(3, [0], AppLog.encode(AppLog.fromObject(v)).finish()));
+    const parsed = PROTOBUF_PAYLOADS.parse(proto, []);
+    PROTOBUF_PAYLOADS.decode(parsed, values[0]!);
+    const reader = PROTOBUF_PAYLOADS.compiled!(parsed, values[0]!)!.reader;
+    // A value inside a larger buffer, as in a batch.
+    for (const v of values)
+      expect(reader.check(Buffer.concat([Buffer.from([7]), v]), 1, v.length + 1)).toBe(true);
+    const { compiled, reference } = decodeBoth(
+      [values.map((v, i) => msg(i, v))],
+      [{ id: 3, schemaType: 'PROTOBUF', schema: proto }],
+    );
+    expect(compiled).toEqual(reference);
+    expect(compiled![0]!.rows[0]).toContain('"ts":1764676800123');
+  });
+});
