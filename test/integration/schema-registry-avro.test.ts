@@ -9,6 +9,7 @@ import {
   produce,
   registryConsumer,
   roundTrip,
+  until,
   withUnknownSchemaId,
 } from '../support/registry-round-trip';
 import { testBrokers } from '../support/kafka';
