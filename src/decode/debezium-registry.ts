@@ -88,7 +88,9 @@ export class DebeziumKeys {
     private readonly keyFields: readonly string[],
   ) {
     this.#schemas =
-      keyFormat === 'binary' || keyFormat === 'string' ? undefined : writerSchemasFor(keyFormat);
+      keyFormat === 'binary' || keyFormat === 'string'
+        ? undefined
+        : writerSchemasFor(keyFormat, { connectTypes: true });
   }
 
   learn(schemas: readonly WriterSchema[]): void {

@@ -151,7 +151,7 @@ export class RecordDecoder {
     jsonDecoder: 'native' | 'typescript' = 'native',
   ) {
     this.#options = options;
-    this.#registry = writerSchemasFor(options.format);
+    this.#registry = writerSchemasFor(options.format, { connectTypes: options.envelope === 'debezium' });
     this.#keys = options.includeKey
       ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit, options.tableKeyType)
       : undefined;
