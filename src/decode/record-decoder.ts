@@ -2,7 +2,7 @@ import { errorMessage } from '../common/errors';
 import type { ResolvedConsumer, Row } from '../config';
 import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
 import { ROW_COLUMN } from '../staging/system-columns';
-import type { DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
+import type { DeadLetterReason, DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
 import { columnNameProblem } from '../config/column-name';
 import type { InferredTypeName } from './field-codec';
@@ -494,8 +494,11 @@ export class RecordDecoder {
       if (debezium) {
         const fieldNamed = (name: string) =>
           this.#byName.get(name) ?? writerFields.find((f) => f.name === name);
+        // Why a registry key could not be read, told instead of `missing-key` when the event needed it.
+        let keyProblem: { reason: DeadLetterReason; detail: string; field?: string } | undefined;
         const recordKey = () => {
           const read = this.#debeziumKeys!.read(message.key);
+          if (read && 'reason' in read) keyProblem = read;
           return read && 'row' in read ? read.row : undefined;
         };
         const change = readChangeEvent(event, recordKey, this.#options.upsertKey ?? [], {
@@ -507,7 +510,8 @@ export class RecordDecoder {
           ),
         });
         if ('reason' in change) {
-          verdict(change.reason, change.detail, change.field);
+          const why = change.reason === 'missing-key' && keyProblem ? keyProblem : change;
+          verdict(why.reason, why.detail, why.field);
           continue;
         }
         if (change.kind === 'truncate') {
@@ -586,7 +590,6 @@ export class RecordDecoder {
     };
   }
 
-  /** Registry formats: what a writer schema adds or retypes (writerFieldChanges), nothing for one admitted before. */
   /** The fields the table's columns would be with a writer's changes, nested ones included, and the changed columns' counts. */
   #nestedFieldsWith(
     writerFields: readonly NamedField[],
@@ -602,6 +605,7 @@ export class RecordDecoder {
     return { total, changed };
   }
 
+  /** Registry formats: what a writer schema adds or retypes (writerFieldChanges), nothing for one admitted before. */
   #writerFields(writer: string, fields: readonly NamedField[]): WriterFieldChanges {
     if (this.#admittedSchemas.has(writer)) return { added: [], types: [], retyped: [] };
     return writerFieldChanges(fields, this.#writerTypes, this.#options.epochUnit);

@@ -282,6 +282,19 @@ test('a delete without before takes its key from the Avro record key; a tombston
   ]);
 });
 
+test("a delete without before whose record key the registry cannot read is a dead letter with the registry's reason, not a missing key", () => {
+  const out = decoder().decode(
+    'pg.public.t',
+    0,
+    [record(0, value('d', null, null), framed(77, key(9).slice(5)))],
+    '',
+    schemas,
+  );
+  expect(out.batch).toBeUndefined();
+  expect(out.deadLetters.map((d) => [d.offset, d.reason])).toEqual([[0, 'unknown-schema-id']]);
+  expect(out.deadLetters[0]!.detail).toContain('the record key');
+});
+
 test("a TOASTed placeholder in a string column is staged for the merge to keep the stored value; in a create (a primary-key update's) it is a dead letter", () => {
   const toasted = { ...ANN, note: '__debezium_unavailable_value' };
   const out = decoder().decode(
