@@ -377,7 +377,10 @@ export class RecordDecoder {
             verdict(change.reason, change.detail, change.field);
             continue;
           }
-          const columns = recordKey?.columns ? admit(recordKey.columns) : { added: [], types: [] };
+          // A JSON value's columns are the declared fields, the key's among them: the key schema's
+          // columns are the table's only when the value's are a registry writer's too.
+          const keyColumns = this.#registry ? recordKey?.columns : undefined;
+          const columns = keyColumns ? admit(keyColumns) : { added: [], types: [] };
           if ('reason' in columns) {
             verdict(columns.reason, columns.detail, columns.field);
             continue;
@@ -391,7 +394,7 @@ export class RecordDecoder {
             verdict(converted.reason, converted.detail, converted.field);
             continue;
           }
-          takeColumns(converted.newFields, columns.types, recordKey?.columns?.writer);
+          takeColumns(converted.newFields, columns.types, keyColumns?.writer);
           builders.appendSystem(partition, message, 0, key.value, true);
           builders.appendValues(converted.values[0]!);
         } else {

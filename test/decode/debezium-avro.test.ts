@@ -295,6 +295,41 @@ test("a delete without before whose record key the registry cannot read is a dea
   expect(out.deadLetters[0]!.detail).toContain('the record key');
 });
 
+test('JSON values with Avro keys (JsonConverter and AvroConverter): a tombstone before and after events deletes its key in the declared column, never a second column of it', () => {
+  const json = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 't',
+        brokers: ['b:1'],
+        topics: ['pg.public.t'],
+        format: 'json',
+        keyFormat: 'avro',
+        schemaRegistry: { url: 'http://registry:8081' },
+        schema: { fields: { id: 'int32', name: 'string' } },
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        envelope: 'debezium',
+      },
+      'test',
+    ),
+    () => NOW,
+  );
+  const change = (op: string, id: number) =>
+    new TextEncoder().encode(
+      JSON.stringify({ before: null, after: { id, name: 'Ann' }, op, source: { lsn: 1 } }),
+    );
+  for (const batch of [
+    [record(0, null, key(1)), record(1, change('c', 2), key(2))],
+    [record(2, change('u', 2), key(2)), record(3, null, key(2))],
+  ]) {
+    const out = json.decode('pg.public.t', 0, batch, '', schemas);
+    expect(out.deadLetters).toEqual([]);
+    const names = out.batch!.schema.fields.map((f) => f.name).filter((n) => !n.startsWith('_'));
+    expect(names).toEqual(['id', 'name']);
+    expect(column(out.batch!, 'id')).toEqual(batch.map((r) => (r.offset === 0 ? 1 : 2)));
+  }
+});
+
 test("a TOASTed placeholder in a string column is staged for the merge to keep the stored value; in a create (a primary-key update's) it is a dead letter", () => {
   const toasted = { ...ANN, note: '__debezium_unavailable_value' };
   const out = decoder().decode(
