@@ -2,24 +2,87 @@ import type { Row } from '../config';
 import { SEQUENCE_COLUMN, type Truncates } from '../config/upsert-options';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
 import { DataType } from 'apache-arrow';
+import { createHash } from 'node:crypto';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
 import type { FieldState } from './field-state';
 
 /**
  * Debezium change events in JSON (Kafka Connect's JsonConverter, with or without
- * `schemas.enable`) or in Avro (an envelope record's row, debezium-keys.ts): what one event
+ * `schemas.enable`) or in Avro (an envelope record's row, debezium-registry.ts): what one event
  * does to an upsert table. `c` (create), `r` (snapshot
  * read) and `u` (update) write the `after` state; `d` deletes the key, read from `before`
  * (or, when `before` is null, REPLICA IDENTITY NOTHING, from the record key). A truncate
  * (`t`) deletes every row before it (`truncate: 'apply'`, staged as a delete row without a
  * key: src/lance/upsert-merge.ts) or is a dead letter (`'dead-letter'`, the default). An `after` holding Debezium's
- * placeholder for an unchanged TOASTed column is staged as it is when the column is a
- * string: the merge keeps the stored value there (src/lance/upsert-merge.ts). In a column of
- * another type it would not survive the conversion, so it is refused.
+ * placeholder for an unchanged TOASTed column (placeholderIn: as text, or in a bytea's,
+ * array's or hstore's shape) is staged as the placeholder when the column is a string: the
+ * merge keeps the stored value there (src/lance/upsert-merge.ts). In a column of another
+ * type no merge resolves it, so it is refused, never stored.
  */
 
 /** The value Debezium's PostgreSQL connector sends for an unchanged TOASTed column. */
 export const UNAVAILABLE_VALUE = '__debezium_unavailable_value';
+
+const PLACEHOLDER_BYTES = Buffer.from(UNAVAILABLE_VALUE, 'utf8');
+
+/**
+ * The placeholder as text in columns of other types, the way Kafka Connect writes them: a
+ * bytea's bytes under `binary.handling.mode` base64 (JsonConverter's bytes too),
+ * base64-url-safe and hex, and an hstore's map under `hstore.handling.mode=json`.
+ */
+const ENCODED_PLACEHOLDERS = new Set([
+  PLACEHOLDER_BYTES.toString('base64'),
+  PLACEHOLDER_BYTES.toString('base64url'),
+  PLACEHOLDER_BYTES.toString('hex'),
+  JSON.stringify({ [UNAVAILABLE_VALUE]: UNAVAILABLE_VALUE }),
+]);
+
+/** A uuid[]'s placeholder: Java's UUID.nameUUIDFromBytes of the placeholder (an MD5, version 3). */
+const PLACEHOLDER_UUID = (() => {
+  const md5 = createHash('md5').update(PLACEHOLDER_BYTES).digest();
+  md5[6] = (md5[6]! & 0x0f) | 0x30;
+  md5[8] = (md5[8]! & 0x3f) | 0x80;
+  const hex = md5.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+})();
+
+/**
+ * How a value is Debezium's placeholder for an unchanged TOASTed column (the PostgreSQL
+ * connector's UnchangedToastedPlaceholder): 'text' when it is a string (the placeholder, or
+ * its text in a bytea or hstore column), which a string column takes for the merge to
+ * resolve; 'typed' when it is the placeholder in another type's shape (a bytea's bytes, an
+ * array of the placeholder, of its bytes or of its UUID, an int[] or bigint[] of its bytes,
+ * an hstore map of it), which no merge resolves; undefined when it is a value.
+ */
+export function placeholderIn(value: unknown): 'text' | 'typed' | undefined {
+  if (typeof value === 'string')
+    return value === UNAVAILABLE_VALUE || ENCODED_PLACEHOLDERS.has(value) ? 'text' : undefined;
+  if (value instanceof Uint8Array) return PLACEHOLDER_BYTES.equals(value) ? 'typed' : undefined;
+  if (Array.isArray(value)) {
+    if (value.length === 1) {
+      const only: unknown = value[0];
+      if (only === PLACEHOLDER_UUID || (isObject(only) && isPlaceholderEntry(only))) return 'typed';
+      if (placeholderIn(only) !== undefined) return 'typed';
+    }
+    // int[] and bigint[]: one element per byte of the placeholder.
+    if (
+      value.length === PLACEHOLDER_BYTES.length &&
+      value.every(
+        (v, i) => (typeof v === 'number' || typeof v === 'bigint') && Number(v) === PLACEHOLDER_BYTES[i],
+      )
+    )
+      return 'typed';
+    return undefined;
+  }
+  // An hstore as a map (JSON object); in Avro a map is read as a list of entries (above).
+  if (isObject(value) && isPlaceholderEntry({ key: Object.keys(value)[0], value: Object.values(value)[0] }))
+    return Object.keys(value).length === 1 ? 'typed' : undefined;
+  return undefined;
+}
+
+function isPlaceholderEntry(entry: Record<string, unknown>): boolean {
+  return entry.key === UNAVAILABLE_VALUE && entry.value === UNAVAILABLE_VALUE;
+}
 
 export type ChangeEvent =
   | { readonly kind: 'upsert'; readonly row: Row }
@@ -70,7 +133,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * The record key's fields (a Debezium key is a struct of the primary key's columns), read
- * when an event needs them: JSON here, Avro through the registry (debezium-keys.ts).
+ * when an event needs them: JSON here, Avro through the registry (debezium-registry.ts).
  */
 export type RecordKey = () => Row | undefined;
 
@@ -173,30 +236,35 @@ function readChange(
     case 'u': {
       if (!isObject(event.after))
         return { reason: 'not-a-change-event', detail: `op "${event.op}" without an "after" object` };
+      let row = event.after;
       for (const [field, v] of Object.entries(event.after)) {
+        const placeholder = placeholderIn(v);
+        if (placeholder === undefined) continue;
         // A create holds it only for a primary-key update (a delete and a create): the old
         // key's row, where the value was, is deleted by then, and the create names it in a
         // header only.
-        if (event.op === 'c' && v === UNAVAILABLE_VALUE)
+        if (event.op === 'c')
           return {
             reason: 'unavailable-value',
             field,
             detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value in the create of a primary-key update, whose old row holds the value; set REPLICA IDENTITY FULL on the source table`,
           };
-        if (v === UNAVAILABLE_VALUE && (keyFields.includes(field) || !takesPlaceholder(field)))
+        if (placeholder === 'typed' || keyFields.includes(field) || !takesPlaceholder(field))
           return {
             reason: 'unavailable-value',
             field,
-            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, in a column that is not a string; set REPLICA IDENTITY FULL on the source table`,
+            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, in a column that is not a string (the merge keeps the stored value of string columns only); set REPLICA IDENTITY FULL on the source table`,
           };
-        if (v === UNAVAILABLE_VALUE && !keyLookup)
+        if (!keyLookup)
           return {
             reason: 'unavailable-value',
             field,
             detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, and no key column is a string, integer, boolean or binary one to look the stored row up by; set REPLICA IDENTITY FULL on the source table`,
           };
+        // Its text in a bytea or hstore column, staged as the placeholder the merge looks for.
+        if (v !== UNAVAILABLE_VALUE) row = { ...row, [field]: UNAVAILABLE_VALUE };
       }
-      return { kind: 'upsert', row: event.after };
+      return { kind: 'upsert', row };
     }
     case 'd': {
       const source = isObject(event.before) ? event.before : recordKey();

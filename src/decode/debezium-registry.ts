@@ -77,8 +77,9 @@ function keyed(
 /**
  * A Debezium event's record key, read when an event needs it (a tombstone, a delete without
  * `before`): JSON (`keyFormat` binary or string, Kafka Connect's JsonConverter), or a registry
- * format, whose key schema's fields also give the key's columns (a tombstone may be the first
- * record a decoder sees of its table: a compacted topic's).
+ * format, whose key schema's fields also give the key's columns when the values are a registry
+ * format's too (a tombstone may be the first record a decoder sees of its table: a compacted
+ * topic's; JSON values declare the key's columns).
  */
 export class DebeziumKeys {
   readonly #schemas: WriterSchemas | undefined;
@@ -88,7 +89,9 @@ export class DebeziumKeys {
     private readonly keyFields: readonly string[],
   ) {
     this.#schemas =
-      keyFormat === 'binary' || keyFormat === 'string' ? undefined : writerSchemasFor(keyFormat);
+      keyFormat === 'binary' || keyFormat === 'string'
+        ? undefined
+        : writerSchemasFor(keyFormat, { connectTypes: true });
   }
 
   learn(schemas: readonly WriterSchema[]): void {

@@ -1,36 +1,27 @@
 import { errorMessage } from '../common/errors';
-import type { ResolvedConsumer, Row } from '../config';
+import type { Row } from '../config';
+import type { DecoderOptions } from './decoder-options';
 import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
 import { ROW_COLUMN } from '../staging/system-columns';
 import type { DeadLetterVerdict } from '../dead-letters/dead-letter-reason';
 import { mayHoldUnsafeInteger, parseJsonExact } from './exact-json';
 import { columnNameProblem } from '../config/column-name';
-import type { InferredTypeName } from './field-codec';
 import { writerSchemasFor } from './registry-formats';
 import type { WriterSchemas } from './registry-writer-schemas';
-import type { NamedField } from '../config';
-import type { KeyFormat } from '../config/formats';
 import { KeyColumn } from './key-column';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import { parseTimestamp } from './timestamp';
 import { NativeJsonColumns } from './native-json-columns';
 import { BatchColumns, KEY_COLUMN } from './batch-columns';
-import {
-  declaredField,
-  inferredField,
-  nestedFieldCount,
-  writerFieldChanges,
-  type FieldState,
-  type WriterFieldChanges,
-} from './field-state';
+import { declaredField, inferredField, type FieldState, type WriterFieldChanges } from './field-state';
 import { normalizeRows, sourceRecord } from './transform-rows';
 import type { RawMessage } from './raw-message';
 import { decodeNatively } from './native-dispatch';
-import { filterableKeyType, readChangeEvent, readTombstone, takesPlaceholder } from './debezium-envelope';
+import { changeOf, tombstoneDelete } from './debezium-rows';
 import { DebeziumKeys, envelopeColumns, type WriterColumns } from './debezium-registry';
-import { SEQUENCE_COLUMN, type Envelope, type Truncates } from '../config/upsert-options';
+import { SEQUENCE_COLUMN } from '../config/upsert-options';
 import { convertRows } from './row-conversion';
-import { MAX_TABLE_FIELDS } from './schema-budget';
+import { DecoderColumns } from './writer-columns';
 import type { DecodedBatch, DecodedSegment } from './decoded-batch';
 import { CompiledRows } from './compiled-rows';
 
@@ -38,43 +29,7 @@ export type { RawMessage } from './raw-message';
 
 export type { DecodedBatch, DecodedSegment } from './decoded-batch';
 
-export type DecoderOptions = Pick<
-  ResolvedConsumer,
-  | 'format'
-  | 'fields'
-  | 'transform'
-  | 'eventTimeField'
-  | 'includeKey'
-  | 'maxRecordBytes'
-  | 'tombstones'
-  | 'epochUnit'
-  | 'maxInferredColumns'
-> & {
-  /** 'debezium': values are change events (debezium-envelope.ts); absent: 'none'. */
-  readonly envelope?: Envelope;
-  /** 'debezium': what a truncate does (upsert-options.ts); absent: 'dead-letter'. */
-  readonly truncate?: Truncates | undefined;
-  /** 'debezium': the event's path whose integer is staged in `_sequence` (upsert-options.ts). */
-  readonly sequence?: string | undefined;
-  /** Upsert mode: the key's columns (ResolvedConsumer.upsertKey); absent or undefined in append mode. */
-  readonly upsertKey?: readonly string[] | undefined;
-  /**
-   * `schema: 'infer'` only: the columns the table already has (from its Lance schema),
-   * so that a column keeps the table's type whatever kind this decoder sees first.
-   * Names starting with "_" (the system columns) are skipped.
-   */
-  readonly knownFields?: readonly KnownField[];
-  /** With `includeKey`: how the key becomes `_key` (key-column.ts); `binary` when absent. */
-  readonly keyFormat?: KeyFormat;
-  /** A registry `keyFormat`: the table's `_key` Arrow type (its text), which keys are held to. */
-  readonly tableKeyType?: string;
-};
-
-/** A data column of the table, as a seed for inference. */
-export interface KnownField {
-  readonly name: string;
-  readonly type: InferredTypeName;
-}
+export type { DecoderOptions, KnownField } from './decoder-options';
 
 export { KEY_COLUMN } from './batch-columns';
 /** Index of a row among the rows one record's transform produced: keeps (topic, partition, offset, _row) unique. */
@@ -116,26 +71,16 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  */
 export class RecordDecoder {
   readonly #options: DecoderOptions;
-  readonly #fields: FieldState[];
-  readonly #byName = new Map<string, FieldState>();
+  /** The columns, and what the registry's writer schemas made of them (writer-columns.ts). */
+  readonly #columns: DecoderColumns;
   readonly #infer: boolean;
   readonly #clock: () => number;
   /** Registry formats: the writer schemas by id; the columns grow as they bring new fields. */
   readonly #registry: WriterSchemas | undefined;
-  /** Registry formats: each column's type as the latest writer schema that named it declared it (JSON). */
-  readonly #writerTypes = new Map<string, string>();
-  /** Registry formats: how many fields each writer column is, nested ones included (MAX_TABLE_FIELDS). */
-  readonly #nestedFields = new Map<string, number>();
   /** With `includeKey`: the key's reading into `_key`. */
   readonly #keys: KeyColumn | undefined;
   /** The Debezium envelope: its record keys, read for tombstones and deletes without `before`. */
   readonly #debeziumKeys: DebeziumKeys | undefined;
-  /**
-   * Registry formats: writers whose every field is a column of its type, checked once each: a
-   * schema id, or for Protobuf an id and a message of it ("7/1.0"), since one file's messages
-   * map to different columns.
-   */
-  readonly #admittedSchemas = new Set<string>();
   /** Avro, Protobuf: writer schemas' compiled readers (compiled-rows.ts) when this decoder may use them. */
   readonly #compiled: CompiledRows | undefined;
   /** Declared JSON fields the native decoder takes: it reads each batch first. */
@@ -151,7 +96,7 @@ export class RecordDecoder {
     jsonDecoder: 'native' | 'typescript' = 'native',
   ) {
     this.#options = options;
-    this.#registry = writerSchemasFor(options.format);
+    this.#registry = writerSchemasFor(options.format, { connectTypes: options.envelope === 'debezium' });
     this.#keys = options.includeKey
       ? new KeyColumn(options.keyFormat ?? 'binary', options.epochUnit, options.tableKeyType)
       : undefined;
@@ -161,17 +106,17 @@ export class RecordDecoder {
         : undefined;
     // Registry formats take their columns from the writer schemas, not from the keys.
     this.#infer = options.fields === undefined && this.#registry === undefined;
-    this.#fields =
+    const fields =
       options.format === 'raw' && !options.transform
         ? [] // raw without transform: fixed key/value binary columns below
         : (options.fields ?? []).map((f) => declaredField(f, options.epochUnit));
-    if (this.#infer && this.#fields.length === 0) {
+    if (this.#infer && fields.length === 0) {
       for (const { name, type } of options.knownFields ?? []) {
-        if (columnNameProblem(name) !== undefined || this.#fields.some((f) => f.name === name)) continue;
-        this.#fields.push(inferredField(name, type, options.epochUnit));
+        if (columnNameProblem(name) !== undefined || fields.some((f) => f.name === name)) continue;
+        fields.push(inferredField(name, type, options.epochUnit));
       }
     }
-    for (const f of this.#fields) this.#byName.set(f.name, f);
+    this.#columns = new DecoderColumns(fields, options);
     this.#clock = clock;
     // Declared fields only: the native decoder keeps no state between records.
     // (Upsert rows carry `_deleted`, which the native decoder does not make.)
@@ -184,7 +129,7 @@ export class RecordDecoder {
       options.upsertKey === undefined;
     this.#native =
       declaredJson && jsonDecoder === 'native'
-        ? NativeJsonColumns.for(this.#fields, options.eventTimeField)
+        ? NativeJsonColumns.for(this.#columns.fields, options.eventTimeField)
         : undefined;
     // Rows of no transform or envelope, whose minute is the batch's: the reader writes only values.
     this.#compiled =
@@ -220,7 +165,7 @@ export class RecordDecoder {
         this.#native,
         { topic, partition, messages, topicId },
         {
-          fields: this.#fields,
+          fields: this.#columns.fields,
           maxRecordBytes: this.#options.maxRecordBytes,
           eventTimeField: this.#options.eventTimeField,
           clock: this.#clock,
@@ -237,9 +182,8 @@ export class RecordDecoder {
     topicId = '',
     schemas: readonly WriterSchema[] = [],
   ): DecodedBatch {
-    for (const id of this.#registry?.learn(schemas) ?? [])
-      for (const writer of this.#admittedSchemas)
-        if (writer === String(id) || writer.startsWith(`${id}/`)) this.#admittedSchemas.delete(writer);
+    const table = this.#columns;
+    for (const id of this.#registry?.learn(schemas) ?? []) table.forget(id);
     this.#keys?.learn(schemas);
     this.#debeziumKeys?.learn(schemas);
     const deadLetters: DeadLetterVerdict[] = [];
@@ -253,7 +197,7 @@ export class RecordDecoder {
     const keyed = this.#options.upsertKey?.includes(KEY_COLUMN) === true;
     const newColumns = () =>
       new BatchColumns(
-        this.#fields,
+        table.fields,
         raw,
         this.#keys,
         this.#options.transform !== undefined,
@@ -277,47 +221,20 @@ export class RecordDecoder {
      * place that knows the table: a refused publication is set aside with its reason, never a
      * dead letter here).
      */
-    const admit = ({
-      writer,
-      schemaId,
-      fields: columns,
-    }: WriterColumns): WriterFieldChanges | Omit<DeadLetterVerdict, 'offset'> => {
-      const fields = this.#writerFields(writer, columns);
-      // The writer schemas widen the table like inferred keys do, and are held to the same cap:
-      // a schema (or a run of versions) adding names without bound is a producer's choice.
-      const count = this.#fields.length + fields.added.length;
-      if (count > this.#options.maxInferredColumns)
-        return {
-          reason: 'too-many-columns',
-          detail: `schema id ${schemaId} would make ${count} data columns, beyond maxInferredColumns ${this.#options.maxInferredColumns}`,
-        };
-      const nested = this.#nestedFieldsWith(columns, fields);
-      if (nested.total > MAX_TABLE_FIELDS)
-        return {
-          reason: 'too-many-columns',
-          detail: `schema id ${schemaId} would make the table's columns ${nested.total} fields, nested ones included, beyond ${MAX_TABLE_FIELDS}`,
-        };
-      for (const [name, n] of nested.changed) this.#nestedFields.set(name, n);
-      if (fields.retyped.length > 0) {
-        const segment = builders.finish();
-        if (segment)
-          earlier.push({
-            batch: segment,
-            minute: this.#options.eventTimeField !== undefined ? eventMinutes : ingestMinute,
-            through: lastStaged,
-          });
-        for (const [field, type] of fields.retyped) {
-          const at = this.#fields.findIndex((f) => f.name === field.name);
-          this.#fields[at] = field;
-          this.#byName.set(field.name, field);
-          this.#writerTypes.set(field.name, type);
-        }
-        // Schemas admitted against the old types must be checked against the new ones.
-        this.#admittedSchemas.clear();
-        builders = newColumns();
-        eventMinutes = [];
-      }
-      return fields;
+    const admit = (writer: WriterColumns): WriterFieldChanges | Omit<DeadLetterVerdict, 'offset'> => {
+      const changes = table.admit(writer);
+      if ('reason' in changes || changes.retyped.length === 0) return changes;
+      const segment = builders.finish();
+      if (segment)
+        earlier.push({
+          batch: segment,
+          minute: this.#options.eventTimeField !== undefined ? eventMinutes : ingestMinute,
+          through: lastStaged,
+        });
+      table.retype(changes.retyped);
+      builders = newColumns();
+      eventMinutes = [];
+      return changes;
     };
     /** A record's new columns (converted with it) join the batch and the decoder's fields; its writer is admitted. */
     const takeColumns = (
@@ -325,13 +242,8 @@ export class RecordDecoder {
       types: readonly (readonly [string, string])[],
       writer: string | undefined,
     ) => {
-      for (const field of added) {
-        builders.addField(field);
-        this.#fields.push(field);
-        this.#byName.set(field.name, field);
-      }
-      for (const [name, type] of types) this.#writerTypes.set(name, type);
-      if (writer !== undefined) this.#admittedSchemas.add(writer);
+      for (const field of added) builders.addField(field);
+      table.take(added, types, writer);
     };
 
     for (const message of messages) {
@@ -367,33 +279,33 @@ export class RecordDecoder {
           continue;
         }
         if (debezium) {
-          // Key fields: the delete's row holds them, read from the record key (a registry key's
-          // schema gives their columns, for a tombstone that comes before any event of its table).
-          const recordKey = this.#debeziumKeys!.read(message.key);
-          if (recordKey && 'reason' in recordKey) {
-            verdict(recordKey.reason, recordKey.detail, recordKey.field);
-            continue;
-          }
-          const change = readTombstone(() => recordKey?.row, this.#options.upsertKey ?? []);
+          // Key fields: the delete's row holds them, read from the record key.
+          const change = tombstoneDelete(
+            this.#debeziumKeys!,
+            message.key,
+            this.#options.upsertKey ?? [],
+            this.#registry !== undefined,
+          );
           if ('reason' in change) {
             verdict(change.reason, change.detail, change.field);
             continue;
           }
-          const columns = recordKey?.columns ? admit(recordKey.columns) : { added: [], types: [] };
+          const keyColumns = change.columns;
+          const columns = keyColumns ? admit(keyColumns) : { added: [], types: [] };
           if ('reason' in columns) {
             verdict(columns.reason, columns.detail, columns.field);
             continue;
           }
           const converted = convertRows([change.key], columns.added, {
-            fields: this.#fields,
-            byName: this.#byName,
+            fields: table.fields,
+            byName: table.byName,
             infer: undefined,
           });
           if ('reason' in converted) {
             verdict(converted.reason, converted.detail, converted.field);
             continue;
           }
-          takeColumns(converted.newFields, columns.types, recordKey?.columns?.writer);
+          takeColumns(converted.newFields, columns.types, keyColumns?.writer);
           builders.appendSystem(partition, message, 0, key.value, true);
           builders.appendValues(converted.values[0]!);
         } else {
@@ -453,9 +365,9 @@ export class RecordDecoder {
         // A record of an admitted writer that its compiled reader reads exactly: straight into the columns.
         const compiled = this.#compiled?.check(
           message.value,
-          this.#fields,
-          this.#admittedSchemas,
-          this.#writerTypes,
+          table.fields,
+          table.admitted,
+          table.writerTypes,
         );
         if (compiled) {
           builders.appendSystem(partition, message, 0, key.value);
@@ -494,20 +406,17 @@ export class RecordDecoder {
         else rows = [decoded.row];
       }
       if (debezium) {
-        const fieldNamed = (name: string) =>
-          this.#byName.get(name) ?? writerFields.find((f) => f.name === name);
-        const recordKey = () => {
-          const read = this.#debeziumKeys!.read(message.key);
-          return read && 'row' in read ? read.row : undefined;
-        };
-        const change = readChangeEvent(event, recordKey, this.#options.upsertKey ?? [], {
-          takesPlaceholder: (f) => takesPlaceholder(fieldNamed(f)),
-          truncate: this.#options.truncate,
-          sequence: this.#options.sequence,
-          keyLookup: (this.#options.upsertKey ?? []).some((k) =>
-            filterableKeyType(fieldNamed(k)?.codec.arrowType()),
-          ),
-        });
+        const change = changeOf(
+          event,
+          message.key,
+          this.#debeziumKeys!,
+          (name) => table.byName.get(name) ?? writerFields.find((f) => f.name === name),
+          {
+            upsertKey: this.#options.upsertKey ?? [],
+            truncate: this.#options.truncate,
+            sequence: this.#options.sequence,
+          },
+        );
         if ('reason' in change) {
           verdict(change.reason, change.detail, change.field);
           continue;
@@ -521,7 +430,7 @@ export class RecordDecoder {
           if (sequence == null) builders.appendNoValues();
           else
             builders.appendValues(
-              this.#fields.map((f) => (f.name === SEQUENCE_COLUMN ? BigInt(sequence) : null)),
+              table.fields.map((f) => (f.name === SEQUENCE_COLUMN ? BigInt(sequence) : null)),
             );
           if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
           lastStaged = message.offset;
@@ -549,8 +458,8 @@ export class RecordDecoder {
         continue;
       }
       const converted = convertRows(rows, writerFields, {
-        fields: this.#fields,
-        byName: this.#byName,
+        fields: table.fields,
+        byName: table.byName,
         infer: this.#infer ? this.#options : undefined,
       });
       if ('reason' in converted) {
@@ -561,7 +470,7 @@ export class RecordDecoder {
       if (deleting) minute = minuteKeyOf(message.timestamp);
       else if (this.#options.eventTimeField !== undefined && rows.length > 0) {
         const name = this.#options.eventTimeField;
-        const unit = this.#byName.get(name)?.epochUnit ?? this.#options.epochUnit;
+        const unit = table.byName.get(name)?.epochUnit ?? this.#options.epochUnit;
         const time = parseTimestamp(rows[0]![name], unit);
         if ('invalid' in time) {
           verdict('invalid-event-time', `event-time field "${name}": ${time.invalid}`);
@@ -586,26 +495,5 @@ export class RecordDecoder {
       deadLetters,
       rows: earlier.reduce((n, s) => n + s.batch.numRows, batch?.numRows ?? 0),
     };
-  }
-
-  /** Registry formats: what a writer schema adds or retypes (writerFieldChanges), nothing for one admitted before. */
-  /** The fields the table's columns would be with a writer's changes, nested ones included, and the changed columns' counts. */
-  #nestedFieldsWith(
-    writerFields: readonly NamedField[],
-    changes: WriterFieldChanges,
-  ): { total: number; changed: Map<string, number> } {
-    const changed = new Map<string, number>();
-    if (changes.added.length === 0 && changes.retyped.length === 0) return { total: 0, changed };
-    const names = new Set([...changes.added.map((f) => f.name), ...changes.retyped.map(([f]) => f.name)]);
-    for (const f of writerFields) if (names.has(f.name)) changed.set(f.name, nestedFieldCount(f));
-    let total = 0;
-    for (const f of this.#fields) total += changed.get(f.name) ?? this.#nestedFields.get(f.name) ?? 1;
-    for (const f of changes.added) total += changed.get(f.name) ?? 1;
-    return { total, changed };
-  }
-
-  #writerFields(writer: string, fields: readonly NamedField[]): WriterFieldChanges {
-    if (this.#admittedSchemas.has(writer)) return { added: [], types: [], retyped: [] };
-    return writerFieldChanges(fields, this.#writerTypes, this.#options.epochUnit);
   }
 }

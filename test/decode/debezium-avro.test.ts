@@ -1,5 +1,6 @@
 import * as avro from 'avsc';
 import { resolveConsumer } from '../../src/config';
+import { avroPayloads } from '../../src/decode/avro/writer-schemas';
 import { RecordDecoder } from '../../src/decode/record-decoder';
 import type { WriterSchema } from '../../src/schema-registry/wire-format';
 import { framed, plainColumn } from '../support/avro-fixtures';
@@ -281,6 +282,54 @@ test('a delete without before takes its key from the Avro record key; a tombston
   ]);
 });
 
+test("a delete without before whose record key the registry cannot read is a dead letter with the registry's reason, not a missing key", () => {
+  const out = decoder().decode(
+    'pg.public.t',
+    0,
+    [record(0, value('d', null, null), framed(77, key(9).slice(5)))],
+    '',
+    schemas,
+  );
+  expect(out.batch).toBeUndefined();
+  expect(out.deadLetters.map((d) => [d.offset, d.reason])).toEqual([[0, 'unknown-schema-id']]);
+  expect(out.deadLetters[0]!.detail).toContain('the record key');
+});
+
+test('JSON values with Avro keys (JsonConverter and AvroConverter): a tombstone before and after events deletes its key in the declared column, never a second column of it', () => {
+  const json = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 't',
+        brokers: ['b:1'],
+        topics: ['pg.public.t'],
+        format: 'json',
+        keyFormat: 'avro',
+        schemaRegistry: { url: 'http://registry:8081' },
+        schema: { fields: { id: 'int32', name: 'string' } },
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        envelope: 'debezium',
+      },
+      'test',
+    ),
+    () => NOW,
+  );
+  const change = (op: string, id: number) =>
+    new TextEncoder().encode(
+      JSON.stringify({ before: null, after: { id, name: 'Ann' }, op, source: { lsn: 1 } }),
+    );
+  for (const batch of [
+    [record(0, null, key(1)), record(1, change('c', 2), key(2))],
+    [record(2, change('u', 2), key(2)), record(3, null, key(2))],
+  ]) {
+    const out = json.decode('pg.public.t', 0, batch, '', schemas);
+    expect(out.deadLetters).toEqual([]);
+    const names = out.batch!.schema.fields.map((f) => f.name).filter((n) => !n.startsWith('_'));
+    expect(names).toEqual(['id', 'name']);
+    expect(column(out.batch!, 'id')).toEqual(batch.map((r) => (r.offset === 0 ? 1 : 2)));
+  }
+});
+
 test("a TOASTed placeholder in a string column is staged for the merge to keep the stored value; in a create (a primary-key update's) it is a dead letter", () => {
   const toasted = { ...ANN, note: '__debezium_unavailable_value' };
   const out = decoder().decode(
@@ -358,40 +407,63 @@ test('a key field missing from the after record, or of a type no merge joins on,
   expect(missing.deadLetters.map((d) => [d.reason, d.field])).toEqual([['schema-mismatch', 'tenant']]);
 });
 
-test("a flattened Debezium row (ExtractNewRecordState) in plain Avro gets the same types: Debezium's temporal types, its variable-scale numeric as exact text, and a Connect decimal without Avro's logical type", () => {
-  const flat = {
-    type: 'record',
-    name: 'Value',
-    namespace: 'pg.public.t',
-    fields: [
-      { name: 'id', type: 'int' },
-      { name: 'ms', type: { type: 'long', 'connect.name': 'io.debezium.time.Timestamp' } },
-      { name: 'ns', type: { type: 'long', 'connect.name': 'io.debezium.time.NanoTimestamp' } },
-      { name: 'day', type: { type: 'int', 'connect.name': 'io.debezium.time.Date' } },
-      { name: 'us_time', type: { type: 'long', 'connect.name': 'io.debezium.time.MicroTime' } },
-      {
-        name: 'ratio',
-        type: {
-          type: 'record',
-          name: 'VariableScaleDecimal',
-          namespace: 'io.debezium.data',
-          fields: [
-            { name: 'scale', type: 'int' },
-            { name: 'value', type: 'bytes' },
-          ],
-          'connect.name': 'io.debezium.data.VariableScaleDecimal',
-        },
+const FLAT = {
+  type: 'record',
+  name: 'Value',
+  namespace: 'pg.public.t',
+  fields: [
+    { name: 'id', type: 'int' },
+    { name: 'ms', type: { type: 'long', 'connect.name': 'io.debezium.time.Timestamp' } },
+    { name: 'ns', type: { type: 'long', 'connect.name': 'io.debezium.time.NanoTimestamp' } },
+    { name: 'day', type: { type: 'int', 'connect.name': 'io.debezium.time.Date' } },
+    { name: 'us_time', type: { type: 'long', 'connect.name': 'io.debezium.time.MicroTime' } },
+    {
+      name: 'ratio',
+      type: {
+        type: 'record',
+        name: 'VariableScaleDecimal',
+        namespace: 'io.debezium.data',
+        fields: [
+          { name: 'scale', type: 'int' },
+          { name: 'value', type: 'bytes' },
+        ],
+        'connect.name': 'io.debezium.data.VariableScaleDecimal',
       },
-      {
-        name: 'price',
-        type: {
-          type: 'bytes',
-          'connect.name': 'org.apache.kafka.connect.data.Decimal',
-          'connect.parameters': { scale: '3' },
-        },
+    },
+    {
+      name: 'price',
+      type: {
+        type: 'bytes',
+        'connect.name': 'org.apache.kafka.connect.data.Decimal',
+        'connect.parameters': { scale: '3' },
       },
-    ],
-  };
+    },
+  ],
+};
+/** A flattened Debezium row (ExtractNewRecordState) in FLAT's schema, framed with id 9. */
+const flatRow = (ratio: { scale: number; value: Buffer } = { scale: 4, value: Buffer.from([0xfe, 0x0c]) }) =>
+  framed(
+    9,
+    new Uint8Array(
+      avro.Type.forSchema(
+        // The same bytes from longs that take a BigInt (avsc's own refuses one beyond 2^53).
+        JSON.parse(JSON.stringify(FLAT).replace(/\{"type":"long"[^}]*\}/g, '"long"')) as avro.Schema,
+        { registry: { long: BIG_LONG } },
+      ).toBuffer({
+        id: 1,
+        ms: 1_700_000_000_123n,
+        ns: 1_700_000_000_123_456_789n,
+        day: 3,
+        us_time: 45_296_000_001n,
+        // -0.0500 at its own scale.
+        ratio,
+        price: Buffer.from([0x30, 0x39]),
+      }),
+    ),
+  );
+const FLAT_SCHEMAS = [{ id: 9, schemaType: 'AVRO', schema: JSON.stringify(FLAT) }];
+
+test("a plain Avro consumer keeps Connect's annotated types as their Avro base types, the columns a table created before the Debezium mapping has", () => {
   const out = new RecordDecoder(
     resolveConsumer(
       {
@@ -405,53 +477,77 @@ test("a flattened Debezium row (ExtractNewRecordState) in plain Avro gets the sa
       'test',
     ),
     () => NOW,
-  ).decode(
-    'flat',
-    0,
-    [
-      record(
-        0,
-        framed(
-          9,
-          new Uint8Array(
-            avro.Type.forSchema(
-              // The same bytes from longs that take a BigInt (avsc's own refuses one beyond 2^53).
-              JSON.parse(JSON.stringify(flat).replace(/\{"type":"long"[^}]*\}/g, '"long"')) as avro.Schema,
-              { registry: { long: BIG_LONG } },
-            ).toBuffer({
-              id: 1,
-              ms: 1_700_000_000_123n,
-              ns: 1_700_000_000_123_456_789n,
-              day: 3,
-              us_time: 45_296_000_001n,
-              // -0.0500 at its own scale.
-              ratio: { scale: 4, value: Buffer.from([0xfe, 0x0c]) },
-              price: Buffer.from([0x30, 0x39]),
-            }),
-          ),
-        ),
-        null,
-      ),
-    ],
-    '',
-    [{ id: 9, schemaType: 'AVRO', schema: JSON.stringify(flat) }],
-  );
+  ).decode('flat', 0, [record(0, flatRow(), null)], '', FLAT_SCHEMAS);
   expect(out.deadLetters).toEqual([]);
   const batch = out.batch!;
   const type = (n: string) => String(batch.schema.fields.find((f) => f.name === n)!.type);
   expect(['ms', 'ns', 'day', 'us_time', 'ratio', 'price'].map(type)).toEqual([
-    'Timestamp<MILLISECOND>',
-    'Timestamp<NANOSECOND>',
-    'Date32<DAY>',
     'Int64',
-    'Utf8',
-    'Decimal[38e+3]',
+    'Int64',
+    'Int32',
+    'Int64',
+    'Struct<{scale:Int32, value:Binary}>',
+    'Binary',
   ]);
-  expect(plainColumn(batch, 'ms')).toEqual([1_700_000_000_123n]);
-  // Exact beyond 2^53: a nanosecond timestamp of this century.
   expect(plainColumn(batch, 'ns')).toEqual([1_700_000_000_123_456_789n]);
-  expect(plainColumn(batch, 'price')).toEqual(['12.345']);
-  expect(plainColumn(batch, 'ratio')).toEqual(['-0.0500']);
+});
+
+test("under the Debezium envelope Connect's types are what they mean: Debezium's temporal types, its variable-scale numeric as exact text, and a Connect decimal without Avro's logical type", () => {
+  const payloads = avroPayloads({ connectTypes: true });
+  const parsed = payloads.parse(JSON.stringify(FLAT), []);
+  const read = payloads.decode(parsed, flatRow());
+  if ('reason' in read) throw new Error(read.detail);
+  expect(read.fields.map((f) => [f.name, f.type, 'unit' in f ? f.unit : undefined])).toEqual([
+    ['id', 'int32', undefined],
+    ['ms', 'timestamp', 'ms'],
+    ['ns', 'timestamp', 'ns'],
+    ['day', 'date', undefined],
+    ['us_time', 'int64', undefined],
+    ['ratio', 'string', undefined],
+    ['price', 'decimal', undefined],
+  ]);
+  // Exact beyond 2^53: a nanosecond timestamp of this century.
+  expect(read.row.ns).toBe(1_700_000_000_123_456_789n);
+  expect(read.row.ratio).toBe('-0.0500');
+  expect(read.row.price).toBe('12345e-3');
+});
+
+test("a numeric of PostgreSQL's full length converts exactly; an unscaled value longer than any numeric is a dead letter before it is converted", () => {
+  const payloads = avroPayloads({ connectTypes: true });
+  const parsed = payloads.parse(JSON.stringify(FLAT), []);
+  // 2^(8 * 60,000): a 60,000-byte unscaled value, about 144,500 digits.
+  const big = Buffer.alloc(60_001);
+  big[0] = 0x01;
+  const read = payloads.decode(parsed, flatRow({ scale: 0, value: big }));
+  if ('reason' in read) throw new Error(read.detail);
+  expect(read.row.ratio).toBe(String(1n << 480_000n));
+  // Negative, two's complement: -2^(8 * 60,000).
+  const negative = Buffer.alloc(60_001, 0);
+  negative[0] = 0xff;
+  const readNegative = payloads.decode(parsed, flatRow({ scale: 0, value: negative }));
+  if ('reason' in readNegative) throw new Error(readNegative.detail);
+  expect(readNegative.row.ratio).toBe(String(-(1n << 480_000n)));
+  // A MiB: converting it byte by byte took minutes; it is refused unread.
+  const huge = payloads.decode(parsed, flatRow({ scale: 0, value: Buffer.alloc(1 << 20, 0x7f) }));
+  expect(huge).toMatchObject({ reason: 'undecodable-payload' });
+  expect('detail' in huge && huge.detail).toContain('VariableScaleDecimal of 1048576 bytes');
+});
+
+test('a decimal(p ≤ 38) written in more bytes than Decimal128 holds is a dead letter naming its length', () => {
+  const schema = {
+    type: 'record',
+    name: 'R',
+    fields: [{ name: 'd', type: { type: 'bytes', logicalType: 'decimal', precision: 38, scale: 2 } }],
+  };
+  const payloads = avroPayloads();
+  const parsed = payloads.parse(JSON.stringify(schema), []);
+  const write = (d: Buffer) =>
+    framed(3, new Uint8Array(avro.Type.forSchema(schema as avro.Schema).toBuffer({ d })));
+  const fits = payloads.decode(parsed, write(Buffer.from([0xff, 0xfe])));
+  expect('row' in fits && fits.row.d).toBe('-2e-2');
+  const long = payloads.decode(parsed, write(Buffer.alloc(96 * 1024, 0x11)));
+  expect(long).toMatchObject({ reason: 'undecodable-payload' });
+  expect('detail' in long && long.detail).toContain('decimal(38, 2) of 98304 bytes');
 });
 
 test('a truncate applied, even as the first event a decoder sees, is a delete row without a key carrying its LSN; refused by default, a dead letter', () => {

@@ -1,5 +1,6 @@
 import { resolveConsumer } from '../../src/config';
 import { RecordDecoder } from '../../src/decode/record-decoder';
+import { placeholderIn } from '../../src/decode/debezium-envelope';
 import { column, msg, NOW } from './fixture';
 
 /**
@@ -191,4 +192,71 @@ test('a placeholder whose key has no column a filter can name (a timestamp key) 
     msg(0, event('u', null, { at: '2026-12-06T12:00:00Z', note: '__debezium_unavailable_value' })),
   ]);
   expect(decoded.deadLetters.map((d) => [d.reason, d.field])).toEqual([['unavailable-value', 'note']]);
+});
+
+/** Debezium's placeholder in the shapes its PostgreSQL connector gives columns of other types. */
+const PLACEHOLDER = '__debezium_unavailable_value';
+const PLACEHOLDER_BYTES = Buffer.from(PLACEHOLDER);
+
+test("a TOASTed bytea's placeholder (base64, base64-url-safe or hex text) is staged as the placeholder for the merge to keep the stored value, never as the placeholder's bytes", () => {
+  const decoded = decoder().decode(
+    'pg.public.customers',
+    0,
+    ['base64', 'base64url', 'hex'].map((encoding, i) =>
+      msg(
+        i,
+        event('u', null, {
+          id: i,
+          name: 'Ann',
+          note: PLACEHOLDER_BYTES.toString(encoding as BufferEncoding),
+        }),
+      ),
+    ),
+  );
+  expect(decoded.deadLetters).toEqual([]);
+  expect(column(decoded.batch!, 'note')).toEqual([PLACEHOLDER, PLACEHOLDER, PLACEHOLDER]);
+});
+
+test('a TOASTed placeholder in the shape of an array, an int[] of its bytes, a uuid[] or an hstore map is a dead letter, never stored', () => {
+  const shapes: unknown[] = [
+    [PLACEHOLDER],
+    [...PLACEHOLDER_BYTES],
+    ['b68a35a7-17ad-35b3-af2a-ae46edb4545a'],
+    { [PLACEHOLDER]: PLACEHOLDER },
+  ];
+  const decoded = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'customers',
+        brokers: ['b:1'],
+        topics: ['pg.public.customers'],
+        schema: { fields: { id: 'int64', tags: 'json' } },
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        envelope: 'debezium',
+      },
+      'test',
+    ),
+    () => NOW,
+  ).decode(
+    'pg.public.customers',
+    0,
+    shapes.map((tags, i) => msg(i, event('u', null, { id: i, tags }))),
+  );
+  expect(decoded.batch).toBeUndefined();
+  expect(decoded.deadLetters.map((d) => [d.offset, d.reason, d.field])).toEqual(
+    shapes.map((_, i) => [i, 'unavailable-value', 'tags']),
+  );
+});
+
+test("a TOASTed placeholder read from Avro (a bytea's bytes, a bytea[] of them, a bigint[] of its bytes, an hstore map's entries) is recognised; a value merely like it is not", () => {
+  expect(placeholderIn(PLACEHOLDER_BYTES)).toBe('typed');
+  expect(placeholderIn([new Uint8Array(PLACEHOLDER_BYTES)])).toBe('typed');
+  expect(placeholderIn([...PLACEHOLDER_BYTES].map(BigInt))).toBe('typed');
+  expect(placeholderIn([{ key: PLACEHOLDER, value: PLACEHOLDER }])).toBe('typed');
+  expect(placeholderIn(PLACEHOLDER)).toBe('text');
+  expect(placeholderIn(Buffer.from('__debezium_unavailable_valuE'))).toBeUndefined();
+  expect(placeholderIn([PLACEHOLDER, PLACEHOLDER])).toBeUndefined();
+  expect(placeholderIn({ [PLACEHOLDER]: PLACEHOLDER, other: 'x' })).toBeUndefined();
+  expect(placeholderIn([...PLACEHOLDER_BYTES].slice(1))).toBeUndefined();
 });

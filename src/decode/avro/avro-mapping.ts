@@ -2,6 +2,7 @@ import type { NamedField } from '../../config';
 import { columnNameProblem } from '../../config/column-name';
 import { identity, mapEntries, structField, type Mapped } from '../column-mapping';
 import { SchemaBudget } from '../schema-budget';
+import { DecimalTooLong, MAX_DECIMAL_BYTES, MAX_VARIABLE_DECIMAL_BYTES, unscaledOf } from './unscaled';
 
 /**
  * How an Avro writer schema becomes columns, and its decoded values become values the
@@ -17,7 +18,8 @@ import { SchemaBudget } from '../schema-budget';
  *   list<struct<{key: string, value: T}>> (Lance has no map type; the keys' order is the
  *   payload's); int → int32, long → int64 (exact, as BigInt), float → float32,
  *   double → float64, boolean, string.
- * - Kafka Connect's types named by `connect.name` (connectType): Debezium's io.debezium.time
+ * - With `connectTypes` (the Debezium envelope only; otherwise they are their Avro base
+ *   types), Kafka Connect's types named by `connect.name` (connectType): Debezium's io.debezium.time
  *   Date → date, Timestamp / MicroTimestamp / NanoTimestamp → timestamp(ms / us / ns)
  *   without a zone, ZonedTimestamp (ISO text) → timestamp(us, UTC); a Connect Decimal
  *   without Avro's logical type → decimal(precision or 38, its `scale` parameter); Debezium's
@@ -45,8 +47,19 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
 export const VALUE_COLUMN = 'value';
 
-export function avroColumns(schema: Json): AvroColumns {
-  const names = new NamedTypes();
+export interface AvroMappingOptions {
+  /**
+   * Map Kafka Connect's `connect.name` types as what they mean (connectType): only for
+   * Debezium's envelope. A plain Avro consumer keeps their Avro base types, the columns a table
+   * created before this mapping existed has (a MicroTimestamp as int64, a ZonedTimestamp as
+   * string, a Connect Decimal without Avro's logical type as binary): mapping the same writer
+   * schema to other types would refuse every later publication into it.
+   */
+  readonly connectTypes?: boolean;
+}
+
+export function avroColumns(schema: Json, options: AvroMappingOptions = {}): AvroColumns {
+  const names = new NamedTypes(options.connectTypes ?? false);
   const top = names.resolve(schema, '');
   if (isObject(top) && top.type === 'record') {
     const namespace = names.namespaceOf(top, '');
@@ -93,7 +106,8 @@ function mapType(schema: Json, namespace: string, names: NamedTypes): Mapped {
   if (typeof resolved === 'string') return primitive(resolved);
   if (!isObject(resolved)) throw new UnsupportedAvroSchema(`not an Avro type: ${JSON.stringify(schema)}`);
   const logical =
-    (typeof resolved.logicalType === 'string' ? logicalType(resolved) : undefined) ?? connectType(resolved);
+    (typeof resolved.logicalType === 'string' ? logicalType(resolved) : undefined) ??
+    (names.connectTypes ? connectType(resolved) : undefined);
   if (logical) return logical;
   switch (resolved.type) {
     case 'record': {
@@ -181,7 +195,13 @@ function logicalType(schema: JsonObject): Mapped | undefined {
       return {
         field: { type: 'decimal', precision, scale, nullable: false },
         // Exact: the unscaled two's-complement integer, read back by the decimal codec at its scale.
-        toValue: (v) => `${unscaledOf(v as Uint8Array)}e-${scale}`,
+        toValue: (v) => {
+          const bytes = v as Uint8Array;
+          // A fixed's length is its schema's; bytes are as long as the writer made them.
+          if (base === 'bytes' && bytes.length > MAX_DECIMAL_BYTES)
+            throw new DecimalTooLong(`a decimal(${precision}, ${scale})`, bytes.length, MAX_DECIMAL_BYTES);
+          return `${unscaledOf(bytes)}e-${scale}`;
+        },
       };
     }
     case 'date':
@@ -251,6 +271,8 @@ function connectType(schema: JsonObject): Mapped | undefined {
           // PostgreSQL's bound; a wild scale would make text of any length.
           if (Math.abs(scale) > MAX_NUMERIC_SCALE)
             throw new Error(`a VariableScaleDecimal's scale ${scale} is beyond ±${MAX_NUMERIC_SCALE}`);
+          if (value.length > MAX_VARIABLE_DECIMAL_BYTES)
+            throw new DecimalTooLong('a VariableScaleDecimal', value.length, MAX_VARIABLE_DECIMAL_BYTES);
           return decimalText(unscaledOf(value), scale);
         },
       };
@@ -306,14 +328,6 @@ function mapUnion(branches: Json[], namespace: string, names: NamedTypes): Mappe
   };
 }
 
-/** A big-endian two's-complement integer (Avro's decimal bytes) as a BigInt. */
-function unscaledOf(bytes: Uint8Array): bigint {
-  if (bytes.length === 0) return 0n;
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  return bytes[0]! & 0x80 ? n - (1n << BigInt(bytes.length * 8)) : n;
-}
-
 /** The largest scale of PostgreSQL's numeric (its display scale). */
 const MAX_NUMERIC_SCALE = 16_383;
 
@@ -344,6 +358,8 @@ const PRIMITIVES = new Set(['null', 'boolean', 'int', 'long', 'float', 'double',
  * it refers to them, and the records being mapped (a reference to one is recursion).
  */
 class NamedTypes {
+  constructor(readonly connectTypes: boolean) {}
+
   readonly budget = new SchemaBudget((why) => new UnsupportedAvroSchema(why));
   readonly #defined = new Map<string, JsonObject>();
   readonly #open = new Set<string>();

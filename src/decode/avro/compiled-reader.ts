@@ -10,6 +10,7 @@ import type { VariableWidthBuilder } from '../variable-width-builders';
 import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS } from '../timestamp';
 import { HEADER_BYTES } from '../../schema-registry/wire-format';
 import { minBytes } from './block-counts';
+import { MAX_DECIMAL_BYTES, unscaledOf } from './unscaled';
 
 /**
  * A reader compiled once per writer schema that reads a datum's binary straight into the
@@ -158,14 +159,6 @@ function fixedNode(size: number, put: (builder: ColumnBuilder, buf: Buffer, pos:
   };
 }
 
-/** A big-endian two's-complement integer (Avro's decimal bytes). */
-function unscaled(buf: Buffer, start: number, end: number): bigint {
-  if (end === start) return 0n;
-  let n = 0n;
-  for (let i = start; i < end; i++) n = (n << 8n) | BigInt(buf[i]!);
-  return buf[start]! & 0x80 ? n - (1n << BigInt((end - start) * 8)) : n;
-}
-
 function decimalNode(precision: number, size: number | undefined): Node {
   const limit = 10n ** BigInt(precision);
   const fits = (n: bigint) => n < limit && n > -limit;
@@ -183,8 +176,8 @@ function decimalNode(precision: number, size: number | undefined): Node {
         stop = after + n;
       }
       // Beyond 16 bytes a value of precision ≤ 38 is a sign extension; leave those to the reference.
-      if (stop > end || stop - start > 16) return FALLBACK;
-      return fits(unscaled(buf, start, stop)) ? stop : FALLBACK;
+      if (stop > end || stop - start > MAX_DECIMAL_BYTES) return FALLBACK;
+      return fits(unscaledOf(buf, start, stop)) ? stop : FALLBACK;
     },
     append(buf, pos, builder) {
       let start = pos;
@@ -194,7 +187,7 @@ function decimalNode(precision: number, size: number | undefined): Node {
         start = after;
         stop = after + n;
       }
-      (builder as DecimalBuilder).append(unscaled(buf, start, stop));
+      (builder as DecimalBuilder).append(unscaledOf(buf, start, stop));
       return stop;
     },
   };

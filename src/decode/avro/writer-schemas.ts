@@ -2,7 +2,7 @@ import * as avro from 'avsc';
 import { errorMessage } from '../../common/errors';
 import { HEADER_BYTES } from '../../schema-registry/wire-format';
 import type { RegistryPayloadFormat, RegistryVerdict } from '../registry-writer-schemas';
-import { avroColumns, type AvroColumns } from './avro-mapping';
+import { avroColumns, type AvroColumns, type AvroMappingOptions } from './avro-mapping';
 import { blockCountCheck, type BlockCountCheck } from './block-counts';
 import { compileAvroReader, NotCompiled, type CompiledAvroReader } from './compiled-reader';
 
@@ -66,43 +66,51 @@ function exactLongs(type: unknown): unknown {
   return out;
 }
 
-/** Avro in the Confluent wire format: the payload is one datum's binary encoding. */
-export const AVRO_PAYLOADS: RegistryPayloadFormat<ParsedAvro> = {
-  format: 'avro',
-  schemaType: 'AVRO',
-  parse(schema) {
-    const json = JSON.parse(schema) as Parameters<typeof avroColumns>[0];
-    const type = avro.Type.forSchema(exactLongs(json) as avro.Schema, {
-      wrapUnions: true,
-      registry: { long: EXACT_LONG },
-    });
-    const columns = avroColumns(json);
-    const reader = compiledOf(type, columns);
-    return { type, columns, blockCounts: blockCountCheck(type), compiled: reader && { reader } };
-  },
-  compiled: (parsed) => parsed.compiled,
-  decode(parsed, value) {
-    const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-    const badBlocks = parsed.blockCounts?.(buf, HEADER_BYTES);
-    if (badBlocks !== undefined) return undecodable(badBlocks);
-    let decoded: { value: unknown; offset: number };
-    try {
-      decoded = parsed.type.decode(buf, HEADER_BYTES);
-    } catch (error) {
-      return undecodable(errorMessage(error));
-    }
-    if (decoded.offset < 0) return undecodable('the payload ends before the datum does');
-    if (decoded.offset !== buf.length)
-      return undecodable(
-        `${buf.length - decoded.offset} bytes follow the datum (written with another schema?)`,
-      );
-    try {
-      return { row: parsed.columns.toRow(decoded.value), fields: parsed.columns.fields };
-    } catch (error) {
-      return undecodable(errorMessage(error));
-    }
-  },
-};
+/**
+ * Avro in the Confluent wire format: the payload is one datum's binary encoding. With
+ * `connectTypes` (the Debezium envelope), Kafka Connect's `connect.name` types are mapped as
+ * what they mean (avro-mapping.ts).
+ */
+export function avroPayloads(options: AvroMappingOptions = {}): RegistryPayloadFormat<ParsedAvro> {
+  return {
+    format: 'avro',
+    schemaType: 'AVRO',
+    parse(schema) {
+      const json = JSON.parse(schema) as Parameters<typeof avroColumns>[0];
+      const type = avro.Type.forSchema(exactLongs(json) as avro.Schema, {
+        wrapUnions: true,
+        registry: { long: EXACT_LONG },
+      });
+      const columns = avroColumns(json, options);
+      const reader = compiledOf(type, columns);
+      return { type, columns, blockCounts: blockCountCheck(type), compiled: reader && { reader } };
+    },
+    compiled: (parsed) => parsed.compiled,
+    decode(parsed, value) {
+      const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+      const badBlocks = parsed.blockCounts?.(buf, HEADER_BYTES);
+      if (badBlocks !== undefined) return undecodable(badBlocks);
+      let decoded: { value: unknown; offset: number };
+      try {
+        decoded = parsed.type.decode(buf, HEADER_BYTES);
+      } catch (error) {
+        return undecodable(errorMessage(error));
+      }
+      if (decoded.offset < 0) return undecodable('the payload ends before the datum does');
+      if (decoded.offset !== buf.length)
+        return undecodable(
+          `${buf.length - decoded.offset} bytes follow the datum (written with another schema?)`,
+        );
+      try {
+        return { row: parsed.columns.toRow(decoded.value), fields: parsed.columns.fields };
+      } catch (error) {
+        return undecodable(errorMessage(error));
+      }
+    },
+  };
+}
+
+export const AVRO_PAYLOADS = avroPayloads();
 
 function undecodable(why: string): RegistryVerdict {
   return { reason: 'undecodable-payload', detail: `the payload is not an Avro datum of this schema: ${why}` };
