@@ -15,6 +15,13 @@ export const KEY_COLUMN = '_key';
  */
 const valueBytesPerRow = new WeakMap<FieldState, number>();
 
+/** What a batch's builders make room for up front. */
+export interface BatchCapacity {
+  readonly rows: number;
+  /** The bytes of the batch's record values: no column's values take more. */
+  readonly valueBytes: number;
+}
+
 /** The builders of one batch: system columns, then data columns in field order. */
 export class BatchColumns {
   readonly #topic = newUtf8();
@@ -50,17 +57,21 @@ export class BatchColumns {
      * value still gets its field's checks).
      */
     private readonly upsert?: { readonly deletes: boolean; readonly key: readonly string[] },
-    /** The rows this batch will likely hold (its messages), when its builders are to be written to. */
-    private readonly capacity?: number,
+    /**
+     * What this batch will likely hold (its messages: rows, and the bytes of their values), when
+     * its builders are to be written to.
+     */
+    private readonly capacity?: BatchCapacity,
   ) {
     this.#topicBytes = Buffer.from(topic, 'utf8');
     this.#topicIdBytes = Buffer.from(topicId, 'utf8');
     if (capacity !== undefined) {
-      this.#topic.reserve(capacity, capacity * this.#topicBytes.length);
-      this.#topicId.reserve(capacity, capacity * this.#topicIdBytes.length);
-      this.#partition.reserve(capacity);
-      this.#offset.reserve(capacity);
-      this.#timestamp.reserve(capacity);
+      const rows = capacity.rows;
+      this.#topic.reserve(rows, rows * this.#topicBytes.length);
+      this.#topicId.reserve(rows, rows * this.#topicIdBytes.length);
+      this.#partition.reserve(rows);
+      this.#offset.reserve(rows);
+      this.#timestamp.reserve(rows);
     }
     if (raw) {
       this.#data.push({ field: { name: 'key', raw: true }, builder: newBinary() });
@@ -73,8 +84,12 @@ export class BatchColumns {
   addField(field: FieldState): void {
     const builder = field.codec.builder();
     const capacity = this.capacity;
-    if (capacity !== undefined)
-      builder.reserve?.(capacity, Math.ceil((valueBytesPerRow.get(field) ?? 0) * capacity));
+    if (capacity !== undefined) {
+      // A column's values never take more than the batch's own input: one large record in the
+      // last batch must not make this one of many small records ask for gigabytes.
+      const perRow = valueBytesPerRow.get(field) ?? 0;
+      builder.reserve?.(capacity.rows, Math.min(capacity.valueBytes, Math.ceil(perRow * capacity.rows)));
+    }
     for (let i = 0; i < this.#rows; i++) builder.appendNull();
     this.#data.push({ field, builder });
   }

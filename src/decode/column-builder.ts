@@ -122,7 +122,7 @@ export class ValueBytes {
   reserve(bytes: number): void {
     const want = this.#position + bytes;
     if (want <= this.#bytes.length) return;
-    const next = new Uint8Array(want + (want >> 3));
+    const next = new Uint8Array(want + Math.floor(want / 8));
     next.set(this.#bytes.subarray(0, this.#position));
     this.#bytes = next;
     this.#writer = Buffer.from(next.buffer);

@@ -195,6 +195,9 @@ export class RecordDecoder {
         : { deletes: this.#options.tombstones === 'delete' || debezium, key: this.#options.upsertKey };
     // Upsert on the record key: a record without a key names no row.
     const keyed = this.#options.upsertKey?.includes(KEY_COLUMN) === true;
+    let valueBytes = 0;
+    for (const m of messages) valueBytes += m.value?.byteLength ?? 0;
+    const capacity = { rows: messages.length, valueBytes };
     const newColumns = () =>
       new BatchColumns(
         table.fields,
@@ -205,7 +208,7 @@ export class RecordDecoder {
         topicId,
         upsert,
         // The native JSON decoder makes the data columns: its builders take no room up front.
-        this.#native ? undefined : messages.length,
+        this.#native ? undefined : capacity,
       );
     let builders = newColumns();
     let eventMinutes: MinuteKey[] = [];

@@ -269,3 +269,35 @@ describe('the compiled Protobuf reader', () => {
     expect(compiled![0]!.rows[0]).toContain('"ts":1764676800123');
   });
 });
+
+describe('bytes the compiled reader must leave to protobufjs, which reads them otherwise', () => {
+  /** The payloads after an empty message (the first record of a writer admits it; the compiled reader reads the next ones). */
+  const sameAsReference = (proto: string, payloads: readonly number[][]) => {
+    const values = [[], ...payloads].map((p) => protobufFramed(9, [0], Uint8Array.from(p)));
+    const { compiled, reference } = decodeBoth(
+      [values.map((v, i) => msg(i, v))],
+      [{ id: 9, schemaType: 'PROTOBUF', schema: proto }],
+    );
+    expect(compiled).toEqual(reference);
+    return { rows: reference![0]!.rows.slice(1) };
+  };
+
+  test('a 5-byte tag beyond 32 bits: protobufjs keeps its low 32 bits, so it names field 1 again', () => {
+    const out = sameAsReference('syntax = "proto3"; message T { int32 a = 1; }', [
+      [0x08, 0x05, 0x88, 0x80, 0x80, 0x80, 0x10, 0x07],
+    ]);
+    expect(out.rows[0]).toContain('"a":7');
+  });
+
+  test("a Timestamp's nanos under a 5-byte tag beyond 32 bits", () => {
+    const proto =
+      'syntax = "proto3"; import "google/protobuf/timestamp.proto"; message T { google.protobuf.Timestamp ts = 1; }';
+    sameAsReference(proto, [[0x0a, 0x09, 0x08, 0x01, 0x90, 0x80, 0x80, 0x80, 0x10, 0x88, 0x27]]);
+  });
+
+  test('a group field sent length-delimited is what protobufjs makes of it, not a nested message', () => {
+    sameAsReference('syntax = "proto2"; message T { optional group G = 1 { optional int32 a = 2; } }', [
+      [0x0a, 0x02, 0x10, 0x05],
+    ]);
+  });
+});

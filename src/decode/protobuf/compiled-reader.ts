@@ -198,6 +198,9 @@ function enumValue(type: protobuf.Enum, fallbackDefault: unknown): Value {
   );
 }
 
+/** The largest tag protobufjs reads as it is (it reads a tag as a uint32). */
+const MAX_TAG = 0xffff_ffff;
+
 /** Seconds whose microseconds are a safe integer (years to 2255; beyond, the reference reads them). */
 const MAX_SECONDS = 9_000_000_000;
 
@@ -213,7 +216,7 @@ function microsecondsValue(timestamp: boolean): Value {
     let pos = start;
     while (pos < end) {
       const tag = varint(buf, pos, end, 5);
-      if (tag !== tag) return NaN;
+      if (tag !== tag || tag > MAX_TAG) return NaN;
       pos = after;
       const wire = tag & 7;
       const number = Math.floor(tag / 8);
@@ -279,8 +282,9 @@ class MessageFields {
     let pos = start;
     while (pos < end) {
       const tag = varint(buf, pos, end, 5);
-      // Field number 0 is no field: the reference says what it makes of it.
-      if (tag !== tag || tag < 8) return false;
+      // Field number 0 is no field, and protobufjs keeps a tag's low 32 bits only: the
+      // reference says what it makes of either.
+      if (tag !== tag || tag < 8 || tag > MAX_TAG) return false;
       pos = after;
       const wire = tag & 7;
       const i = this.#indexOf(Math.floor(tag / 8));
@@ -358,6 +362,8 @@ function compileField(f: protobuf.Field, column: DeclaredField): Value {
   if (f.required) throw new NotCompiled('a required field');
   if (f.partOf && !syntheticOneof(f)) throw new NotCompiled('a oneof');
   f.resolve();
+  // protobufjs reads a group (or an editions DELIMITED message) as a group whatever the wire type.
+  if (f.delimited) throw new NotCompiled('a group (delimited message) field');
   const present = hasPresence(f);
   const resolved = f.resolvedType;
   if (resolved instanceof protobuf.Type) {
