@@ -19,14 +19,20 @@ import { Partitioners } from 'kafkajs';
 import { benchArgs } from './args';
 import { ensureBroker, kafkaClient, topicRecords } from './lib/kafka';
 import { benchRecord } from './lib/records';
+import { renderProfiles, summarizeProfiles } from './lib/cpu-profile';
 import { withSection } from './lib/report-sections';
 import { startReplica, stopReplica, type Replica } from './lib/replica-arm';
 import { ensureTopicsServed } from '../src/kafka/topic-ready';
+import { scrape, sumOf } from '../src/harness/prometheus-text';
 
 const args = benchArgs();
 const RECORDS = Number(args.get('records') ?? 1_000_000);
 const TABLES = Number(args.get('tables') ?? 200);
 const OUT = args.get('out');
+/** Profiles the many-tables arm's replica (`--cpu-prof`, every thread) into this directory and prints where its CPU went. */
+const PROFILE = args.get('profile');
+/** Writes the many-tables arm's replica log lines (JSON) to this file. */
+const LOG = args.get('log');
 const PARTITIONS = 3;
 const MiB = 1024 * 1024;
 const log = (line: string) => console.log(`[many-tables] ${line}`);
@@ -44,6 +50,11 @@ interface ArmFigures {
   readonly otherCoresBusy: number;
   /** Seconds from producing one record into a quiet table to it being visible (many-tables arm). */
   readonly quietTableSeconds?: number;
+  /** Lance publications made, and their summed duration (the replica's metrics). */
+  readonly publications?: number;
+  readonly publicationSeconds?: number;
+  /** CPU seconds per thread of the replica (staging workers, materializer, Lance's runtime, …). */
+  readonly threadCpu: Record<string, number>;
 }
 
 /** Produces `perTopic` records into each topic (round robin over its partitions), unless it already holds them. */
@@ -115,9 +126,21 @@ async function runArm(
   rows: number,
   bytes: number,
   quiet?: { topic: string; produce: () => Promise<void> },
+  profileDir?: string,
+  logFile?: string,
 ): Promise<ArmFigures> {
   log(`${arm}: starting one replica`);
-  const replica: Replica = await startReplica(arm, 'unused', brokers, definition);
+  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const lines: string[] = [];
+  const replica: Replica = await startReplica(
+    arm,
+    'unused',
+    brokers,
+    definition,
+    nodeArgs,
+    {},
+    logFile ? (line) => lines.push(JSON.stringify(line)) : undefined,
+  );
   let quietSeconds: number | undefined;
   let quietAt: number | undefined;
   try {
@@ -148,6 +171,13 @@ async function runArm(
     const end = replica.sampler.elapsed();
     const seconds = end - (replica.joinedAt ?? 0);
     const cpu = replica.sampler.cpuSeconds();
+    const metrics =
+      replica.port === undefined ? undefined : await scrape(replica.port).catch(() => undefined);
+    const threadCpu = Object.fromEntries(
+      Object.entries(await replica.sampler.threadCpu())
+        .filter(([, s]) => s >= 0.5)
+        .map(([name, s]) => [name, round(s)]),
+    );
     while (quiet && quietAt !== undefined && quietSeconds === undefined) {
       if ((await visibleRows(replica.lanceUri, [quiet.topic])) > 0)
         quietSeconds = (performance.now() - quietAt) / 1000;
@@ -165,11 +195,19 @@ async function runArm(
       peakRssMiB: Math.round(replica.sampler.peakRssBytes / MiB),
       otherCoresBusy: round(await replica.sampler.otherCores()),
       ...(quietSeconds !== undefined ? { quietTableSeconds: round(quietSeconds) } : {}),
+      ...(metrics
+        ? {
+            publications: sumOf(metrics, 'kafka_lance_publications_total'),
+            publicationSeconds: round(sumOf(metrics, 'kafka_lance_publication_duration_seconds_sum')),
+          }
+        : {}),
+      threadCpu,
     };
   } finally {
     const code = await stopReplica(replica);
     if (code !== 0) log(`${arm}: the replica exited ${code} on stop`);
     await fsp.rm(replica.work, { recursive: true, force: true }).catch(() => undefined);
+    if (logFile) await fsp.writeFile(logFile, lines.join('\n') + '\n');
   }
 }
 
@@ -220,7 +258,10 @@ async function main(): Promise<void> {
           await p.disconnect();
         },
       },
+      PROFILE,
+      LOG,
     );
+    if (PROFILE) console.log(renderProfiles(await summarizeProfiles(PROFILE)).join('\n'));
     const ratio = round(many.mibPerSecond / one.mibPerSecond);
     const lines = [
       '## Many tables beside one',
@@ -240,6 +281,14 @@ async function main(): Promise<void> {
       `- many ÷ one throughput: **${ratio}** (target ≥ 0.7): ${ratio >= 0.7 ? 'PASS' : 'FAIL'}`,
       `- many-tables peak RSS ${many.peakRssMiB} MiB (target ≤ 512): ${many.peakRssMiB <= 512 ? 'PASS' : 'FAIL'}`,
       `- a quiet table's one record, produced halfway through the backlog, was visible after ${many.quietTableSeconds ?? '?'} s`,
+      ...[one, many].map(
+        (a) =>
+          `- ${a.arm}: ${a.publications ?? '?'} publications (${a.publicationSeconds ?? '?'} s summed); CPU s per thread (whole run): ` +
+          Object.entries(a.threadCpu)
+            .sort(([, x], [, y]) => y - x)
+            .map(([name, s]) => `${name} ${s}`)
+            .join(', '),
+      ),
       '',
     ];
     const text = lines.join('\n');
