@@ -13,7 +13,7 @@ import {
   isMergeRefusal,
   isSchemaRejection,
 } from './lance-errors';
-import { connectTarget, type LanceTarget, type SharedConnections } from './connect';
+import { connectTarget, type LanceTarget, type LentConnection, type SharedConnections } from './connect';
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
@@ -86,6 +86,10 @@ export class LanceTable {
   #upsertKeyChecked = false;
   /** Gives a shared connection back (SharedConnections); undefined: the connection is this table's. */
   #release: (() => void) | undefined;
+  /** The worker's connections (its own `as-opened` one too); undefined: this table makes its own. */
+  #connections: SharedConnections | undefined;
+  /** The worker's `as-opened` connection, borrowed by this table's first create or restore. */
+  #own: Promise<LentConnection> | undefined;
 
   private constructor(
     readonly target: LanceTarget,
@@ -128,6 +132,7 @@ export class LanceTable {
     // The table is opened lazily: a storage failure shows up in a publication (retried), not at start.
     const table = new LanceTable(target, lent.db, logger, options.restoreIntent, options.upsertKey);
     table.#release = lent.release;
+    table.#connections = options.connections;
     return table;
   }
 
@@ -197,9 +202,27 @@ export class LanceTable {
     return table;
   }
 
-  /** A connection that never reloads: a table's handle keeps the version its create committed. */
-  #connectOwn(): Promise<lancedb.Connection> {
-    return connectTarget(this.target, 'as-opened');
+  /**
+   * A connection that never reloads: a table's handle keeps the version its create
+   * committed (each handle holds its own version, so the worker's one such connection
+   * serves every table; a connection made and closed per table created cost ~10 ms of
+   * the worker's thread each with 200 tables).
+   */
+  async #connectOwn(): Promise<LentConnection> {
+    if (!this.#connections) {
+      const db = await connectTarget(this.target, 'as-opened');
+      return { db, release: () => db.close() };
+    }
+    // Borrowed once and kept until close: released after each use, the worker's last
+    // borrower would close it every time.
+    this.#own ??= this.#connections.acquire(this.target, 'as-opened');
+    const own = this.#own;
+    try {
+      return { db: (await own).db, release: () => undefined };
+    } catch (error) {
+      if (this.#own === own) this.#own = undefined;
+      throw error;
+    }
   }
 
   /**
@@ -442,6 +465,10 @@ export class LanceTable {
       }
     }
     this.#release?.();
+    void this.#own?.then(
+      (own) => own.release(),
+      () => undefined,
+    );
   }
 
   #required(): lancedb.Table {
