@@ -31,6 +31,7 @@ const TABLES = Number(args.get('tables') ?? 200);
 const OUT = args.get('out');
 /** Profiles the many-tables arm's replica (`--cpu-prof`, every thread) into this directory and prints where its CPU went. */
 const PROFILE = args.get('profile');
+/** `--node-args '--heapsnapshot-signal=SIGUSR2'`: node options of the many-tables arm's replica. */
 /** Writes the many-tables arm's replica log lines (JSON) to this file. */
 const LOG = args.get('log');
 const PARTITIONS = 3;
@@ -55,6 +56,22 @@ interface ArmFigures {
   readonly publicationSeconds?: number;
   /** CPU seconds per thread of the replica (staging workers, materializer, Lance's runtime, …). */
   readonly threadCpu: Record<string, number>;
+  /** At the highest RSS seen by the poll: anonymous and file-backed MiB, and the main thread's V8 heap and external MiB. */
+  readonly atPeak?: Record<string, number>;
+}
+
+/** The replica's RSS split (kernel) and its main thread's heap (its metrics), in MiB. */
+async function memoryNow(pid: number, port: number | undefined): Promise<Record<string, number>> {
+  const status = await fsp.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0) / 1024;
+  const out: Record<string, number> = { rss: kib('VmRSS'), anon: kib('RssAnon'), file: kib('RssFile') };
+  const metrics = port === undefined ? undefined : await scrape(port).catch(() => undefined);
+  if (metrics) {
+    out.heapUsed = sumOf(metrics, 'nodejs_heap_size_used_bytes') / MiB;
+    out.heapTotal = sumOf(metrics, 'nodejs_heap_size_total_bytes') / MiB;
+    out.external = sumOf(metrics, 'nodejs_external_memory_bytes') / MiB;
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, Math.round(v)]));
 }
 
 /** Produces `perTopic` records into each topic (round robin over its partitions), unless it already holds them. */
@@ -130,7 +147,10 @@ async function runArm(
   logFile?: string,
 ): Promise<ArmFigures> {
   log(`${arm}: starting one replica`);
-  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const nodeArgs = [
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+    ...(quiet && args.has('node-args') ? args.get('node-args')!.split(' ') : []),
+  ];
   const lines: string[] = [];
   const replica: Replica = await startReplica(
     arm,
@@ -143,6 +163,8 @@ async function runArm(
   );
   let quietSeconds: number | undefined;
   let quietAt: number | undefined;
+  let quietWatch: Promise<void> | undefined;
+  let atPeak: Record<string, number> | undefined;
   try {
     const deadline = Date.now() + 30 * 60_000;
     let last = 0;
@@ -150,14 +172,22 @@ async function runArm(
       if (replica.exited) throw new Error(`${arm}: the replica exited early`);
       const visible = await visibleRows(replica.lanceUri, tables);
       if (visible >= rows) break;
+      const memory = await memoryNow(replica.process.pid, replica.port);
+      if (memory.rss! > (atPeak?.rss ?? 0)) atPeak = memory;
       // Halfway through the backlog, one record into a table nobody else writes.
       if (quiet && quietAt === undefined && visible >= rows / 2) {
         await quiet.produce();
-        quietAt = performance.now();
-      }
-      if (quiet && quietAt !== undefined && quietSeconds === undefined) {
-        if ((await visibleRows(replica.lanceUri, [quiet.topic])) > 0)
-          quietSeconds = (performance.now() - quietAt) / 1000;
+        const at = (quietAt = performance.now());
+        // Watched on its own every 250 ms: this loop's count of every table takes seconds.
+        quietWatch = (async () => {
+          while (!replica.exited) {
+            if ((await visibleRows(replica.lanceUri, [quiet.topic])) > 0) {
+              quietSeconds = (performance.now() - at) / 1000;
+              return;
+            }
+            await new Promise((r) => setTimeout(r, 250));
+          }
+        })();
       }
       if (Date.now() - last > 10_000) {
         log(
@@ -178,11 +208,7 @@ async function runArm(
         .filter(([, s]) => s >= 0.5)
         .map(([name, s]) => [name, round(s)]),
     );
-    while (quiet && quietAt !== undefined && quietSeconds === undefined) {
-      if ((await visibleRows(replica.lanceUri, [quiet.topic])) > 0)
-        quietSeconds = (performance.now() - quietAt) / 1000;
-      else await new Promise((r) => setTimeout(r, 250));
-    }
+    await quietWatch;
     return {
       arm,
       tables: tables.length,
@@ -202,6 +228,7 @@ async function runArm(
           }
         : {}),
       threadCpu,
+      ...(atPeak ? { atPeak } : {}),
     };
   } finally {
     const code = await stopReplica(replica);
@@ -287,7 +314,8 @@ async function main(): Promise<void> {
           Object.entries(a.threadCpu)
             .sort(([, x], [, y]) => y - x)
             .map(([name, s]) => `${name} ${s}`)
-            .join(', '),
+            .join(', ') +
+          `; at the highest RSS polled (MiB): ${JSON.stringify(a.atPeak ?? {})}`,
       ),
       '',
     ];
