@@ -3,6 +3,7 @@ import { Table as ArrowTable, type RecordBatch, type Schema } from 'apache-arrow
 import { injectedDiskFull } from '../faults/disk-full';
 import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { schemaKeyOf, type SchemaKey } from '../staging/schema-key';
 import { ROW_COLUMN, TOPIC_ID_COLUMN } from '../staging/system-columns';
 import { appendArrowTable, takesArrowAdd } from './arrow-add';
 import { retryConflicts } from './commit-retry';
@@ -88,6 +89,8 @@ export class LanceTable {
   #release: (() => void) | undefined;
   /** The worker's connections (its own `as-opened` one too); undefined: this table makes its own. */
   #connections: SharedConnections | undefined;
+  /** The schema (schemaKeyOf) the table was last readied for on this handle. */
+  #ensuredSchema: SchemaKey | undefined;
   /** The worker's `as-opened` connection, borrowed by this table's first create or restore. */
   #own: Promise<LentConnection> | undefined;
 
@@ -161,6 +164,12 @@ export class LanceTable {
 
   async #ensureSchema(schema: Schema): Promise<void> {
     await this.#restore.finish();
+    const key = schemaKeyOf(schema);
+    // This handle already created the table for, or added the columns of, the same schema:
+    // nothing to read again (a publication's schema read was one of its few Lance calls, and
+    // 200 tables make ~10× the publications of one). Columns are only ever added; a failed
+    // write forgets it (#writeError), so a table changed behind our back is read again.
+    if (this.#table && this.#ensuredSchema === key) return;
     const hooks = this.#restore.aroundCreate();
     this.#table = await ensureTableSchema(
       this.db,
@@ -173,6 +182,7 @@ export class LanceTable {
       hooks,
       this.upsertKey,
     );
+    this.#ensuredSchema = key;
   }
 
   /** The restore duty's `finish()` in turn with schema changes, for the counts and compaction. */
@@ -348,6 +358,7 @@ export class LanceTable {
 
   /** A write's failure as the publisher classifies it: a schema refusal, a full disk, or a retriable write error. */
   #writeError(error: unknown): LanceWriteError {
+    this.#ensuredSchema = undefined;
     if (isMergeRefusal(error))
       throw new LanceSchemaError(
         'rejected',
