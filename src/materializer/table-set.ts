@@ -103,9 +103,9 @@ const MAX_OPEN = 64;
  * A table whose last turn found nothing to do is not given another until a part is sealed
  * into it, or this long after (its index upkeep ticks then too). With 200 tables, every
  * poll's turn of each listed its directory and its ledger: ~1,600 listings a second. Kept
- * short: a quiet table's first record waited ~10 s twice in nine bench runs with 10 s here,
- * a wait not yet explained (bench/many-tables-levers.md), so a wrong "nothing to do" costs
- * at most this.
+ * short: a quiet table's first record waited 8–10 s in two of nine bench runs with 10 s
+ * here, not yet explained (bench/many-tables-levers.md); a wrong "nothing to do" costs at
+ * most this.
  */
 const QUIET_RECHECK_MS = 1_000;
 
