@@ -44,6 +44,8 @@ export async function startReplica(
   extra: Record<string, unknown>,
   nodeArgs: readonly string[] = [],
   env: NodeJS.ProcessEnv = {},
+  /** Every log line of the replica, parsed (a bench that keeps them). */
+  onLine?: (line: Record<string, unknown>) => void,
 ): Promise<Replica> {
   const work = await fsp.mkdtemp(path.join(os.tmpdir(), `kl-bench-${name}-`));
   const tagDir = path.join(work, 'threads');
@@ -66,6 +68,7 @@ export async function startReplica(
         if (line.event === 'metrics.listening') replica.port = line.port as number;
         if (line.event === 'kafka.join') replica.joinedAt ??= replica.sampler.elapsed();
         if (line.level >= 50) process.stderr.write(`  replica: ${JSON.stringify(line)}\n`);
+        onLine?.(line);
       },
     },
   );

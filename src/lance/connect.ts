@@ -27,7 +27,7 @@ export function connectTarget(
   });
 }
 
-/** A connection lent by SharedConnections: `release` instead of closing it. */
+/** A connection lent by SharedConnections (or made for one use): `release` instead of closing it. */
 export interface LentConnection {
   readonly db: lancedb.Connection;
   readonly release: () => void;

@@ -1,7 +1,7 @@
 import { DataType, Precision, TimeUnit, type Schema } from 'apache-arrow';
 import type { InferredTypeName } from '../decode/field-codec';
 import type { KnownField } from '../decode/record-decoder';
-import { connectTarget } from './connect';
+import { connectTarget, type SharedConnections } from './connect';
 import type { LanceTarget } from './lance-table';
 import { openTableIfCommitted } from './open-if-committed';
 
@@ -25,9 +25,18 @@ export async function readKnownFields(target: LanceTarget): Promise<KnownField[]
   });
 }
 
-/** The table's Arrow schema, or undefined when the table does not exist yet. */
-export async function readTableSchema(target: LanceTarget): Promise<Schema | undefined> {
-  const db = await connectTarget(target, 'latest');
+/**
+ * The table's Arrow schema, or undefined when the table does not exist yet. With
+ * `connections` (a worker serving many tables), the worker's connection is borrowed: a
+ * connection made and closed for each table opened cost the materializer thread ~5 ms a
+ * close (bench/many-tables.md).
+ */
+export async function readTableSchema(
+  target: LanceTarget,
+  connections?: SharedConnections,
+): Promise<Schema | undefined> {
+  const lent = connections ? await connections.acquire(target, 'latest') : undefined;
+  const db = lent?.db ?? (await connectTarget(target, 'latest'));
   try {
     // A table another replica is creating is listed before it is committed: not there yet.
     const table = await openTableIfCommitted(db, target.table);
@@ -38,7 +47,8 @@ export async function readTableSchema(target: LanceTarget): Promise<Schema | und
       table.close();
     }
   } finally {
-    db.close();
+    if (lent) lent.release();
+    else db.close();
   }
 }
 

@@ -3,6 +3,7 @@ import { Table as ArrowTable, type RecordBatch, type Schema } from 'apache-arrow
 import { injectedDiskFull } from '../faults/disk-full';
 import { DiskFullError, errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { schemaKeyOf, type SchemaKey } from '../staging/schema-key';
 import { ROW_COLUMN, TOPIC_ID_COLUMN } from '../staging/system-columns';
 import { appendArrowTable, takesArrowAdd } from './arrow-add';
 import { retryConflicts } from './commit-retry';
@@ -13,7 +14,7 @@ import {
   isMergeRefusal,
   isSchemaRejection,
 } from './lance-errors';
-import { connectTarget, type LanceTarget, type SharedConnections } from './connect';
+import { connectTarget, type LanceTarget, type LentConnection, type SharedConnections } from './connect';
 import { checkoutNewestFrom } from './newest-by-number';
 import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-counts';
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
@@ -101,6 +102,12 @@ export class LanceTable {
   #upsertKeyChecked = false;
   /** Gives a shared connection back (SharedConnections); undefined: the connection is this table's. */
   #release: (() => void) | undefined;
+  /** The worker's connections (its own `as-opened` one too); undefined: this table makes its own. */
+  #connections: SharedConnections | undefined;
+  /** The schema (schemaKeyOf) the table was last readied for on this handle. */
+  #ensuredSchema: SchemaKey | undefined;
+  /** The worker's `as-opened` connection, borrowed by this table's first create or restore. */
+  #own: Promise<LentConnection> | undefined;
 
   private constructor(
     readonly target: LanceTarget,
@@ -143,6 +150,7 @@ export class LanceTable {
     // The table is opened lazily: a storage failure shows up in a publication (retried), not at start.
     const table = new LanceTable(target, lent.db, logger, options.restoreIntent, options.upsertKey);
     table.#release = lent.release;
+    table.#connections = options.connections;
     return table;
   }
 
@@ -171,6 +179,12 @@ export class LanceTable {
 
   async #ensureSchema(schema: Schema): Promise<void> {
     await this.#restore.finish();
+    const key = schemaKeyOf(schema);
+    // This handle already created the table for, or added the columns of, the same schema:
+    // nothing to read again (a publication's schema read was one of its few Lance calls, and
+    // 200 tables make ~10× the publications of one). Columns are only ever added; a failed
+    // write forgets it (#writeError), so a table changed behind our back is read again.
+    if (this.#table && this.#ensuredSchema === key) return;
     const hooks = this.#restore.aroundCreate();
     this.#table = await ensureTableSchema(
       this.db,
@@ -183,6 +197,7 @@ export class LanceTable {
       hooks,
       this.upsertKey,
     );
+    this.#ensuredSchema = key;
   }
 
   /** The restore duty's `finish()` in turn with schema changes, for the counts and compaction. */
@@ -212,9 +227,27 @@ export class LanceTable {
     return table;
   }
 
-  /** A connection that never reloads: a table's handle keeps the version its create committed. */
-  #connectOwn(): Promise<lancedb.Connection> {
-    return connectTarget(this.target, 'as-opened');
+  /**
+   * A connection that never reloads: a table's handle keeps the version its create
+   * committed (each handle holds its own version, so the worker's one such connection
+   * serves every table; a connection made and closed per table created cost ~10 ms of
+   * the worker's thread each with 200 tables).
+   */
+  async #connectOwn(): Promise<LentConnection> {
+    if (!this.#connections) {
+      const db = await connectTarget(this.target, 'as-opened');
+      return { db, release: () => db.close() };
+    }
+    // Borrowed once and kept until close: released after each use, the worker's last
+    // borrower would close it every time.
+    this.#own ??= this.#connections.acquire(this.target, 'as-opened');
+    const own = this.#own;
+    try {
+      return { db: (await own).db, release: () => undefined };
+    } catch (error) {
+      if (this.#own === own) this.#own = undefined;
+      throw error;
+    }
   }
 
   /**
@@ -331,6 +364,7 @@ export class LanceTable {
 
   /** A write's failure as the publisher classifies it: a schema refusal, a full disk, or a retriable write error. */
   #writeError(error: unknown): LanceWriteError {
+    this.#ensuredSchema = undefined;
     if (isMergeRefusal(error))
       throw new LanceSchemaError(
         'rejected',
@@ -448,6 +482,10 @@ export class LanceTable {
       }
     }
     this.#release?.();
+    void this.#own?.then(
+      (own) => own.release(),
+      () => undefined,
+    );
   }
 
   #required(): lancedb.Table {

@@ -3,7 +3,7 @@ import type { DataType, Schema } from 'apache-arrow';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { crashPoint } from '../faults/crash-points';
-import type { LanceTarget } from './connect';
+import type { LanceTarget, LentConnection } from './connect';
 import { LanceSchemaError, LanceWriteError, isMissingVersion } from './lance-errors';
 import { openTableConfirmed } from './open-if-committed';
 import { RestoreIntentFile } from './restore-intent';
@@ -35,7 +35,7 @@ export interface RestoreDutyTable {
   /** The table on `live`, once it exists. */
   readonly current: () => Promise<lancedb.Table | undefined>;
   /** A connection that never reloads: a table's handle keeps the version its create committed. */
-  readonly connectOwn: () => Promise<lancedb.Connection>;
+  readonly connectOwn: () => Promise<LentConnection>;
   readonly logger: Logger;
 }
 
@@ -159,7 +159,7 @@ export class RestoreDuty {
     const { target, logger } = this.table;
     const own = await this.table.connectOwn();
     try {
-      const table = await openTableConfirmed(own, target.table);
+      const table = await openTableConfirmed(own.db, target.table);
       if (!table) return undefined;
       const found = await findOverwrite(table, since).finally(() => table.close());
       this.#pendingSince = undefined;
@@ -174,7 +174,7 @@ export class RestoreDuty {
       await this.#intent?.clear();
       return undefined;
     } finally {
-      own.close();
+      own.release();
     }
   }
 

@@ -1,4 +1,5 @@
 import type * as lancedb from '@lancedb/lancedb';
+import type { LentConnection } from './connect';
 import {
   type DataType,
   Field,
@@ -60,17 +61,17 @@ export interface TableCreation {
  * it wants.
  */
 export async function createTable(
-  connect: () => Promise<lancedb.Connection>,
+  connect: () => Promise<LentConnection>,
   name: string,
   schema: Schema,
   logger: Logger,
   create: (db: lancedb.Connection) => Promise<lancedb.Table> = (db) =>
     db.createEmptyTable(name, schema, { mode: 'create', existOk: true }),
 ): Promise<TableCreation> {
-  const own = await connect();
+  const lent = await connect();
   let created: lancedb.Table | undefined;
   try {
-    created = await create(own);
+    created = await create(lent.db);
     crashPoint('after-create');
     const version = await created.version();
     if (version <= 1) return { version, overwrittenRows: 0 };
@@ -94,7 +95,7 @@ export async function createTable(
     return { version, overwrittenRows };
   } finally {
     created?.close();
-    own.close();
+    lent.release();
   }
 }
 
@@ -163,17 +164,17 @@ export async function findOverwrite(table: lancedb.Table, since: number): Promis
  * whose restore failed simply calls it again. Returns the rows inserted.
  */
 export async function restoreOverwrittenRows(
-  connect: () => Promise<lancedb.Connection>,
+  connect: () => Promise<LentConnection>,
   live: lancedb.Connection,
   name: string,
   version: number,
   prepare: PrepareTarget,
   logger: Logger,
 ): Promise<number> {
-  const own = await connect();
+  const lent = await connect();
   let from: lancedb.Table | undefined;
   try {
-    from = await own.openTable(name);
+    from = await lent.db.openTable(name);
     // Checked here too: a create whose own check failed is restored without knowing.
     if ((await rowsOverwrittenAt(from, version)) === 0) return 0;
     const restoredRows = await restoreRows(from, live, name, prepare);
@@ -184,7 +185,7 @@ export async function restoreOverwrittenRows(
     return restoredRows;
   } finally {
     from?.close();
-    own.close();
+    lent.release();
   }
 }
 

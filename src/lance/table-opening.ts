@@ -2,6 +2,7 @@ import type { EpochUnit, ResolvedField } from '../config';
 import { KafkaLanceError } from '../common/errors';
 import { declaredTypeChanges } from './declared-schema';
 import { readTableSchema } from './known-fields';
+import type { SharedConnections } from './connect';
 import type { LanceTarget } from './lance-table';
 import { ROW_KEY_COLUMNS, primaryKeyOf } from './table-schema';
 
@@ -46,8 +47,9 @@ export class TableRefusedError extends KafkaLanceError {
 export async function tableOpeningProblems(
   target: LanceTarget,
   expect: TableExpectations,
+  connections?: SharedConnections,
 ): Promise<TableProblem[]> {
-  const schema = await readTableSchema(target);
+  const schema = await readTableSchema(target, connections);
   if (!schema) return [];
   const problems: TableProblem[] = [];
   if (expect.fields !== undefined) {
@@ -73,7 +75,11 @@ export async function tableOpeningProblems(
 }
 
 /** Throws TableRefusedError when the existing table refuses the definition (tableOpeningProblems). */
-export async function checkTableOpening(target: LanceTarget, expect: TableExpectations): Promise<void> {
-  const problems = await tableOpeningProblems(target, expect);
+export async function checkTableOpening(
+  target: LanceTarget,
+  expect: TableExpectations,
+  connections?: SharedConnections,
+): Promise<void> {
+  const problems = await tableOpeningProblems(target, expect, connections);
   if (problems.length > 0) throw new TableRefusedError(target.table, problems);
 }

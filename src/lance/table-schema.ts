@@ -10,6 +10,7 @@ import {
   TOPIC_ID_COLUMN,
   systemColumnReader,
 } from '../staging/system-columns';
+import type { LentConnection } from './connect';
 import { retryConflicts } from './commit-retry';
 import { createTable, type TableCreation } from './table-creation';
 import { LanceSchemaError, LanceWriteError, isSchemaRejection } from './lance-errors';
@@ -95,7 +96,7 @@ export async function ensureTableSchema(
   uri: string,
   schema: Schema,
   logger: Logger,
-  connectOwn: () => Promise<lancedb.Connection>,
+  connectOwn: () => Promise<LentConnection>,
   hooks: CreateHooks,
   upsertKey?: readonly string[],
 ): Promise<lancedb.Table> {

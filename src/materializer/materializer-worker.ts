@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     open: async (table, tableDir) => {
       const target = { ...lance, table };
       // The start's checks of the fixed table, for every table: a refusal stalls only it.
-      await checkTableOpening(target, expectations);
+      await checkTableOpening(target, expectations, connections);
       return Materializer.open({
         ...options,
         tableDir,

@@ -99,6 +99,15 @@ const MIN_BACKOFF_MS = 500;
 const DRAIN_WIDTH = 4;
 const IDLE_CLOSE_MS = 5 * 60_000;
 const MAX_OPEN = 64;
+/**
+ * A table whose last turn found nothing to do is not given another until a part is sealed
+ * into it, or this long after (its index upkeep ticks then too). With 200 tables, every
+ * poll's turn of each listed its directory and its ledger: ~1,600 listings a second. Kept
+ * short: a quiet table's first record waited 8–10 s in two of nine bench runs with 10 s
+ * here, not yet explained (bench/many-tables-levers.md); a wrong "nothing to do" costs at
+ * most this.
+ */
+const QUIET_RECHECK_MS = 1_000;
 
 interface Entry {
   readonly table: string;
@@ -127,6 +136,13 @@ interface Entry {
   lastBusy: number;
   /** Its publisher and upkeep are being closed: no turn until that ended. */
   closing: boolean;
+  /**
+   * When a turn last found it with nothing to do (no publication, nothing waiting or
+   * retrying) and no part was sealed into it since: no turn until QUIET_RECHECK_MS after.
+   */
+  quietSince: number | undefined;
+  /** Counts the sealed() calls that named it: a turn that began before one is not quiet. */
+  sealings: number;
 }
 
 /**
@@ -185,6 +201,8 @@ export class TableSet {
     }
     for (const [dir, ofTable] of byDir) {
       const entry = this.#see(path.basename(dir), dir);
+      entry.quietSince = undefined;
+      entry.sealings += 1;
       if (entry.served) entry.served.sealed(ofTable);
       else entry.sealedBeforeOpen.push(...ofTable);
     }
@@ -362,6 +380,8 @@ export class TableSet {
         partsWaiting: 0,
         lastBusy: Date.now(),
         closing: false,
+        quietSince: undefined,
+        sealings: 0,
       };
       this.#entries.set(table, entry);
     }
@@ -379,6 +399,11 @@ export class TableSet {
       for (const e of this.#entries.values()) {
         if (!e.wanted || e.inTurn || e.compacting || e.closing || e.retryAt > now || e.stalled === 'damaged')
           continue;
+        // Wall time, as quietSince is: a round may be given a `now` of its own (tests).
+        if (e.quietSince !== undefined && Date.now() - e.quietSince < QUIET_RECHECK_MS) {
+          e.wanted = false;
+          continue;
+        }
         if (!best || e.lastTurn < best.lastTurn) best = e;
       }
       if (!best) return;
@@ -499,6 +524,7 @@ export class TableSet {
   /** One table's turn; true when it used the whole turn (more is ready). Throws only what no table may survive. */
   async #turn(entry: Entry, bounded: boolean): Promise<boolean> {
     const turn: Turn | undefined = bounded ? { attempts: this.#o.attemptsPerTurn } : undefined;
+    const sealings = entry.sealings;
     try {
       if (
         !entry.served &&
@@ -509,6 +535,7 @@ export class TableSet {
         // Nothing waits (its parts were moved away, or it was all published): not opened, not stalled.
         this.#mark(entry, undefined);
         entry.partsWaiting = 0;
+        if (entry.sealings === sealings) entry.quietSince = Date.now();
         return false;
       }
       const served = await this.#opened(entry);
@@ -516,6 +543,13 @@ export class TableSet {
       const l = served.left;
       if (results.length > 0 || l.waitingParts + l.retryingPlans + l.unresolvableParts > 0)
         entry.lastBusy = Date.now();
+      // A part sealed during the run may have missed its listing: only a turn none came during is quiet.
+      else if (
+        entry.table !== this.#o.alwaysServed &&
+        entry.sealings === sealings &&
+        (turn === undefined || turn.attempts > 0)
+      )
+        entry.quietSince = Date.now();
       entry.upkeep?.tick();
       entry.backoffMs = 0;
       this.#mark(entry, served.left.retryingPlans > 0 ? 'retrying' : undefined);

@@ -77,6 +77,14 @@ export interface BatchDone {
   readonly skipped: number;
   readonly deadLetters: readonly DeadLetterVerdict[];
   readonly stagedBytes: number;
+  /** Routed lanes: what each table staged of the batch (the metrics' `table` label is the table's, not the template). */
+  readonly byTable?: readonly TableStaged[];
+}
+
+export interface TableStaged {
+  readonly table: string;
+  readonly staged: number;
+  readonly stagedBytes: number;
 }
 
 /** One worker's durability tick: the highest durable offset per partition, as of a staging epoch. */

@@ -20,7 +20,7 @@ import { FileLocks } from '../staging/file-locks';
 import { StagingFailedError, TableStaging, type FlushResult } from '../staging/table-staging';
 import { StagingTables } from './staging-tables';
 import { unpackMessages, type PackedMessages } from './packed-messages';
-import type { BatchRecords, StagingWorkerInit, WorkerReply, WorkerRequest } from './protocol';
+import type { BatchRecords, StagingWorkerInit, TableStaged, WorkerReply, WorkerRequest } from './protocol';
 
 export class StagingService {
   private constructor(
@@ -219,16 +219,18 @@ export class StagingService {
     let staged = 0;
     let skipped = all.length - fresh.length;
     let stagedBytes = 0;
+    const perTable: TableStaged[] = [];
     for (const table of following) {
       const result = stageInto(tables.get(table)!, request, byTable.get(table) ?? [], tables.epoch);
       staged += result.staged;
       skipped += result.skipped;
       stagedBytes += result.stagedBytes;
       deadLetters.push(...result.deadLetters);
+      if (result.staged > 0) perTable.push({ table, staged: result.staged, stagedBytes: result.stagedBytes });
     }
     tables.handled(request.topic, request.partition, request.through as DurableOffset);
     deadLetters.sort((a, b) => a.offset - b.offset);
-    return { dropped: false, staged, skipped, deadLetters, stagedBytes };
+    return { dropped: false, staged, skipped, deadLetters, stagedBytes, byTable: perTable };
   }
 }
 

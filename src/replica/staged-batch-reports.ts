@@ -21,8 +21,17 @@ export class StagedBatchReports {
 
   /** The batches' DLQ results (pool hook): registered synchronously, before a sync covering them. */
   onBatchDone(topic: string, partition: number, result: BatchDone): void {
-    this.#metrics.stagedRecords.inc(this.#table, result.staged);
-    this.#metrics.stagedBytes.inc(this.#table, result.stagedBytes);
+    if (result.byTable) {
+      // A routed lane: each table under its own label (bounded by metrics.maxTableLabels), not the template's.
+      for (const t of result.byTable) {
+        const label = { table: this.#metrics.tableLabels.of(t.table) };
+        this.#metrics.stagedRecords.inc(label, t.staged);
+        this.#metrics.stagedBytes.inc(label, t.stagedBytes);
+      }
+    } else {
+      this.#metrics.stagedRecords.inc(this.#table, result.staged);
+      this.#metrics.stagedBytes.inc(this.#table, result.stagedBytes);
+    }
     if (result.deadLetters.length > 0) {
       this.#tracker.holdOffsets(
         topic,

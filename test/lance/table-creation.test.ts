@@ -50,7 +50,10 @@ afterEach(async () => {
   await fsp.rm(dir, { recursive: true, force: true });
 });
 
-const connectOwn = () => lancedb.connect(uri);
+const connectOwn = async () => {
+  const db = await lancedb.connect(uri);
+  return { db, release: () => db.close() };
+};
 /** What LanceTable readies the table with: the overwritten version's columns, then the row key. */
 const keyOf = (t: lancedb.Table, source: Schema) => readyForRestore(t, TABLE, source, silentLogger());
 

@@ -7,6 +7,7 @@ import type { Turn } from '../../src/materializer/materializer';
 import { ledger, type Plan } from '../../src/materializer/ledger';
 import { PartialPublicationError } from '../../src/materializer/publication-errors';
 import { TableSet, type ServedTable, type TableSetOptions } from '../../src/materializer/table-set';
+import type { SealedPart } from '../../src/staging/sealed-part';
 import {
   capturingLogger,
   expectExactly,
@@ -331,6 +332,42 @@ describe('tables with nothing waiting', () => {
     const report = set.reports().find((r) => r.table === 'refused');
     expect(report?.stalled).toBeUndefined();
     expect(report?.partsWaiting).toBe(0);
+    set.close();
+  });
+});
+
+describe('tables with nothing to do', () => {
+  /** A table whose every turn finds nothing to publish (its catalog empty, nothing waiting). */
+  const idleTable = (table: string, runs: string[]): ServedTable => ({
+    ...fakeTable(table, {}, runs),
+    async runOnce() {
+      runs.push(table);
+      return Promise.resolve([]);
+    },
+  });
+
+  test('a table whose turn found nothing is not listed again at every poll, and a part sealed into it gets it a turn at the next', async () => {
+    const stagingRoot = path.join(dir, 'staging');
+    await tablesWithWork(stagingRoot, ['quiet', 'other']);
+    const runs: string[] = [];
+    const set = new TableSet({
+      stagingRoot,
+      logger: silentLogger(),
+      optimizeEveryMs: 0,
+      attemptsPerTurn: 1,
+      turnsInFlight: 4,
+      open: (t) => Promise.resolve(idleTable(t, runs)),
+    });
+    set.setOwnership(new Map());
+    await set.discover();
+    await set.round();
+    expect([...runs].sort()).toEqual(['other', 'quiet']);
+    for (let i = 0; i < 3; i++) await set.round();
+    expect(runs).toHaveLength(2); // 200 tables polled every 250 ms each listed their directory and ledger
+    const part = { path: path.join(stagingRoot, 'quiet', '1.arrows') } as unknown as SealedPart;
+    set.sealed([part]);
+    await set.round();
+    expect(runs.slice(2)).toEqual(['quiet']);
     set.close();
   });
 });

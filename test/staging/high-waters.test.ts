@@ -24,4 +24,33 @@ describe('staging high-waters', () => {
     marks.raise('t', 0, at(5)); // never lowers
     expect(marks.pushedThrough('t', 0)).toBe(9);
   });
+
+  test('a push after a snapshot is in the next snapshot, and a copy handed out never changes after', () => {
+    const marks = new HighWaters();
+    marks.pushed('t', 0, at(10));
+    const first = marks.pushedSnapshot();
+    marks.durable(first);
+    const durableThen = marks.durableOffsets();
+    marks.pushed('t', 0, at(20));
+    const second = marks.pushedSnapshot();
+    expect(second.get(tpKey('t', 0))).toBe(20);
+    expect(first.get(tpKey('t', 0))).toBe(10);
+    marks.durable(second);
+    expect(marks.durableOffsets().get(tpKey('t', 0))).toBe(20);
+    expect(durableThen.get(tpKey('t', 0))).toBe(10);
+  });
+
+  test('a snapshot made durable again after a revoke still never raises durability past the revoke', () => {
+    const marks = new HighWaters();
+    marks.pushed('t', 0, at(100));
+    const snapshot = marks.pushedSnapshot();
+    marks.durable(snapshot);
+    marks.lower('t', 0, at(40));
+    marks.durable(marks.pushedSnapshot());
+    marks.durable(snapshot); // a sync that began before the revoke ends after it
+    expect(marks.durableOffsets().get(tpKey('t', 0))).toBe(40);
+    marks.raise('t', 0, at(60)); // claimed again from the broker's committed offset
+    expect(marks.durableOffsets().get(tpKey('t', 0))).toBe(60);
+    expect(marks.pushedSnapshot().get(tpKey('t', 0))).toBe(60);
+  });
 });
