@@ -227,6 +227,9 @@ test('a route into three tables, the replica SIGKILLed twice mid-stream and rest
   }
   const final = new ReplicaProcess(file, dir, testBrokers());
   await producing;
+  // Its own stop is the graceful one under test: the earlier replicas may have committed
+  // everything already, and a SIGTERM before Node has run the bin's first line is death by signal.
+  await final.waitForEvent('kafka.join');
   await waitForCommittedAtEnd(suite.admin, groupOf(name), topic);
   expect(await final.kill('SIGTERM')).toEqual({ code: 0, signal: null });
 
