@@ -1,10 +1,9 @@
 import { Binary, Bool, Field, Int32, RecordBatch, Schema, Struct, makeData, type Data } from 'apache-arrow';
 import { DELETED_COLUMN, ROW_COLUMN, SYSTEM_FIELDS } from '../staging/system-columns';
 import type { ColumnBuilder } from './column-builder';
-import type { Converted } from './field-codec';
+import type { Converted, FieldCodec } from './field-codec';
 import type { FieldState } from './field-state';
 import { BoolBuilder, newBinary, newInt32, newInt64, newTimestampMs, newUtf8 } from './fixed-width-builders';
-import type { KeyColumn } from './key-column';
 import type { RawMessage } from './raw-message';
 
 export const KEY_COLUMN = '_key';
@@ -14,6 +13,11 @@ export const KEY_COLUMN = '_key';
  * that room at once (ColumnBuilder.reserve). Keyed by the decoder's own column objects.
  */
 const valueBytesPerRow = new WeakMap<FieldState, number>();
+
+/** The record key's column as a batch sees it (key-column.ts's KeyColumn): its codec once its type is known. */
+export interface BatchKey {
+  readonly codec: FieldCodec | undefined;
+}
 
 /** What a batch's builders make room for up front. */
 export interface BatchCapacity {
@@ -46,7 +50,7 @@ export class BatchColumns {
   constructor(
     fields: readonly FieldState[],
     private readonly raw: boolean,
-    private readonly keys: KeyColumn | undefined,
+    private readonly keys: BatchKey | undefined,
     private readonly rowIndex: boolean,
     topic: string,
     topicId: string,

@@ -1,22 +1,8 @@
-import type { DeclaredField } from '../config';
 import type { BatchColumns } from './batch-columns';
 import type { ColumnBuilder } from './column-builder';
+import type { CompiledReader } from './compiled-reader';
 import type { FieldState } from './field-state';
 import type { WriterSchemas } from './registry-writer-schemas';
-
-/**
- * A reader compiled once per writer schema (Avro: avro/compiled-reader.ts) or message type
- * (Protobuf: protobuf/compiled-reader.ts) that reads a framed value's bytes straight into the
- * column builders, for the records it reads exactly as the format's reference decoder would.
- */
-export interface CompiledReader {
-  /** The writer's top-level fields' column types, in the order `append` takes builders. */
-  readonly fields: readonly { readonly name: string; readonly field: DeclaredField }[];
-  /** Whether `append` stores the framed value at `buf[start, end)` exactly as the reference decoder would. */
-  check(buf: Buffer, start: number, end: number): boolean;
-  /** Appends a checked value's fields, each into `builders[i]` (undefined: skipped). */
-  append(buf: Buffer, start: number, end: number, builders: readonly (ColumnBuilder | undefined)[]): void;
-}
 
 /** Where a writer's fields go among the decoder's columns, for one list of columns. */
 interface Plan {

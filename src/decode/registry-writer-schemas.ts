@@ -1,6 +1,6 @@
 import type { NamedField } from '../config';
 import { errorMessage } from '../common/errors';
-import type { CompiledReader } from './compiled-rows';
+import type { CompiledReader } from './compiled-reader';
 import type { DeadLetterReason } from '../dead-letters/dead-letter-reason';
 import {
   HEADER_BYTES,

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import type { RecordBatch } from 'apache-arrow';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { AVRO_PAYLOADS } from '../../src/decode/avro/writer-schemas';
-import type { CompiledReader } from '../../src/decode/compiled-rows';
+import type { CompiledReader } from '../../src/decode/compiled-reader';
 import type { WriterSchema } from '../../src/schema-registry/wire-format';
 import { base, msg, NOW } from './fixture';
 

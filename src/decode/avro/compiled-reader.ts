@@ -2,7 +2,7 @@ import type * as avro from 'avsc';
 import type { DeclaredField } from '../../config';
 import type { ColumnBuilder } from '../column-builder';
 import { utf8At } from '../utf8-bytes';
-import type { CompiledReader } from '../compiled-rows';
+import type { CompiledReader } from '../compiled-reader';
 import type { BoolBuilder, FixedWidthBuilder } from '../fixed-width-builders';
 import type { DecimalBuilder, NumericBuilder } from '../declared-builders';
 import type { ListBuilder, StructBuilder } from '../nested-builders';

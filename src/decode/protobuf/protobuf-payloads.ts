@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import * as protobuf from 'protobufjs';
 import { errorMessage } from '../../common/errors';
 import { HEADER_BYTES, messageIndexesOf } from '../../schema-registry/wire-format';
-import type { CompiledReader } from '../compiled-rows';
+import type { CompiledReader } from '../compiled-reader';
 import type { RegistryPayloadFormat, RegistryRow, RegistryVerdict } from '../registry-writer-schemas';
 import { compileProtobufReader, NotCompiled } from './compiled-reader';
 import { InexactProtobufValue, protobufColumns, type ProtobufColumns } from './protobuf-mapping';

@@ -1,0 +1,16 @@
+import type { DeclaredField } from '../config';
+import type { ColumnBuilder } from './column-builder';
+
+/**
+ * A reader compiled once per writer schema (Avro: avro/compiled-reader.ts) or message type
+ * (Protobuf: protobuf/compiled-reader.ts) that reads a framed value's bytes straight into the
+ * column builders, for the records it reads exactly as the format's reference decoder would.
+ */
+export interface CompiledReader {
+  /** The writer's top-level fields' column types, in the order `append` takes builders. */
+  readonly fields: readonly { readonly name: string; readonly field: DeclaredField }[];
+  /** Whether `append` stores the framed value at `buf[start, end)` exactly as the reference decoder would. */
+  check(buf: Buffer, start: number, end: number): boolean;
+  /** Appends a checked value's fields, each into `builders[i]` (undefined: skipped). */
+  append(buf: Buffer, start: number, end: number, builders: readonly (ColumnBuilder | undefined)[]): void;
+}
