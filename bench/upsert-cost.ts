@@ -34,7 +34,8 @@ import {
 } from 'apache-arrow';
 import { silentLogger } from '../src/common/logger';
 import { LanceTable, type LanceTarget } from '../src/lance/lance-table';
-import { mergeNewest, reduceToNewest } from '../src/lance/upsert-merge';
+import { mergeNewest } from '../src/lance/upsert-merge';
+import { reduceToNewest } from '../src/lance/upsert-reduce';
 import { DELETED_COLUMN, SYSTEM_FIELDS } from '../src/staging/system-columns';
 
 function arg(name: string, fallback: string): string {

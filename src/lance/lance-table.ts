@@ -20,7 +20,8 @@ import { countIntervals, keyCounts, type OffsetIntervalFilter } from './row-coun
 import { optimizeWithCleanup, type OptimizeOutcome } from './table-cleanup';
 import { openTableConfirmed } from './open-if-committed';
 import { RestoreDuty } from './restore-duty';
-import { mergeNewest, reduceToNewest, withTableColumns, type MergeOutcome } from './upsert-merge';
+import { mergeNewest, type MergeOutcome } from './upsert-merge';
+import { reduceToNewest, withTableColumns } from './upsert-reduce';
 import {
   collidesWithOtherIncarnation,
   ensureInsertKey,

@@ -10,7 +10,7 @@ import {
 
 /**
  * Rows of a record batch by index, copied into one batch (apache-arrow 18 has no take
- * kernel). An upsert publication keeps the newest row of each key (upsert-merge.ts); as
+ * kernel). An upsert publication keeps the newest row of each key (upsert-reduce.ts); as
  * slices of the decoded batches, one per run of kept rows, a publication of 40,000 rows
  * became 7,700 record batches, and LanceDB's merge took 5.3 s over them against 30 ms over
  * one batch (measured). Fixed-width, boolean, variable-width, fixed-size-list, list and struct

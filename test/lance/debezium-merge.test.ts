@@ -7,7 +7,8 @@ import { resolveConsumer } from '../../src/config';
 import { silentLogger } from '../../src/common/logger';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
-import { mergeNewest, reduceToNewest } from '../../src/lance/upsert-merge';
+import { mergeNewest } from '../../src/lance/upsert-merge';
+import { reduceToNewest } from '../../src/lance/upsert-reduce';
 import { tempDir } from '../support/rows';
 
 /**

@@ -7,7 +7,9 @@ import { resolveConsumer, type ConsumerDefinitionInput } from '../../src/config'
 import { silentLogger } from '../../src/common/logger';
 import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { LanceTable, type LanceTarget, type Written } from '../../src/lance/lance-table';
-import { keyIdentity, newer, reduceToNewest } from '../../src/lance/upsert-merge';
+import { keyIdentity } from '../../src/lance/upsert-keys';
+import { newer } from '../../src/lance/upsert-order';
+import { reduceToNewest } from '../../src/lance/upsert-reduce';
 import { tempDir } from '../support/rows';
 import { checkTableMode } from '../../src/replica/startup-checks';
 import { compact } from '../../src/cli/compact';
