@@ -34,16 +34,26 @@ export const MALLOC_TUNING: Readonly<Record<string, string>> = {
 export const MAIN_THREAD_V8_FLAGS = '--max-semi-space-size=4';
 
 /**
- * Every V8 heap of the process grows to 1.75× what its last full collection left
- * (`--heap-growing-percent=75`), not V8's default of up to 4×. With 200 routed tables the
+ * For a routing consumer (`kafka-lance run` calls it): every V8 heap of the process grows to
+ * 1.75× what its last full collection left (`--heap-growing-percent=75`), not V8's default of
+ * up to 4×. Not for one table: there it cost ~20 % of the throughput and ~+4 CPU s/GiB on 1M
+ * JSON logs (86 → 70 MiB/s, 18 → 22 CPU s/GiB, peak 438 → 395 MiB). With 200 routed tables the
  * main thread's heap reached ~200 MiB of which ~50 MiB was live (kafkajs's records and the
  * tables' pending batches outlive the small young generation, then die in the old one),
  * and the replica 550–610 MiB; at 2× its peak was 482–517 MiB over seven runs, at 1.75×
  * 472 MiB, for a few CPU s more of collection per GiB (bench/many-tables-levers.md). Set at
- * run time because Node refuses the flag in NODE_OPTIONS; V8 reads it at each collection.
+ * run time because Node refuses the flag in NODE_OPTIONS; V8 reads it at each collection, so
+ * setting it once the definition is read still holds for the heaps already made.
  */
-export function tuneHeapGrowth(): void {
-  setFlagsFromString('--heap-growing-percent=75');
+export function tuneHeapGrowth(env: NodeJS.ProcessEnv = process.env): void {
+  // KAFKA_LANCE_HEAP_GROWING_PERCENT=off keeps V8's own growth (the bench compares both).
+  const percent = env.KAFKA_LANCE_HEAP_GROWING_PERCENT ?? '75';
+  if (percent === 'off') return;
+  if (!/^[1-9][0-9]{0,2}$/.test(percent))
+    throw new Error(
+      `KAFKA_LANCE_HEAP_GROWING_PERCENT: ${percent} is not a percentage from 1 to 999 or 'off'`,
+    );
+  setFlagsFromString(`--heap-growing-percent=${percent}`);
 }
 
 export function withMallocTuning(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {

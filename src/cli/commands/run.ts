@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
 import { loadConsumer } from '../../config';
+import { tuneHeapGrowth } from '../../common/malloc-tuning';
 import { parseFaults } from '../../faults/faults';
 import { Replica } from '../../replica/replica';
 import type { HeldSignals } from '../early-signals';
@@ -47,7 +48,10 @@ Example:
       const faults = parseFaults(process.env);
       const overrides = { brokers: opts.brokers, dataDir: opts.dataDir };
       // Resolved here too, so that an unreachable broker can be reported by its address.
-      const { brokers, client } = loadConsumer(opts.consumer, process.env, overrides);
+      const { brokers, client, tableRouting } = loadConsumer(opts.consumer, process.env, overrides);
+      // Many routed tables keep batches alive into the old generation: tighter heaps there
+      // (src/common/malloc-tuning.ts); one table keeps V8's growth, which costs less CPU.
+      if (tableRouting.kind !== 'fixed') tuneHeapGrowth();
       await runReplicaLifecycle({
         brokers,
         tls: client.ssl !== undefined && client.ssl !== false,
