@@ -160,7 +160,7 @@ export class LanceTable {
    * lacks it is confirmed by opening it: a LIST can come back short under concurrent
    * writes (s3proxy's filesystem backend), and a table taken for absent is created,
    * which Lance commits over the existing one (table-creation.ts). A table listed but
-   * without a committed version yet fails the open, and the publication is retried.
+   * without a committed version is absent too (openTableConfirmed).
    */
   async #current(): Promise<lancedb.Table | undefined> {
     if (this.#table) return this.#table;

@@ -27,14 +27,18 @@ export function isTableNotFound(error: unknown, name: string): boolean {
 /**
  * The table, or undefined when opening it says it is not there. A listing that lacks it
  * is not believed (a LIST can come back short under concurrent writes), so it is opened
- * all the same; a table listed but not committed yet fails the open, for the caller to
- * retry. For writers, which must never take an existing table for absent.
+ * all the same. A table listed without a committed version is not there either: a create
+ * in flight elsewhere, or one killed before its first commit, whose directory stays for
+ * ever (taken for "about to be committed", every publication of it was retried without
+ * end). The caller creates it: a create that lands over a table another writer committed
+ * meanwhile is found and its rows put back (table-creation.ts, restore-duty.ts), as for a
+ * short listing.
+ * For writers, which must never take a committed table for absent.
  */
 export async function openTableConfirmed(
   db: lancedb.Connection,
   name: string,
 ): Promise<lancedb.Table | undefined> {
-  if ((await db.tableNames()).includes(name)) return db.openTable(name);
   return db.openTable(name).catch((error: unknown) => {
     if (isTableNotFound(error, name)) return undefined;
     throw error;
