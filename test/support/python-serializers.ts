@@ -71,6 +71,8 @@ export type PythonValues =
 
 export type PythonProduce = ProduceRequest & PythonValues;
 
+const PRODUCE_TIMEOUT_MS = 120_000;
+
 /** Produces with the Python serializer; returns the schema ids its values were framed with. */
 export async function producePython(request: PythonProduce): Promise<{ schemaIds: number[] }> {
   await ensurePythonSerializers();
@@ -87,8 +89,14 @@ export async function producePython(request: PythonProduce): Promise<{ schemaIds
   child.stdout.on('data', (c: Buffer) => out.push(c));
   child.stderr.on('data', (c: Buffer) => err.push(c));
   child.stdin.end(JSON.stringify(body));
+  // Bounded: a producer that never exits would hold the test to its whole timeout with no word
+  // of where it stood (its flush waits 60 s at most).
+  const timer = setTimeout(() => child.kill('SIGKILL'), PRODUCE_TIMEOUT_MS);
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  clearTimeout(timer);
   if (code !== 0)
-    throw new Error(`produce.py (${request.format}) exited ${code}:\n${Buffer.concat(err).toString()}`);
+    throw new Error(
+      `produce.py (${request.format}) exited ${code ?? `by SIGKILL after ${PRODUCE_TIMEOUT_MS / 1000} s`}:\n${Buffer.concat(err).toString()}`,
+    );
   return JSON.parse(Buffer.concat(out).toString()) as { schemaIds: number[] };
 }
