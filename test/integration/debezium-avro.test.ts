@@ -6,7 +6,9 @@ import { plainColumn } from '../support/avro-fixtures';
 import {
   avroConverters,
   debeziumSuite,
+  difference,
   dropConnector,
+  rowsWithSequence,
   sql,
   startConnector,
   valuesHolding,
@@ -89,30 +91,6 @@ async function lanceRows(lanceDir: string): Promise<SourceRow[] | undefined> {
   } finally {
     db.close();
   }
-}
-
-/** The live rows holding a `_sequence` (the LSN their event carried). */
-async function rowsWithSequence(lanceDir: string): Promise<number> {
-  const db = await lancedb.connect(lanceDir);
-  try {
-    return await (await db.openTable('logs')).countRows('_deleted = false AND _sequence IS NOT NULL');
-  } finally {
-    db.close();
-  }
-}
-
-function difference(
-  lance: readonly SourceRow[] | undefined,
-  source: readonly SourceRow[],
-): string | undefined {
-  if (!lance) return 'no Lance table yet';
-  for (let i = 0; i < Math.max(lance.length, source.length); i++) {
-    const a = JSON.stringify(lance[i] ?? null);
-    const b = JSON.stringify(source[i] ?? null);
-    if (a !== b)
-      return `row ${i}: Lance ${a.slice(0, 160)} ≠ PostgreSQL ${b.slice(0, 160)} (${lance.length} vs ${source.length} rows)`;
-  }
-  return undefined;
 }
 
 test('a PostgreSQL table mirrored through Debezium with Avro keys and values in the registry, the replica SIGKILLed mid-run, equals SELECT * FROM t ORDER BY id, decimals and timestamps exact', async () => {

@@ -2,7 +2,15 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
-import { debeziumSuite, dropConnector, sql, startConnector, valuesHolding } from '../support/debezium-local';
+import {
+  debeziumSuite,
+  difference,
+  dropConnector,
+  rowsWithSequence,
+  sql,
+  startConnector,
+  valuesHolding,
+} from '../support/debezium-local';
 import { sleep, until } from '../support/faults';
 import { waitForCommittedAtEnd } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
@@ -49,31 +57,6 @@ async function lanceRows(lanceDir: string): Promise<SourceRow[] | undefined> {
   } finally {
     db.close();
   }
-}
-
-/** The live rows holding a `_sequence` (the LSN their event carried). */
-async function rowsWithSequence(lanceDir: string): Promise<number> {
-  const db = await lancedb.connect(lanceDir);
-  try {
-    return await (await db.openTable('logs')).countRows('_deleted = false AND _sequence IS NOT NULL');
-  } finally {
-    db.close();
-  }
-}
-
-/** The first difference between the two tables, for a failure message; undefined when equal. */
-function difference(
-  lance: readonly SourceRow[] | undefined,
-  source: readonly SourceRow[],
-): string | undefined {
-  if (!lance) return 'no Lance table yet';
-  for (let i = 0; i < Math.max(lance.length, source.length); i++) {
-    const a = JSON.stringify(lance[i] ?? null);
-    const b = JSON.stringify(source[i] ?? null);
-    if (a !== b)
-      return `row ${i}: Lance ${a.slice(0, 120)} ≠ PostgreSQL ${b.slice(0, 120)} (${lance.length} vs ${source.length} rows)`;
-  }
-  return undefined;
 }
 
 /** Waits until the Lance table equals the PostgreSQL table, naming the first difference if it never does. */

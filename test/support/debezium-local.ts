@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import * as lancedb from '@lancedb/lancedb';
 import type { Admin } from 'kafkajs';
 import { untilHosted } from './broker-suite';
 import { until } from './faults';
@@ -147,4 +148,29 @@ export async function valuesHolding(admin: Admin, topic: string, text: string): 
     await consumer.disconnect();
   }
   return found;
+}
+
+/** The live rows of the mirror table `logs` holding a `_sequence` (the LSN their event carried). */
+export async function rowsWithSequence(lanceDir: string): Promise<number> {
+  const db = await lancedb.connect(lanceDir);
+  try {
+    return await (await db.openTable('logs')).countRows('_deleted = false AND _sequence IS NOT NULL');
+  } finally {
+    db.close();
+  }
+}
+
+/** The first difference between the mirror's rows and PostgreSQL's, for a failure message; undefined when equal. */
+export function difference<Row>(
+  lance: readonly Row[] | undefined,
+  source: readonly Row[],
+): string | undefined {
+  if (!lance) return 'no Lance table yet';
+  for (let i = 0; i < Math.max(lance.length, source.length); i++) {
+    const a = JSON.stringify(lance[i] ?? null);
+    const b = JSON.stringify(source[i] ?? null);
+    if (a !== b)
+      return `row ${i}: Lance ${a.slice(0, 160)} ≠ PostgreSQL ${b.slice(0, 160)} (${lance.length} vs ${source.length} rows)`;
+  }
+  return undefined;
 }
