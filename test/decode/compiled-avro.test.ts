@@ -6,12 +6,11 @@
  * (every column, every system column), the same dead letters and the same segments.
  */
 import fc from 'fast-check';
-import type { RecordBatch } from 'apache-arrow';
-import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { AVRO_PAYLOADS } from '../../src/decode/avro/writer-schemas';
 import type { CompiledReader } from '../../src/decode/compiled-reader';
 import type { WriterSchema } from '../../src/schema-registry/wire-format';
-import { base, msg, NOW } from './fixture';
+import { msg } from './fixture';
+import { decodeBoth } from './compiled-vs-reference';
 
 type Schema = string | readonly Schema[] | { readonly [key: string]: unknown };
 
@@ -220,38 +219,6 @@ function framed(id: number, payload: number[]): Uint8Array {
   return Uint8Array.from([0, 0, 0, 0, id, ...payload]);
 }
 
-function rowsOf(b: RecordBatch | undefined): string[] {
-  return (b?.toArray() ?? []).map((row) =>
-    JSON.stringify(row.toJSON(), (_k, v: unknown) =>
-      typeof v === 'bigint'
-        ? `${v}n`
-        : typeof v === 'number' && (Object.is(v, -0) || Number.isNaN(v))
-          ? String(v)
-          : v instanceof Uint8Array
-            ? Buffer.from(v).toString('hex')
-            : v,
-    ),
-  );
-}
-
-function decodeBoth(batches: RawMessage[][], schemas: WriterSchema[]) {
-  const compiled = new RecordDecoder({ ...base, format: 'avro' }, () => NOW, 'native');
-  const reference = new RecordDecoder({ ...base, format: 'avro' }, () => NOW, 'typescript');
-  const outputs = [compiled, reference].map((d) =>
-    batches.map((messages) => {
-      const out = d.decode('t', 0, messages, 'id', schemas);
-      return {
-        rows: rowsOf(out.batch),
-        schema: out.batch?.schema.fields.map((f) => `${f.name}: ${String(f.type)} ${f.nullable}`),
-        earlier: out.earlier.map((s) => rowsOf(s.batch)),
-        deadLetters: out.deadLetters,
-        count: out.rows,
-      };
-    }),
-  );
-  return { compiled: outputs[0], reference: outputs[1] };
-}
-
 /** Whether a reader reads a framed value itself; the value lies inside a larger buffer, as in a batch. */
 function checks(reader: CompiledReader, value: Uint8Array): boolean {
   const buf = Buffer.concat([Buffer.from([9, 9]), value, Buffer.from([9])]);
@@ -308,6 +275,7 @@ describe('the compiled Avro reader', () => {
           });
           const half = Math.floor(messages.length / 2);
           const { compiled, reference } = decodeBoth(
+            'avro',
             [messages.slice(0, half), messages.slice(half)],
             writers,
           );
@@ -351,6 +319,7 @@ describe('the compiled Avro reader', () => {
     // A byte after the datum is the reference's to report.
     expect(checks(reader, framed(1, [...bytes, 0]))).toBe(false);
     const { compiled, reference } = decodeBoth(
+      'avro',
       [[msg(0, value), msg(1, value)]],
       [{ id: 1, schemaType: 'AVRO', schema: JSON.stringify(schema) }],
     );

@@ -7,12 +7,10 @@
  */
 import fc from 'fast-check';
 import * as protobuf from 'protobufjs';
-import type { RecordBatch } from 'apache-arrow';
-import { RecordDecoder, type RawMessage } from '../../src/decode/record-decoder';
 import { PROTOBUF_PAYLOADS } from '../../src/decode/protobuf/protobuf-payloads';
-import type { WriterSchema } from '../../src/schema-registry/wire-format';
 import { protobufFramed } from '../support/protobuf-fixtures';
-import { base, msg, NOW } from './fixture';
+import { msg } from './fixture';
+import { decodeBoth } from './compiled-vs-reference';
 
 /** A small deterministic generator, seeded by fast-check (so failures shrink and replay). */
 class Random {
@@ -143,38 +141,6 @@ function typeOf(proto: string): protobuf.Type {
   return root.lookupType('T');
 }
 
-function rowsOf(b: RecordBatch | undefined): string[] {
-  return (b?.toArray() ?? []).map((row) =>
-    JSON.stringify(row.toJSON(), (_k, v: unknown) =>
-      typeof v === 'bigint'
-        ? `${v}n`
-        : typeof v === 'number' && (Object.is(v, -0) || Number.isNaN(v))
-          ? String(v)
-          : v instanceof Uint8Array
-            ? Buffer.from(v).toString('hex')
-            : v,
-    ),
-  );
-}
-
-function decodeBoth(batches: RawMessage[][], schemas: WriterSchema[]) {
-  const compiled = new RecordDecoder({ ...base, format: 'protobuf' }, () => NOW, 'native');
-  const reference = new RecordDecoder({ ...base, format: 'protobuf' }, () => NOW, 'typescript');
-  const outputs = [compiled, reference].map((d) =>
-    batches.map((messages) => {
-      const out = d.decode('t', 0, messages, 'id', schemas);
-      return {
-        rows: rowsOf(out.batch),
-        schema: out.batch?.schema.fields.map((f) => `${f.name}: ${String(f.type)} ${f.nullable}`),
-        earlier: out.earlier.map((s) => rowsOf(s.batch)),
-        deadLetters: out.deadLetters,
-        count: out.rows,
-      };
-    }),
-  );
-  return { compiled: outputs[0], reference: outputs[1] };
-}
-
 /** The compiled reader of a file's type T, when it has one. */
 function compiledOf(proto: string) {
   const parsed = PROTOBUF_PAYLOADS.parse(proto, []);
@@ -223,6 +189,7 @@ describe('the compiled Protobuf reader', () => {
           });
           const half = Math.floor(messages.length / 2);
           const { compiled, reference } = decodeBoth(
+            'protobuf',
             [messages.slice(0, half), messages.slice(half)],
             [{ id: 1, schemaType: 'PROTOBUF', schema: generated.proto }],
           );
@@ -262,6 +229,7 @@ describe('the compiled Protobuf reader', () => {
     for (const v of values)
       expect(reader.check(Buffer.concat([Buffer.from([7]), v]), 1, v.length + 1)).toBe(true);
     const { compiled, reference } = decodeBoth(
+      'protobuf',
       [values.map((v, i) => msg(i, v))],
       [{ id: 3, schemaType: 'PROTOBUF', schema: proto }],
     );
@@ -275,6 +243,7 @@ describe('bytes the compiled reader must leave to protobufjs, which reads them o
   const sameAsReference = (proto: string, payloads: readonly number[][]) => {
     const values = [[], ...payloads].map((p) => protobufFramed(9, [0], Uint8Array.from(p)));
     const { compiled, reference } = decodeBoth(
+      'protobuf',
       [values.map((v, i) => msg(i, v))],
       [{ id: 9, schemaType: 'PROTOBUF', schema: proto }],
     );
