@@ -112,9 +112,13 @@ test('two replicas in one group, one killed mid-stream and restarted later: what
   await a.waitForEvent('kafka.join');
   await b.waitForEvent('kafka.join');
   await sleep(randomBetween(500, 2_000));
+  const bFrom = b.logs.length;
   expect((await a.kill('SIGKILL')).signal).toBe('SIGKILL');
-  // B takes A's partitions once A's session times out; A comes back later.
-  await sleep(8_000);
+  // B takes A's partitions once A's session times out (6 s); A comes back after that.
+  await b.waitFor(
+    (l) => l.event === 'kafka.join' && b.logs.indexOf(l) >= bFrom && (l.assigned as unknown[]).length === 6,
+    60_000,
+  );
   a = new ReplicaProcess(file, dirA, testBrokers());
   await a.waitForEvent('kafka.join');
   await producing.done;

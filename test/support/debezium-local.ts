@@ -18,11 +18,11 @@ const SCRIPT = path.join(DEPLOY, 'debezium-local');
 export const DEBEZIUM_PG_PORT = Number(process.env.DEBEZIUM_TEST_PG_PORT ?? 19810);
 const CONNECT_PORT = DEBEZIUM_PG_PORT + 1;
 
-const env = () => ({
-  ...process.env,
+const ownEnv = () => ({
   DEBEZIUM_LOCAL_PG_PORT: String(DEBEZIUM_PG_PORT),
   DEBEZIUM_LOCAL_BROKERS: testBrokers().join(','),
 });
+const env = () => ({ ...process.env, ...ownEnv() });
 
 function debezium(...args: string[]): string {
   const out = runBounded(SCRIPT, args, { env: env(), timeoutMs: 300_000 });
@@ -45,6 +45,7 @@ export function debeziumSuite(): void {
       const out = runBounded(SCRIPT, [command], { env: env(), timeoutMs: 300_000 });
       return { code: out.status, output: `${out.stdout}${out.stderr}`.trim() };
     },
+    stopCommand: { script: SCRIPT, env: ownEnv() },
   });
 }
 

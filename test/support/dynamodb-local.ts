@@ -13,12 +13,17 @@ export function ddbLocal(
   port = TEST_DDB_PORT,
 ): { code: number; output: string } {
   const result = runBounded(SCRIPT, [command], {
-    env: { ...process.env, DYNAMODB_LOCAL_PORT: String(port), DYNAMODB_LOCAL_TABLE: DDB_COMMIT_TABLE },
+    env: { ...process.env, ...ddbEnv(port) },
     // First use installs moto from PyPI into the script's venv.
     timeoutMs: 300_000,
   });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
+
+const ddbEnv = (port: number) => ({
+  DYNAMODB_LOCAL_PORT: String(port),
+  DYNAMODB_LOCAL_TABLE: DDB_COMMIT_TABLE,
+});
 
 export function ddbEndpoint(port = TEST_DDB_PORT): string {
   return `http://127.0.0.1:${port}`;
@@ -43,5 +48,6 @@ export function ddbLocalSuite(port = TEST_DDB_PORT): void {
     },
     // A first use installs moto from PyPI.
     startTimeoutMs: 360_000,
+    stopCommand: { script: SCRIPT, env: ddbEnv(port) },
   });
 }

@@ -1,10 +1,16 @@
+import { mkdtempSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { TEST_BROKER_PORT, configuredBrokers, kafkaLocal } from './kafka-local';
+import { LINGERING_SERVERS_ENV } from './leased-local-server';
 
 /**
  * Starts the project's local Kafka broker unless brokers are configured. The
- * teardown stops only a broker this setup started (see global-teardown.ts).
+ * teardown stops only a broker this setup started (see global-teardown.ts), and the
+ * suites' servers their last suite left running (leased-local-server.ts).
  */
 export default function globalSetup(): void {
+  process.env[LINGERING_SERVERS_ENV] = mkdtempSync(path.join(os.tmpdir(), 'kl-lingering-servers-'));
   const configured = configuredBrokers();
   if (configured) {
     console.log(`\njest: using the configured Kafka brokers ${configured}`);

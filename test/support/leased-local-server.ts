@@ -1,4 +1,5 @@
-import { promises as fsp } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { promises as fsp, readdirSync, readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { ulid } from 'ulid';
 import { processIdentity, sameProcess } from '../../src/common/process-identity';
@@ -12,6 +13,36 @@ export interface LocalServerScript {
   readonly run: (command: 'start' | 'stop' | 'status') => { code: number; output: string };
   /** How long a start may take (a first use installs the server): 180 s unless given. */
   readonly startTimeoutMs?: number;
+  /**
+   * The deploy script and the variables that stop the server from another process: given,
+   * a server jest started is left running after its last suite and stopped by jest's
+   * global teardown (see `lingeringServersDir`).
+   */
+  readonly stopCommand?: StopCommand;
+}
+
+export interface StopCommand {
+  readonly script: string;
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/** What the global teardown stops: a server left running by its last suite. */
+interface LingeringServer {
+  readonly label: string;
+  readonly stop: StopCommand;
+  /** The marker saying jest started it, removed once it is stopped. */
+  readonly startedMarker: string;
+}
+
+/**
+ * Where suites record the servers they leave running, set by jest's global setup. A
+ * server's suites rarely overlap (jest runs the slowest files first), so without it each
+ * suite of a server started and stopped it again: a JVM's start, 4-11 s, per suite.
+ */
+export const LINGERING_SERVERS_ENV = 'KAFKA_LANCE_TEST_LINGERING_SERVERS';
+
+export function lingeringServersDir(): string | undefined {
+  return process.env[LINGERING_SERVERS_ENV] || undefined;
 }
 
 /**
@@ -41,12 +72,40 @@ export function leasedLocalServer(server: LocalServerScript): void {
       await fsp.rm(lease, { force: true });
       if (await othersHoldLeases(leases)) return;
       if (!(await exists(startedMarker))) return;
+      const lingering = lingeringServersDir();
+      if (lingering !== undefined && server.stopCommand !== undefined) {
+        // A later suite finds it running and leases it as it is; the teardown stops it.
+        const record: LingeringServer = { label: server.label, stop: server.stopCommand, startedMarker };
+        const name = `${createHash('sha256').update(server.work).digest('hex').slice(0, 16)}.json`;
+        await fsp.writeFile(path.join(lingering, name), JSON.stringify(record));
+        return;
+      }
       const stopped = server.run('stop');
       if (stopped.code !== 0) throw new Error(`could not stop ${server.label}:\n${stopped.output}`);
       await fsp.rm(startedMarker, { force: true });
     });
   }, 60_000);
 }
+/**
+ * Stops the servers suites left running (jest's global teardown, after every suite):
+ * what each stop said, for the log. A failed stop is said too, never thrown: the
+ * tests' verdict is made by then.
+ */
+export function stopLingeringServers(
+  dir: string,
+  run: (stop: StopCommand) => { code: number; output: string },
+): string[] {
+  const said: string[] = [];
+  for (const name of readdirSync(dir).filter((n) => n.endsWith('.json'))) {
+    const server = JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as LingeringServer;
+    const stopped = run(server.stop);
+    if (stopped.code === 0) rmSync(server.startedMarker, { force: true });
+    said.push(`${server.label}: ${stopped.code === 0 ? 'stopped' : `stop failed: ${stopped.output}`}`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return said;
+}
+
 /** Leases of live processes; a lease whose process died (a killed jest worker) is pruned. */
 async function othersHoldLeases(dir: string): Promise<boolean> {
   let live = false;

@@ -26,11 +26,14 @@ export function s3Local(
   port = TEST_S3_PORT,
   version = ATOMIC_S3_VERSION,
 ): { code: number; output: string } {
-  const result = runBounded(SCRIPT, [command], {
-    env: { ...process.env, S3_LOCAL_PORT: String(port), S3_LOCAL_VERSION: version },
-  });
+  const result = runBounded(SCRIPT, [command], { env: { ...process.env, ...s3LocalEnv(port, version) } });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
+
+const s3LocalEnv = (port: number, version: string) => ({
+  S3_LOCAL_PORT: String(port),
+  S3_LOCAL_VERSION: version,
+});
 
 export function s3Endpoint(port = TEST_S3_PORT): string {
   return `http://127.0.0.1:${port}`;
@@ -72,6 +75,7 @@ export function s3LocalSuite(
       // refusal reads as not running, and the start that follows says why.
       return s3Local('start', port, version).code === 0 ? status : { code: 3, output: '' };
     },
+    stopCommand: { script: SCRIPT, env: s3LocalEnv(port, version) },
   });
   return { storageOptions: storageOptions(port) };
 }

@@ -31,16 +31,15 @@ export function schemaRegistryLocal(
   command: 'start' | 'stop' | 'status' | 'reset',
   port = TEST_SCHEMA_REGISTRY_PORT,
 ): { code: number; output: string } {
-  const result = runBounded(SCRIPT, [command], {
-    env: {
-      ...process.env,
-      SCHEMA_REGISTRY_LOCAL_PORT: String(port),
-      SCHEMA_REGISTRY_LOCAL_MGMT_PORT: String(port + 10),
-      SCHEMA_REGISTRY_LOCAL_STORAGE: 'file',
-    },
-  });
+  const result = runBounded(SCRIPT, [command], { env: { ...process.env, ...registryEnv(port) } });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
+
+const registryEnv = (port: number) => ({
+  SCHEMA_REGISTRY_LOCAL_PORT: String(port),
+  SCHEMA_REGISTRY_LOCAL_MGMT_PORT: String(port + 10),
+  SCHEMA_REGISTRY_LOCAL_STORAGE: 'file',
+});
 
 /** The Confluent-compatible API base, what clients take as the registry's URL. */
 export function schemaRegistryUrl(port = TEST_SCHEMA_REGISTRY_PORT): string {
@@ -59,6 +58,7 @@ export function schemaRegistrySuite(port = TEST_SCHEMA_REGISTRY_PORT): { readonl
     ),
     label: `the local Schema Registry on port ${port}`,
     run: (command) => schemaRegistryLocal(command, port),
+    stopCommand: { script: SCRIPT, env: registryEnv(port) },
   });
   return { url: schemaRegistryUrl(port) };
 }

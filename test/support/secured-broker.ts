@@ -30,10 +30,11 @@ const WORK = path.join(HOME, `secured-${SECURED_PORT}`);
 /** ca.crt, client.crt/.key, client-expired.crt/.key (tls-material.sh). */
 export const TLS_DIR = path.join(WORK, 'tls');
 
+const SCRIPT = path.join(DEPLOY, 'kafka-local');
+const SECURED_ENV = { KAFKA_LOCAL_SECURITY: 'sasl_ssl', KAFKA_LOCAL_PORT: String(SECURED_PORT) };
+
 function securedKafkaLocal(command: 'start' | 'stop' | 'status'): { code: number; output: string } {
-  const result = runBounded(path.join(DEPLOY, 'kafka-local'), [command], {
-    env: { ...process.env, KAFKA_LOCAL_SECURITY: 'sasl_ssl', KAFKA_LOCAL_PORT: String(SECURED_PORT) },
-  });
+  const result = runBounded(SCRIPT, [command], { env: { ...process.env, ...SECURED_ENV } });
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}`.trim() };
 }
 
@@ -43,15 +44,20 @@ export function setScramUser(
   password: string,
   mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512' = 'SCRAM-SHA-256',
 ): void {
-  const result = runBounded(path.join(DEPLOY, 'kafka-local'), ['scram-user', name, password, mechanism], {
-    env: { ...process.env, KAFKA_LOCAL_SECURITY: 'sasl_ssl', KAFKA_LOCAL_PORT: String(SECURED_PORT) },
+  const result = runBounded(SCRIPT, ['scram-user', name, password, mechanism], {
+    env: { ...process.env, ...SECURED_ENV },
   });
   if (result.status !== 0) throw new Error(`scram-user ${name} failed:\n${result.stdout}${result.stderr}`);
 }
 
 /** Leases the secured broker for a suite; returns a kafkajs client on its PLAINTEXT listener. */
 export function securedBrokerSuite(): Kafka {
-  leasedLocalServer({ work: WORK, label: 'the secured Kafka broker', run: securedKafkaLocal });
+  leasedLocalServer({
+    work: WORK,
+    label: 'the secured Kafka broker',
+    run: securedKafkaLocal,
+    stopCommand: { script: SCRIPT, env: SECURED_ENV },
+  });
   return new Kafka({
     clientId: 'secured-suite',
     brokers: [SECURED.plaintext],
