@@ -1,7 +1,9 @@
 import { silentLogger } from '../common/logger';
 import type { ResolvedConsumer } from '../config';
 import { IndexKeeper, type IndexReport } from '../lance/index-keeper';
+import { retryConflicts } from '../lance/commit-retry';
 import { commitCleanupFence, safeCleanupCutoff } from '../lance/table-cleanup';
+import { ensureSystemIndexes } from '../lance/table-schema';
 import { agedDeletesFilter } from './aged-deletes';
 import { CliError } from './errors';
 import { datasetPathOf, openExistingTable, tableShape, type TableShape } from './lance-read';
@@ -84,6 +86,8 @@ export async function compact(
     const keepFrom = await commitCleanupFence(opened.table, consumer.table);
     // The replicas' cutoff: a version goes once it stopped being the latest retentionMs ago.
     const cutoff = safeCleanupCutoff(await opened.table.listVersions(), Date.now() - retentionMs, keepFrom);
+    // A table no replica compacted yet has no system index (ensureTableSchema): built here.
+    await retryConflicts(() => ensureSystemIndexes(opened.table, consumer.upsertKey));
     const stats = await opened.table.optimize({ cleanupOlderThan: new Date(cutoff) });
     const indexes = await declaredIndexesRound(consumer, opened.uri);
     await opened.table.checkoutLatest();

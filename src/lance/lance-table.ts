@@ -25,6 +25,7 @@ import { reduceToNewest, withTableColumns } from './upsert-reduce';
 import {
   collidesWithOtherIncarnation,
   ensureInsertKey,
+  ensureSystemIndexes,
   ensureTableSchema,
   ensureUpsertKey,
   type InsertKey,
@@ -76,8 +77,8 @@ export interface AppendRequest {
 }
 
 /**
- * One Lance table as kafka-lance uses it: created on first publication with the
- * system columns indexed (BTree on _offset, bitmaps on _partition and _topic_id), evolved by adding
+ * One Lance table as kafka-lance uses it: created on first publication, its system
+ * columns indexed at its first compaction (BTree on _offset, bitmaps on _partition and _topic_id), evolved by adding
  * nullable columns, appended to with exactly one `add` per publication (one Lance
  * commit), and counted by offset intervals to resolve an interrupted publication.
  * It stays an ordinary LanceDB table that Python or Rust readers open as is.
@@ -109,6 +110,8 @@ export class LanceTable {
   #ensuredSchema: SchemaKey | undefined;
   /** The worker's `as-opened` connection, borrowed by this table's first create or restore. */
   #own: Promise<LentConnection> | undefined;
+  /** Set once this handle saw the system indexes in place (built or found). */
+  #systemIndexesSeen = false;
 
   private constructor(
     readonly target: LanceTarget,
@@ -465,7 +468,24 @@ export class LanceTable {
     await this.#restored();
     const table = await this.#current();
     if (!table) return undefined;
+    await this.#systemIndexed(table);
     return optimizeWithCleanup(table, this.target.table, cleanupOlderThanMs, now);
+  }
+
+  /**
+   * The system indexes (ensureSystemIndexes), built by the table's first compaction on this
+   * handle, not at its create: until a compaction folds rows in, an index built on the
+   * empty table covers none of them anyway. Looked for once per handle (a replica started
+   * on a table created before this, or indexed by another replica, finds them).
+   */
+  async #systemIndexed(table: lancedb.Table): Promise<void> {
+    if (this.#systemIndexesSeen) return;
+    const run = this.#schemaChanges.then(() =>
+      retryConflicts(() => ensureSystemIndexes(table, this.upsertKey)),
+    );
+    this.#schemaChanges = run.catch(() => undefined);
+    await run;
+    this.#systemIndexesSeen = true;
   }
 
   /**

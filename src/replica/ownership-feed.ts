@@ -61,22 +61,59 @@ export class OwnershipFeed {
 }
 
 /**
+ * How long the broker's topic list (for a pattern) is reused between reads: listing a
+ * broker costs its whole metadata (~5 ms of the main thread with 1,400 topics), four times
+ * a second at the default pollMs. A topic created meanwhile is read at most this much
+ * later (it is consumed only from the next `topicRefreshMs` anyway).
+ */
+export const TOPIC_LIST_REUSED_FOR_MS = 5_000;
+
+/**
  * Reads the group's ownership rows, one read at a time (SequencedSnapshots). A topic that
  * leaves the group's topic list (a deleted topic a pattern matched; Kafka drops its
  * committed offsets with it) keeps its last known rows, marked final: its sealed parts
  * committed before the deletion are still published, up to the last commit seen and no
- * further. A topic back in the list (recreated) is read anew.
+ * further. A topic back in the list (recreated) is read anew. The topic list is reused for
+ * TOPIC_LIST_REUSED_FOR_MS, but read again at once when a listed topic's committed offsets
+ * are gone or the read fails (a deletion): its rows are then kept and marked final as with
+ * a fresh list, never dropped.
  */
-export function ownershipReader(admin: Admin, consumer: ResolvedConsumer): () => Promise<OwnershipRow[]> {
+export function ownershipReader(
+  admin: Admin,
+  consumer: ResolvedConsumer,
+  clock: () => number = Date.now,
+): () => Promise<OwnershipRow[]> {
   const gone = new Map<string, OwnershipRow[]>();
   let last: readonly OwnershipRow[] = [];
+  let listing: { topics: string[]; at: number } | undefined;
+  const listed = async (): Promise<{ topics: string[]; fresh: boolean }> => {
+    const reuseFor = Math.min(TOPIC_LIST_REUSED_FOR_MS, consumer.topicRefreshMs);
+    if (listing && clock() - listing.at < reuseFor) return { topics: listing.topics, fresh: false };
+    listing = { topics: await groupTopics(admin, consumer), at: clock() };
+    return { topics: listing.topics, fresh: true };
+  };
+  const read = async (topics: string[]) =>
+    topics.length === 0 ? [] : readOwnership(admin, consumer, topics);
   return async () => {
-    const topics = await groupTopics(admin, consumer);
-    const live = topics.length === 0 ? [] : await readOwnership(admin, consumer, topics);
-    const listed = new Set(topics);
-    for (const topic of gone.keys()) if (listed.has(topic)) gone.delete(topic);
+    let { topics, fresh } = await listed();
+    let live: OwnershipRow[];
+    try {
+      live = await read(topics);
+    } catch (error) {
+      if (fresh) throw error;
+      listing = undefined;
+      ({ topics, fresh } = await listed());
+      live = await read(topics);
+    }
+    if (!fresh && lostRows(last, live)) {
+      listing = undefined;
+      ({ topics } = await listed());
+      live = await read(topics);
+    }
+    const names = new Set(topics);
+    for (const topic of gone.keys()) if (names.has(topic)) gone.delete(topic);
     for (const [topic, partition, ownership] of last) {
-      if (listed.has(topic) || ownership.final) continue;
+      if (names.has(topic) || ownership.final) continue;
       let rows = gone.get(topic);
       if (!rows) gone.set(topic, (rows = []));
       rows.push([topic, partition, { ...ownership, final: true }]);
@@ -84,6 +121,12 @@ export function ownershipReader(admin: Admin, consumer: ResolvedConsumer): () =>
     last = live;
     return [...live, ...[...gone.values()].flat()];
   };
+}
+
+/** Whether a topic with committed offsets before has none now: deleted, unless the list says otherwise. */
+function lostRows(before: readonly OwnershipRow[], now: readonly OwnershipRow[]): boolean {
+  const present = new Set(now.map(([topic]) => topic));
+  return before.some(([topic]) => !present.has(topic));
 }
 
 async function readOwnership(

@@ -62,7 +62,10 @@ test('compact builds the declared indexes the table can train and says which wai
   expect(second.stdout).toContain('index emb_pq on emb (ivf_pq): waiting-rows, 0 indexed, 600 unindexed');
 
   const reopened = await (await lancedb.connect(path.join(dir, 'lance'))).openTable('docs');
+  // The system indexes too: a table no replica compacted yet has none (ensureTableSchema).
   expect((await reopened.listIndices()).map((i) => i.name).sort()).toEqual([
+    '_offset_idx',
+    '_partition_idx',
     'emb_idx',
     'n_btree',
     'service_idx',

@@ -1,6 +1,6 @@
 import type { Admin } from 'kafkajs';
 import type { ResolvedConsumer } from '../../src/config';
-import { ownershipReader } from '../../src/replica/ownership-feed';
+import { TOPIC_LIST_REUSED_FOR_MS, ownershipReader } from '../../src/replica/ownership-feed';
 
 /**
  * A topic a pattern matched is deleted: Kafka drops the group's committed offsets with
@@ -12,6 +12,7 @@ const consumer = {
   groupId: 'g',
   topics: undefined,
   topicPatterns: ['^orders\\..+$'],
+  topicRefreshMs: 30_000,
 } as unknown as ResolvedConsumer;
 
 function broker() {
@@ -21,23 +22,38 @@ function broker() {
       ['orders.eu', 10],
       ['orders.us', 20],
     ]),
+    listings: 0,
+    /** Topics whose offset read fails (a deleted topic the admin's metadata still names). */
+    unreadable: new Set<string>(),
   };
   const admin = {
-    listTopics: () => Promise.resolve([...state.topics]),
+    listTopics: () => {
+      state.listings += 1;
+      return Promise.resolve([...state.topics]);
+    },
     fetchOffsets: ({ topics }: { topics: string[] }) =>
-      Promise.resolve(
-        topics.map((topic) => ({
-          topic,
-          partitions: [{ partition: 0, offset: String(state.offsets.get(topic) ?? -1), metadata: null }],
-        })),
-      ),
+      topics.some((t) => state.unreadable.has(t))
+        ? Promise.reject(new Error('This server does not host this topic-partition'))
+        : Promise.resolve(
+            topics.map((topic) => ({
+              topic,
+              partitions: [{ partition: 0, offset: String(state.offsets.get(topic) ?? -1), metadata: null }],
+            })),
+          ),
   } as unknown as Admin;
   return { state, admin };
 }
 
-test("a deleted pattern topic's last known ownership stays in the snapshot, marked final", async () => {
+/** A clock that moves only when told (the topic list is reused while it stands still). */
+function stoppedClock() {
+  let now = 1_000_000;
+  return { clock: () => now, pass: (ms: number) => (now += ms) };
+}
+
+test("a deleted pattern topic's last known ownership stays in the snapshot, marked final, though the topic list was read before the deletion", async () => {
   const { state, admin } = broker();
-  const read = ownershipReader(admin, consumer);
+  // The clock stands still: the list read first is reused, and the lost offsets make it read again.
+  const read = ownershipReader(admin, consumer, stoppedClock().clock);
   expect((await read()).map(([t, p, o]) => [t, p, o.committed, o.final])).toEqual([
     ['orders.eu', 0, 10, undefined],
     ['orders.us', 0, 20, undefined],
@@ -58,12 +74,43 @@ test("a deleted pattern topic's last known ownership stays in the snapshot, mark
 
 test('a topic recreated under the same name is read anew (its old rows are dropped)', async () => {
   const { state, admin } = broker();
-  const read = ownershipReader(admin, consumer);
+  const time = stoppedClock();
+  const read = ownershipReader(admin, consumer, time.clock);
   await read();
   state.topics = ['orders.eu'];
   state.offsets.delete('orders.us');
   await read();
   state.topics = ['orders.eu', 'orders.us'];
+  // Seen back once the list is read again.
+  time.pass(TOPIC_LIST_REUSED_FOR_MS);
   const recreated = await read();
   expect(recreated.map(([t, , o]) => [t, o.committed])).toEqual([['orders.eu', 10]]);
+});
+
+test('the topic list is reused between reads, and read again when it is due or a read fails', async () => {
+  const { state, admin } = broker();
+  const time = stoppedClock();
+  const read = ownershipReader(admin, consumer, time.clock);
+  await read();
+  state.offsets.set('orders.eu', 11);
+  expect((await read()).find(([t]) => t === 'orders.eu')?.[2]).toMatchObject({ committed: 11 });
+  expect(state.listings).toBe(1);
+  // A topic created meanwhile is read once the list is due again.
+  state.topics = ['orders.eu', 'orders.jp', 'orders.us'];
+  state.offsets.set('orders.jp', 3);
+  expect((await read()).map(([t]) => t)).toEqual(['orders.eu', 'orders.us']);
+  time.pass(TOPIC_LIST_REUSED_FOR_MS);
+  expect((await read()).map(([t]) => t)).toEqual(['orders.eu', 'orders.jp', 'orders.us']);
+  expect(state.listings).toBe(2);
+  // A listed topic whose read fails (deleted, its metadata still known): listed again at once.
+  state.topics = ['orders.eu', 'orders.us'];
+  state.offsets.delete('orders.jp');
+  state.unreadable.add('orders.jp');
+  const after = await read();
+  expect(state.listings).toBe(3);
+  expect(after.map(([t, , o]) => [t, o.committed, o.final])).toEqual([
+    ['orders.eu', 11, undefined],
+    ['orders.us', 20, undefined],
+    ['orders.jp', 3, true],
+  ]);
 });
