@@ -12,10 +12,11 @@ export interface FetchSizes {
  * batch of the last was admitted, so what one fetch brings bounds the consumption rate
  * at one fetch per broker round trip. A partition's fetch also ends inside a record
  * batch, which the broker sends cut and the client drops: at 4 MiB a partition and
- * kafkajs's 10 MiB a fetch, 16 KB vectors produced in 3 MiB batches arrived as 6.2 MiB
- * per fetch of 10 MiB sent (998 MiB sent for 777), 130 round trips for 774 MiB. Each batch of a fetch waits for room in the queue before the next is read, so a
- * fetch of twice the queue keeps the staging lanes fed while the next one is on its way,
- * and memory stays proportional to the one byte budget (docs/design/memory.md).
+ * kafkajs's 10 MiB a fetch, 16 KB vectors produced in 3 MiB batches came 6.2 MiB a fetch
+ * (998 MiB sent for 777), 130 round trips for 774 MiB. Each batch of a fetch waits for
+ * room in the queue before the next is handed out, so a fetch of twice the queue keeps
+ * the staging lanes fed while the next one is on its way, and memory stays proportional
+ * to the one byte budget (docs/design/memory.md).
  */
 export function fetchSizes(queueMaxBytes: number): FetchSizes {
   return { maxBytesPerPartition: queueMaxBytes, maxBytes: 2 * queueMaxBytes };
