@@ -21,7 +21,10 @@ const UNIQUE = 170;
 const PAYLOAD_CHARS = 1_000;
 const HOT_PAYLOAD_CHARS = 100;
 const BAD_EVERY = 997;
-/** kafka-lance's fetch size per partition (src/kafka/ingestion.ts maxBytesPerPartition). */
+/**
+ * The replicas' fetch size per partition: their `queue.maxBytes`, which sets it
+ * (src/kafka/fetch-sizes.ts), below the default so that a partition takes several fetches.
+ */
 const FETCH_BYTES = 4 * MiB;
 
 /**
@@ -49,6 +52,7 @@ export const step: QualifyStep = {
       partitions,
       replicas: 2,
       sessionTimeoutMs: 10_000,
+      definition: { queue: { maxBytes: FETCH_BYTES } },
       topicConfig: {
         'cleanup.policy': 'compact',
         'segment.ms': '100',

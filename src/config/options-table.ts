@@ -252,7 +252,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   'queue.maxRecords': {
     meaning: 'Records between the Kafka consumer and the staging workers; when full, fetching waits.',
   },
-  'queue.maxBytes': { meaning: 'Bytes between the Kafka consumer and the staging workers, likewise.' },
+  'queue.maxBytes': {
+    meaning:
+      'Bytes between the Kafka consumer and the staging workers, likewise. A fetch asks for up to this much per partition and twice this in all.',
+  },
   'staging.maxPartBytes': { meaning: 'A staging part is sealed (ready to publish) at this size.' },
   'staging.maxPartAgeMs': {
     meaning: "A staging part is sealed at this age (like Connect's `rotate.schedule.interval.ms`).",

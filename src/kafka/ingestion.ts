@@ -5,6 +5,7 @@ import { BatchRunner } from './batch-runner';
 import { createHookedConsumer } from './protocol/coordinator-hook';
 import { DurabilityTick } from './durability-tick';
 import { FetchPositions } from './fetch-positions';
+import { fetchSizes } from './fetch-sizes';
 import { IngestionMetrics } from './ingestion-events';
 import { IngestionState, type IngestionOptions, type IngestionStats } from './ingestion-state';
 import { JoinClaims, pauseTopics, pauseTopicsForStop } from './join-claims';
@@ -54,7 +55,7 @@ export class Ingestion {
         sessionTimeout: options.consumer.sessionTimeoutMs,
         rebalanceTimeout: options.consumer.rebalanceTimeoutMs,
         heartbeatInterval: options.consumer.heartbeatIntervalMs,
-        maxBytesPerPartition: 4 * 1024 * 1024,
+        ...fetchSizes(options.consumer.queue.maxBytes),
         allowAutoTopicCreation: false,
       },
       {

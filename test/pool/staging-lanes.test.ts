@@ -85,6 +85,22 @@ describe.each(STAGING_LANES)('staged on %s', (_lane, workers) => {
     expect((await readSealedRows(tableDir)).map((r) => r.offset)).toEqual([0]);
   });
 
+  test('a batch admitted while a sync is under way is not reported durable by it, and the next sync reports it', async () => {
+    const { pool, fatal } = await startPool(workers);
+    await (
+      await pool.admit('t', 0, fetched(0, ['{"message":"a"}', '{"message":"b"}']), 0, 1)
+    ).done;
+    const syncing = pool.sync();
+    const later = await pool.admit('t', 0, fetched(2, ['{"message":"c"}']), 0, 2);
+    const [report] = await syncing;
+    expect(report!.offsets).toEqual([['t', 0, 1]]);
+    await later.done;
+    const [next] = await pool.sync();
+    expect(next!.offsets).toEqual([['t', 0, 2]]);
+    await pool.close();
+    expect(fatal).toEqual([]);
+  });
+
   test('a transform that writes into its record bytes leaves the fetched bytes, which dead letters are read from, as they were', async () => {
     const consumer = {
       file: 'scribbler.js',

@@ -262,19 +262,22 @@ const MIN_PARTITION_FETCH_BYTES = 64 * 1024;
  * when decompressed (compression/expansion.ts): a fetch of a compressed topic holds about
  * as many record bytes as one of an uncompressed topic, within the memory budget.
  *
- * A scaled size can be below one batch, and the broker returns a whole batch over the
- * limits only for the first partition of a request (KIP-74); kafkajs asks for the same
- * partitions in the same order every time, so the later ones would never be answered.
- * The partitions are rotated by one every `fetch` (the broker's count of fetches): each
- * comes first once every so many fetches.
+ * The broker fills a fetch partition by partition in the request's order up to its
+ * `maxBytes`, and returns a whole batch over the limits only for the first partition
+ * (KIP-74); kafkajs asks for the same partitions in the same order every time, so with a
+ * backlog on the first ones (a fetch holds two partitions' worth, src/kafka/fetch-sizes.ts)
+ * or sizes scaled below one batch the later ones would never be answered. The partitions
+ * are rotated by one every `fetch` (the broker's count of fetches), compressed or not:
+ * each comes first once every so many fetches.
  */
 export function decompressedSized(
   request: FetchRequest,
   expansion: FetchExpansion,
   fetch: number,
 ): FetchRequest {
-  if (expansion.ratio <= 1) return request;
-  const scaled = rotated(request.topics, fetch).map((t) => ({
+  const topics = rotated(request.topics, fetch);
+  if (expansion.ratio <= 1) return topics === request.topics ? request : { ...request, topics };
+  const scaled = topics.map((t) => ({
     ...t,
     partitions: t.partitions.map((p) =>
       p.maxBytes === undefined

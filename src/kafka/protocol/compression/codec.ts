@@ -10,7 +10,7 @@ export interface BatchCodec {
  * main thread, before any of its records is seen: a batch of zeros compresses 32,000×
  * with zstd (1,000× gzip, 255× lz4), so a broker-accepted 1 MiB batch would allocate
  * gigabytes and kill every replica that fetches it, on every start. 64 MiB is 4× the
- * fetch queue's budget (`queue.maxBytes` 16 MiB) and 16× kafkajs's 4 MiB partition fetch,
+ * fetch queue's budget (`queue.maxBytes` 16 MiB), which is also a partition's fetch,
  * far above any batch a producer writes (the Java producer closes a batch near
  * `batch.size`, 16 KiB to 1 MiB, of estimated compressed bytes; a broker's
  * `message.max.bytes` is 1 MiB by default), and within what the process can survive

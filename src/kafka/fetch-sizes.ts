@@ -1,0 +1,23 @@
+/** What kafkajs's consumer may fetch at once (its `maxBytesPerPartition` and `maxBytes`). */
+export interface FetchSizes {
+  readonly maxBytesPerPartition: number;
+  readonly maxBytes: number;
+}
+
+/**
+ * The fetch sizes of a consumer whose staging queue holds `queueMaxBytes`
+ * (`queue.maxBytes`): a partition's fetch as large as the queue, a fetch twice that.
+ *
+ * kafkajs keeps one fetch in flight per broker and asks for the next only once every
+ * batch of the last was admitted, so what one fetch brings bounds the consumption rate
+ * at one fetch per broker round trip. A partition's fetch also ends inside a record
+ * batch, which the broker sends cut and the client drops: at 4 MiB a partition and
+ * kafkajs's 10 MiB a fetch, 16 KB vectors produced in 3 MiB batches came 6.2 MiB a fetch
+ * (998 MiB sent for 777), 130 round trips for 774 MiB. Each batch of a fetch waits for
+ * room in the queue before the next is handed out, so a fetch of twice the queue keeps
+ * the staging lanes fed while the next one is on its way, and memory stays proportional
+ * to the one byte budget (docs/design/memory.md).
+ */
+export function fetchSizes(queueMaxBytes: number): FetchSizes {
+  return { maxBytesPerPartition: queueMaxBytes, maxBytes: 2 * queueMaxBytes };
+}
