@@ -254,7 +254,7 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
   },
   'queue.maxBytes': {
     meaning:
-      'Bytes between the Kafka consumer and the staging workers, likewise. A fetch asks for up to this much per partition and twice this in all.',
+      'Bytes between the Kafka consumer and the staging workers, likewise. A fetch asks for up to this much, and as much per partition.',
   },
   'staging.maxPartBytes': { meaning: 'A staging part is sealed (ready to publish) at this size.' },
   'staging.maxPartAgeMs': {

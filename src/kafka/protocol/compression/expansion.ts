@@ -1,8 +1,8 @@
 /**
  * How much the compressed record batches this process fetched lately grow when
  * decompressed. Fetch sizes are in compressed bytes (up to `queue.maxBytes`, 16 MiB, a
- * partition and twice that a fetch: src/kafka/fetch-sizes.ts), and every batch of a fetch is
- * decompressed before any is handed out: a topic that compresses 12× would hold 384 MiB of records per fetch,
+ * partition and a fetch: src/kafka/fetch-sizes.ts), and every batch of a fetch is
+ * decompressed before any is handed out: a topic that compresses 12× would hold 192 MiB of records per fetch,
  * beyond the memory budget (docs/design/memory.md). The fetch hook divides the sizes it
  * asks for by this ratio, so that a fetch holds about as many bytes decompressed as an
  * uncompressed one does.
