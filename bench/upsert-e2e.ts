@@ -46,7 +46,6 @@ import { openTable, stageBreakdown, startReplica, stopReplica } from './lib/repl
 import { withSection } from './lib/report-sections';
 import { MiB, round } from './lib/result';
 import {
-  DELETE,
   SEEDED_N,
   changePlan,
   changeValue,
@@ -129,7 +128,7 @@ async function produceChanges(brokers: readonly string[], topic: string, plan: C
       await Promise.all(
         byPartition.map((messages, partition) =>
           messages.length === 0
-            ? undefined
+            ? Promise.resolve([])
             : producer.send({ topic, acks: -1, messages: messages.map((m) => ({ ...m, partition })) }),
         ),
       );
@@ -296,7 +295,7 @@ async function runArm(a: ArmSpec, brokers: readonly string[]): Promise<ArmFigure
   const complaints: string[] = [];
   const r = await startReplica(a.id, a.topic, brokers, definition(a.mode, a.uri), [], {}, (line) => {
     if (typeof line.level === 'number' && line.level >= 40 && complaints.length < 5)
-      complaints.push(`${String(line.event ?? '')}: ${String(line.msg ?? '')} ${String(line.err ?? '')}`.trim());
+      complaints.push(JSON.stringify({ event: line.event, msg: line.msg, err: line.err }));
   });
   const { sampler } = r;
   const phases: Record<string, number> = {};
@@ -338,7 +337,14 @@ async function runArm(a: ArmSpec, brokers: readonly string[]): Promise<ArmFigure
       if (consumed >= records) mark('allConsumed');
       table ??= await openTable(a.uri);
       const markers = table
-        ? (await table.query().where(inList(MARKERS)).select(['_key']).toArray().catch(() => [])).length
+        ? (
+            await table
+              .query()
+              .where(inList(MARKERS))
+              .select(['_key'])
+              .toArray()
+              .catch(() => [])
+          ).length
         : 0;
       sampler.rows = markers;
       if (markers >= PARTITIONS) {
@@ -493,6 +499,15 @@ async function checkAppendTable(
 }
 
 async function main(): Promise<void> {
+  const saved = arg('render', '');
+  if (saved) {
+    // The report again from a run's --json (its text changed, not its figures).
+    const { facts, results } = JSON.parse(await fsp.readFile(saved, 'utf8')) as {
+      facts: RunFacts;
+      results: ArmFigures[];
+    };
+    return writeReports(render(results, facts));
+  }
   const sizes = arg('keys', '1000000,10000000').split(',').map(Number);
   const count = Number(arg('changes', '1000000'));
   const dir = arg('dir', path.join(os.tmpdir(), 'kl-upsert-e2e'));
@@ -542,39 +557,57 @@ async function main(): Promise<void> {
       await fsp.rm(a.uri, { recursive: true, force: true });
     }
     const command = `node dist/bench/upsert-e2e.js ${process.argv.slice(2).join(' ')}`.trim();
-    const text = render(results, { command, count, arms });
-    console.log(text);
-    for (const file of [arg('report', ''), arg('bench-report', '')].filter(Boolean)) {
-      const previous = await fsp.readFile(file, 'utf8').catch(() => '');
-      await fsp.writeFile(file, withSection(previous, 'e2e-upsert', text));
-      log(`report: ${file}`);
-    }
+    const facts: RunFacts = {
+      command,
+      date: new Date().toISOString(),
+      count,
+      counts: arms[0]!.counts,
+      tableKeys: sizes,
+    };
+    const json = arg('json', '');
+    if (json) await fsp.writeFile(json, JSON.stringify({ facts, results }, null, 1));
+    await writeReports(render(results, facts));
   } finally {
     await fsp.rm(dir, { recursive: true, force: true });
     broker.stop();
   }
 }
 
-function render(
-  results: readonly ArmFigures[],
-  run: { command: string; count: number; arms: readonly ArmSpec[] },
-): string {
+async function writeReports(text: string): Promise<void> {
+  console.log(text);
+  for (const file of [arg('report', ''), arg('bench-report', '')].filter(Boolean)) {
+    const previous = await fsp.readFile(file, 'utf8').catch(() => '');
+    await fsp.writeFile(file, withSection(previous, 'e2e-upsert', text));
+    log(`report: ${file}`);
+  }
+}
+
+/** What the report says about the run besides the arms' figures (kept with them by --json). */
+interface RunFacts {
+  readonly command: string;
+  readonly date: string;
+  readonly count: number;
+  readonly counts: Counts;
+  readonly tableKeys: readonly number[];
+}
+
+function render(results: readonly ArmFigures[], run: RunFacts): string {
   const [small, large] = results.filter((r) => r.id.startsWith('upsert-'));
   const append = results.find((r) => r.id === 'append');
   const ratio = (x: ArmFigures | undefined, y: ArmFigures | undefined) =>
     x && y ? x.changesPerSecond / y.changesPerSecond : NaN;
   const growth = ratio(large, small);
   const vsAppend = ratio(large, append);
-  const counts = run.arms[0]!.counts;
+  const counts = run.counts;
   const keysOf = (r: ArmFigures | undefined) => r?.tableKeys.toLocaleString('en-US') ?? '?';
   const verdict = (x: number) => (x >= 0.5 ? 'PASS' : 'FAIL');
   const failed = results.filter((r) => r.problems.length > 0);
   return [
     '## Upsert mode end to end (`e2e-upsert`)',
     '',
-    `Generated by \`${run.command}\` (bench/upsert-e2e.ts) on ${new Date().toISOString()} (${os.availableParallelism()} cores, Node ${process.version}, broker on the same machine, shared with other work: "other cores busy" is the CPU the rest of the machine used meanwhile).`,
+    `Generated by \`${run.command}\` (bench/upsert-e2e.ts) on ${run.date} (${os.availableParallelism()} cores, Node ${process.version}, broker on the same machine, shared with other work: "other cores busy" is the CPU the rest of the machine used meanwhile).`,
     '',
-    `A topic per table size of ${run.count.toLocaleString('en-US')} keyed change records, 6 partitions (a key always in one), ~${Math.round(counts.valueBytes / (counts.updates + counts.inserts))}-byte JSON values \`{n, body}\`: ${counts.updates.toLocaleString('en-US')} updates of seeded keys, ${counts.inserts.toLocaleString('en-US')} new keys, ${counts.deletes.toLocaleString('en-US')} tombstones (null values), drawn uniformly over the table's keys in one seeded order (bench/lib/upsert-changes.ts), then one marker record last in each partition. The tables (${run.arms.filter((a) => a.mode === 'upsert').map((a) => a.tableKeys.toLocaleString('en-US')).join(' and ')} keys) are seeded as a replica of this definition creates them (LanceTable in upsert mode: primary key \`_key\`, its BTREE; then compacted) and pass the replica's opening checks. One replica per arm, \`bin/kafka-lance run\` with defaults but \`mode: 'upsert'\`, \`key: 'record-key'\`, \`keyFormat: 'string'\` (append: \`includeKey: true\`; its tombstones are dead letters, append's default \`tombstones\`). Timed from the group join to the last change visible: every partition's marker row readable AND the table's row counts (all rows, and \`_deleted = false\`) at their final values. CPU: the replica's process tree from /proc, from the last poll with nothing consumed to that moment; per GiB of the change values' bytes (tombstones: none). Then each upsert table is checked: counts, its columns unchanged, and a sample of keys each held by one row with its newest value.`,
+    `A topic per table size of ${run.count.toLocaleString('en-US')} keyed change records, 6 partitions (a key always in one), ~${Math.round(counts.valueBytes / (counts.updates + counts.inserts))}-byte JSON values \`{n, body}\`: ${counts.updates.toLocaleString('en-US')} updates of seeded keys, ${counts.inserts.toLocaleString('en-US')} new keys, ${counts.deletes.toLocaleString('en-US')} tombstones (null values), drawn uniformly over the table's keys in one seeded order (bench/lib/upsert-changes.ts), then one marker record last in each partition. The tables (${run.tableKeys.map((k) => k.toLocaleString('en-US')).join(' and ')} keys) are seeded as a replica of this definition creates them (LanceTable in upsert mode: primary key \`_key\`, its BTREE; then compacted) and pass the replica's opening checks. One replica per arm, \`bin/kafka-lance run\` with defaults but \`mode: 'upsert'\`, \`key: 'record-key'\`, \`keyFormat: 'string'\` (append: \`includeKey: true\`; its tombstones are dead letters, append's default \`tombstones\`). Timed from the group join to the last change visible: every partition's marker row readable AND the table's row counts (all rows, and \`_deleted = false\`) at their final values. CPU: the replica's process tree from /proc, from the last poll with nothing consumed to that moment; per GiB of the change values' bytes (tombstones: none). Then each upsert table is checked: counts, its columns unchanged, and a sample of keys each held by one row with its newest value.`,
     '',
     '| arm | changes/s | MiB/s | timed s | CPU s | CPU s / GiB | peak RSS MiB | other cores busy | publications (write s, prepare s) | check |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
@@ -593,7 +626,9 @@ function render(
       (r) =>
         `- ${r.id}: ${Object.entries(r.threadCpu)
           .map(([t, s]) => `${t} ${s}`)
-          .join(', ')}; phases ${JSON.stringify(r.phases)}; source wait ${r.stages.sourceWaitSeconds} s, fetch permit wait ${r.stages.fetchPermitWaitSeconds} s`,
+          .join(
+            ', ',
+          )}; phases ${JSON.stringify(r.phases)}; source wait ${r.stages.sourceWaitSeconds} s, fetch permit wait ${r.stages.fetchPermitWaitSeconds} s`,
     ),
   ].join('\n');
 }
