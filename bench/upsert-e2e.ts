@@ -80,7 +80,7 @@ function log(line: string): void {
 }
 
 /** The settings over the bench definition: upsert on the record key, or append keeping the key. */
-function definition(mode: 'upsert' | 'append', uri: string): Record<string, unknown> {
+export function definition(mode: 'upsert' | 'append', uri: string): Record<string, unknown> {
   return {
     table: TABLE,
     schema: { fields: FIELDS },
@@ -204,7 +204,11 @@ function seedBatch(from: number, count: number): RecordBatch {
  * makes when it opens the table (src/lance/table-opening.ts, the start's checkTableMode and
  * checkDeclaredTypes say the same): any problem stops the bench here rather than stalling it.
  */
-async function seedTable(target: LanceTarget, keys: number, brokers: readonly string[]): Promise<void> {
+export async function seedTable(
+  target: LanceTarget,
+  keys: number,
+  brokers: readonly string[],
+): Promise<void> {
   const started = performance.now();
   const table = await LanceTable.connect(target, silentLogger(), { upsertKey: ['_key'] });
   await table.ensureSchema(SEED_SCHEMA);
