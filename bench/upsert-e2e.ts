@@ -299,6 +299,8 @@ async function runArm(a: ArmSpec, brokers: readonly string[]): Promise<ArmFigure
   log(`${a.id}: one replica on ${a.topic} (${a.mode})`);
   // Its warnings and errors, to say why when it exits or stalls.
   const complaints: string[] = [];
+  // Every line, kept with --replica-logs DIR (where a publication's time went).
+  const lines: Record<string, unknown>[] = [];
   const r = await startReplica(
     a.id,
     a.topic,
@@ -307,6 +309,7 @@ async function runArm(a: ArmSpec, brokers: readonly string[]): Promise<ArmFigure
     [],
     {},
     (line) => {
+      lines.push(line);
       if (typeof line.level === 'number' && line.level >= 40 && complaints.length < 5)
         complaints.push(JSON.stringify({ event: line.event, msg: line.msg, err: line.err }));
     },
@@ -425,6 +428,9 @@ async function runArm(a: ArmSpec, brokers: readonly string[]): Promise<ArmFigure
     table?.close();
     if (!stopped) await stopReplica(r).catch(() => undefined);
     await fsp.rm(r.work, { recursive: true, force: true }).catch(() => undefined);
+    const logDir = arg('replica-logs', '');
+    if (logDir)
+      await fsp.writeFile(path.join(logDir, `${a.id}.jsonl`), lines.map((l) => JSON.stringify(l)).join('\n'));
   }
 }
 
