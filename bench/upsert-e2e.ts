@@ -273,6 +273,8 @@ export interface ArmFigures {
   readonly stages: Record<string, number>;
   readonly check: string;
   readonly problems: string[];
+  /** Compactions (`lance.optimized`) while timed, and their seconds: the first falls at random in 5 min. */
+  readonly compactions?: { readonly count: number; readonly seconds: number };
 }
 
 /** Rows of the table: all, and live (upsert tables). */
@@ -384,6 +386,8 @@ async function runArm(a: ArmSpec, brokers: readonly string[]): Promise<ArmFigure
         log(`  ${a.id}: ${consumed} consumed, ${published} publications, ${markers} markers visible`);
       }
     }
+    // The log up to the last change visible (not the graceful stop's).
+    const linesTimed = lines.length;
     metrics = (await scrape(r.port!).catch(() => undefined)) ?? metrics;
     await sampler.sampleOnce();
     const threadCpu = Object.fromEntries(
@@ -405,6 +409,7 @@ async function runArm(a: ArmSpec, brokers: readonly string[]): Promise<ArmFigure
       : await checkAppendTable(a, want.rows, stages, problems);
     const start = r.joinedAt ?? 0;
     const seconds = Math.max((doneAt ?? sampler.elapsed()) - start, 1e-3);
+    const compacted = lines.slice(0, linesTimed).filter((l) => l.event === 'lance.optimized');
     phases.joined = round(start, 2);
     return {
       id: a.id,
@@ -423,6 +428,10 @@ async function runArm(a: ArmSpec, brokers: readonly string[]): Promise<ArmFigure
       stages,
       check,
       problems,
+      compactions: {
+        count: compacted.length,
+        seconds: round(compacted.reduce((n, l) => n + (typeof l.seconds === 'number' ? l.seconds : 0), 0)),
+      },
     };
   } finally {
     table?.close();
@@ -665,12 +674,15 @@ function render(results: readonly ArmFigures[], run: RunFacts): string {
         ]
       : []),
     '',
-    "Where the time goes (s after the join): every record consumed (staged durably, offsets committed), the last change visible, and the publications' Lance writes summed (the merges, one at a time):",
+    "Where the time goes (s after the join): every record consumed (staged durably, offsets committed), the last change visible, the publications' Lance writes summed (the merges, one at a time), and the compactions that ran meanwhile (a replica's first one falls at random within `materializer.optimizeEveryMs`, 5 min: in an arm or not):",
     '',
     ...results.map((r) => {
       const after = (phase: string) =>
         r.phases[phase] === undefined ? '?' : round(r.phases[phase] - (r.phases.joined ?? 0), 1);
-      return `- ${r.id}: consumed ${after('allConsumed')}, visible ${after('lastChangeVisible')}; writes ${r.stages.publicationWriteSeconds} s, preparation ${r.stages.publicationPrepareSeconds} s`;
+      const compactions = r.compactions
+        ? `; ${r.compactions.count} compaction${r.compactions.count === 1 ? '' : 's'} (${r.compactions.seconds} s)`
+        : '';
+      return `- ${r.id}: consumed ${after('allConsumed')}, visible ${after('lastChangeVisible')}; writes ${r.stages.publicationWriteSeconds} s, preparation ${r.stages.publicationPrepareSeconds} s${compactions}`;
     }),
     '',
     'CPU s per thread of the replica, and its phases (s since spawn):',
