@@ -61,6 +61,8 @@ interface Options {
   readonly vectors: boolean;
   /** The upsert arm (bench/upsert-cost.ts, its own report bench/upserts.md; 11M rows on disk): only `upsert` in --arms. */
   readonly upsert: boolean;
+  /** The upsert mode end to end (bench/upsert-e2e.ts, sections of bench/upserts.md and report.md; 11M rows on disk): only `e2e-upsert` in --arms. */
+  readonly e2eUpsert: boolean;
   readonly out: string;
   readonly backlogGiB: number[] | undefined;
   readonly freshRate: number;
@@ -73,10 +75,10 @@ function parseOptions(argv: readonly string[]): Options {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const asked = (get('arms') ?? [...ALL_ARMS, 'vectors'].join(',')).split(',').map((a) => a.trim());
-  const arms = asked.filter((a) => a !== 'vectors' && a !== 'upsert') as ArmId[];
+  const arms = asked.filter((a) => a !== 'vectors' && a !== 'upsert' && a !== 'e2e-upsert') as ArmId[];
   for (const a of arms)
     if (!ALL_ARMS.includes(a))
-      throw new Error(`unknown arm ${a}: one of ${ALL_ARMS.join(', ')}, vectors, upsert`);
+      throw new Error(`unknown arm ${a}: one of ${ALL_ARMS.join(', ')}, vectors, upsert, e2e-upsert`);
   const backlog = argv.indexOf('--backlog');
   const backlogValue = argv[backlog + 1];
   return {
@@ -84,6 +86,7 @@ function parseOptions(argv: readonly string[]): Options {
     arms,
     vectors: asked.includes('vectors'),
     upsert: asked.includes('upsert'),
+    e2eUpsert: asked.includes('e2e-upsert'),
     out: path.resolve(get('out') ?? BENCH),
     backlogGiB:
       backlog < 0
@@ -347,6 +350,22 @@ async function main(): Promise<void> {
       {
         stdio: ['ignore', 'inherit', 'inherit'],
       },
+    );
+    if (o.arms.length === 0 && !o.vectors && !o.e2eUpsert) return;
+  }
+  if (o.e2eUpsert) {
+    // Its own broker handling (KAFKA_BOOTSTRAP_SERVERS, or a local one), topics and tables.
+    log('arm e2e-upsert (bench/upsert-e2e.ts)');
+    execFileSync(
+      process.execPath,
+      [
+        path.join(__dirname, 'upsert-e2e.js'),
+        '--report',
+        path.join(BENCH, 'upserts.md'),
+        '--bench-report',
+        path.join(o.out, 'report.md'),
+      ],
+      { stdio: ['ignore', 'inherit', 'inherit'] },
     );
     if (o.arms.length === 0 && !o.vectors) return;
   }

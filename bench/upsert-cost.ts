@@ -37,6 +37,7 @@ import { LanceTable, type LanceTarget } from '../src/lance/lance-table';
 import { mergeNewest } from '../src/lance/upsert-merge';
 import { reduceToNewest } from '../src/lance/upsert-reduce';
 import { DELETED_COLUMN, SYSTEM_FIELDS } from '../src/staging/system-columns';
+import { keptSections } from './lib/report-sections';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -213,9 +214,14 @@ async function main(): Promise<void> {
   const report = arg('report', '');
   if (report) {
     const command = `node dist/bench/upsert-cost.js ${process.argv.slice(2).join(' ')}`.trim();
+    // Sections other benches keep here (bench/upsert-e2e.ts's) stay, after this report.
+    const kept = keptSections(await fsp.readFile(report, 'utf8').catch(() => ''));
     await fsp.writeFile(
       report,
-      render(results, { command, count, perPublication, seconds: (Date.now() - started) / 1000 }),
+      [
+        render(results, { command, count, perPublication, seconds: (Date.now() - started) / 1000 }),
+        ...kept,
+      ].join('\n'),
     );
     console.log(`report: ${report}`);
   }
