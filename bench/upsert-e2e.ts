@@ -38,6 +38,7 @@ import { silentLogger } from '../src/common/logger';
 import { resolveConsumer } from '../src/config/resolve';
 import { scrape, sumOf, type Sample } from '../src/harness/prometheus-text';
 import { LanceTable, type LanceTarget } from '../src/lance/lance-table';
+import { NOT_LOCK_ROW } from '../src/lance/merge-lock';
 import { tableOpeningProblems } from '../src/lance/table-opening';
 import { DELETED_COLUMN, SYSTEM_FIELDS } from '../src/staging/system-columns';
 import { ensureBroker, kafkaClient, topicRecords } from './lib/kafka';
@@ -200,7 +201,7 @@ function seedBatch(from: number, count: number): RecordBatch {
 /**
  * A table of `keys` keys as a replica of `definition('upsert')` creates it: LanceTable in
  * upsert mode makes it (the key's primary-key metadata and BTREE), the rows go in by LanceDB
- * adds, then a compaction (which brings the BTREE up to date). Then the checks a replica
+ * adds, then the replica's compaction (which builds the BTREE and the system indexes). Then the checks a replica
  * makes when it opens the table (src/lance/table-opening.ts, the start's checkTableMode and
  * checkDeclaredTypes say the same): any problem stops the bench here rather than stalling it.
  */
@@ -219,9 +220,15 @@ export async function seedTable(
     const batch = seedBatch(from, Math.min(500_000, keys - from));
     await raw.add({ schema: batch.schema, batches: [batch] } as never);
   }
-  await raw.optimize();
-  const indexes = (await raw.listIndices()).map((i) => `${i.indexType}(${i.columns.join(',')})`);
   raw.close();
+  // The replica's own compaction: it builds the key's BTREE and the system indexes, which a
+  // replica's table has from its first compaction on (a table that has run for a while).
+  const compacting = await LanceTable.connect(target, silentLogger(), { upsertKey: ['_key'] });
+  await compacting.optimize();
+  compacting.close();
+  const indexed = await db.openTable(target.table);
+  const indexes = (await indexed.listIndices()).map((i) => `${i.indexType}(${i.columns.join(',')})`);
+  indexed.close();
   db.close();
   const consumer = resolveConsumer(
     benchConsumer('seed-check', 'unused', '/dev/null', definition('upsert', target.uri)),
@@ -277,10 +284,16 @@ export interface ArmFigures {
   readonly compactions?: { readonly count: number; readonly seconds: number };
 }
 
-/** Rows of the table: all, and live (upsert tables). */
+/** The records' rows of the table: all, and live (upsert tables; never the table's shared row, merge-lock.ts). */
 async function tableCounts(table: lancedb.Table, upsert: boolean): Promise<{ rows: number; live: number }> {
-  const rows = await table.countRows();
-  return { rows, live: upsert ? await table.countRows(`${DELETED_COLUMN} = false`) : rows };
+  if (!upsert) {
+    const rows = await table.countRows();
+    return { rows, live: rows };
+  }
+  return {
+    rows: await table.countRows(NOT_LOCK_ROW),
+    live: await table.countRows(`${DELETED_COLUMN} = false AND ${NOT_LOCK_ROW}`),
+  };
 }
 
 function inList(keys: readonly string[]): string {

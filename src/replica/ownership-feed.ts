@@ -16,6 +16,7 @@ export class OwnershipFeed {
   readonly #snapshots: SequencedSnapshots<OwnershipRow[]>;
   readonly #timer: NodeJS.Timeout;
   readonly #logger: Logger;
+  #draining = false;
 
   constructor(
     admin: Admin,
@@ -24,7 +25,11 @@ export class OwnershipFeed {
     logger: Logger,
   ) {
     this.#logger = logger;
-    this.#snapshots = new SequencedSnapshots(ownershipReader(admin, consumer), apply);
+    // While draining, the topic list is read afresh (a clock at infinity makes any reused list
+    // too old): a topic the consumer committed in the last seconds before a SIGTERM would
+    // otherwise be missing from the drain's snapshot and its parts left unpublished.
+    const clock = () => (this.#draining ? Number.POSITIVE_INFINITY : Date.now());
+    this.#snapshots = new SequencedSnapshots(ownershipReader(admin, consumer, clock), apply);
     void this.#refresh();
     this.#timer = setInterval(() => void this.#refresh(), consumer.materializer.pollMs);
   }
@@ -49,6 +54,7 @@ export class OwnershipFeed {
    */
   async stop(drainUntil: number): Promise<void> {
     clearInterval(this.#timer);
+    this.#draining = true;
     for (let i = 0; i < 2 && Date.now() < drainUntil; i++) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import {
@@ -24,7 +24,7 @@ beforeAll(() => {
   mkdirSync(lingering);
 });
 
-afterAll(() => {
+afterAll(async () => {
   // The suite below was the server's last: it left it running, recorded for the teardown.
   expect(calls).toEqual(['status', 'start']);
   const marker = path.join(work, 'server', 'jest-leases', 'started-by-jest');
@@ -32,7 +32,7 @@ afterAll(() => {
   expect(readdirSync(lingering)).toHaveLength(1);
 
   const stops: StopCommand[] = [];
-  const said = stopLingeringServers(lingering, (command) => {
+  const said = await stopLingeringServers(lingering, (command) => {
     stops.push(command);
     return { code: 0, output: '' };
   });
@@ -64,4 +64,29 @@ describe('a suite of a server with a stop command, the last to lease it', () => 
   test('starts the server', () => {
     expect(calls).toEqual(['status', 'start']);
   });
+});
+
+test("the teardown leaves a server another jest run leases meanwhile (that run's last suite stops it)", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'kl-lingering-leased-'));
+  const leases = path.join(dir, 'server', 'jest-leases');
+  mkdirSync(leases, { recursive: true });
+  const marker = path.join(leases, 'started-by-jest');
+  writeFileSync(marker, '1');
+  // A suite of another run in this checkout holds a lease: this process stands for it.
+  writeFileSync(path.join(leases, `${process.pid}-other.lease`), String(process.pid));
+  const records = path.join(dir, 'lingering');
+  mkdirSync(records);
+  writeFileSync(
+    path.join(records, 'a.json'),
+    JSON.stringify({ label: 'a shared server', stop, startedMarker: marker }),
+  );
+  const stops: StopCommand[] = [];
+  const said = await stopLingeringServers(records, (command) => {
+    stops.push(command);
+    return { code: 0, output: '' };
+  });
+  expect(stops).toEqual([]);
+  expect(said).toEqual(['a shared server: left running, another jest run leases it']);
+  expect(existsSync(marker)).toBe(true);
+  rmSync(dir, { recursive: true, force: true });
 });

@@ -1,6 +1,8 @@
 import type { Admin } from 'kafkajs';
 import type { ResolvedConsumer } from '../../src/config';
-import { TOPIC_LIST_REUSED_FOR_MS, ownershipReader } from '../../src/replica/ownership-feed';
+import { silentLogger } from '../../src/common/logger';
+import type { OwnershipRow } from '../../src/ownership/partition-ownership';
+import { OwnershipFeed, TOPIC_LIST_REUSED_FOR_MS, ownershipReader } from '../../src/replica/ownership-feed';
 
 /**
  * A topic a pattern matched is deleted: Kafka drops the group's committed offsets with
@@ -113,4 +115,21 @@ test('the topic list is reused between reads, and read again when it is due or a
     ['orders.us', 20, undefined],
     ['orders.jp', 3, true],
   ]);
+});
+
+test("a drain reads the topic list afresh: a topic first committed just before the stop is in the drain's snapshot", async () => {
+  const { state, admin } = broker();
+  const applied: (readonly OwnershipRow[])[] = [];
+  const feed = new OwnershipFeed(
+    admin,
+    { ...consumer, materializer: { pollMs: 60_000 } } as unknown as ResolvedConsumer,
+    (rows) => applied.push(rows),
+    silentLogger(),
+  );
+  while (applied.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  // Created, consumed and committed within the list's reuse time, then SIGTERM.
+  state.topics = ['orders.eu', 'orders.jp', 'orders.us'];
+  state.offsets.set('orders.jp', 3);
+  await feed.stop(Date.now() + 5_000);
+  expect(applied.at(-1)!.map(([t]) => t)).toEqual(['orders.eu', 'orders.jp', 'orders.us']);
 });

@@ -2,10 +2,10 @@ import { kafkaLocal } from './kafka-local';
 import { lingeringServersDir, stopLingeringServers } from './leased-local-server';
 import { runBounded } from './run-bounded';
 
-export default function globalTeardown(): void {
+export default async function globalTeardown(): Promise<void> {
   const lingering = lingeringServersDir();
   if (lingering !== undefined)
-    for (const line of stopLingeringServers(lingering, ({ script, env }) => {
+    for (const line of await stopLingeringServers(lingering, ({ script, env }) => {
       const out = runBounded(script, ['stop'], { env: { ...process.env, ...env } });
       return { code: out.status, output: `${out.stdout}${out.stderr}`.trim() };
     }))

@@ -88,19 +88,28 @@ export function leasedLocalServer(server: LocalServerScript): void {
 }
 /**
  * Stops the servers suites left running (jest's global teardown, after every suite):
- * what each stop said, for the log. A failed stop is said too, never thrown: the
- * tests' verdict is made by then.
+ * what each stop said, for the log. A server another jest run leases meanwhile (one more
+ * run in the same checkout shares its run files) is left to that run's last suite, which
+ * finds the started marker and stops it or records it in turn. A failed stop is said too,
+ * never thrown: the tests' verdict is made by then.
  */
-export function stopLingeringServers(
+export async function stopLingeringServers(
   dir: string,
   run: (stop: StopCommand) => { code: number; output: string },
-): string[] {
+): Promise<string[]> {
   const said: string[] = [];
   for (const name of readdirSync(dir).filter((n) => n.endsWith('.json'))) {
     const server = JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as LingeringServer;
-    const stopped = run(server.stop);
-    if (stopped.code === 0) rmSync(server.startedMarker, { force: true });
-    said.push(`${server.label}: ${stopped.code === 0 ? 'stopped' : `stop failed: ${stopped.output}`}`);
+    const leases = path.dirname(server.startedMarker);
+    said.push(
+      await withLock(leases, async () => {
+        if (await othersHoldLeases(leases))
+          return `${server.label}: left running, another jest run leases it`;
+        const stopped = run(server.stop);
+        if (stopped.code === 0) rmSync(server.startedMarker, { force: true });
+        return `${server.label}: ${stopped.code === 0 ? 'stopped' : `stop failed: ${stopped.output}`}`;
+      }),
+    );
   }
   rmSync(dir, { recursive: true, force: true });
   return said;

@@ -262,22 +262,20 @@ const MIN_PARTITION_FETCH_BYTES = 64 * 1024;
  * when decompressed (compression/expansion.ts): a fetch of a compressed topic holds about
  * as many record bytes as one of an uncompressed topic, within the memory budget.
  *
- * The broker fills a fetch partition by partition in the request's order up to its
- * `maxBytes`, and returns a whole batch over the limits only for the first partition
- * (KIP-74); kafkajs asks for the same partitions in the same order every time, so with a
- * backlog on the first ones (a fetch holds two partitions' worth, src/kafka/fetch-sizes.ts)
- * or sizes scaled below one batch the later ones would never be answered. The partitions
- * are rotated by one every `fetch` (the broker's count of fetches), compressed or not:
- * each comes first once every so many fetches.
+ * A scaled size can be below one batch, and the broker returns a whole batch over the
+ * limits only for the first partition of a request (KIP-74), so a partition that never
+ * came first would never be answered. kafkajs 2.2.4's Broker.fetch shuffles a request's
+ * partitions after this hook, which already spreads them; the rotation by one every
+ * `fetch` (the broker's count of fetches) keeps that promise here rather than in a
+ * client's internals.
  */
 export function decompressedSized(
   request: FetchRequest,
   expansion: FetchExpansion,
   fetch: number,
 ): FetchRequest {
-  const topics = rotated(request.topics, fetch);
-  if (expansion.ratio <= 1) return topics === request.topics ? request : { ...request, topics };
-  const scaled = topics.map((t) => ({
+  if (expansion.ratio <= 1) return request;
+  const scaled = rotated(request.topics, fetch).map((t) => ({
     ...t,
     partitions: t.partitions.map((p) =>
       p.maxBytes === undefined
