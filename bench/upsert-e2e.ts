@@ -38,7 +38,6 @@ import { silentLogger } from '../src/common/logger';
 import { resolveConsumer } from '../src/config/resolve';
 import { scrape, sumOf, type Sample } from '../src/harness/prometheus-text';
 import { LanceTable, type LanceTarget } from '../src/lance/lance-table';
-import { NOT_LOCK_ROW } from '../src/lance/merge-lock';
 import { tableOpeningProblems } from '../src/lance/table-opening';
 import { DELETED_COLUMN, SYSTEM_FIELDS } from '../src/staging/system-columns';
 import { ensureBroker, kafkaClient, topicRecords } from './lib/kafka';
@@ -284,16 +283,10 @@ export interface ArmFigures {
   readonly compactions?: { readonly count: number; readonly seconds: number };
 }
 
-/** The records' rows of the table: all, and live (upsert tables; never the table's shared row, merge-lock.ts). */
+/** Rows of the table: all, and live (upsert tables). */
 async function tableCounts(table: lancedb.Table, upsert: boolean): Promise<{ rows: number; live: number }> {
-  if (!upsert) {
-    const rows = await table.countRows();
-    return { rows, live: rows };
-  }
-  return {
-    rows: await table.countRows(NOT_LOCK_ROW),
-    live: await table.countRows(`${DELETED_COLUMN} = false AND ${NOT_LOCK_ROW}`),
-  };
+  const rows = await table.countRows();
+  return { rows, live: upsert ? await table.countRows(`${DELETED_COLUMN} = false`) : rows };
 }
 
 function inList(keys: readonly string[]): string {
