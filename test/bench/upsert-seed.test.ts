@@ -3,7 +3,9 @@ import * as path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { Partitioners } from 'kafkajs';
 import { definition, seedTable } from '../../bench/upsert-e2e';
+import { silentLogger } from '../../src/common/logger';
 import { ReplicaProcess } from '../../src/harness/replica-process';
+import { LanceTable } from '../../src/lance/lance-table';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { until } from '../support/faults';
 import { testBrokers } from '../support/kafka';
@@ -14,7 +16,8 @@ import { testBrokers } from '../support/kafka';
  * replica's staged schema or the table it creates changed (a new system column, another key
  * metadata, another index), the bench would measure merges into a table no replica makes, or
  * a replica refusing it. A real replica of the bench's definition creates its table here, and
- * the seeded one must match it: columns, types, nullability, key metadata and indexes.
+ * the seeded one must match it once both are compacted: columns, types, nullability, key
+ * metadata and indexes.
  * Run after `npm run build` (the replica runs from dist/).
  */
 const suite = brokerSuite('kl-upsert-seed');
@@ -82,6 +85,13 @@ test("the bench's seeded upsert table has the columns, key and indexes a replica
     500,
   );
   expect((await replica.stop()).code).toBe(0);
+  // A replica's table as the bench's merges meet it: after its first compaction, which
+  // builds the key's and the system columns' indexes (the seed is compacted the same way).
+  const compacting = await LanceTable.connect({ uri: replicaUri, table: 'logs' }, silentLogger(), {
+    upsertKey: ['_key'],
+  });
+  await compacting.optimize();
+  compacting.close();
 
   await seedTable({ uri: seededUri, table: 'logs' }, 100, testBrokers());
   const made = await shapeOf(replicaUri);
