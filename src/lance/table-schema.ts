@@ -189,8 +189,11 @@ export async function ensureSystemIndexes(
 ): Promise<void> {
   const existing = new Set((await table.listIndices()).map((i) => i.columns.join(',')));
   const fields = (await table.schema()).fields;
-  // Not a table of ours (`kafka-lance compact` run on a table of other columns): left as it is.
-  if (![OFFSET_COLUMN, PARTITION_COLUMN].every((c) => fields.some((f) => f.name === c))) return;
+  // Not a table of ours (`kafka-lance compact` run on a table of other columns, or of columns
+  // so named but otherwise typed: a bitmap on a Float64 `_partition` is refused): left as it is.
+  const int = (name: string, bitWidth: number) =>
+    fields.some((f) => f.name === name && DataType.isInt(f.type) && f.type.bitWidth === bitWidth);
+  if (!int(OFFSET_COLUMN, 64) || !int(PARTITION_COLUMN, 32)) return;
   // `_topic_id` is absent from a table created before it existed.
   const missing = (column: string) => !existing.has(column) && fields.some((f) => f.name === column);
   for (const column of upsertKey) {
