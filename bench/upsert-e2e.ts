@@ -40,7 +40,7 @@ import { scrape, sumOf, type Sample } from '../src/harness/prometheus-text';
 import { LanceTable, type LanceTarget } from '../src/lance/lance-table';
 import { tableOpeningProblems } from '../src/lance/table-opening';
 import { DELETED_COLUMN, SYSTEM_FIELDS } from '../src/staging/system-columns';
-import { ensureBroker, kafkaClient, topicRecords } from './lib/kafka';
+import { ensureBroker, kafkaClient, recreateTopic, topicRecords } from './lib/kafka';
 import { benchConsumer } from './lib/records';
 import { openTable, stageBreakdown, startReplica, stopReplica } from './lib/replica-arm';
 import { withSection } from './lib/report-sections';
@@ -102,16 +102,7 @@ async function produceChanges(brokers: readonly string[], topic: string, plan: C
       log(`reusing topic ${topic} (${want} records)`);
       return;
     }
-    if (existing !== undefined) await admin.deleteTopics({ topics: [topic] });
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
-        break;
-      } catch (error) {
-        if (attempt >= 30) throw error;
-        await new Promise((r) => setTimeout(r, 1_000));
-      }
-    }
+    await recreateTopic(admin, topic, PARTITIONS, existing !== undefined);
     const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();
     const started = performance.now();

@@ -69,6 +69,28 @@ export interface Dataset {
  * value sent (the Avro arm's serializer); a reused topic's bytes are then the caller's to count.
  * `compression`: the codec of every record batch (the codec arms).
  */
+/**
+ * The topic created with `partitions`, after deleting the one of that name when `exists`.
+ * Deletion is asynchronous on the broker: creating the same name fails until it is done.
+ */
+export async function recreateTopic(
+  admin: Admin,
+  topic: string,
+  partitions: number,
+  exists: boolean,
+): Promise<void> {
+  if (exists) await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+      return;
+    } catch (error) {
+      if (attempt >= 30) throw error;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+}
+
 export async function produceDataset(
   brokers: readonly string[],
   topic: string,
@@ -88,17 +110,7 @@ export async function produceDataset(
       log(`reusing topic ${topic} (${records} records)`);
       return { topic, records, bytes: sample * records, produceSeconds: 0, reused: true };
     }
-    if (existing !== undefined) await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-    // Deletion is asynchronous on the broker: creating the same name fails until it is done.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
-        break;
-      } catch (error) {
-        if (attempt >= 30) throw error;
-        await new Promise((r) => setTimeout(r, 1_000));
-      }
-    }
+    await recreateTopic(admin, topic, partitions, existing !== undefined);
     const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();
     const t0 = performance.now();
