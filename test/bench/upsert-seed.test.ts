@@ -9,6 +9,7 @@ import { LanceTable } from '../../src/lance/lance-table';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { until } from '../support/faults';
 import { testBrokers } from '../support/kafka';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * bench/upsert-e2e.ts seeds its 1M- and 10M-key tables directly (a replica would take an hour
@@ -75,8 +76,9 @@ test("the bench's seeded upsert table has the columns, key and indexes a replica
     async () => {
       const db = await lancedb.connect(replicaUri, { readConsistencyInterval: 0 });
       try {
-        if (!(await db.tableNames()).includes('logs')) return undefined;
-        return (await (await db.openTable('logs')).countRows()) === 2 ? true : undefined;
+        const opened = await openTableIfCommitted(db, 'logs');
+        if (!opened) return undefined;
+        return (await opened.countRows()) === 2 ? true : undefined;
       } finally {
         db.close();
       }

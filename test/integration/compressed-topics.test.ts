@@ -19,6 +19,7 @@ import { kafkajsCodec } from '../../src/kafka/protocol/compression';
 import { zstdCodec } from '../../src/kafka/protocol/compression/zstd';
 import { ensureTopicsServed } from '../../src/kafka/protocol/topic-ready';
 import { ReplicaProcess } from '../../src/harness/replica-process';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * Compressed topics as production writes them, by producers nobody here wrote: the Java
@@ -54,13 +55,9 @@ interface Row {
 async function tableRows(lanceDir: string): Promise<Row[]> {
   const db = await lancedb.connect(lanceDir);
   try {
-    if (!(await db.tableNames()).includes('events')) return [];
-    const rows = await (
-      await db.openTable('events')
-    )
-      .query()
-      .select(['_topic', '_partition', '_offset', 'value'])
-      .toArray();
+    const opened = await openTableIfCommitted(db, 'events');
+    if (!opened) return [];
+    const rows = await opened.query().select(['_topic', '_partition', '_offset', 'value']).toArray();
     return rows.map((r: Record<string, unknown>) => ({
       topic: String(r._topic),
       partition: Number(r._partition),
@@ -75,8 +72,9 @@ async function tableRows(lanceDir: string): Promise<Row[]> {
 async function rowCount(lanceDir: string): Promise<number> {
   const db = await lancedb.connect(lanceDir);
   try {
-    if (!(await db.tableNames()).includes('events')) return 0;
-    return await (await db.openTable('events')).countRows();
+    const opened = await openTableIfCommitted(db, 'events');
+    if (!opened) return 0;
+    return await opened.countRows();
   } finally {
     db.close();
   }

@@ -18,6 +18,7 @@ import { waitForCommittedAtEnd } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
 import { TEST_SCHEMA_REGISTRY_PORT, schemaRegistrySuite } from '../support/schema-registry-local';
 import { ReplicaProcess } from '../../src/harness/replica-process';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * A real Debezium writing Avro: PostgreSQL and Kafka Connect with Debezium's PostgreSQL
@@ -67,10 +68,9 @@ function sourceRows(table: string): SourceRow[] {
 async function lanceRows(lanceDir: string): Promise<SourceRow[] | undefined> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
-    if (!(await db.tableNames()).includes('logs')) return undefined;
-    const table = await (
-      await db.openTable('logs')
-    )
+    const opened = await openTableIfCommitted(db, 'logs');
+    if (!opened) return undefined;
+    const table = await opened
       .query()
       .where('_deleted = false')
       .select(['id', 'name', 'amount', 'ratio', 'created', 'createdz', 'note'])

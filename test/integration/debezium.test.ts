@@ -15,6 +15,7 @@ import { sleep, until } from '../support/faults';
 import { waitForCommittedAtEnd } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * A real Debezium: PostgreSQL (Debian's package, wal_level=logical) and Kafka Connect in
@@ -45,10 +46,9 @@ function sourceRows(table: string): SourceRow[] {
 async function lanceRows(lanceDir: string): Promise<SourceRow[] | undefined> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
-    if (!(await db.tableNames()).includes('logs')) return undefined;
-    const rows = (await (
-      await db.openTable('logs')
-    )
+    const opened = await openTableIfCommitted(db, 'logs');
+    if (!opened) return undefined;
+    const rows = (await opened
       .query()
       .where('_deleted = false')
       .select(['id', 'name', 'note'])

@@ -6,6 +6,7 @@ import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { testBrokers } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * Declared types through a real replica (Kafka, staging workers, materializer): good
@@ -65,8 +66,8 @@ test('good records land with every declared type; a wrong dimension, NaN, malfor
   const rows = await until(async () => {
     const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
     try {
-      if (!(await db.tableNames()).includes('logs')) return undefined;
-      const t = await db.openTable('logs');
+      const t = await openTableIfCommitted(db, 'logs');
+      if (!t) return undefined;
       const table = await t.query().toArrow();
       t.close();
       return table.numRows >= 3 ? table : undefined;

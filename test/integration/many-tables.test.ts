@@ -9,6 +9,7 @@ import { produceRecords, waitForCommittedAtEnd, writeConsumer } from '../support
 import { testBrokers } from '../support/kafka';
 import { tempDir } from '../support/rows';
 import { runBounded } from '../support/run-bounded';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * One materializer worker publishing many tables, through a real replica on the real
@@ -31,8 +32,8 @@ async function tableRows(
 ): Promise<{ partition: number; offset: number; n: number }[]> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
-    if (!(await db.tableNames()).includes(table)) return [];
-    const t = await db.openTable(table);
+    const t = await openTableIfCommitted(db, table);
+    if (!t) return [];
     const rows = (await t.query().select(['_partition', '_offset', 'n']).toArray()) as {
       _partition: number;
       _offset: bigint;

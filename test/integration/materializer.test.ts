@@ -6,6 +6,7 @@ import { produceRecords, waitForCommittedAtEnd, type Produced } from '../support
 import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * Kafka to Lance through a real replica process: every produced record lands in the
@@ -52,8 +53,8 @@ async function waitForRows(dir: string, table: string, expected: number, timeout
   const db = await lancedb.connect(dir, { readConsistencyInterval: 0 });
   try {
     for (;;) {
-      if ((await db.tableNames()).includes(table)) {
-        const t = await db.openTable(table);
+      const t = await openTableIfCommitted(db, table);
+      if (t) {
         const n = await t.countRows();
         t.close();
         if (n >= expected) return;

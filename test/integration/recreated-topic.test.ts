@@ -6,6 +6,7 @@ import { sleep, until } from '../support/faults';
 import { produceRecords, writeConsumer } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * A topic deleted and recreated with the same name starts its offsets at 0 again, so
@@ -34,8 +35,8 @@ interface Row {
 async function tableRows(lanceDir: string): Promise<Row[]> {
   const db = await lancedb.connect(lanceDir);
   try {
-    if (!(await db.tableNames()).includes('logs')) return [];
-    const table = await db.openTable('logs');
+    const table = await openTableIfCommitted(db, 'logs');
+    if (!table) return [];
     const hasId = (await table.schema()).fields.some((f) => f.name === '_topic_id');
     const rows = await table
       .query()
@@ -55,8 +56,9 @@ async function tableRows(lanceDir: string): Promise<Row[]> {
 async function rowCount(lanceDir: string): Promise<number> {
   const db = await lancedb.connect(lanceDir);
   try {
-    if (!(await db.tableNames()).includes('logs')) return 0;
-    return await (await db.openTable('logs')).countRows();
+    const opened = await openTableIfCommitted(db, 'logs');
+    if (!opened) return 0;
+    return await opened.countRows();
   } finally {
     db.close();
   }

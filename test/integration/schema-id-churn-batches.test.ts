@@ -9,6 +9,7 @@ import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
 import { testBrokers } from '../support/kafka';
 import { tempDir } from '../support/rows';
 import { schemaRegistrySuite } from '../support/schema-registry-local';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * Schema-id churn in one fetch: far more distinct ids than one batch resolves
@@ -77,8 +78,8 @@ test('a fetch holding more distinct schema ids than a batch resolves is admitted
   const rows = async () => {
     const db = await lancedb.connect(path.join(dataDir, 'lance'), { readConsistencyInterval: 0 });
     try {
-      if (!(await db.tableNames()).includes('logs')) return undefined;
-      const t = await db.openTable('logs');
+      const t = await openTableIfCommitted(db, 'logs');
+      if (!t) return undefined;
       const table = await t.query().toArrow();
       t.close();
       return table.numRows >= 2 ? table : undefined;

@@ -10,6 +10,7 @@ import { ReplicaProcess } from '../../src/harness/replica-process';
 import { sumOf } from '../../src/harness/prometheus-text';
 import type { InspectReport } from '../../src/cli/inspect';
 import { runBounded } from '../support/run-bounded';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 const BIN = path.resolve(__dirname, '../../bin/kafka-lance');
 
@@ -82,8 +83,8 @@ function latest(changes: readonly Change[]): Map<string, string> {
 async function tableState(lanceDir: string, table = 'logs'): Promise<Map<string, string> | undefined> {
   const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
   try {
-    if (!(await db.tableNames()).includes(table)) return undefined;
-    const t = await db.openTable(table);
+    const t = await openTableIfCommitted(db, table);
+    if (!t) return undefined;
     const rows = (await t.query().where('_deleted = false').select(['_key', 'message']).toArray()) as {
       _key: string;
       message: string;
@@ -427,10 +428,9 @@ test('Debezium change events (JSON, with and without schemas.enable) through a r
     async () => {
       const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
       try {
-        if (!(await db.tableNames()).includes('logs')) return undefined;
-        const rows = (await (
-          await db.openTable('logs')
-        )
+        const opened = await openTableIfCommitted(db, 'logs');
+        if (!opened) return undefined;
+        const rows = (await opened
           .query()
           .where('_deleted = false')
           .select(['id', 'name', 'note'])
@@ -493,8 +493,8 @@ test('a Debezium topic compacted while a replica was stopped: the tombstone left
   const liveIds = async (): Promise<number[] | undefined> => {
     const db = await lancedb.connect(lanceDir, { readConsistencyInterval: 0 });
     try {
-      if (!(await db.tableNames()).includes('logs')) return undefined;
-      const t = await db.openTable('logs');
+      const t = await openTableIfCommitted(db, 'logs');
+      if (!t) return undefined;
       const rows = (await t.query().where('_deleted = false').select(['id']).toArray()) as { id: bigint }[];
       t.close();
       return rows.map((r) => Number(r.id)).sort((a, b) => a - b);

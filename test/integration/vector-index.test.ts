@@ -5,6 +5,7 @@ import { produceRecords } from '../support/ingestion-fixture';
 import { testBrokers } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 import { tempDir } from '../support/rows';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /**
  * Declared vector indexes through a real broker and a real replica process: the index is
@@ -43,8 +44,8 @@ async function until<T>(read: () => Promise<T | undefined>, what: string, timeou
 async function withTable<T>(dataDir: string, read: (t: lancedb.Table) => Promise<T>): Promise<T | undefined> {
   const db = await lancedb.connect(`${dataDir}/lance`, { readConsistencyInterval: 0 });
   try {
-    if (!(await db.tableNames()).includes('logs')) return undefined;
-    const t = await db.openTable('logs');
+    const t = await openTableIfCommitted(db, 'logs');
+    if (!t) return undefined;
     try {
       return await read(t);
     } finally {

@@ -20,6 +20,7 @@ import {
   stageRows,
 } from '../support/materializer-fixture';
 import { tempDir } from '../support/rows';
+import { openTableIfCommitted } from '../../src/lance/open-if-committed';
 
 /** Rejects instead of letting a hang run into jest's timeout (which would hide what hung). */
 async function settlesWithin<T>(promise: Promise<T>, ms: number): Promise<T> {
@@ -249,13 +250,10 @@ describe('permits and source reservation', () => {
     let watching = true;
     const watcher = (async () => {
       while (watching) {
-        if ((await db.tableNames()).includes(TABLE)) {
-          // Listed while being created (its directory before its first version): next round.
-          const t = await db.openTable(TABLE).catch(() => undefined);
-          if (t) {
-            seen.add(await t.countRows());
-            t.close();
-          }
+        const t = await openTableIfCommitted(db, TABLE);
+        if (t) {
+          seen.add(await t.countRows());
+          t.close();
         }
         await new Promise((r) => setTimeout(r, 5));
       }
