@@ -211,7 +211,7 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
       let answered = request;
       try {
         answer = await fetch.call(broker, request);
-        fetchExpansion.answered();
+        fetchExpansion.answered(heldRecords(answer));
       } catch (error) {
         if (error instanceof CorruptCompressedBatchError) {
           const found = await corruptPartition((r) => fetch.call(broker, r), request);
@@ -251,6 +251,11 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   }
   marked[HOOKED] = true;
   return broker;
+}
+
+/** Whether a fetch's answer brought any record (of any partition). */
+export function heldRecords(answer: FetchResponse): boolean {
+  return answer.responses.some((t) => t.partitions.some((p) => (p.messages?.length ?? 0) > 0));
 }
 
 /** Fetch sizes below which a request is never scaled down (the broker returns a whole first batch anyway). */

@@ -176,14 +176,24 @@ describe('fetch sizes follow how much fetched batches decompress to (the memory 
     const e = new FetchExpansion();
     expect(e.scaled(4 * MiB, 64 * 1024)).toBe(MiB);
     e.observe(1_000, 1_000);
-    e.answered();
+    e.answered(true);
     expect(e.scaled(4 * MiB, 64 * 1024)).toBe(4 * MiB);
+  });
+
+  it('a fetch that brought no records (an empty topic at start) keeps the first-fetch guard for the backlog produced later', () => {
+    const e = new FetchExpansion();
+    e.answered(false);
+    e.answered(false);
+    expect(e.scaled(16 * MiB, 64 * 1024)).toBe(4 * MiB);
+    e.observe(MiB, 10 * MiB);
+    e.answered(true);
+    expect(e.scaled(16 * MiB, 64 * 1024)).toBe(Math.floor((16 * MiB) / 10));
   });
 
   it('a topic that compresses 12x: a twelfth at once, never below the floor, never above the size', () => {
     const e = new FetchExpansion();
     e.observe(MiB, 12 * MiB);
-    e.answered();
+    e.answered(true);
     expect(e.scaled(12 * MiB, 64 * 1024)).toBe(MiB);
     expect(e.scaled(128 * 1024, 64 * 1024)).toBe(64 * 1024);
     expect(e.scaled(32 * 1024, 64 * 1024)).toBe(32 * 1024);
@@ -191,7 +201,7 @@ describe('fetch sizes follow how much fetched batches decompress to (the memory 
 
   it('after compressible batches, a few poorly compressed ones bring the sizes back only slowly', () => {
     const e = new FetchExpansion();
-    e.answered();
+    e.answered(true);
     e.observe(MiB, 12 * MiB);
     for (let i = 0; i < 5; i++) e.observe(MiB, MiB);
     expect(e.ratio).toBeGreaterThan(8);

@@ -2,6 +2,7 @@ import { CorruptCompressedBatchError, FetchExpansion } from '../../../src/kafka/
 import {
   corruptPartition,
   decompressedSized,
+  heldRecords,
   type FetchRequest,
   type FetchResponse,
 } from '../../../src/kafka/protocol/coordinator-hook';
@@ -22,7 +23,7 @@ const request: FetchRequest = {
 describe('a fetch scaled below one batch does not starve the later partitions', () => {
   const compressing = () => {
     const expansion = new FetchExpansion();
-    expansion.answered();
+    expansion.answered(true);
     expansion.observe(1, 100); // a topic that compresses 100x: sizes far below one batch
     return expansion;
   };
@@ -43,9 +44,25 @@ describe('a fetch scaled below one batch does not starve the later partitions', 
 
   test('an uncompressed topic is fetched as kafkajs asks', () => {
     const expansion = new FetchExpansion();
-    expansion.answered();
+    expansion.answered(true);
     expect(decompressedSized(request, expansion, 3)).toBe(request);
   });
+});
+
+test('only an answer that brought records ends the first-fetch guard (an empty answer says nothing of the next)', () => {
+  const empty: FetchResponse = {
+    responses: [{ topicName: 'a', partitions: [{ partition: 0, messages: [] }, { partition: 1 }] }],
+  };
+  expect(heldRecords(empty)).toBe(false);
+  expect(heldRecords({ responses: [] })).toBe(false);
+  const one = { offset: '7' } as unknown as NonNullable<
+    FetchResponse['responses'][number]['partitions'][number]['messages']
+  >[number];
+  expect(
+    heldRecords({
+      responses: [...empty.responses, { topicName: 'b', partitions: [{ partition: 1, messages: [one] }] }],
+    }),
+  ).toBe(true);
 });
 
 describe('locating the corrupt batch of a failed fetch', () => {

@@ -13,16 +13,18 @@ export class FetchExpansion {
 
   /**
    * The moving ratio (decompressed / compressed bytes, at least 1) of recent batches; until
-   * a first fetch was answered, at least FIRST_FETCH_RATIO: nothing is known yet, and a
-   * first fetch of a compressed backlog would hold the most.
+   * a fetch brought records, at least FIRST_FETCH_RATIO: nothing is known yet, and a first
+   * fetch of a compressed backlog would hold the most. A fetch that brought none (an empty
+   * topic, a replica caught up at start) says nothing of what the next one holds: a
+   * compressed backlog produced later is still fetched under the guard.
    */
   get ratio(): number {
     return this.#answered ? this.#ratio : Math.max(this.#ratio, FIRST_FETCH_RATIO);
   }
 
-  /** A fetch was answered (its batches, compressed or not, observed). */
-  answered(): void {
-    this.#answered = true;
+  /** A fetch was answered; `withRecords` when it brought any (its batches, compressed or not, observed). */
+  answered(withRecords: boolean): void {
+    if (withRecords) this.#answered = true;
   }
 
   /** One batch decompressed: its bytes before and after. */
