@@ -15,9 +15,10 @@ import type { FieldState } from './field-state';
  * (`t`) deletes every row before it (`truncate: 'apply'`, staged as a delete row without a
  * key: src/lance/upsert-merge.ts) or is a dead letter (`'dead-letter'`, the default). An `after` holding Debezium's
  * placeholder for an unchanged TOASTed column (placeholderIn: as text, or in a bytea's,
- * array's or hstore's shape) is staged as the placeholder when the column is a string: the
- * merge keeps the stored value there (src/lance/upsert-merge.ts). In a column of another
- * type no merge resolves it, so it is refused, never stored.
+ * array's or hstore's shape) is staged as the placeholder when the column is a string (its
+ * text) or binary (its bytes): the merge keeps the stored value there
+ * (src/lance/upsert-merge.ts). In a column of another type no merge resolves it, so it is
+ * refused, never stored.
  */
 
 /** The value Debezium's PostgreSQL connector sends for an unchanged TOASTed column. */
@@ -49,10 +50,11 @@ const PLACEHOLDER_UUID = (() => {
 /**
  * How a value is Debezium's placeholder for an unchanged TOASTed column (the PostgreSQL
  * connector's UnchangedToastedPlaceholder): 'text' when it is a string (the placeholder, or
- * its text in a bytea or hstore column), which a string column takes for the merge to
- * resolve; 'typed' when it is the placeholder in another type's shape (a bytea's bytes, an
- * array of the placeholder, of its bytes or of its UUID, an int[] or bigint[] of its bytes,
- * an hstore map of it), which no merge resolves; undefined when it is a value.
+ * its text in a bytea or hstore column), which a string or binary column takes for the merge
+ * to resolve; 'typed' when it is the placeholder in another type's shape (a bytea's bytes,
+ * which a binary column takes, an array of the placeholder, of its bytes or of its UUID, an
+ * int[] or bigint[] of its bytes, an hstore map of it, which no merge resolves); undefined
+ * when it is a value.
  */
 export function placeholderIn(value: unknown): 'text' | 'typed' | undefined {
   if (typeof value === 'string')
@@ -91,13 +93,20 @@ export type ChangeEvent =
   | { readonly reason: DeadLetterReason; readonly detail: string; readonly field?: string };
 
 /**
- * Whether a column keeps Debezium's placeholder as it is, for the merge to replace with the
- * stored value: a string column, or one not declared (inferred from the placeholder, a string).
+ * How a column keeps Debezium's placeholder for the merge to replace with the stored value:
+ * `text`, a string column or one not declared (inferred from the placeholder, a string), where
+ * it is staged as the placeholder's text; `bytes`, a binary column (a bytea), where it is staged
+ * as the placeholder's UTF-8 bytes. Undefined: a column of another type, where the placeholder
+ * is a dead letter.
  */
-export function takesPlaceholder(field: FieldState | undefined): boolean {
-  if (field === undefined) return true;
+export type PlaceholderColumn = 'text' | 'bytes';
+
+export function takesPlaceholder(field: FieldState | undefined): PlaceholderColumn | undefined {
+  if (field === undefined) return 'text';
   const type = field.codec.arrowType();
-  return DataType.isUtf8(type) || DataType.isLargeUtf8(type);
+  if (DataType.isUtf8(type) || DataType.isLargeUtf8(type)) return 'text';
+  if (DataType.isBinary(type) || DataType.isLargeBinary(type)) return 'bytes';
+  return undefined;
 }
 
 /**
@@ -177,8 +186,8 @@ export function readChangeEvent(
   recordKey: RecordKey,
   keyFields: readonly string[],
   options: {
-    /** Whether a column is a string one, where the merge resolves the TOASTed placeholder. */
-    readonly takesPlaceholder?: (field: string) => boolean;
+    /** Whether a column is one where the merge resolves the TOASTed placeholder, and as what it is staged there. */
+    readonly takesPlaceholder?: (field: string) => PlaceholderColumn | undefined;
     /** What a truncate does (config/upsert-options.ts); absent: 'dead-letter'. */
     readonly truncate?: Truncates | undefined;
     /**
@@ -190,7 +199,7 @@ export function readChangeEvent(
     readonly sequence?: string | undefined;
   } = {},
 ): ChangeEvent {
-  const takesPlaceholder = options.takesPlaceholder ?? (() => false);
+  const takesPlaceholder = options.takesPlaceholder ?? (() => undefined);
   const change = readChange(
     value,
     recordKey,
@@ -223,7 +232,7 @@ function readChange(
   value: unknown,
   recordKey: RecordKey,
   keyFields: readonly string[],
-  takesPlaceholder: (field: string) => boolean,
+  takesPlaceholder: (field: string) => PlaceholderColumn | undefined,
   truncate: Truncates | undefined,
   keyLookup: boolean,
 ): ChangeEvent {
@@ -249,11 +258,14 @@ function readChange(
             field,
             detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value in the create of a primary-key update, whose old row holds the value; set REPLICA IDENTITY FULL on the source table`,
           };
-        if (placeholder === 'typed' || keyFields.includes(field) || !takesPlaceholder(field))
+        const column = keyFields.includes(field) ? undefined : takesPlaceholder(field);
+        // A typed placeholder is kept only as a bytea's bytes in a binary column.
+        const typedKept = column === 'bytes' && v instanceof Uint8Array;
+        if (column === undefined || (placeholder === 'typed' && !typedKept))
           return {
             reason: 'unavailable-value',
             field,
-            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, in a column that is not a string (the merge keeps the stored value of string columns only); set REPLICA IDENTITY FULL on the source table`,
+            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, in a column that is neither a string nor binary (the merge keeps the stored value of those only); set REPLICA IDENTITY FULL on the source table`,
           };
         if (!keyLookup)
           return {
@@ -261,8 +273,11 @@ function readChange(
             field,
             detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, and no key column is a string, integer, boolean or binary one to look the stored row up by; set REPLICA IDENTITY FULL on the source table`,
           };
-        // Its text in a bytea or hstore column, staged as the placeholder the merge looks for.
-        if (v !== UNAVAILABLE_VALUE) row = { ...row, [field]: UNAVAILABLE_VALUE };
+        // Staged as the placeholder the merge looks for: in a string column its text (a bytea's or
+        // hstore's text too), in a binary one its bytes (JSON's binary columns read base64).
+        if (column === 'bytes') {
+          if (!typedKept) row = { ...row, [field]: PLACEHOLDER_BYTES.toString('base64') };
+        } else if (v !== UNAVAILABLE_VALUE) row = { ...row, [field]: UNAVAILABLE_VALUE };
       }
       return { kind: 'upsert', row };
     }

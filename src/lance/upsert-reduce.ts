@@ -252,7 +252,7 @@ interface Held {
 const PLACEHOLDER_BYTES = new TextEncoder().encode(UNAVAILABLE_VALUE);
 
 /**
- * The string columns of a staged batch that hold Debezium's placeholder in some row, each
+ * The string and binary columns of a staged batch that hold Debezium's placeholder in some row, each
  * with its test by row. The search runs over a column's value bytes at once (a publication
  * without a placeholder costs one `indexOf` per string column).
  */
@@ -261,7 +261,14 @@ function unavailableCells(batch: RecordBatch): Map<string, (row: number) => bool
   batch.schema.fields.forEach((field, c) => {
     if (SYSTEM_COLUMN_NAMES.has(field.name)) return;
     const type = field.type as DataType;
-    if (!DataType.isUtf8(type) && !DataType.isLargeUtf8(type)) return;
+    // Strings, and binary columns (a bytea), which hold the placeholder's UTF-8 bytes.
+    if (
+      !DataType.isUtf8(type) &&
+      !DataType.isLargeUtf8(type) &&
+      !DataType.isBinary(type) &&
+      !DataType.isLargeBinary(type)
+    )
+      return;
     const data = batch.data.children[c]!;
     const bytes = data.values as Uint8Array;
     if (Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf(PLACEHOLDER_BYTES) < 0) return;

@@ -1,6 +1,6 @@
 import { resolveConsumer } from '../../src/config';
 import { RecordDecoder } from '../../src/decode/record-decoder';
-import { placeholderIn } from '../../src/decode/debezium-envelope';
+import { placeholderIn, readChangeEvent } from '../../src/decode/debezium-envelope';
 import { column, msg, NOW } from './fixture';
 
 /**
@@ -259,4 +259,28 @@ test("a TOASTed placeholder read from Avro (a bytea's bytes, a bytea[] of them, 
   expect(placeholderIn([PLACEHOLDER, PLACEHOLDER])).toBeUndefined();
   expect(placeholderIn({ [PLACEHOLDER]: PLACEHOLDER, other: 'x' })).toBeUndefined();
   expect(placeholderIn([...PLACEHOLDER_BYTES].slice(1))).toBeUndefined();
+});
+
+test("a bytea's placeholder in a binary column is staged as the placeholder's bytes for the merge to keep the stored value (Avro's bytes as they are, JSON's text as base64); another shape there is a dead letter", () => {
+  const read = (blob: unknown) =>
+    readChangeEvent(
+      { op: 'u', before: null, after: { id: 1, blob }, source: { lsn: 1 } },
+      () => undefined,
+      ['id'],
+      { takesPlaceholder: (f) => (f === 'blob' ? 'bytes' : undefined) },
+    );
+  expect(read(new Uint8Array(PLACEHOLDER_BYTES))).toEqual({
+    kind: 'upsert',
+    row: { id: 1, blob: new Uint8Array(PLACEHOLDER_BYTES) },
+  });
+  for (const text of [
+    PLACEHOLDER_BYTES.toString('hex'),
+    PLACEHOLDER_BYTES.toString('base64url'),
+    PLACEHOLDER,
+  ])
+    expect(read(text)).toEqual({
+      kind: 'upsert',
+      row: { id: 1, blob: PLACEHOLDER_BYTES.toString('base64') },
+    });
+  expect(read([PLACEHOLDER])).toMatchObject({ reason: 'unavailable-value', field: 'blob' });
 });
