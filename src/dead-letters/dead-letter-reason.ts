@@ -16,7 +16,7 @@ export type DeadLetterReason =
   /** Debezium envelope: a truncate not applied (`truncate: 'dead-letter'`, the default; the rows stay). */
   | 'debezium-truncate'
   /**
-   * Debezium envelope: a TOASTed placeholder in a column that is neither a string nor binary, in a primary-key
+   * Debezium envelope: a TOASTed placeholder in a column that is neither a string, binary nor a list, in a primary-key
    * update's create, or in a table whose key is of times only (no column to look its row up by).
    */
   | 'unavailable-value'

@@ -16,7 +16,7 @@ import type { FieldState } from './field-state';
  * key: src/lance/upsert-merge.ts) or is a dead letter (`'dead-letter'`, the default). An `after` holding Debezium's
  * placeholder for an unchanged TOASTed column (placeholderIn: as text, or in a bytea's,
  * array's or hstore's shape) is staged as the placeholder when the column is a string (its
- * text) or binary (its bytes): the merge keeps the stored value there
+ * text), binary (its bytes) or a list (an array's shape): the merge keeps the stored value there
  * (src/lance/upsert-merge.ts). In a column of another type no merge resolves it, so it is
  * refused, never stored.
  */
@@ -53,8 +53,8 @@ const PLACEHOLDER_UUID = (() => {
  * its text in a bytea or hstore column), which a string or binary column takes for the merge
  * to resolve; 'typed' when it is the placeholder in another type's shape (a bytea's bytes,
  * which a binary column takes, an array of the placeholder, of its bytes or of its UUID, an
- * int[] or bigint[] of its bytes, an hstore map of it, which no merge resolves); undefined
- * when it is a value.
+ * int[] or bigint[] of its bytes, which a list column takes, an hstore map of it, which no
+ * merge resolves); undefined when it is a value.
  */
 export function placeholderIn(value: unknown): 'text' | 'typed' | undefined {
   if (typeof value === 'string')
@@ -96,16 +96,29 @@ export type ChangeEvent =
  * How a column keeps Debezium's placeholder for the merge to replace with the stored value:
  * `text`, a string column or one not declared (inferred from the placeholder, a string), where
  * it is staged as the placeholder's text; `bytes`, a binary column (a bytea), where it is staged
- * as the placeholder's UTF-8 bytes. Undefined: a column of another type, where the placeholder
- * is a dead letter.
+ * as the placeholder's UTF-8 bytes; `list`, a list of strings, binary or integers (a text[],
+ * bytea[], uuid[], int[] or bigint[]), where it is staged in the array's shape Debezium gives it.
+ * Undefined: a column of another type (an hstore map among them), where the placeholder is a
+ * dead letter.
  */
-export type PlaceholderColumn = 'text' | 'bytes';
+export type PlaceholderColumn = 'text' | 'bytes' | 'list';
 
 export function takesPlaceholder(field: FieldState | undefined): PlaceholderColumn | undefined {
   if (field === undefined) return 'text';
   const type = field.codec.arrowType();
   if (DataType.isUtf8(type) || DataType.isLargeUtf8(type)) return 'text';
   if (DataType.isBinary(type) || DataType.isLargeBinary(type)) return 'bytes';
+  if (DataType.isList(type)) {
+    const item = type.children[0]!.type as DataType;
+    if (
+      DataType.isUtf8(item) ||
+      DataType.isLargeUtf8(item) ||
+      DataType.isBinary(item) ||
+      DataType.isLargeBinary(item) ||
+      DataType.isInt(item)
+    )
+      return 'list';
+  }
   return undefined;
 }
 
@@ -259,13 +272,15 @@ function readChange(
             detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value in the create of a primary-key update, whose old row holds the value; set REPLICA IDENTITY FULL on the source table`,
           };
         const column = keyFields.includes(field) ? undefined : takesPlaceholder(field);
-        // A typed placeholder is kept only as a bytea's bytes in a binary column.
-        const typedKept = column === 'bytes' && v instanceof Uint8Array;
-        if (column === undefined || (placeholder === 'typed' && !typedKept))
+        // A typed placeholder is kept as a bytea's bytes in a binary column and as an array's
+        // shape in a list column; a list column takes no other.
+        const typedKept =
+          (column === 'bytes' && v instanceof Uint8Array) || (column === 'list' && Array.isArray(v));
+        if (column === undefined || ((placeholder === 'typed' || column === 'list') && !typedKept))
           return {
             reason: 'unavailable-value',
             field,
-            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, in a column that is neither a string nor binary (the merge keeps the stored value of those only); set REPLICA IDENTITY FULL on the source table`,
+            detail: `column "${field}" is Debezium's placeholder for an unchanged TOASTed value, in a column that is neither a string, binary nor a list of those or of integers (the merge keeps the stored value of those only); set REPLICA IDENTITY FULL on the source table`,
           };
         if (!keyLookup)
           return {
@@ -275,7 +290,9 @@ function readChange(
           };
         // Staged as the placeholder the merge looks for: in a string column its text (a bytea's or
         // hstore's text too), in a binary one its bytes (JSON's binary columns read base64).
-        if (column === 'bytes') {
+        if (column === 'list') {
+          // Staged as it came: the reduction finds the array's shape (placeholderIn).
+        } else if (column === 'bytes') {
           if (!typedKept) row = { ...row, [field]: PLACEHOLDER_BYTES.toString('base64') };
         } else if (v !== UNAVAILABLE_VALUE) row = { ...row, [field]: UNAVAILABLE_VALUE };
       }

@@ -7,6 +7,7 @@ import {
   DataType,
   makeData,
   vectorFromArray,
+  Vector,
   type Data,
 } from 'apache-arrow';
 import { SEQUENCE_COLUMN } from '../config/upsert-options';
@@ -20,7 +21,7 @@ import {
   TOPIC_ID_COLUMN,
   stagedColumns,
 } from '../staging/system-columns';
-import { UNAVAILABLE_VALUE } from '../decode/debezium-envelope';
+import { UNAVAILABLE_VALUE, placeholderIn } from '../decode/debezium-envelope';
 import { takeData, takeRows } from './take-rows';
 import { keyIdentity, keyValues } from './upsert-keys';
 import { newer, type Position } from './upsert-order';
@@ -261,6 +262,11 @@ function unavailableCells(batch: RecordBatch): Map<string, (row: number) => bool
   batch.schema.fields.forEach((field, c) => {
     if (SYSTEM_COLUMN_NAMES.has(field.name)) return;
     const type = field.type as DataType;
+    if (DataType.isList(type)) {
+      const test = listPlaceholders(batch.getChildAt(c)!, batch.data.children[c]!);
+      if (test) found.set(field.name, test);
+      return;
+    }
     // Strings, and binary columns (a bytea), which hold the placeholder's UTF-8 bytes.
     if (
       !DataType.isUtf8(type) &&
@@ -283,6 +289,24 @@ function unavailableCells(batch: RecordBatch): Map<string, (row: number) => bool
   return found;
 }
 
+/**
+ * A list column's test by row for the placeholder in an array's shape (a text[] or uuid[] of
+ * it, a bytea[] of its bytes, an int[] of its bytes: placeholderIn), or undefined when no row
+ * is one. Only lists of one item or of the placeholder's length are read.
+ */
+function listPlaceholders(column: Vector, data: Data): ((row: number) => boolean) | undefined {
+  const offsets = data.valueOffsets as Int32Array;
+  const rows = new Set<number>();
+  for (let row = 0; row < data.length; row++) {
+    if (!data.getValid(row)) continue;
+    const length = offsets[row + 1]! - offsets[row]!;
+    if (length !== 1 && length !== PLACEHOLDER_BYTES.length) continue;
+    const items = column.get(row) as Iterable<unknown> | null;
+    if (items && placeholderIn([...items]) === 'typed') rows.add(row);
+  }
+  return rows.size === 0 ? undefined : (row) => rows.has(row);
+}
+
 const SYSTEM_COLUMN_NAMES = new Set([
   TOPIC_COLUMN,
   TOPIC_ID_COLUMN,
@@ -303,7 +327,11 @@ export function withColumnValues(
     const data = batch.data.children[c]!;
     if (!columns.includes(field.name)) return data;
     const vector = batch.getChildAt(c)!;
-    const values = Array.from({ length: batch.numRows }, (_, j) => value(field.name, j, vector.get(j)));
+    // A list's value (its own, or one read from the table) is a Vector: its items as an array.
+    const values = Array.from({ length: batch.numRows }, (_, j) => {
+      const v = value(field.name, j, vector.get(j));
+      return v instanceof Vector ? [...(v as Iterable<unknown>)] : v;
+    });
     return vectorFromArray(values, field.type as DataType).data[0]!;
   });
   return new RecordBatch(

@@ -284,3 +284,20 @@ test("a bytea's placeholder in a binary column is staged as the placeholder's by
     });
   expect(read([PLACEHOLDER])).toMatchObject({ reason: 'unavailable-value', field: 'blob' });
 });
+
+test("an array's placeholder in a list column is staged in its shape for the merge to keep the stored list; the placeholder's text there is a dead letter", () => {
+  const read = (tags: unknown) =>
+    readChangeEvent(
+      { op: 'u', before: null, after: { id: 1, tags }, source: { lsn: 1 } },
+      () => undefined,
+      ['id'],
+      { takesPlaceholder: (f) => (f === 'tags' ? 'list' : undefined) },
+    );
+  expect(read([PLACEHOLDER])).toEqual({ kind: 'upsert', row: { id: 1, tags: [PLACEHOLDER] } });
+  expect(read([...PLACEHOLDER_BYTES])).toEqual({
+    kind: 'upsert',
+    row: { id: 1, tags: [...PLACEHOLDER_BYTES] },
+  });
+  expect(read(PLACEHOLDER)).toMatchObject({ reason: 'unavailable-value', field: 'tags' });
+  expect(read({ [PLACEHOLDER]: PLACEHOLDER })).toMatchObject({ reason: 'unavailable-value', field: 'tags' });
+});

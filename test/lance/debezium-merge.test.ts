@@ -475,3 +475,73 @@ test("a TOASTed bytea's placeholder in a binary column keeps the stored bytes: t
     db.close();
   }
 }, 60_000);
+
+test("a TOASTed array's placeholder (a text[] of it, an int[] of its bytes) in a list column keeps the stored list", async () => {
+  const arrays = new RecordDecoder(
+    resolveConsumer(
+      {
+        name: 'docs',
+        brokers: ['127.0.0.1:1'],
+        topics: [TOPIC],
+        schema: {
+          fields: {
+            id: 'int64',
+            name: 'string',
+            tags: { type: 'list', items: 'string' },
+            nums: { type: 'list', items: 'int32' },
+          },
+        },
+        mode: 'upsert',
+        key: { fields: ['id'] },
+        envelope: 'debezium',
+      },
+      'test',
+    ),
+    () => T0,
+  );
+  const placeholderBytes = [...Buffer.from(PLACEHOLDER)];
+  const rows: readonly (readonly [number, 'c' | 'u', Record<string, unknown>])[] = [
+    [0, 'c', { id: 1, name: 'one', tags: ['a', 'b'], nums: [1, 2, 3] }],
+    [1, 'u', { id: 1, name: 'one b', tags: [PLACEHOLDER], nums: placeholderBytes }],
+    // In one publication: from the key's earlier record there.
+    [2, 'c', { id: 2, name: 'two', tags: ['c'], nums: [4] }],
+    [3, 'u', { id: 2, name: 'two b', tags: [PLACEHOLDER], nums: placeholderBytes }],
+  ];
+  const decoded = arrays.decode(
+    TOPIC,
+    0,
+    rows.map(([offset, op, after]) => ({
+      offset,
+      timestamp: T0 + offset,
+      key: enc(JSON.stringify({ id: after.id })),
+      value: enc(JSON.stringify({ op, before: null, after, source: { lsn: offset } })),
+    })),
+    TOPIC_ID,
+  );
+  expect(decoded.deadLetters).toEqual([]);
+  const lance = await connect();
+  const batch = decoded.batch!;
+  await publish(lance, [batch.slice(0, 1)]);
+  await publish(lance, [batch.slice(1, 4)]);
+  lance.close();
+  const db = await lancedb.connect(target.uri);
+  try {
+    const table = await db.openTable(target.table);
+    const live = (await table.query().where('_deleted = false').toArray()) as {
+      id: bigint;
+      name: string;
+      tags: Iterable<string> | null;
+      nums: Iterable<number> | null;
+    }[];
+    expect(
+      live
+        .map((r) => [Number(r.id), r.name, r.tags && [...r.tags], r.nums && [...r.nums]])
+        .sort((a, b) => Number(a[0]) - Number(b[0])),
+    ).toEqual([
+      [1, 'one b', ['a', 'b'], [1, 2, 3]],
+      [2, 'two b', ['c'], [4]],
+    ]);
+  } finally {
+    db.close();
+  }
+}, 60_000);
