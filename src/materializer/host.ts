@@ -10,7 +10,8 @@ import type { MaterializerStats } from './materializer-stats';
 import type { OwnershipRow } from '../ownership/partition-ownership';
 import { TableGauges } from '../metrics/table-gauges';
 import { DiskFullLatch } from './disk-full-latch';
-import { alertsOn, type TableReport } from './table-set';
+import type { TableReport } from './table-set';
+import { alertsOn } from './table-stall';
 import type { MaterializerReply, MaterializerWorkerInit } from './worker-protocol';
 
 /** The main thread's handle on the materializer worker (every table it serves). */

@@ -1,17 +1,16 @@
-import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { TopicPartitionKey } from '../common/offsets';
-import { TableRefusedError } from '../lance/table-opening';
 import type { PartitionOwnership } from '../ownership/partition-ownership';
 import type { SealedPart } from '../staging/sealed-part';
 import type { Drain, Turn } from './materializer';
 import type { MaterializerStats } from './materializer-stats';
-import { plansDir } from './ledger';
 import { PartialPublicationError } from './publication-errors';
 import type { TableKeeperRole } from './index-upkeep';
 import type { PublicationResult } from './publisher';
+import { TableStall, type StallReason } from './table-stall';
+import { countParts, holdsWork, tablesWithWork } from './table-work';
 
 /** What the table set asks of one table's publisher (a Materializer). */
 export interface ServedTable extends TableKeeperRole {
@@ -34,20 +33,6 @@ export interface TableUpkeep {
   tick(now?: number): void;
   abort(): void;
   stop(): Promise<void>;
-}
-
-/**
- * Why a table publishes nothing now: `refused` (its existing Lance table refuses the
- * definition: a declared type, its mode), `failing` (opening it or its last turn threw:
- * the store, the disk), `damaged` (a publication found half or twice in its Lance table:
- * an operator must look, nothing is retried), `retrying` (plans of it wait for a retry
- * after failed attempts; not an alert).
- */
-export type StallReason = 'refused' | 'failing' | 'damaged' | 'retrying';
-
-/** The stall reasons that need someone (kafka_lance_table_stalled = 1); `retrying` resolves itself. */
-export function alertsOn(reason: StallReason | undefined): boolean {
-  return reason === 'refused' || reason === 'failing' || reason === 'damaged';
 }
 
 /** One table's state, as the worker reports it to the host. */
@@ -92,9 +77,6 @@ export interface TableSetOptions {
   readonly logger: Logger;
 }
 
-/** The longest a failing table waits before its next try (a refused one waits this long between checks). */
-const MAX_BACKOFF_MS = 30_000;
-const MIN_BACKOFF_MS = 500;
 /** Tables drained at once by a graceful stop (as many as the turns: a drain is mostly waits too). */
 const DRAIN_WIDTH = 4;
 const IDLE_CLOSE_MS = 5 * 60_000;
@@ -116,9 +98,8 @@ interface Entry {
   upkeep?: TableUpkeep;
   /** Parts sealed before the table was open: handed over when it opens. */
   sealedBeforeOpen: SealedPart[];
-  stalled?: StallReason;
-  backoffMs: number;
-  retryAt: number;
+  /** Why it publishes nothing now, and when it is tried again. */
+  readonly stall: TableStall;
   /** Wants a turn: every poll asks each table once, and a table that used its whole turn asks again. */
   wanted: boolean;
   /** In a turn now (a table has at most one turn at a time). */
@@ -181,14 +162,7 @@ export class TableSet {
 
   /** Every table directory under the staging root that holds work (a missing root: none yet). */
   async discover(): Promise<void> {
-    const entries = await fsp.readdir(this.#o.stagingRoot, { withFileTypes: true }).catch(() => []);
-    for (const e of entries) {
-      if (!e.isDirectory() || e.name.startsWith('.')) continue;
-      // An empty directory (a table dropped from the definition, all of it published) is left alone:
-      // checked against today's definition it could only be refused, with nothing waiting.
-      const dir = path.join(this.#o.stagingRoot, e.name);
-      if (await holdsWork(dir)) this.#see(e.name, dir);
-    }
+    for (const { table, dir } of await tablesWithWork(this.#o.stagingRoot)) this.#see(table, dir);
     if (this.#o.alwaysServed !== undefined) this.#see(this.#o.alwaysServed);
   }
 
@@ -247,7 +221,11 @@ export class TableSet {
         (e) =>
           e.inTurn ||
           e.closing ||
-          (!this.#stopped && e.wanted && !e.compacting && e.retryAt <= now && e.stalled !== 'damaged'),
+          (!this.#stopped &&
+            e.wanted &&
+            !e.compacting &&
+            e.stall.retryAt <= now &&
+            e.stall.reason !== 'damaged'),
       );
       if (!waiting) break;
       await this.#changed.promise;
@@ -279,8 +257,8 @@ export class TableSet {
       let progressed = false;
       let retrying = 0;
       const order = [...this.#entries.values()]
-        .filter((e) => !failed.has(e.table) && e.stalled !== 'refused' && e.stalled !== 'damaged')
-        .sort((a, b) => Number(a.stalled === 'failing') - Number(b.stalled === 'failing'));
+        .filter((e) => !failed.has(e.table) && e.stall.reason !== 'refused' && e.stall.reason !== 'damaged')
+        .sort((a, b) => Number(a.stall.reason === 'failing') - Number(b.stall.reason === 'failing'));
       let next = 0;
       const runner = async () => {
         while (next < order.length && Date.now() < until) {
@@ -355,7 +333,7 @@ export class TableSet {
   #report(e: Entry): TableReport {
     return {
       table: e.table,
-      ...(e.stalled ? { stalled: e.stalled } : {}),
+      ...(e.stall.reason ? { stalled: e.stall.reason } : {}),
       ...(e.served ? { stats: e.served.stats() } : { partsWaiting: e.partsWaiting }),
     };
   }
@@ -368,8 +346,7 @@ export class TableSet {
         table,
         dir,
         sealedBeforeOpen: [],
-        backoffMs: 0,
-        retryAt: 0,
+        stall: new TableStall(table, this.#o.logger),
         wanted: true,
         inTurn: false,
         more: false,
@@ -397,7 +374,14 @@ export class TableSet {
     while (this.#turnsRunning < width) {
       let best: Entry | undefined;
       for (const e of this.#entries.values()) {
-        if (!e.wanted || e.inTurn || e.compacting || e.closing || e.retryAt > now || e.stalled === 'damaged')
+        if (
+          !e.wanted ||
+          e.inTurn ||
+          e.compacting ||
+          e.closing ||
+          e.stall.retryAt > now ||
+          e.stall.reason === 'damaged'
+        )
           continue;
         // Wall time, as quietSince is: a round may be given a `now` of its own (tests).
         if (e.quietSince !== undefined && Date.now() - e.quietSince < QUIET_RECHECK_MS) {
@@ -488,7 +472,7 @@ export class TableSet {
     const now = Date.now();
     let due: Entry | undefined;
     for (const e of this.#entries.values()) {
-      if (!e.served || e.inTurn || e.stalled === 'damaged' || e.nextOptimize > now) continue;
+      if (!e.served || e.inTurn || e.stall.reason === 'damaged' || e.nextOptimize > now) continue;
       if (!due || e.nextOptimize < due.nextOptimize) due = e;
     }
     if (!due) return;
@@ -533,7 +517,7 @@ export class TableSet {
         !(await holdsWork(entry.dir))
       ) {
         // Nothing waits (its parts were moved away, or it was all published): not opened, not stalled.
-        this.#mark(entry, undefined);
+        entry.stall.idle();
         entry.partsWaiting = 0;
         if (entry.sealings === sealings) entry.quietSince = Date.now();
         return false;
@@ -551,8 +535,7 @@ export class TableSet {
       )
         entry.quietSince = Date.now();
       entry.upkeep?.tick();
-      entry.backoffMs = 0;
-      this.#mark(entry, served.left.retryingPlans > 0 ? 'retrying' : undefined);
+      entry.stall.served(served.left.retryingPlans > 0);
     } catch (error) {
       if (error instanceof PartialPublicationError) {
         if (this.#o.damageIsFatal) throw error;
@@ -560,7 +543,7 @@ export class TableSet {
         return false;
       }
       if (!entry.served) entry.partsWaiting = await countParts(entry.dir);
-      this.#failed(entry, error, Date.now());
+      entry.stall.failed(error, Date.now());
       return false;
     }
     return turn !== undefined && turn.attempts <= 0;
@@ -579,54 +562,10 @@ export class TableSet {
     return served;
   }
 
-  #failed(entry: Entry, error: unknown, now: number): void {
-    const refused = error instanceof TableRefusedError;
-    entry.backoffMs = refused
-      ? MAX_BACKOFF_MS
-      : Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, entry.backoffMs * 2));
-    entry.retryAt = now + entry.backoffMs;
-    this.#mark(entry, refused ? 'refused' : 'failing', error);
-  }
-
   /** A publication found half or twice in the table: that table stops until an operator repairs it and restarts. */
   #damaged(entry: Entry, error: PartialPublicationError): void {
-    entry.retryAt = Number.POSITIVE_INFINITY;
     entry.wanted = false;
-    this.#mark(entry, 'damaged', error);
-  }
-
-  /** Records the table's state; a change is one log line (stalled with its cause, or publishing again). */
-  #mark(entry: Entry, stalled: StallReason | undefined, error?: unknown): void {
-    if (entry.stalled === stalled) return;
-    const was = entry.stalled;
-    entry.stalled = stalled;
-    const logger = this.#o.logger;
-    if (stalled === undefined) {
-      logger.info(
-        { event: 'table.resumed', table: entry.table, was },
-        `table ${entry.table} publishes again`,
-      );
-      return;
-    }
-    const facts = {
-      event: 'table.stalled',
-      table: entry.table,
-      reason: stalled,
-      ...(error instanceof TableRefusedError ? { fields: error.problems.map((p) => p.field) } : {}),
-      ...(error instanceof PartialPublicationError ? { publication: error.context['planId'] } : {}),
-      ...(error !== undefined ? { err: errorMessage(error) } : {}),
-      ...(stalled === 'refused' || stalled === 'failing' ? { retryInMs: entry.backoffMs } : {}),
-    };
-    const what = {
-      refused: 'its Lance table refuses the definition',
-      failing: 'it failed',
-      damaged: `a publication is found half or twice in its Lance table; an operator must repair it, then restart`,
-      retrying: 'plans of it wait for a retry',
-    }[stalled];
-    logger[stalled === 'retrying' ? 'warn' : 'error'](
-      facts,
-      `table ${entry.table} is stalled (${what}): its plans wait, the other tables go on`,
-    );
+    entry.stall.damaged(error);
   }
 }
 
@@ -642,18 +581,6 @@ export interface DrainOutcome {
     readonly err?: string;
   }[];
   readonly timedOut: boolean;
-}
-
-async function countParts(dir: string): Promise<number> {
-  const names = await fsp.readdir(dir).catch(() => [] as string[]);
-  return names.filter((n) => n.endsWith('.arrows')).length;
-}
-
-/** Whether a table's staging directory holds work: sealed parts, or publications in its ledger. */
-async function holdsWork(dir: string): Promise<boolean> {
-  if ((await countParts(dir)) > 0) return true;
-  const plans = await fsp.readdir(plansDir(dir)).catch(() => [] as string[]);
-  return plans.some((n) => n.endsWith('.json'));
 }
 
 function settleable(): { promise: Promise<void>; resolve: () => void } {

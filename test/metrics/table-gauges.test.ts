@@ -1,5 +1,5 @@
 import type { IndexReport } from '../../src/lance/index-keeper';
-import { alertsOn } from '../../src/materializer/table-set';
+import { alertsOn } from '../../src/materializer/table-stall';
 import { TableGauges } from '../../src/metrics/table-gauges';
 
 const labelOf = (t: string) => (t === 'named' ? 'named' : '_other');
