@@ -70,6 +70,13 @@ export class Ingestion {
           this.#positions.onOffsetOutOfRange(topic, partition, fetchOffset),
         corruptBatch: (topic, partition, fetchOffset, error) =>
           this.#positions.onCorruptBatch(topic, partition, fetchOffset, error),
+        fetchingFrom: (brokers) => {
+          const each = Math.floor(options.consumer.queue.maxBytes / brokers);
+          options.logger.info(
+            { event: 'fetch.brokers', brokers, fetchMaxBytes: each },
+            `fetching from ${brokers} broker${brokers === 1 ? '' : 's'} at once: each fetch asks for at most ${(each / 2 ** 20).toFixed(1)} MiB (queue.maxBytes shared)`,
+          );
+        },
       },
     );
     this.#outbox = new DeadLetterOutbox({

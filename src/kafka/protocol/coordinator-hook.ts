@@ -1,5 +1,6 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
 import { CorruptCompressedBatchError, fetchExpansion, type FetchExpansion } from './compression';
+import { FetchingBrokers } from './fetching-brokers';
 import { offsetOutOfRangeIn } from './kafka-errors';
 import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
 
@@ -41,6 +42,8 @@ export interface FetchHook {
     fetchOffset: number,
     error: CorruptCompressedBatchError,
   ): void;
+  /** The number of brokers this consumer fetches from at once changed (each fetch asks for that share). */
+  fetchingFrom?(brokers: number): void;
 }
 
 /** A Fetch request as kafkajs 2.2.4's Broker takes it. */
@@ -177,15 +180,22 @@ export function forgetTopics(kafka: Kafka, topics: readonly string[]): void {
 }
 
 function hookCluster(cluster: InternalCluster, hook: CoordinatorHook & Partial<FetchHook>): InternalCluster {
+  // One count per consumer: its cluster's fetchers are the ones whose answers it holds at once.
+  const fetching = new FetchingBrokers((brokers) => hook.fetchingFrom?.(brokers));
   for (const method of ['findGroupCoordinator', 'findBroker'] as const) {
     const find = cluster[method];
     if (typeof find !== 'function') throw new CoordinatorHookError(`no cluster.${method}`);
-    cluster[method] = async (request: unknown) => hookBroker(await find.call(cluster, request), hook);
+    cluster[method] = async (request: unknown) =>
+      hookBroker(await find.call(cluster, request), hook, fetching);
   }
   return cluster;
 }
 
-function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<FetchHook>): InternalBroker {
+function hookBroker(
+  broker: InternalBroker,
+  hook: CoordinatorHook & Partial<FetchHook>,
+  fetching: FetchingBrokers,
+): InternalBroker {
   const marked = broker as InternalBroker & { [HOOKED]?: true };
   if (marked[HOOKED]) return broker;
   const { syncGroup, offsetCommit, fetch } = broker;
@@ -206,7 +216,8 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   if (fetched && offsetOutOfRange && corruptBatch) {
     let fetches = 0;
     broker.fetch = async (asked) => {
-      const request = decompressedSized(asked, fetchExpansion, fetches++);
+      const brokers = fetching.begin(broker);
+      const request = sizedWithinBudget(asked, fetchExpansion, fetches++, brokers);
       let answer: FetchResponse;
       let answered = request;
       try {
@@ -263,9 +274,11 @@ const MIN_FETCH_BYTES = 256 * 1024;
 const MIN_PARTITION_FETCH_BYTES = 64 * 1024;
 
 /**
- * The request with its sizes (compressed bytes) divided by how much fetched batches grow
- * when decompressed (compression/expansion.ts): a fetch of a compressed topic holds about
- * as many record bytes as one of an uncompressed topic, within the memory budget.
+ * The request with its sizes shared within the memory budget: divided by the number of
+ * brokers this consumer fetches from at once (fetching-brokers.ts: each holds an answer
+ * of its own), and, being compressed bytes, by how much fetched batches grow when
+ * decompressed (compression/expansion.ts). So the answers held at once come to about one
+ * uncompressed fetch's worth of records, whatever the cluster and the codec.
  *
  * A scaled size can be below one batch, and the broker returns a whole batch over the
  * limits only for the first partition of a request (KIP-74), so a partition that never
@@ -274,25 +287,25 @@ const MIN_PARTITION_FETCH_BYTES = 64 * 1024;
  * `fetch` (the broker's count of fetches) keeps that promise here rather than in a
  * client's internals.
  */
-export function decompressedSized(
+export function sizedWithinBudget(
   request: FetchRequest,
   expansion: FetchExpansion,
   fetch: number,
+  brokers = 1,
 ): FetchRequest {
-  if (expansion.ratio <= 1) return request;
+  const share = Math.max(1, brokers);
+  if (expansion.ratio <= 1 && share === 1) return request;
+  const size = (bytes: number, floor: number) =>
+    expansion.scaled(Math.min(bytes, Math.max(floor, Math.floor(bytes / share))), floor);
   const scaled = rotated(request.topics, fetch).map((t) => ({
     ...t,
     partitions: t.partitions.map((p) =>
-      p.maxBytes === undefined
-        ? p
-        : { ...p, maxBytes: expansion.scaled(p.maxBytes, MIN_PARTITION_FETCH_BYTES) },
+      p.maxBytes === undefined ? p : { ...p, maxBytes: size(p.maxBytes, MIN_PARTITION_FETCH_BYTES) },
     ),
   }));
   return {
     ...request,
-    ...(request.maxBytes === undefined
-      ? {}
-      : { maxBytes: expansion.scaled(request.maxBytes, MIN_FETCH_BYTES) }),
+    ...(request.maxBytes === undefined ? {} : { maxBytes: size(request.maxBytes, MIN_FETCH_BYTES) }),
     topics: scaled,
   };
 }

@@ -1,0 +1,100 @@
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { topicAndConsumer, untilHosted, type BrokerSuite } from '../support/broker-suite';
+import { checkFaultRun, settle, waitForJoin, type Named } from '../support/faults';
+import { produceRecords } from '../support/ingestion-fixture';
+import { KafkaCluster } from '../support/kafka-cluster';
+import { TEST_BROKER_PORT } from '../support/kafka-local';
+import { tempDir } from '../support/rows';
+import { ReplicaProcess } from '../../src/harness/replica-process';
+
+/**
+ * A cluster of three brokers, as production runs (every other suite has one): a topic's
+ * partitions lead on different brokers, so a replica fetches from several at once, and
+ * kafkajs holds one answer per broker. Two real replicas, one SIGKILLed mid-run and
+ * replaced: every record lands once and the commits reach the log end; and each replica
+ * fetched from the brokers its partitions lead on at once, each fetch asking for a share
+ * of `queue.maxBytes`, as its log says. Run after `npm run build`.
+ */
+const PORT = Number(process.env.KAFKA_CLUSTER_TEST_PORT ?? TEST_BROKER_PORT + 20);
+const state: { cluster?: KafkaCluster; admin?: Admin; work?: string; kafka?: Kafka } = {};
+const suite: BrokerSuite = {
+  get kafka() {
+    return state.kafka!;
+  },
+  get admin() {
+    return state.admin!;
+  },
+  get work() {
+    return state.work!;
+  },
+};
+
+beforeAll(async () => {
+  state.work = await tempDir('kl-multi-broker');
+  state.cluster = await KafkaCluster.start(PORT, 3);
+  state.kafka = new Kafka({
+    clientId: 'multi-broker-suite',
+    brokers: state.cluster.brokers,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 8, initialRetryTime: 200 },
+  });
+  state.admin = state.kafka.admin();
+  await state.admin.connect();
+}, 240_000);
+
+afterAll(async () => {
+  await ReplicaProcess.killAll();
+  await state.admin?.disconnect();
+  await state.cluster?.close();
+  if (state.work) await fsp.rm(state.work, { recursive: true, force: true });
+}, 120_000);
+
+test('partitions led by three brokers: a replica SIGKILLed and replaced, every record once, fetches sized to share one queue', async () => {
+  const lanceDir = path.join(suite.work, 'lance');
+  const { topic, groupId, file } = await topicAndConsumer(suite, 6, {
+    lance: { uri: lanceDir },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  await untilHosted(suite.admin, topic, 6);
+  const leaders = new Set(
+    (await suite.admin.fetchTopicMetadata({ topics: [topic] })).topics[0]!.partitions.map((p) => p.leader),
+  );
+  expect(leaders.size).toBe(3);
+
+  const brokers = state.cluster!.brokers;
+  const dataDir = (label: string) => fsp.mkdtemp(path.join(suite.work, `data-${label}-`));
+  const produced = await produceRecords(suite.kafka, topic, 6, 12_000);
+  const a: Named = { label: 'A', process: new ReplicaProcess(file, await dataDir('A'), brokers) };
+  const b: Named = { label: 'B', process: new ReplicaProcess(file, await dataDir('B'), brokers) };
+  await waitForJoin(b.process, 0, () => true);
+  await a.process.waitFor((l) => l.event === 'publication', 90_000);
+  expect(await a.process.kill('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+  produced.push(...(await produceRecords(suite.kafka, topic, 6, 6_000, undefined, 12_000)));
+  const a2: Named = { label: 'A2', process: new ReplicaProcess(file, await dataDir('A2'), brokers) };
+
+  const settled = await settle(suite.admin, groupId, topic, lanceDir, produced.length, { quietMs: 3_000 });
+  const fetchLines = [a2, b].flatMap((r) => r.process.logs.filter((l) => l.event === 'fetch.brokers'));
+  const exits = await Promise.all([a2, b].map((r) => r.process.kill('SIGTERM')));
+  const report = await checkFaultRun({
+    admin: suite.admin,
+    groupId,
+    topic,
+    lanceDir,
+    produced,
+    replicas: [a, b, a2],
+    problems: [
+      ...settled.problems,
+      ...exits.filter((e) => e.code !== 0).map((e) => `a replica exited ${JSON.stringify(e)}`),
+    ],
+  });
+  expect(report.problems).toEqual([]);
+
+  // The replicas fetched from several brokers at once (each fetch then asks for a share of
+  // queue.maxBytes: test/kafka/protocol/coordinator-hook-fetch.test.ts), and never counted
+  // more brokers than the cluster has (a reconnection or the coordinator is no new broker).
+  const counted = fetchLines.map((l) => Number(l['brokers']));
+  expect(Math.max(...counted)).toBeGreaterThanOrEqual(2);
+  expect(Math.max(...counted)).toBeLessThanOrEqual(3);
+}, 300_000);
