@@ -120,8 +120,11 @@ test('two replicas in one group, one killed mid-stream and restarted later: what
     60_000,
   );
   a = new ReplicaProcess(file, dirA, testBrokers());
-  await a.waitForEvent('kafka.join');
+  await a.waitFor((l) => l.event === 'kafka.join' && (l.assigned as unknown[]).length > 0, 60_000);
   await producing.done;
+  // Records produced once the restarted A holds partitions: both data directories stage some
+  // (on a loaded machine the background production could end before A is back).
+  producing.produced.push(...(await produceRecords(kafka, topic, 6, 6_000, undefined, 100_000)));
   await waitForCommittedAtEnd(suite.admin, groupId, topic);
   expect(await a.kill('SIGTERM')).toEqual({ code: 0, signal: null });
   expect(await b.kill('SIGTERM')).toEqual({ code: 0, signal: null });
