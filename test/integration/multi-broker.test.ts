@@ -2,7 +2,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { topicAndConsumer, untilHosted, type BrokerSuite } from '../support/broker-suite';
-import { checkFaultRun, settle, waitForJoin, type Named } from '../support/faults';
+import { checkFaultRun, settle, sleep, waitForJoin, type Named } from '../support/faults';
 import { produceRecords } from '../support/ingestion-fixture';
 import { KafkaCluster } from '../support/kafka-cluster';
 import { TEST_BROKER_PORT } from '../support/kafka-local';
@@ -10,9 +10,11 @@ import { tempDir } from '../support/rows';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**
- * A cluster of three brokers, as production runs (every other suite has one): a topic's
- * partitions lead on different brokers, so a replica fetches from several at once, and
- * kafkajs holds one answer per broker. Two real replicas, one SIGKILLed mid-run and
+ * A cluster of three brokers, as production runs (every other suite has one), topics and
+ * the group's offsets replicated on all three: a topic's partitions lead on different
+ * brokers, so a replica fetches from several at once, and kafkajs holds one answer per
+ * broker; and a broker lost moves its partitions' leaders (and maybe the group's
+ * coordinator) to the others while replicas consume. Two real replicas, one SIGKILLed mid-run and
  * replaced: every record lands once and the commits reach the log end; and each replica
  * fetched from the brokers its partitions lead on at once, each fetch asking for a share
  * of `queue.maxBytes`, as its log says. Run after `npm run build`.
@@ -33,7 +35,8 @@ const suite: BrokerSuite = {
 
 beforeAll(async () => {
   state.work = await tempDir('kl-multi-broker');
-  state.cluster = await KafkaCluster.start(PORT, 3);
+  // Every topic and the group's offsets on all three brokers: one can be lost.
+  state.cluster = await KafkaCluster.start(PORT, 3, 3);
   state.kafka = new Kafka({
     clientId: 'multi-broker-suite',
     brokers: state.cluster.brokers,
@@ -97,4 +100,47 @@ test('partitions led by three brokers: a replica SIGKILLed and replaced, every r
   const counted = fetchLines.map((l) => Number(l['brokers']));
   expect(Math.max(...counted)).toBeGreaterThanOrEqual(2);
   expect(Math.max(...counted)).toBeLessThanOrEqual(3);
+}, 300_000);
+
+test('a broker SIGKILLed while two replicas consume (its leaders, maybe the group coordinator, move) and started again: every record once', async () => {
+  const lanceDir = path.join(suite.work, 'lance-failover');
+  const { topic, groupId, file } = await topicAndConsumer(suite, 6, {
+    lance: { uri: lanceDir },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  await untilHosted(suite.admin, topic, 6);
+  const cluster = state.cluster!;
+  const lost = cluster.ports[2]!;
+  const brokers = cluster.brokers;
+  const dataDir = (label: string) => fsp.mkdtemp(path.join(suite.work, `failover-${label}-`));
+  const produced = await produceRecords(suite.kafka, topic, 6, 30_000);
+  const a: Named = { label: 'A', process: new ReplicaProcess(file, await dataDir('A'), brokers) };
+  const b: Named = { label: 'B', process: new ReplicaProcess(file, await dataDir('B'), brokers) };
+  await waitForJoin(a.process, 0, () => true);
+  await waitForJoin(b.process, 0, () => true);
+  await a.process.waitFor((l) => l.event === 'publication', 90_000);
+  await cluster.crash(lost);
+  // Past the controller's broker session (9 s): the lost broker is fenced, its leaders moved.
+  await sleep(12_000);
+  const leaders = (await suite.admin.fetchTopicMetadata({ topics: [topic] })).topics[0]!.partitions;
+  expect(leaders.every((p) => p.leader !== 3)).toBe(true);
+  produced.push(...(await produceRecords(suite.kafka, topic, 6, 3_000, undefined, 30_000)));
+  await cluster.restart(lost);
+  produced.push(...(await produceRecords(suite.kafka, topic, 6, 3_000, undefined, 33_000)));
+
+  const settled = await settle(suite.admin, groupId, topic, lanceDir, produced.length, { quietMs: 3_000 });
+  const exits = await Promise.all([a, b].map((r) => r.process.kill('SIGTERM')));
+  const report = await checkFaultRun({
+    admin: suite.admin,
+    groupId,
+    topic,
+    lanceDir,
+    produced,
+    replicas: [a, b],
+    problems: [
+      ...settled.problems,
+      ...exits.filter((e) => e.code !== 0).map((e) => `a replica exited ${JSON.stringify(e)}`),
+    ],
+  });
+  expect(report.problems).toEqual([]);
 }, 300_000);
