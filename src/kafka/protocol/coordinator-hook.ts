@@ -78,6 +78,7 @@ export interface CommitRequest {
 
 /** The slice of kafkajs 2.2.4's internal Broker that the hook wraps. */
 interface InternalBroker {
+  readonly nodeId?: number | null;
   syncGroup: (request: { groupId: string; generationId: number; memberId: string }) => Promise<unknown>;
   offsetCommit: (request: CommitRequest) => Promise<unknown>;
   fetch: (request: FetchRequest) => Promise<FetchResponse>;
@@ -216,7 +217,7 @@ function hookBroker(
   if (fetched && offsetOutOfRange && corruptBatch) {
     let fetches = 0;
     broker.fetch = async (asked) => {
-      const brokers = fetching.begin(broker);
+      const brokers = fetching.begin(broker.nodeId ?? broker);
       const request = sizedWithinBudget(asked, fetchExpansion, fetches++, brokers);
       let answer: FetchResponse;
       let answered = request;

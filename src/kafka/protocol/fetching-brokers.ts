@@ -12,7 +12,7 @@
  * longer, which only makes fetches smaller for that while.
  */
 export class FetchingBrokers {
-  readonly #lastFetch = new Map<object, number>();
+  readonly #lastFetch = new Map<unknown, number>();
   readonly #changed: (brokers: number) => void;
   readonly #windowMs: number;
   #count = 0;
@@ -23,8 +23,11 @@ export class FetchingBrokers {
     this.#windowMs = windowMs;
   }
 
-  /** A fetch from `broker` begins: the brokers fetching now, this one included. */
-  begin(broker: object, now = Date.now()): number {
+  /**
+   * A fetch from `broker` (its node id: kafkajs may make a new Broker object for a node
+   * whose address changed) begins: the brokers fetching now, this one included.
+   */
+  begin(broker: unknown, now = Date.now()): number {
     this.#lastFetch.set(broker, now);
     let fetching = 0;
     for (const [other, at] of this.#lastFetch) {
