@@ -2,7 +2,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { topicAndConsumer, untilHosted, type BrokerSuite } from '../support/broker-suite';
-import { checkFaultRun, settle, sleep, waitForJoin, type Named } from '../support/faults';
+import { checkFaultRun, settle, until, waitForJoin, type Named } from '../support/faults';
 import { produceRecords } from '../support/ingestion-fixture';
 import { KafkaCluster } from '../support/kafka-cluster';
 import { TEST_BROKER_PORT } from '../support/kafka-local';
@@ -120,10 +120,16 @@ test('a broker SIGKILLed while two replicas consume (its leaders, maybe the grou
   await waitForJoin(b.process, 0, () => true);
   await a.process.waitFor((l) => l.event === 'publication', 90_000);
   await cluster.crash(lost);
-  // Past the controller's broker session (9 s): the lost broker is fenced, its leaders moved.
-  await sleep(12_000);
-  const leaders = (await suite.admin.fetchTopicMetadata({ topics: [topic] })).topics[0]!.partitions;
-  expect(leaders.every((p) => p.leader !== 3)).toBe(true);
+  // Once the controller's broker session (9 s) ends, the lost broker is fenced and its leaders move.
+  await until(
+    'the lost broker led no partition',
+    async () => {
+      const partitions = (await suite.admin.fetchTopicMetadata({ topics: [topic] })).topics[0]!.partitions;
+      return partitions.every((p) => p.leader !== 3 && p.leader >= 0) ? true : undefined;
+    },
+    90_000,
+    500,
+  );
   produced.push(...(await produceRecords(suite.kafka, topic, 6, 3_000, undefined, 30_000)));
   await cluster.restart(lost);
   produced.push(...(await produceRecords(suite.kafka, topic, 6, 3_000, undefined, 33_000)));
