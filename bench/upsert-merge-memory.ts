@@ -9,8 +9,12 @@
  * uncompacted table, the connection's caches, Lance's environment, the rows per merge. Every
  * arm merges into its own hard-linked copy of the seeded table (Lance never rewrites a file).
  *
- *   npm run build && node dist/bench/upsert-merge-memory.js [--keys 1000000,3000000]
- *     [--arms all|id,id] [--changes 100000] [--dir /path/with/disk] [--report bench/upsert-merge-memory.md]
+ *   npm run build && node dist/bench/upsert-merge-memory.js [--keys 1000000,3000000,10000000]
+ *     [--repeat 2] [--arms all|id,id] [--changes 100000] [--dir /path/with/disk]
+ *     [--json runs.json] [--report bench/upsert-merge-memory.md]
+ *
+ * Tables above 3M keys run once whatever --repeat says. `--from-json runs.json` writes the
+ * report again from a run's measurements (same --keys, --changes, --repeat).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { promises as fsp, readFileSync, writeFileSync } from 'node:fs';
