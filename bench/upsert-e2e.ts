@@ -66,11 +66,11 @@ function arg(name: string, fallback: string): string {
   return i >= 0 ? process.argv[i + 1]! : fallback;
 }
 
-const PARTITIONS = 6;
+export const PARTITIONS = 6;
 const TABLE = 'logs';
 const SEED_TOPIC = 'bench-upsert-seed';
 /** The seeded rows' time: older than any change record's, which orders them first (upsert-order.ts). */
-const SEED_TIME = Date.UTC(2026, 0, 1);
+export const SEED_TIME = Date.UTC(2026, 0, 1);
 const FIELDS = { n: 'int64', body: 'string' } as const;
 const MARKERS = Array.from({ length: PARTITIONS }, (_, p) => markerKey(p));
 const t0 = Date.now();
@@ -137,7 +137,7 @@ async function produceChanges(brokers: readonly string[], topic: string, plan: C
 }
 
 /** The Arrow schema a replica stages for `definition('upsert')` (src/decode/batch-columns.ts). */
-const SEED_SCHEMA = new Schema([
+export const SEED_SCHEMA = new Schema([
   ...SYSTEM_FIELDS,
   new Field('_key', new Utf8(), false),
   new Field(DELETED_COLUMN, new Bool(), false),
@@ -145,7 +145,7 @@ const SEED_SCHEMA = new Schema([
   new Field('body', new Utf8(), true),
 ]);
 
-function seedBatch(from: number, count: number): RecordBatch {
+export function seedBatch(from: number, count: number): RecordBatch {
   const ks = Array.from({ length: count }, (_, i) => from + i);
   const columns: Data[] = [
     vectorFromArray(
