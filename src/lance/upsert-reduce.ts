@@ -87,7 +87,7 @@ export function reduceToNewest(
     string,
     { batch: number; row: number; position: Position; key: readonly unknown[] }
   >();
-  const placeholders = batches.map(unavailableCells);
+  const placeholders = batches.map((batch) => unavailableCells(batch, keyColumns));
   const toasted = [...new Set(placeholders.flatMap((m) => [...m.keys()]))];
   let truncate: { batch: number; row: number; position: Position } | undefined;
   /** Per key, with placeholders about: the newest real value of each such column, and the newest delete. */
@@ -255,12 +255,17 @@ const PLACEHOLDER_BYTES = new TextEncoder().encode(UNAVAILABLE_VALUE);
 /**
  * The string and binary columns of a staged batch that hold Debezium's placeholder in some row, each
  * with its test by row. The search runs over a column's value bytes at once (a publication
- * without a placeholder costs one `indexOf` per string column).
+ * without a placeholder costs one `indexOf` per string column). Never a key column: Debezium
+ * sends a key whole (a placeholder in one is a dead letter at decoding), and a key that spells
+ * the placeholder is a key, which no stored row could fill (its merge failed on every retry).
  */
-function unavailableCells(batch: RecordBatch): Map<string, (row: number) => boolean> {
+function unavailableCells(
+  batch: RecordBatch,
+  keyColumns: readonly string[],
+): Map<string, (row: number) => boolean> {
   const found = new Map<string, (row: number) => boolean>();
   batch.schema.fields.forEach((field, c) => {
-    if (SYSTEM_COLUMN_NAMES.has(field.name)) return;
+    if (SYSTEM_COLUMN_NAMES.has(field.name) || keyColumns.includes(field.name)) return;
     const type = field.type as DataType;
     if (DataType.isList(type)) {
       const test = listPlaceholders(batch.getChildAt(c)!, batch.data.children[c]!);
