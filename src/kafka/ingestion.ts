@@ -71,10 +71,10 @@ export class Ingestion {
         corruptBatch: (topic, partition, fetchOffset, error) =>
           this.#positions.onCorruptBatch(topic, partition, fetchOffset, error),
         fetchingFrom: (brokers) => {
-          const each = Math.floor(options.consumer.queue.maxBytes / brokers);
+          const budget = (options.consumer.queue.maxBytes / 2 ** 20).toFixed(1);
           options.logger.info(
-            { event: 'fetch.brokers', brokers, fetchMaxBytes: each },
-            `fetching from ${brokers} broker${brokers === 1 ? '' : 's'} at once: each fetch asks for at most ${(each / 2 ** 20).toFixed(1)} MiB (queue.maxBytes shared)`,
+            { event: 'fetch.brokers', brokers },
+            `fetching from ${brokers} broker${brokers === 1 ? '' : 's'}: their fetches share queue.maxBytes (${budget} MiB of records)`,
           );
         },
       },

@@ -6,7 +6,7 @@ import {
   type FetchRequest,
   type FetchResponse,
 } from '../../../src/kafka/protocol/coordinator-hook';
-import { FetchingBrokers } from '../../../src/kafka/protocol/fetching-brokers';
+import { FetchBudget } from '../../../src/kafka/protocol/fetch-budget';
 
 const partition = (p: number) => ({ partition: p, fetchOffset: '0', maxBytes: 4 * 1024 * 1024 });
 
@@ -67,42 +67,77 @@ test('only an answer that brought records ends the first-fetch guard (an empty a
 });
 
 describe('a consumer fetching from several brokers at once holds about one fetch in all', () => {
-  const known = () => {
-    const expansion = new FetchExpansion();
-    expansion.answered(true);
-    return expansion;
-  };
+  const MiB = 1024 * 1024;
+  const BUDGET = 16 * MiB;
+  const FLOOR = 256 * 1024;
 
-  test('three brokers: each fetch asks for a third, in all and per partition', () => {
-    const shared = sizedWithinBudget(request, known(), 0, 3);
-    expect(shared.maxBytes).toBe(Math.floor((10 * 1024 * 1024) / 3));
-    for (const t of shared.topics)
-      for (const p of t.partitions) expect(p.maxBytes).toBe(Math.floor((4 * 1024 * 1024) / 3));
+  test("a request is cut to its broker's part of the budget, in all and per partition", () => {
+    const known = new FetchExpansion();
+    known.answered(true);
+    const shared = sizedWithinBudget(request, known, 0, 3 * MiB);
+    expect(shared.maxBytes).toBe(3 * MiB);
+    for (const t of shared.topics) for (const p of t.partitions) expect(p.maxBytes).toBe(3 * MiB);
+    expect(sizedWithinBudget(request, known, 0, 64 * MiB)).toBe(request);
   });
 
-  test('shared and compressed: the two divide together, never below the floors', () => {
-    const expansion = known();
-    expansion.observe(1, 4);
-    const shared = sizedWithinBudget(request, expansion, 0, 2);
-    expect(shared.maxBytes).toBe(Math.floor((10 * 1024 * 1024) / 2 / 4));
-    const many = sizedWithinBudget(request, expansion, 0, 1_000);
-    expect(many.maxBytes).toBe(256 * 1024);
-    for (const t of many.topics) for (const p of t.partitions) expect(p.maxBytes).toBe(64 * 1024);
+  test('at start, three brokers with nothing known ask for one budget in all, not three', () => {
+    const budget = new FetchBudget();
+    const asks = [1, 2, 3].map((node) => budget.begin(node, BUDGET, FLOOR, 0));
+    expect(asks).toEqual([BUDGET, FLOOR, FLOOR]);
   });
-});
 
-describe('the brokers a consumer fetches from at once', () => {
-  test('count while they fetched within the window, and each change is told once', () => {
+  test('three brokers with backlogs grow to equal shares, never holding much more than the budget', () => {
+    const budget = new FetchBudget();
+    let most = 0;
+    const asked = new Map<number, number>();
+    for (let round = 0; round < 12; round++) {
+      for (const node of [1, 2, 3]) {
+        asked.set(node, budget.begin(node, BUDGET, FLOOR, round * 100));
+        // Held at once: the fetches in flight and the answers not yet handled, bounded by the asks.
+        most = Math.max(
+          most,
+          [...asked.values()].reduce((a, b) => a + b, 0),
+        );
+        budget.answered(node, asked.get(node)!);
+      }
+    }
+    for (const node of [1, 2, 3]) expect(asked.get(node)).toBe(Math.floor(BUDGET / 3));
+    expect(most).toBeLessThanOrEqual(BUDGET + 2 * FLOOR);
+  });
+
+  test('a broker whose partitions are caught up (empty answers) takes no share from one with a backlog', () => {
+    const budget = new FetchBudget();
+    budget.begin('idle', BUDGET, FLOOR, 0);
+    budget.answered('idle', 0);
+    budget.begin('busy', BUDGET, FLOOR, 0);
+    budget.answered('busy', 10 * MiB);
+    expect(budget.begin('idle', BUDGET, FLOOR, 1)).toBe(FLOOR);
+    expect(budget.begin('busy', BUDGET, FLOOR, 1)).toBe(BUDGET - FLOOR);
+  });
+
+  test('an answer held behind a slow batch keeps the other brokers small until its broker fetches again', () => {
+    const budget = new FetchBudget();
+    budget.begin(1, BUDGET, FLOOR, 0);
+    budget.answered(1, BUDGET);
+    expect(budget.begin(2, BUDGET, FLOOR, 20_000)).toBe(FLOOR);
+    budget.answered(2, 4 * MiB);
+    // Broker 1 handled its answer: its next fetch begins and releases it.
+    budget.begin(1, BUDGET, FLOOR, 21_000);
+    budget.failed(1);
+    expect(budget.begin(2, BUDGET, FLOOR, 22_000)).toBe(8 * MiB);
+  });
+
+  test('a broker that stopped fetching (its partitions moved away) is forgotten after a minute, and the count is told', () => {
     const told: number[] = [];
-    const fetching = new FetchingBrokers((n) => told.push(n), 10_000);
-    const [a, b, c] = [{}, {}, {}];
-    expect(fetching.begin(a, 0)).toBe(1);
-    expect(fetching.begin(b, 100)).toBe(2);
-    expect(fetching.begin(a, 5_000)).toBe(2);
-    expect(fetching.begin(c, 6_000)).toBe(3);
-    // b has not fetched for over 10 s: its partitions moved away.
-    expect(fetching.begin(a, 10_200)).toBe(2);
-    expect(told).toEqual([1, 2, 3, 2]);
+    const budget = new FetchBudget((n) => told.push(n));
+    budget.begin(1, BUDGET, FLOOR, 0);
+    budget.answered(1, MiB);
+    budget.begin(2, BUDGET, FLOOR, 0);
+    budget.answered(2, MiB);
+    budget.begin(2, BUDGET, FLOOR, 30_000);
+    budget.answered(2, MiB);
+    budget.begin(2, BUDGET, FLOOR, 61_000);
+    expect(told).toEqual([1, 2, 1]);
   });
 });
 
