@@ -56,9 +56,13 @@ test('only an answer that brought records ends the first-fetch guard (an empty a
   };
   expect(heldRecords(empty)).toBe(false);
   expect(heldRecords({ responses: [] })).toBe(false);
-  const one = { offset: '7' } as unknown as NonNullable<
-    FetchResponse['responses'][number]['partitions'][number]['messages']
-  >[number];
+  type Message = NonNullable<FetchResponse['responses'][number]['partitions'][number]['messages']>[number];
+  const marker = { offset: '6', key: null, isControlRecord: true } as Message;
+  // A transaction's marker alone measured no batch of data.
+  expect(
+    heldRecords({ responses: [{ topicName: 'a', partitions: [{ partition: 0, messages: [marker] }] }] }),
+  ).toBe(false);
+  const one = { offset: '7', key: null, isControlRecord: false } as Message;
   expect(
     heldRecords({
       responses: [...empty.responses, { topicName: 'b', partitions: [{ partition: 1, messages: [one] }] }],
