@@ -102,6 +102,7 @@ export class LanceTable {
   #hasTopicId = false;
   /** Upsert tables: set once the table's primary key is seen to be the upsert key. */
   #upsertKeyChecked = false;
+  #toastPlaceholders = true;
   /** Gives a shared connection back (SharedConnections); undefined: the connection is this table's. */
   #release: (() => void) | undefined;
   /** The worker's connections (its own `as-opened` one too); undefined: this table makes its own. */
@@ -144,6 +145,8 @@ export class LanceTable {
     options: {
       readonly restoreIntent?: string;
       readonly upsertKey?: readonly string[] | undefined;
+      /** Upsert mode: values may be Debezium's TOAST placeholder (default true; upsert-reduce.ts). */
+      readonly toastPlaceholders?: boolean;
       /** The worker's connections, shared by its tables; absent: this table's own. */
       readonly connections?: SharedConnections;
     } = {},
@@ -155,6 +158,7 @@ export class LanceTable {
     const table = new LanceTable(target, lent.db, logger, options.restoreIntent, options.upsertKey);
     table.#release = lent.release;
     table.#connections = options.connections;
+    table.#toastPlaceholders = options.toastPlaceholders ?? true;
     return table;
   }
 
@@ -339,7 +343,7 @@ export class LanceTable {
       await ensureUpsertKey(table, key, this.target.table);
       this.#upsertKeyChecked = true;
     }
-    const newest = reduceToNewest(collected, key);
+    const newest = reduceToNewest(collected, key, this.#toastPlaceholders);
     const hasRow = collected[0]!.schema.fields.some((f) => f.name === ROW_COLUMN);
     let addError: LanceWriteError | undefined;
     let merge: (MergeOutcome & { seconds: number }) | undefined;

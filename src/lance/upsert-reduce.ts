@@ -82,12 +82,16 @@ export interface UnavailableCells {
 export function reduceToNewest(
   batches: readonly RecordBatch[],
   keyColumns: readonly string[],
+  /** Whether a value may be the placeholder (a Debezium envelope's); elsewhere one that spells it is a value. */
+  toastPlaceholders = true,
 ): ReducedPublication {
   const newest = new Map<
     string,
     { batch: number; row: number; position: Position; key: readonly unknown[] }
   >();
-  const placeholders = batches.map((batch) => unavailableCells(batch, keyColumns));
+  const placeholders = batches.map((batch) =>
+    toastPlaceholders ? unavailableCells(batch, keyColumns) : new Map<string, (row: number) => boolean>(),
+  );
   const toasted = [...new Set(placeholders.flatMap((m) => [...m.keys()]))];
   let truncate: { batch: number; row: number; position: Position } | undefined;
   /** Per key, with placeholders about: the newest real value of each such column, and the newest delete. */

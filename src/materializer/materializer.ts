@@ -70,6 +70,11 @@ export interface MaterializerOptions {
   /** Upsert mode: the key's columns; every publication is then an upsert merge (docs/design/upserts.md). */
   readonly upsertKey?: readonly string[] | undefined;
   /**
+   * Upsert mode: whether a value may be Debezium's TOAST placeholder, kept from the stored
+   * row (a `debezium` envelope; default true). Elsewhere a value that spells one is a value.
+   */
+  readonly toastPlaceholders?: boolean;
+  /**
    * Called after each publication, inside a run: one run drains a whole backlog (many
    * publications), and counters reported only when it ends sat still for tens of
    * seconds on a dashboard while rows landed (seen in the backlog bench).
@@ -180,6 +185,7 @@ export class Materializer {
     const lance = await LanceTable.connect(o.lance, o.logger, {
       restoreIntent: path.join(o.tableDir, RESTORE_INTENT_FILE),
       upsertKey: o.upsertKey,
+      ...(o.toastPlaceholders !== undefined ? { toastPlaceholders: o.toastPlaceholders } : {}),
       ...(o.connections ? { connections: o.connections } : {}),
     });
     return new Materializer(o, lance);

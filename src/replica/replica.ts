@@ -413,6 +413,7 @@ function materializerOptions(
     storeAtomic,
     commitAfter: consumer.offsets.commitAfter,
     upsertKey: consumer.upsertKey,
+    toastPlaceholders: consumer.envelope === 'debezium',
     maxTableLabels: consumer.metrics.maxTableLabels,
     logLevel,
   };

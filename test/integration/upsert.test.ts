@@ -171,6 +171,9 @@ test('a compacted topic: a replica consuming all along and a fresh group after t
   const alongReplica = await replica(along.file, 'along', alongData);
   await alongReplica.waitReady();
   const changes = workload(300, 8, 'doc');
+  // Not a Debezium envelope: a value that spells its TOAST placeholder is a value, not "unchanged".
+  const spelled = { n: 10_000, level: 'info', service: 'svc', message: '__debezium_unavailable_value' };
+  changes.push({ key: 'doc-1', value: JSON.stringify(spelled) });
   await produceChanges(suite.kafka, along.topic, changes);
   // segment.ms has passed: these roll new segments, and the old ones become cleanable.
   await sleep(300);
