@@ -22,6 +22,7 @@ import { openTableConfirmed } from './open-if-committed';
 import { RestoreDuty } from './restore-duty';
 import { mergeNewest, type MergeOutcome } from './upsert-merge';
 import { reduceToNewest, withTableColumns } from './upsert-reduce';
+import { UpsertTableSize } from './upsert-table-size';
 import {
   collidesWithOtherIncarnation,
   ensureInsertKey,
@@ -103,6 +104,7 @@ export class LanceTable {
   /** Upsert tables: set once the table's primary key is seen to be the upsert key. */
   #upsertKeyChecked = false;
   #toastPlaceholders = true;
+  readonly #upsertSize: UpsertTableSize;
   /** Gives a shared connection back (SharedConnections); undefined: the connection is this table's. */
   #release: (() => void) | undefined;
   /** The worker's connections (its own `as-opened` one too); undefined: this table makes its own. */
@@ -132,6 +134,7 @@ export class LanceTable {
       },
       restoreIntent,
     );
+    this.#upsertSize = new UpsertTableSize(target.table, logger);
   }
 
   /**
@@ -363,6 +366,8 @@ export class LanceTable {
       this.#adds = run.catch(() => undefined);
       const outcome = await run;
       merge = { ...outcome, seconds: (performance.now() - t0) / 1000 };
+      // Only a warning: a failed count must not fail a merge that landed.
+      await this.#upsertSize.merged(table, outcome.inserted).catch(() => undefined);
     } catch (error) {
       addError = this.#writeError(error);
     }
