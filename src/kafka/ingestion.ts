@@ -70,13 +70,6 @@ export class Ingestion {
           this.#positions.onOffsetOutOfRange(topic, partition, fetchOffset),
         corruptBatch: (topic, partition, fetchOffset, error) =>
           this.#positions.onCorruptBatch(topic, partition, fetchOffset, error),
-        fetchingFrom: (brokers) => {
-          const budget = (options.consumer.queue.maxBytes / 2 ** 20).toFixed(1);
-          options.logger.info(
-            { event: 'fetch.brokers', brokers },
-            `fetching from ${brokers} broker${brokers === 1 ? '' : 's'}: their fetches share queue.maxBytes (${budget} MiB of records)`,
-          );
-        },
       },
     );
     this.#outbox = new DeadLetterOutbox({

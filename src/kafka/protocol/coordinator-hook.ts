@@ -1,6 +1,5 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
 import { CorruptCompressedBatchError, fetchExpansion, type FetchExpansion } from './compression';
-import { FetchBudget } from './fetch-budget';
 import { offsetOutOfRangeIn } from './kafka-errors';
 import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
 
@@ -42,8 +41,6 @@ export interface FetchHook {
     fetchOffset: number,
     error: CorruptCompressedBatchError,
   ): void;
-  /** The number of brokers this consumer fetches from at once changed (each fetch asks for that share). */
-  fetchingFrom?(brokers: number): void;
 }
 
 /** A Fetch request as kafkajs 2.2.4's Broker takes it. */
@@ -78,7 +75,6 @@ export interface CommitRequest {
 
 /** The slice of kafkajs 2.2.4's internal Broker that the hook wraps. */
 interface InternalBroker {
-  readonly nodeId?: number | null;
   syncGroup: (request: { groupId: string; generationId: number; memberId: string }) => Promise<unknown>;
   offsetCommit: (request: CommitRequest) => Promise<unknown>;
   fetch: (request: FetchRequest) => Promise<FetchResponse>;
@@ -181,21 +177,15 @@ export function forgetTopics(kafka: Kafka, topics: readonly string[]): void {
 }
 
 function hookCluster(cluster: InternalCluster, hook: CoordinatorHook & Partial<FetchHook>): InternalCluster {
-  // One budget per consumer: its cluster's fetchers are the ones whose answers it holds at once.
-  const budget = new FetchBudget((brokers) => hook.fetchingFrom?.(brokers));
   for (const method of ['findGroupCoordinator', 'findBroker'] as const) {
     const find = cluster[method];
     if (typeof find !== 'function') throw new CoordinatorHookError(`no cluster.${method}`);
-    cluster[method] = async (request: unknown) => hookBroker(await find.call(cluster, request), hook, budget);
+    cluster[method] = async (request: unknown) => hookBroker(await find.call(cluster, request), hook);
   }
   return cluster;
 }
 
-function hookBroker(
-  broker: InternalBroker,
-  hook: CoordinatorHook & Partial<FetchHook>,
-  budget: FetchBudget,
-): InternalBroker {
+function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<FetchHook>): InternalBroker {
   const marked = broker as InternalBroker & { [HOOKED]?: true };
   if (marked[HOOKED]) return broker;
   const { syncGroup, offsetCommit, fetch } = broker;
@@ -216,21 +206,7 @@ function hookBroker(
   if (fetched && offsetOutOfRange && corruptBatch) {
     let fetches = 0;
     broker.fetch = async (asked) => {
-      // Counted by node id: kafkajs makes a new Broker object for a node after a closed
-      // connection or a consumer restart (brokerPool.js), which is the same broker.
-      const node = broker.nodeId ?? broker;
-      const ask = budget.begin(node, asked.maxBytes ?? DEFAULT_FETCH_BYTES, MIN_FETCH_BYTES);
-      let answer: FetchResponse | undefined;
-      try {
-        answer = await fetchWithin(asked, ask);
-        return answer;
-      } finally {
-        if (answer) budget.answered(node, recordBytes(answer));
-        else budget.failed(node);
-      }
-    };
-    const fetchWithin = async (asked: FetchRequest, ask: number): Promise<FetchResponse> => {
-      const request = sizedWithinBudget(asked, fetchExpansion, fetches++, ask);
+      const request = decompressedSized(asked, fetchExpansion, fetches++);
       let answer: FetchResponse;
       let answered = request;
       try {
@@ -282,61 +258,41 @@ export function heldRecords(answer: FetchResponse): boolean {
   return answer.responses.some((t) => t.partitions.some((p) => p.messages?.some((m) => !m.isControlRecord)));
 }
 
-/** What an answer holds decoded: its records' keys and values, and kafkajs's object for each. */
-export function recordBytes(answer: FetchResponse): number {
-  let bytes = 0;
-  for (const t of answer.responses)
-    for (const p of t.partitions)
-      for (const m of p.messages ?? [])
-        bytes += RECORD_OVERHEAD + (m.key?.length ?? 0) + (m.value?.length ?? 0);
-  return bytes;
-}
-
-/** kafkajs's decoded record (offsets and timestamps as strings, headers, batch context), roughly. */
-const RECORD_OVERHEAD = 200;
-/** kafkajs's own default, should a request come without a size. */
-const DEFAULT_FETCH_BYTES = 10 * 1024 * 1024;
-
 /** Fetch sizes below which a request is never scaled down (the broker returns a whole first batch anyway). */
 const MIN_FETCH_BYTES = 256 * 1024;
 const MIN_PARTITION_FETCH_BYTES = 64 * 1024;
 
 /**
- * The request with its sizes within the memory budget: at most `ask` bytes of records
- * (fetch-budget.ts: this broker's part of what the consumer's fetches may hold at once),
- * and, being compressed bytes, divided by how much fetched batches grow when decompressed
- * (compression/expansion.ts). So the answers held at once come to about one uncompressed
- * fetch's worth of records, whatever the cluster and the codec.
+ * The request with its sizes (compressed bytes) divided by how much fetched batches grow
+ * when decompressed (compression/expansion.ts): a fetch of a compressed topic holds about
+ * as many record bytes as one of an uncompressed topic, within the memory budget.
  *
  * A scaled size can be below one batch, and the broker returns a whole batch over the
  * limits only for the first partition of a request (KIP-74), so a partition that never
  * came first would never be answered. kafkajs 2.2.4's Broker.fetch shuffles a request's
- * partitions after this hook, which spreads them (each is first with a chance of at least
- * one in the partitions with data); the rotation by one every `fetch` does not survive that
- * shuffle, and stays for a client that would not shuffle.
+ * partitions after this hook, which already spreads them; the rotation by one every
+ * `fetch` (the broker's count of fetches) keeps that promise here rather than in a
+ * client's internals.
  */
-export function sizedWithinBudget(
+export function decompressedSized(
   request: FetchRequest,
   expansion: FetchExpansion,
   fetch: number,
-  ask: number = Number.POSITIVE_INFINITY,
 ): FetchRequest {
-  const within = (bytes: number) => bytes <= ask;
-  const unshared =
-    (request.maxBytes === undefined || within(request.maxBytes)) &&
-    request.topics.every((t) => t.partitions.every((p) => p.maxBytes === undefined || within(p.maxBytes)));
-  if (expansion.ratio <= 1 && unshared) return request;
-  const size = (bytes: number, floor: number) =>
-    expansion.scaled(Math.min(bytes, Math.max(floor, Math.floor(ask))), floor);
+  if (expansion.ratio <= 1) return request;
   const scaled = rotated(request.topics, fetch).map((t) => ({
     ...t,
     partitions: t.partitions.map((p) =>
-      p.maxBytes === undefined ? p : { ...p, maxBytes: size(p.maxBytes, MIN_PARTITION_FETCH_BYTES) },
+      p.maxBytes === undefined
+        ? p
+        : { ...p, maxBytes: expansion.scaled(p.maxBytes, MIN_PARTITION_FETCH_BYTES) },
     ),
   }));
   return {
     ...request,
-    ...(request.maxBytes === undefined ? {} : { maxBytes: size(request.maxBytes, MIN_FETCH_BYTES) }),
+    ...(request.maxBytes === undefined
+      ? {}
+      : { maxBytes: expansion.scaled(request.maxBytes, MIN_FETCH_BYTES) }),
     topics: scaled,
   };
 }

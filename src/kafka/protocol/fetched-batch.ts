@@ -85,7 +85,6 @@ export function coveredThrough(batch: FetchedBatch): number | undefined {
 interface AnsweredRecord {
   readonly offset: string;
   readonly key: Buffer | null;
-  readonly value?: Buffer | null;
   isControlRecord: boolean;
   readonly batchContext?: {
     readonly firstOffset: string;
