@@ -103,7 +103,7 @@ export class LanceTable {
   #hasTopicId = false;
   /** Upsert tables: set once the table's primary key is seen to be the upsert key. */
   #upsertKeyChecked = false;
-  #toastPlaceholders = true;
+  #toastPlaceholders = false;
   readonly #upsertSize: UpsertTableSize;
   /** Gives a shared connection back (SharedConnections); undefined: the connection is this table's. */
   #release: (() => void) | undefined;
@@ -148,7 +148,7 @@ export class LanceTable {
     options: {
       readonly restoreIntent?: string;
       readonly upsertKey?: readonly string[] | undefined;
-      /** Upsert mode: values may be Debezium's TOAST placeholder (default true; upsert-reduce.ts). */
+      /** Upsert mode: values may be Debezium's TOAST placeholder (a debezium envelope; default false: a value is a value). */
       readonly toastPlaceholders?: boolean;
       /** The worker's connections, shared by its tables; absent: this table's own. */
       readonly connections?: SharedConnections;
@@ -161,7 +161,7 @@ export class LanceTable {
     const table = new LanceTable(target, lent.db, logger, options.restoreIntent, options.upsertKey);
     table.#release = lent.release;
     table.#connections = options.connections;
-    table.#toastPlaceholders = options.toastPlaceholders ?? true;
+    table.#toastPlaceholders = options.toastPlaceholders ?? false;
     return table;
   }
 

@@ -78,7 +78,8 @@ afterEach(async () => {
   await fsp.rm(dir, { recursive: true, force: true });
 });
 
-const connect = () => LanceTable.connect(target, silentLogger(), { upsertKey: ['id'] });
+const connect = () =>
+  LanceTable.connect(target, silentLogger(), { upsertKey: ['id'], toastPlaceholders: true });
 
 async function rows(where: string, columns: string[]): Promise<Record<string, unknown>[]> {
   const db = await lancedb.connect(target.uri);
@@ -214,7 +215,10 @@ test('a composite key’s placeholders read their own rows: the key columns’ v
     if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters));
     return decoded.batch!;
   };
-  const lance = await LanceTable.connect(target, silentLogger(), { upsertKey: ['tenant', 'id'] });
+  const lance = await LanceTable.connect(target, silentLogger(), {
+    upsertKey: ['tenant', 'id'],
+    toastPlaceholders: true,
+  });
   await publish(lance, [
     batch([
       [0, 'c', 'a', 1, 'a1'],
@@ -271,7 +275,10 @@ test('a flattened record (ExtractNewRecordState) keyed on a binary record key ke
     if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters));
     return decoded.batch!;
   };
-  const lance = await LanceTable.connect(target, silentLogger(), { upsertKey: ['_key'] });
+  const lance = await LanceTable.connect(target, silentLogger(), {
+    upsertKey: ['_key'],
+    toastPlaceholders: true,
+  });
   await publish(lance, [
     batch([
       [0, 'k1', 'long one'],

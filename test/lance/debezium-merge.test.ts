@@ -115,7 +115,8 @@ afterEach(async () => {
   await fsp.rm(dir, { recursive: true, force: true });
 });
 
-const connect = () => LanceTable.connect(target, silentLogger(), { upsertKey: ['id'] });
+const connect = () =>
+  LanceTable.connect(target, silentLogger(), { upsertKey: ['id'], toastPlaceholders: true });
 
 test('an update whose TOASTed column is the placeholder keeps the stored value: from the table, and from an earlier record of the key in the same publication', async () => {
   const lance = await connect();
@@ -392,7 +393,10 @@ test('a placeholder and a truncate reach the table’s rows by key columns of an
     if (decoded.deadLetters.length > 0) throw new Error(JSON.stringify(decoded.deadLetters));
     return decoded.batch!;
   };
-  const lance = await LanceTable.connect(target, silentLogger(), { upsertKey: ['DocId'] });
+  const lance = await LanceTable.connect(target, silentLogger(), {
+    upsertKey: ['DocId'],
+    toastPlaceholders: true,
+  });
   await publish(lance, [batch(0, 'c', { DocId: 1, Body: 'long body' })]);
   await publish(lance, [batch(1, 'u', { DocId: 1, Body: PLACEHOLDER })]);
   await publish(lance, [batch(2, 'c', { DocId: 2, Body: 'two' })]);
