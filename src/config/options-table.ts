@@ -367,7 +367,10 @@ export const OPTION_TEXTS: Readonly<Record<string, OptionText>> = {
     meaning:
       'Group session timeout: a replica that stops heartbeating (killed, hung) keeps its partitions this long before the group moves them.',
   },
-  heartbeatIntervalMs: { meaning: 'How often a replica heartbeats to the group coordinator.' },
+  heartbeatIntervalMs: {
+    meaning:
+      'How often a replica heartbeats to the group coordinator; a fetch waits at most this long (and at most 5 s) for new records, as heartbeats go out between fetches.',
+  },
   rebalanceTimeoutMs: {
     meaning: 'How long the coordinator waits for the members to rejoin during a rebalance.',
   },

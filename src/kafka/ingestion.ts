@@ -55,6 +55,9 @@ export class Ingestion {
         sessionTimeout: options.consumer.sessionTimeoutMs,
         rebalanceTimeout: options.consumer.rebalanceTimeoutMs,
         heartbeatInterval: options.consumer.heartbeatIntervalMs,
+        // kafkajs heartbeats between fetches: an idle fetch held for its default 5 s would let a
+        // session shorter than that expire while the member waits for records.
+        maxWaitTimeInMs: Math.min(5_000, options.consumer.heartbeatIntervalMs),
         ...fetchSizes(options.consumer.queue.maxBytes),
         allowAutoTopicCreation: false,
       },

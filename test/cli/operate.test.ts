@@ -99,7 +99,7 @@ describe('produce, then a replica, then inspect', () => {
       staging: { maxPartAgeMs: 1_000 },
       materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
       sessionTimeoutMs: 6_000,
-      heartbeatIntervalMs: 1_000,
+      heartbeatIntervalMs: 500,
       workers: 1,
     });
     const inspect = (): InspectReport => {

@@ -193,7 +193,7 @@ test('topics written by the Java producer and by librdkafka with every codec, co
     staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: 500 },
     materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
     sessionTimeoutMs: 6_000,
-    heartbeatIntervalMs: 1_000,
+    heartbeatIntervalMs: 500,
     workers: 2,
   });
   const dataDir = await fsp.mkdtemp(path.join(suite.work, 'data-'));

@@ -105,7 +105,7 @@ test('a compressed batch damaged on the broker stops its partition at the batch 
       materializer: { enabled: false },
       durabilityIntervalMs: 200,
       sessionTimeoutMs: 6_000,
-      heartbeatIntervalMs: 1_000,
+      heartbeatIntervalMs: 500,
       workers: 2,
     });
     const groupId = `kafka-lance-${name}`;
@@ -223,7 +223,7 @@ test('a zstd batch that decompresses over the cap (a bomb the broker accepts) st
       materializer: { enabled: false },
       durabilityIntervalMs: 200,
       sessionTimeoutMs: 6_000,
-      heartbeatIntervalMs: 1_000,
+      heartbeatIntervalMs: 500,
       workers: 1,
     });
     const groupId = `kafka-lance-${name}`;

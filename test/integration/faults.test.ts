@@ -18,7 +18,7 @@ import {
 } from '../support/faults';
 import { produceRecords } from '../support/ingestion-fixture';
 import { TEST_BROKER_PORT } from '../support/kafka-local';
-import { testBrokers, uniqueName } from '../support/kafka';
+import { faultSessionTimings, testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
 
 /**
@@ -44,6 +44,7 @@ interface Setup {
   readonly groupId: string;
   readonly file: string;
   readonly lanceDir: string;
+  readonly sessionTimeoutMs: number;
 }
 
 /**
@@ -54,15 +55,21 @@ interface Setup {
 const DEFAULT_TIMINGS = { maxPartAgeMs: 5_000, maxPublicationDelayMs: 2_000, pollMs: 1_000 };
 const QUICK_TIMINGS = { maxPartAgeMs: 500, maxPublicationDelayMs: 200, pollMs: 200 };
 
-/** A topic and a consumer whose replicas publish into one shared Lance table. */
+/**
+ * A topic and a consumer whose replicas publish into one shared Lance table, with the
+ * shortest session the broker grants these tests (support/kafka.ts): each fault waits for
+ * a session to expire at least once.
+ */
 async function setup(on: BrokerSuite, timings = QUICK_TIMINGS): Promise<Setup> {
   const lanceDir = path.join(suite.work, `${uniqueName('faults')}-lance`);
+  const session = await faultSessionTimings(on.admin);
   const { topic, groupId, file } = await topicAndConsumer(on, PARTITIONS, {
     staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: timings.maxPartAgeMs },
     lance: { uri: lanceDir },
     materializer: { maxPublicationDelayMs: timings.maxPublicationDelayMs, pollMs: timings.pollMs },
+    ...session,
   });
-  return { topic, groupId, file, lanceDir };
+  return { topic, groupId, file, lanceDir, sessionTimeoutMs: session.sessionTimeoutMs };
 }
 
 const start = async (s: Setup, label: string, brokers: readonly string[], env: NodeJS.ProcessEnv = {}) => ({
@@ -227,8 +234,10 @@ test(
     const producing = produceInBackground(kafka, s.topic, PARTITIONS, 16_000, 40, 300);
     const b = await start(s, 'B', testBrokers());
     await b.process.waitForEvent('kafka.join');
-    // Each SIGUSR2 blocks A's main thread for 12 s (session timeout 6 s) at its next staged batch.
-    const a = await start(s, 'A', testBrokers(), { KAFKA_LANCE_TEST_BLOCK_LOOP_ON_SIGNAL: '12000' });
+    // Each SIGUSR2 blocks A's main thread for twice the session timeout at its next staged batch.
+    const a = await start(s, 'A', testBrokers(), {
+      KAFKA_LANCE_TEST_BLOCK_LOOP_ON_SIGNAL: String(2 * s.sessionTimeoutMs),
+    });
     await untilSplit(a, b);
     const notes: string[] = [];
     let next = 1_000_000;

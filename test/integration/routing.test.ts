@@ -43,7 +43,7 @@ async function writeDefinition(name: string, body: string): Promise<string> {
   deadLetter: { file: ${JSON.stringify(path.join(suite.work, `${name}.dlq.jsonl`))} },
   durabilityIntervalMs: 200,
   sessionTimeoutMs: 6_000,
-  heartbeatIntervalMs: 1_000,
+  heartbeatIntervalMs: 500,
   workers: 1,
   staging: { maxPartBytes: 8 * 1024 * 1024, maxPartAgeMs: 1_000 },
   materializer: { enabled: false },

@@ -214,7 +214,7 @@ test('no secret option value is shown: a run with a dead letter and a store outa
     materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
     durabilityIntervalMs: 200,
     sessionTimeoutMs: 6000,
-    heartbeatIntervalMs: 1000,
+    heartbeatIntervalMs: 500,
   });
   shown.push(await cli(['validate', '-c', runFile], env));
 

@@ -69,7 +69,7 @@ export default {
   materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
   durabilityIntervalMs: 200,
   sessionTimeoutMs: 6000,
-  heartbeatIntervalMs: 1000,
+  heartbeatIntervalMs: 500,
   ${client ? `client: { ...example.client, ...${JSON.stringify(client)} },` : ''}
 };
 `,

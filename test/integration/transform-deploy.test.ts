@@ -40,7 +40,7 @@ async function writeDefinition(
     deadLetter: { file: path.join(suite.work, `${name}.dlq.jsonl`) },
     durabilityIntervalMs: 200,
     sessionTimeoutMs: 6_000,
-    heartbeatIntervalMs: 1_000,
+    heartbeatIntervalMs: 500,
     workers: 2,
   };
   await fsp.writeFile(

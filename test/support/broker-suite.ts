@@ -53,8 +53,9 @@ export interface TestConsumer {
 /**
  * A new topic and a consumer definition for it: the log schema the fixtures produce
  * (`n`, `level`, `service`, `message`), dead letters to a file, and group timings
- * short enough for tests that kill replicas. `extra` overrides any of it; `topicConfig`
- * sets topic configs at creation (`cleanup.policy`, `segment.ms`, ...).
+ * short enough for tests that kill replicas (a heartbeat every 500 ms: an idle fetch waits
+ * that long at most, and each stop and rebalance waits for it). `extra` overrides any of
+ * it; `topicConfig` sets topic configs at creation (`cleanup.policy`, `segment.ms`, ...).
  */
 export async function topicAndConsumer(
   suite: BrokerSuite,
@@ -81,7 +82,7 @@ export async function topicAndConsumer(
     deadLetter: { file: path.join(suite.work, `${name}.dlq.jsonl`) },
     durabilityIntervalMs: 200,
     sessionTimeoutMs: 6_000,
-    heartbeatIntervalMs: 1_000,
+    heartbeatIntervalMs: 500,
     workers: 2,
     ...extra,
   });
