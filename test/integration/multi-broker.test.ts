@@ -90,7 +90,6 @@ test('partitions led by three brokers: a replica SIGKILLed and replaced, every r
     ],
   });
   expect(report.problems).toEqual([]);
-
 }, 300_000);
 
 test('a broker SIGKILLed while two replicas consume (its leaders, maybe the group coordinator, move) and started again: every record once', async () => {
