@@ -417,14 +417,15 @@ test('a placeholder and a truncate reach the table’s rows by key columns of an
   lance.close();
 }, 60_000);
 
-test("a TOASTed bytea's placeholder in a binary column keeps the stored bytes: the update writes every other column and leaves that one", async () => {
-  const bytea = new RecordDecoder(
+/** A decoder of Debezium events for a `docs` table of these fields, keyed by `id`. */
+const debeziumDecoder = (fields: Record<string, unknown>) =>
+  new RecordDecoder(
     resolveConsumer(
       {
         name: 'docs',
         brokers: ['127.0.0.1:1'],
         topics: [TOPIC],
-        schema: { fields: { id: 'int64', name: 'string', blob: 'binary' } },
+        schema: { fields: { id: 'int64', ...fields } },
         mode: 'upsert',
         key: { fields: ['id'] },
         envelope: 'debezium',
@@ -433,15 +434,13 @@ test("a TOASTed bytea's placeholder in a binary column keeps the stored bytes: t
     ),
     () => T0,
   );
-  const placeholderBytes = Buffer.from(PLACEHOLDER);
-  // JSON's bytes are base64 (binary.handling.mode bytes or base64); hex arrives as its text too.
-  const rows: readonly (readonly [number, 'c' | 'u', Record<string, unknown>])[] = [
-    [0, 'c', { id: 1, name: 'one', blob: Buffer.from('stored 1').toString('base64') }],
-    [1, 'c', { id: 2, name: 'two', blob: Buffer.from('stored 2').toString('base64') }],
-    [2, 'u', { id: 1, name: 'one b', blob: placeholderBytes.toString('base64') }],
-    [3, 'u', { id: 2, name: 'two b', blob: placeholderBytes.toString('hex') }],
-  ];
-  const decoded = bytea.decode(
+
+/** `c` and `u` events of `after` rows (keyed by their id, `source.lsn` their offset), decoded: none a dead letter. */
+function decodedUpserts(
+  decoder: RecordDecoder,
+  rows: readonly (readonly [offset: number, op: 'c' | 'u', after: Record<string, unknown>])[],
+): RecordBatch {
+  const decoded = decoder.decode(
     TOPIC,
     0,
     rows.map(([offset, op, after]) => ({
@@ -453,99 +452,72 @@ test("a TOASTed bytea's placeholder in a binary column keeps the stored bytes: t
     TOPIC_ID,
   );
   expect(decoded.deadLetters).toEqual([]);
-  const lance = await connect();
-  // The creates first, then the updates: the stored bytes come from the table's rows.
-  const batch = decoded.batch!;
-  await publish(lance, [batch.slice(0, 2)]);
-  await publish(lance, [batch.slice(2, 4)]);
-  lance.close();
+  return decoded.batch!;
+}
+
+/** The rows a reader sees (`_deleted = false`), by id. */
+async function liveRows<Row extends { id: bigint }>(): Promise<Row[]> {
   const db = await lancedb.connect(target.uri);
   try {
-    const table = await db.openTable(target.table);
-    const live = (await table.query().where('_deleted = false').toArray()) as {
-      id: bigint;
-      name: string;
-      blob: Uint8Array | null;
-    }[];
-    expect(
-      live
-        .map((r) => [Number(r.id), r.name, r.blob && Buffer.from(r.blob).toString()])
-        .sort((a, b) => Number(a[0]) - Number(b[0])),
-    ).toEqual([
-      [1, 'one b', 'stored 1'],
-      [2, 'two b', 'stored 2'],
-    ]);
+    const rows = (await (
+      await db.openTable(target.table)
+    )
+      .query()
+      .where('_deleted = false')
+      .toArray()) as Row[];
+    return rows.sort((a, b) => Number(a.id) - Number(b.id));
   } finally {
     db.close();
   }
+}
+
+test("a TOASTed bytea's placeholder in a binary column keeps the stored bytes: the update writes every other column and leaves that one", async () => {
+  const placeholderBytes = Buffer.from(PLACEHOLDER);
+  // JSON's bytes are base64 (binary.handling.mode bytes or base64); hex arrives as its text too.
+  const batch = decodedUpserts(debeziumDecoder({ name: 'string', blob: 'binary' }), [
+    [0, 'c', { id: 1, name: 'one', blob: Buffer.from('stored 1').toString('base64') }],
+    [1, 'c', { id: 2, name: 'two', blob: Buffer.from('stored 2').toString('base64') }],
+    [2, 'u', { id: 1, name: 'one b', blob: placeholderBytes.toString('base64') }],
+    [3, 'u', { id: 2, name: 'two b', blob: placeholderBytes.toString('hex') }],
+  ]);
+  const lance = await connect();
+  // The creates first, then the updates: the stored bytes come from the table's rows.
+  await publish(lance, [batch.slice(0, 2)]);
+  await publish(lance, [batch.slice(2, 4)]);
+  lance.close();
+  const live = await liveRows<{ id: bigint; name: string; blob: Uint8Array | null }>();
+  expect(live.map((r) => [Number(r.id), r.name, r.blob && Buffer.from(r.blob).toString()])).toEqual([
+    [1, 'one b', 'stored 1'],
+    [2, 'two b', 'stored 2'],
+  ]);
 }, 60_000);
 
 test("a TOASTed array's placeholder (a text[] of it, an int[] of its bytes) in a list column keeps the stored list", async () => {
-  const arrays = new RecordDecoder(
-    resolveConsumer(
-      {
-        name: 'docs',
-        brokers: ['127.0.0.1:1'],
-        topics: [TOPIC],
-        schema: {
-          fields: {
-            id: 'int64',
-            name: 'string',
-            tags: { type: 'list', items: 'string' },
-            nums: { type: 'list', items: 'int32' },
-          },
-        },
-        mode: 'upsert',
-        key: { fields: ['id'] },
-        envelope: 'debezium',
-      },
-      'test',
-    ),
-    () => T0,
-  );
   const placeholderBytes = [...Buffer.from(PLACEHOLDER)];
-  const rows: readonly (readonly [number, 'c' | 'u', Record<string, unknown>])[] = [
+  const fields = {
+    name: 'string',
+    tags: { type: 'list', items: 'string' },
+    nums: { type: 'list', items: 'int32' },
+  };
+  const batch = decodedUpserts(debeziumDecoder(fields), [
     [0, 'c', { id: 1, name: 'one', tags: ['a', 'b'], nums: [1, 2, 3] }],
     [1, 'u', { id: 1, name: 'one b', tags: [PLACEHOLDER], nums: placeholderBytes }],
     // In one publication: from the key's earlier record there.
     [2, 'c', { id: 2, name: 'two', tags: ['c'], nums: [4] }],
     [3, 'u', { id: 2, name: 'two b', tags: [PLACEHOLDER], nums: placeholderBytes }],
-  ];
-  const decoded = arrays.decode(
-    TOPIC,
-    0,
-    rows.map(([offset, op, after]) => ({
-      offset,
-      timestamp: T0 + offset,
-      key: enc(JSON.stringify({ id: after.id })),
-      value: enc(JSON.stringify({ op, before: null, after, source: { lsn: offset } })),
-    })),
-    TOPIC_ID,
-  );
-  expect(decoded.deadLetters).toEqual([]);
+  ]);
   const lance = await connect();
-  const batch = decoded.batch!;
   await publish(lance, [batch.slice(0, 1)]);
   await publish(lance, [batch.slice(1, 4)]);
   lance.close();
-  const db = await lancedb.connect(target.uri);
-  try {
-    const table = await db.openTable(target.table);
-    const live = (await table.query().where('_deleted = false').toArray()) as {
-      id: bigint;
-      name: string;
-      tags: Iterable<string> | null;
-      nums: Iterable<number> | null;
-    }[];
-    expect(
-      live
-        .map((r) => [Number(r.id), r.name, r.tags && [...r.tags], r.nums && [...r.nums]])
-        .sort((a, b) => Number(a[0]) - Number(b[0])),
-    ).toEqual([
-      [1, 'one b', ['a', 'b'], [1, 2, 3]],
-      [2, 'two b', ['c'], [4]],
-    ]);
-  } finally {
-    db.close();
-  }
+  const live = await liveRows<{
+    id: bigint;
+    name: string;
+    tags: Iterable<string> | null;
+    nums: Iterable<number> | null;
+  }>();
+  expect(live.map((r) => [Number(r.id), r.name, r.tags && [...r.tags], r.nums && [...r.nums]])).toEqual([
+    [1, 'one b', ['a', 'b'], [1, 2, 3]],
+    [2, 'two b', ['c'], [4]],
+  ]);
 }, 60_000);
