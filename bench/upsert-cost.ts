@@ -38,6 +38,7 @@ import { mergeNewest } from '../src/lance/upsert-merge';
 import { reduceToNewest } from '../src/lance/upsert-reduce';
 import { DELETED_COLUMN, SYSTEM_FIELDS } from '../src/staging/system-columns';
 import { keptSections } from './lib/report-sections';
+import { seededRandom } from './lib/upsert-changes';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -100,19 +101,9 @@ function changeBatch(
   );
 }
 
-/** A seeded generator (mulberry32): the same changes for every arm. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function changes(keys: number, count: number): [number, boolean][] {
-  const next = random(42);
+  // The same changes for every arm.
+  const next = seededRandom(42);
   let fresh = keys;
   return Array.from({ length: count }, (): [number, boolean] => {
     const r = next();
