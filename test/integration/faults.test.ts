@@ -6,11 +6,10 @@ import { brokerSuite, topicAndConsumer, type BrokerSuite } from '../support/brok
 import { FaultBroker } from '../support/fault-broker';
 import {
   assignedOf,
-  checkFaultRun,
+  finishFaultRun,
   joins,
   ownerOf,
   produceInBackground,
-  settle,
   sleep,
   until,
   waitForJoin,
@@ -116,38 +115,6 @@ async function untilCommittedBy(admin: Admin, s: Setup, owner: string, partition
   );
 }
 
-async function finish(
-  s: Setup,
-  admin: Admin,
-  replicas: readonly Named[],
-  produced: Parameters<typeof checkFaultRun>[0]['produced'],
-  extra: { problems?: string[]; commitTimeoutMs?: number } = {},
-): Promise<void> {
-  const settled = await settle(admin, s.groupId, s.topic, s.lanceDir, produced.length, {
-    commitTimeoutMs: extra.commitTimeoutMs ?? 90_000,
-  });
-  const exits: string[] = [];
-  for (const r of replicas) {
-    const exit = await r.process.kill('SIGTERM');
-    if (exit.code !== 0) exits.push(`${r.label} exited ${JSON.stringify(exit)} on SIGTERM`);
-  }
-  const report = await checkFaultRun({
-    admin,
-    groupId: s.groupId,
-    topic: s.topic,
-    lanceDir: s.lanceDir,
-    produced,
-    replicas,
-    problems: [...(extra.problems ?? []), ...settled.problems, ...exits],
-  });
-  console.log(
-    `${expect.getState().currentTestName}\nsettled in ${settled.seconds.toFixed(1)} s\n${report.lines.join('\n')}${
-      report.problems.length > 0 ? `\nPROBLEMS:\n- ${report.problems.join('\n- ')}` : '\nno problems'
-    }`,
-  );
-  expect(report.problems).toEqual([]);
-}
-
 const signal = (r: Named, sig: NodeJS.Signals) => process.kill(r.process.pid, sig);
 
 /** Waits (bounded) until the group committed up to the log end; says so if not. */
@@ -221,7 +188,7 @@ test(
     }
     await producing.done;
     console.log(`${rounds.join('\n')}\nthe zombie got its old partitions back in ${sameBack} round(s)`);
-    await finish(s, admin, [a, b], [...producing.produced, ...extra]);
+    await finishFaultRun(admin, s, [a, b], [...producing.produced, ...extra]);
   },
   TEST_TIMEOUT,
 );
@@ -289,7 +256,7 @@ test(
     }
     await producing.done;
     console.log(`${notes.join('\n')}\nA got its old partitions back in ${sameBack} round(s)`);
-    await finish(s, admin, [a, b], [...producing.produced, ...extra]);
+    await finishFaultRun(admin, s, [a, b], [...producing.produced, ...extra]);
   },
   TEST_TIMEOUT,
 );
@@ -314,7 +281,7 @@ describe.each(['fetch', 'commit'])('failed claim (KAFKA_LANCE_TEST_FAIL_FIRST_CL
       await b.process.waitForEvent('kafka.join');
       await producing.done;
       console.log(failed);
-      await finish(s, admin, [a, b], producing.produced, { commitTimeoutMs: 45_000 });
+      await finishFaultRun(admin, s, [a, b], producing.produced, { commitTimeoutMs: 45_000 });
     },
     TEST_TIMEOUT,
   );
@@ -424,7 +391,7 @@ describe('a broker of the test’s own, behind per-replica TCP proxies', () => {
       console.log(
         `${notes.join('\n')}\nthe crashed replica got its old partitions back in ${sameBack} round(s)`,
       );
-      await finish(s, admin, [a, b], [...producing.produced, ...extra], { problems });
+      await finishFaultRun(admin, s, [a, b], [...producing.produced, ...extra], { problems });
     },
     TEST_TIMEOUT,
   );
@@ -457,7 +424,7 @@ describe('a broker of the test’s own, behind per-replica TCP proxies', () => {
       const started = await broker!.start();
       console.log(`${stopped}\n${started}\nbroker down for ${((Date.now() - down) / 1000).toFixed(1)} s`);
       const after = await produceRecords(state.kafka!, s.topic, PARTITIONS, 8_000, undefined, 16_000);
-      await finish(s, admin, [a, b], [...before, ...after]);
+      await finishFaultRun(admin, s, [a, b], [...before, ...after]);
     },
     TEST_TIMEOUT,
   );

@@ -372,3 +372,47 @@ export async function checkFaultRun(options: {
   }
   return { problems, lines };
 }
+
+/**
+ * The end of a fault test: waits until the run settles (commits at the log end, the rows
+ * all there and quiet), stops the replicas still running with SIGTERM (each must exit 0),
+ * checks the run (checkFaultRun; `alsoRan`: replicas killed earlier, named in the report),
+ * prints the report and expects no problem.
+ */
+export async function finishFaultRun(
+  admin: Admin,
+  run: { readonly groupId: string; readonly topic: string; readonly lanceDir: string },
+  running: readonly Named[],
+  produced: readonly Produced[],
+  extra: {
+    problems?: readonly string[];
+    commitTimeoutMs?: number;
+    quietMs?: number;
+    alsoRan?: readonly Named[];
+  } = {},
+): Promise<void> {
+  const settled = await settle(admin, run.groupId, run.topic, run.lanceDir, produced.length, {
+    commitTimeoutMs: extra.commitTimeoutMs ?? 90_000,
+    ...(extra.quietMs !== undefined ? { quietMs: extra.quietMs } : {}),
+  });
+  const exits: string[] = [];
+  for (const r of running) {
+    const exit = await r.process.kill('SIGTERM');
+    if (exit.code !== 0) exits.push(`${r.label} exited ${JSON.stringify(exit)} on SIGTERM`);
+  }
+  const report = await checkFaultRun({
+    admin,
+    groupId: run.groupId,
+    topic: run.topic,
+    lanceDir: run.lanceDir,
+    produced,
+    replicas: [...(extra.alsoRan ?? []), ...running],
+    problems: [...(extra.problems ?? []), ...settled.problems, ...exits],
+  });
+  console.log(
+    `${expect.getState().currentTestName}\nsettled in ${settled.seconds.toFixed(1)} s\n${report.lines.join('\n')}${
+      report.problems.length > 0 ? `\nPROBLEMS:\n- ${report.problems.join('\n- ')}` : '\nno problems'
+    }`,
+  );
+  expect(report.problems).toEqual([]);
+}
