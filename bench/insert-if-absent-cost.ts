@@ -14,11 +14,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { silentLogger } from '../src/common/logger';
 import { LanceTable, type LanceTarget } from '../src/lance/lance-table';
 import { TEST_SCHEMA, range, rowsFor } from '../test/support/rows';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1]! : fallback;
-}
+import { arg } from './lib/args';
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 

@@ -39,11 +39,7 @@ import { reduceToNewest } from '../src/lance/upsert-reduce';
 import { DELETED_COLUMN, SYSTEM_FIELDS } from '../src/staging/system-columns';
 import { keptSections } from './lib/report-sections';
 import { seededRandom } from './lib/upsert-changes';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1]! : fallback;
-}
+import { arg } from './lib/args';
 
 const PARTITIONS = 6;
 const T0 = Date.UTC(2026, 11, 6);

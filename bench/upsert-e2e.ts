@@ -60,11 +60,7 @@ import {
   type Counts,
   type ExpectedTable,
 } from './lib/upsert-changes';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1]! : fallback;
-}
+import { arg } from './lib/args';
 
 export const PARTITIONS = 6;
 const TABLE = 'logs';

@@ -47,11 +47,7 @@ import { DELETED_COLUMN } from '../src/staging/system-columns';
 import { MiB, round } from './lib/result';
 import { DELETE, changePlan, changeValue, keyName, partitionOf, planCounts } from './lib/upsert-changes';
 import { PARTITIONS, SEED_SCHEMA, SEED_TIME, seedBatch } from './upsert-e2e';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1]! : fallback;
-}
+import { arg } from './lib/args';
 
 const TABLE = 'logs';
 const KEY = ['_key'];
