@@ -3,7 +3,8 @@ import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
 import type { Logger } from '../../common/logger';
 import type { ResolvedConsumer } from '../../config';
 import { CORRUPT_BATCH_MESSAGE, registerCompressionCodecs } from './compression';
-import { framedSocketFactory, installWholeFrameReads } from './framed-socket';
+import { installConnectionReads } from './connection-reads';
+import { framedSocketFactory } from './framed-socket';
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -15,7 +16,7 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
 /** kafkajs with its logs routed through our JSON logger (one log stream per process). */
 export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId?: string): Kafka {
   registerCompressionCodecs();
-  installWholeFrameReads();
+  installConnectionReads();
   const kafkaLogger = logger.child({ component: 'kafkajs' });
   const config: KafkaConfig = {
     clientId: clientId ?? consumer.client.clientId ?? `kafka-lance-${consumer.name}`,

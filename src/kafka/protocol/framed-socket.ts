@@ -11,7 +11,7 @@ import type { ISocketFactory } from 'kafkajs';
  * memory (bench/hot-path-levers.md, "Kafka's frames read in place"). Here the socket
  * reads through `onread`: once a response's size has arrived, the rest of it is read
  * straight into a Buffer of that size, which kafkajs receives whole as one `data` event and
- * reads in place (one chunk: nothing to concatenate). Sizes and small responses are read
+ * reads in place (one chunk: nothing to concatenate, connection-reads.ts). Sizes and small responses are read
  * into one reused buffer and copied out. The bytes kafkajs sees, and their order, are the
  * same.
  *
@@ -34,7 +34,15 @@ export const framedSocketFactory: ISocketFactory = ({ host, port, ssl, onConnect
         onread: {
           buffer: () => frames.target(),
           callback: (bytes: number, buffer: Uint8Array) => {
-            frames.filled(buffer, bytes);
+            try {
+              frames.filled(buffer, bytes);
+            } catch (error) {
+              // A throw here would skip Node's ask for the next read's buffer, and the next
+              // read would land in a frame already handed on: end the connection instead
+              // (kafkajs reconnects), never a frame out of step.
+              socket.destroy(error instanceof Error ? error : new Error(String(error)));
+              return false;
+            }
             return true;
           },
         },
@@ -46,41 +54,6 @@ export const framedSocketFactory: ISocketFactory = ({ host, port, ssl, onConnect
   return socket;
 };
 
-/** What `installWholeFrameReads` reaches of kafkajs 2.2.4's Connection (network/connection.js). */
-interface ConnectionReads {
-  chunks: Buffer[];
-  processData: (this: ConnectionReads, rawData: Buffer) => unknown;
-}
-
-/* eslint-disable @typescript-eslint/no-require-imports -- kafkajs internals, pinned at 2.2.4 */
-const CONNECTION = 'kafkajs/src/network/connection';
-/** The kafkajs release whose Connection `installWholeFrameReads` adjusts. */
-const KAFKAJS_VERSION = '2.2.4';
-/** Marks kafkajs's Connection as adjusted (a Symbol.for: one mark however often this module loads). */
-const PATCHED = Symbol.for('kafka-lance.whole-frame-reads');
-
-/**
- * kafkajs keeps the bytes a read held after a response as the first chunk of the next one,
- * an empty Buffer when the read ended with the response, and concatenates its chunks
- * whenever there are two: with whole frames arriving, every response was copied once more
- * (~0.7 s of the main thread for a million log records). An empty leftover chunk adds nothing to a
- * concatenation, so it is dropped before the next read is taken. Idempotent; does nothing
- * with another kafkajs release.
- */
-export function installWholeFrameReads(): boolean {
-  if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return false;
-  const prototype = (require(CONNECTION) as { prototype: ConnectionReads & { [PATCHED]?: true } }).prototype;
-  if (prototype[PATCHED]) return true;
-  const processData = prototype.processData;
-  prototype.processData = function (this: ConnectionReads, rawData: Buffer) {
-    if (this.chunks.length === 1 && this.chunks[0]!.length === 0) this.chunks = [];
-    return processData.call(this, rawData);
-  };
-  prototype[PATCHED] = true;
-  return true;
-}
-/* eslint-enable @typescript-eslint/no-require-imports */
-
 /** kafkajs 2.2.4's keep-alive delay (network/socketFactory.js). */
 const KEEP_ALIVE_DELAY_MS = 60_000;
 /** The reused read buffer: Node's own size for a stream's read. */
@@ -89,8 +62,10 @@ const READ_BUFFER_BYTES = 64 * 1024;
  * A frame this large is not allocated when its size arrives: its bytes are kept as they come
  * and joined at its end, as kafkajs does. A size read from something that is not a Kafka
  * broker (an HTTP server's "HTTP" reads as 1.2 GB) then costs only what actually arrives.
+ * Four times the default fetch (`queue.maxBytes`, 16 MiB): a fetch answer passes its size
+ * only by its first record batch (KIP-74).
  */
-export const MAX_FRAME_ALLOCATED_AHEAD = 256 * 1024 * 1024;
+export const MAX_FRAME_ALLOCATED_AHEAD = 64 * 1024 * 1024;
 
 const SIZE_BYTES = 4;
 

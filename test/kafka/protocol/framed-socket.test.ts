@@ -1,8 +1,8 @@
 import * as net from 'node:net';
 import {
   FrameAssembler,
+  MAX_FRAME_ALLOCATED_AHEAD,
   framedSocketFactory,
-  installWholeFrameReads,
 } from '../../../src/kafka/protocol/framed-socket';
 
 /** A Kafka frame: a 4-byte big-endian size, then that many bytes (seeded, so each frame differs). */
@@ -120,28 +120,60 @@ test('a socket of the factory emits each frame of a real connection once, whole'
   }
 });
 
-test("kafkajs's connection reads a whole frame in place: an empty leftover chunk is not concatenated with it", () => {
-  expect(installWholeFrameReads()).toBe(true);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const Connection = require('kafkajs/src/network/connection') as {
-    prototype: { processData(this: unknown, data: Buffer): unknown };
-  };
-  const fulfilled: { payload: Buffer }[] = [];
-  const connection = {
-    authHandlers: null,
-    authExpectResponse: false,
-    chunks: [Buffer.alloc(0)],
-    bytesBuffered: 0,
-    bytesNeeded: 4,
-    requestQueue: { fulfillRequest: (r: { payload: Buffer }) => fulfilled.push(r) },
-  };
-  const response = Buffer.alloc(4 + 4 + 3);
-  response.writeInt32BE(7, 0);
-  response.writeInt32BE(42, 4); // the correlation id
-  response.write('abc', 8);
-  Connection.prototype.processData.call(connection, response);
-  expect(fulfilled).toHaveLength(1);
-  expect(fulfilled[0]!.payload.toString()).toBe('abc');
-  // Read in place: the payload is a view of the frame kafkajs was given, not of a copy.
-  expect(fulfilled[0]!.payload.buffer).toBe(response.buffer);
+/** Feeds `stream` as a socket would, a read ending at each of `cuts` (and at most its target's length). */
+function feed(stream: Buffer, cuts: readonly number[], maxAhead?: number): Buffer[] {
+  const out: Buffer[] = [];
+  const assembler = new FrameAssembler((f) => out.push(f), maxAhead);
+  let at = 0;
+  for (const end of [...cuts, stream.length]) {
+    while (at < end) {
+      const target = assembler.target();
+      // A read into no room reads as the end of the stream: the connection would stall.
+      expect(target.length).toBeGreaterThan(0);
+      const bytes = Math.min(target.length, end - at);
+      stream.copy(target, 0, at, at + bytes);
+      target.fill(0xee, bytes, Math.min(target.length, bytes + 64));
+      assembler.filled(target, bytes);
+      at += bytes;
+    }
+  }
+  return out;
+}
+
+/** Every split of a stream of small frames into two and three reads, in place and collected. */
+test.each([undefined, 6])(
+  'frames split at every pair of positions come out whole (allocated ahead up to %p)',
+  (maxAhead) => {
+    const frames = [
+      frame(0, 1),
+      frame(1, 2),
+      frame(3, 3),
+      frame(4, 4),
+      frame(9, 5),
+      frame(0, 6),
+      frame(17, 7),
+    ];
+    const stream = Buffer.concat(frames);
+    const want = frames.map((f) => f.toString('hex'));
+    for (let i = 1; i < stream.length; i++) {
+      for (let j = i; j < stream.length; j++) {
+        const out = feed(stream, j === i ? [i] : [i, j], maxAhead);
+        expect(out.map((f) => f.toString('hex'))).toEqual(want);
+      }
+    }
+  },
+);
+
+test('a size above the allocate-ahead limit allocates nothing for it: its reads go to the scratch buffer', () => {
+  const assembler = new FrameAssembler(() => {});
+  const size = Buffer.alloc(4);
+  // An HTTP server's answer read as a Kafka size: 1.2 GB.
+  size.write('HTTP');
+  expect(size.readInt32BE(0)).toBeGreaterThan(MAX_FRAME_ALLOCATED_AHEAD);
+  assembler.push(size, 4);
+  expect(assembler.target().length).toBe(64 * 1024);
+  // Below the limit, the frame is allocated and read in place: the target is its rest.
+  const small = new FrameAssembler(() => {});
+  small.push(frame(1000, 1), 10);
+  expect(small.target().length).toBe(1004 - 10);
 });
