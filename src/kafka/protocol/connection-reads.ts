@@ -1,3 +1,5 @@
+import { FRAME_SIZE_BYTES } from './framed-socket';
+
 /**
  * Two adjustments to how kafkajs 2.2.4's Connection (network/connection.js) keeps the bytes
  * it has read, for every client this process makes. Both leave what it decodes unchanged.
@@ -29,7 +31,7 @@ export function installConnectionReads(): boolean {
     if (!this.isConnected()) {
       this.chunks = [];
       this.bytesBuffered = 0;
-      this.bytesNeeded = SIZE_BYTES;
+      this.bytesNeeded = FRAME_SIZE_BYTES; // kafkajs's Decoder.int32Size(): a response's size first
     }
     return connect.call(this);
   };
@@ -54,7 +56,5 @@ interface ConnectionReads {
 const CONNECTION = 'kafkajs/src/network/connection';
 /** The kafkajs release whose Connection this adjusts. */
 const KAFKAJS_VERSION = '2.2.4';
-/** A response's size prefix: what kafkajs needs first (`Decoder.int32Size()`). */
-const SIZE_BYTES = 4;
 /** Marks the Connection as adjusted (a Symbol.for: one mark however often this module loads). */
 const INSTALLED = Symbol.for('kafka-lance.connection-reads');

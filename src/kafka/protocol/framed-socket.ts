@@ -1,60 +1,54 @@
 import * as net from 'node:net';
-import * as tls from 'node:tls';
 import type { ISocketFactory } from 'kafkajs';
 
 /**
  * kafkajs's socket factory, with Kafka's framing done where the bytes are read.
  *
  * A plain socket gives Node a new 64 KiB ArrayBuffer for every read, and kafkajs then
- * concatenates a response's reads into one more Buffer: each fetched byte is allocated
- * twice outside V8's heap and copied once more, and V8 starts full collections on the growth of such
- * memory (bench/hot-path-levers.md, "Kafka's frames read in place"). Here the socket
+ * concatenates a response's reads into one more Buffer: each fetched byte is allocated twice
+ * outside V8's heap and copied once more, and V8 starts full collections on the growth of
+ * such memory (bench/hot-path-levers.md, "Kafka's frames read in place"). Here the socket
  * reads through `onread`: once a response's size has arrived, the rest of it is read
  * straight into a Buffer of that size, which kafkajs receives whole as one `data` event and
- * reads in place (one chunk: nothing to concatenate, connection-reads.ts). Sizes and small responses are read
- * into one reused buffer and copied out. The bytes kafkajs sees, and their order, are the
- * same.
+ * reads in place (one chunk: nothing to concatenate, connection-reads.ts). Sizes and small
+ * responses are read into one reused buffer and copied out. The bytes kafkajs sees, and
+ * their order, are the same.
  *
- * TLS sockets keep Node's own reads (kafkajs's factory, unchanged).
- * `KAFKA_LANCE_FRAMED_SOCKET=off` gives every socket kafkajs's own reads.
+ * TLS sockets, and every socket under `KAFKA_LANCE_FRAMED_SOCKET=off`, are kafkajs's own.
  */
-export const framedSocketFactory: ISocketFactory = ({ host, port, ssl, onConnect }) => {
-  let socket: net.Socket;
-  if (ssl) {
-    socket = tls.connect({ host, port, ...(net.isIP(host) ? {} : { servername: host }), ...ssl }, onConnect);
-  } else if (process.env.KAFKA_LANCE_FRAMED_SOCKET === 'off') {
-    socket = net.connect({ host, port }, onConnect);
-  } else {
-    const frames = new FrameAssembler((frame) => socket.emit('data', frame));
-    socket = net.connect(
-      {
-        host,
-        port,
-        // Node asks for the buffer of each next read after the callback of the last.
-        onread: {
-          buffer: () => frames.target(),
-          callback: (bytes: number, buffer: Uint8Array) => {
-            try {
-              frames.filled(buffer, bytes);
-            } catch (error) {
-              // A throw here would skip Node's ask for the next read's buffer, and the next
-              // read would land in a frame already handed on: end the connection instead
-              // (kafkajs reconnects), never a frame out of step.
-              socket.destroy(error instanceof Error ? error : new Error(String(error)));
-              return false;
-            }
-            return true;
-          },
+export const framedSocketFactory: ISocketFactory = (args) => {
+  if (args.ssl || process.env.KAFKA_LANCE_FRAMED_SOCKET === 'off') return kafkajsSocketFactory(args);
+  const frames = new FrameAssembler((frame) => socket.emit('data', frame));
+  const socket = net.connect(
+    {
+      host: args.host,
+      port: args.port,
+      // Node asks for the buffer of each next read after the callback of the last.
+      onread: {
+        buffer: () => frames.target(),
+        callback: (bytes: number, buffer: Uint8Array) => {
+          try {
+            frames.filled(buffer, bytes);
+          } catch (error) {
+            // A throw here would skip Node's ask for the next read's buffer, and the next
+            // read would land in a frame already handed on: end the connection instead
+            // (kafkajs reconnects), never a frame out of step.
+            socket.destroy(error instanceof Error ? error : new Error(String(error)));
+            return false;
+          }
+          return true;
         },
       },
-      onConnect,
-    );
-  }
+    },
+    args.onConnect,
+  );
   socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
   return socket;
 };
 
-/** kafkajs 2.2.4's keep-alive delay (network/socketFactory.js). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs internals, pinned at 2.2.4
+const kafkajsSocketFactory = (require('kafkajs/src/network/socketFactory') as () => ISocketFactory)();
+/** kafkajs 2.2.4's keep-alive delay (network/socketFactory.js), as its own sockets have it. */
 const KEEP_ALIVE_DELAY_MS = 60_000;
 /** The reused read buffer: Node's own size for a stream's read. */
 const READ_BUFFER_BYTES = 64 * 1024;
@@ -67,7 +61,8 @@ const READ_BUFFER_BYTES = 64 * 1024;
  */
 export const MAX_FRAME_ALLOCATED_AHEAD = 64 * 1024 * 1024;
 
-const SIZE_BYTES = 4;
+/** A Kafka response's size prefix: a 4-byte big-endian int32. */
+export const FRAME_SIZE_BYTES = 4;
 
 /**
  * Kafka's size-prefixed frames out of a stream of reads: each complete frame (its size
@@ -80,7 +75,7 @@ export class FrameAssembler {
   readonly #maxAhead: number;
   /** Where a read goes while no frame is being filled in place. */
   readonly #scratch = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-  readonly #size = Buffer.alloc(SIZE_BYTES);
+  readonly #size = Buffer.alloc(FRAME_SIZE_BYTES);
   #sizeBytes = 0;
   /** The frame being filled (allocated when its size arrived), or undefined. */
   #frame: Buffer | undefined;
@@ -115,8 +110,8 @@ export class FrameAssembler {
     let at = 0;
     while (at < length) {
       if (this.#frame === undefined && this.#pieces === undefined) {
-        while (this.#sizeBytes < SIZE_BYTES && at < length) this.#size[this.#sizeBytes++] = read[at++]!;
-        if (this.#sizeBytes < SIZE_BYTES) return;
+        while (this.#sizeBytes < FRAME_SIZE_BYTES && at < length) this.#size[this.#sizeBytes++] = read[at++]!;
+        if (this.#sizeBytes < FRAME_SIZE_BYTES) return;
         this.#sizeBytes = 0;
         this.#begin(this.#size.readInt32BE(0));
         if (this.#filled === this.#total) {
@@ -135,8 +130,8 @@ export class FrameAssembler {
 
   #begin(size: number): void {
     // A negative size is no frame: kafkajs gets its 4 bytes alone and fails on them as before.
-    this.#total = SIZE_BYTES + Math.max(size, 0);
-    this.#filled = SIZE_BYTES;
+    this.#total = FRAME_SIZE_BYTES + Math.max(size, 0);
+    this.#filled = FRAME_SIZE_BYTES;
     if (this.#total > this.#maxAhead) {
       this.#pieces = [Buffer.from(this.#size)];
     } else {
