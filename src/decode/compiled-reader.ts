@@ -1,4 +1,5 @@
 import type { DeclaredField } from '../config';
+import type { AvroOp } from './avro/native-ops';
 import type { ColumnBuilder } from './column-builder';
 
 /**
@@ -13,4 +14,9 @@ export interface CompiledReader {
   check(buf: Buffer, start: number, end: number): boolean;
   /** Appends a checked value's fields, each into `builders[i]` (undefined: skipped). */
   append(buf: Buffer, start: number, end: number, builders: readonly (ColumnBuilder | undefined)[]): void;
+  /**
+   * The same reading of every top-level field for the native reader (native-avro-columns.ts),
+   * when it has all of them: a whole batch of the writer's values is then read there at once.
+   */
+  readonly native?: readonly AvroOp[];
 }

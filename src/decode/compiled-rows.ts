@@ -2,6 +2,9 @@ import type { BatchColumns } from './batch-columns';
 import type { ColumnBuilder } from './column-builder';
 import type { CompiledReader } from './compiled-reader';
 import type { FieldState } from './field-state';
+import type { NativeBatchReader } from './native-dispatch';
+import { NativeAvroColumns } from './native-avro-columns';
+import type { RawMessage } from './raw-message';
 import type { WriterSchemas } from './registry-writer-schemas';
 
 /** Where a writer's fields go among the decoder's columns, for one list of columns. */
@@ -16,6 +19,8 @@ interface Plan {
   /** The builders of `targets` in the last BatchColumns appended to. */
   batch?: BatchColumns;
   builders?: ColumnBuilder[];
+  /** The native reader of the targets' columns: null when there is none (made at first use). */
+  native?: NativeAvroColumns | null;
 }
 
 /**
@@ -53,6 +58,54 @@ export class CompiledRows {
     if (!plan.targets) return undefined;
     const start = value.byteOffset;
     return found.reader.check(this.#bufferOf(value), start, start + value.byteLength) ? plan : undefined;
+  }
+
+  /**
+   * A reader of a whole batch's values at once (the native Avro reader), when every one of
+   * `values` is framed by the same admitted writer whose plan is usable and whose reader has
+   * a native twin; else undefined, having decided nothing. Its columns are the decoder's
+   * `columns`, null in those the writer does not have, as `append` would write them.
+   */
+  nativeReader(
+    values: readonly RawMessage[],
+    columns: readonly FieldState[],
+    admitted: ReadonlySet<string>,
+    writerTypes: ReadonlyMap<string, string>,
+  ): NativeBatchReader | undefined {
+    if (values.length === 0) return undefined;
+    const found = this.schemas.compiledReader(values[0]!.value!);
+    if (!found?.reader.native || !admitted.has(found.writer)) return undefined;
+    for (let i = 1; i < values.length; i++)
+      if (this.schemas.compiledReader(values[i]!.value!) !== found) return undefined;
+    let plan = this.#plans.get(found.writer);
+    if (!plan || plan.reader !== found.reader || !sameColumns(plan.columns, columns)) {
+      plan = planOf(found.reader, columns, writerTypes);
+      this.#plans.set(found.writer, plan);
+    }
+    const targets = plan.targets;
+    if (!targets) return undefined;
+    if (plan.native === undefined)
+      plan.native =
+        NativeAvroColumns.for(
+          found.reader.native,
+          targets.map((i) => columns[i]!.codec.arrowType()),
+        ) ?? null;
+    const native = plan.native;
+    if (!native) return undefined;
+    return {
+      decode(messages) {
+        const decoded = native.decode(messages);
+        const children = columns.map((column, i) => {
+          const at = targets.indexOf(i);
+          if (at >= 0) return decoded.children[at]!;
+          // A column the writer does not have (planOf: nullable): null in its rows.
+          const nulls = column.codec.builder();
+          for (let row = 0; row < decoded.rows; row++) nulls.appendNull();
+          return nulls.finish();
+        });
+        return { rows: decoded.rows, rejected: decoded.rejected, children };
+      },
+    };
   }
 
   /** Appends a value `check` gave `plan` for. */

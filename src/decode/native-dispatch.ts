@@ -3,7 +3,7 @@ import { minuteKeyOf, type MinuteKey } from '../staging/part-name';
 import { BatchColumns } from './batch-columns';
 import type { DecodedBatch } from './decoded-batch';
 import type { FieldState } from './field-state';
-import type { NativeJsonColumns } from './native-json-columns';
+import type { NativeColumns } from './native-json-columns';
 import type { RawMessage } from './raw-message';
 import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS } from './timestamp';
 
@@ -14,6 +14,11 @@ export interface FetchedBatch {
   readonly messages: readonly RawMessage[];
   /** The incarnation of the topic the messages were fetched from ('' when unknown). */
   readonly topicId: string;
+}
+
+/** A native reader of a batch's values into the decoder's columns (JSON, or one Avro writer's). */
+export interface NativeBatchReader {
+  decode(messages: readonly RawMessage[]): NativeColumns;
 }
 
 /** The decoder's columns and settings the native path needs. */
@@ -27,15 +32,17 @@ export interface NativeSetup {
 }
 
 /**
- * The batch through the native JSON decoder, or undefined when a record needs the
- * TypeScript decoder's row (the caller then decodes the whole batch with it). Every
+ * The batch through a native decoder, or undefined when a record needs the TypeScript
+ * decoder's row (the caller then decodes the whole batch with it). `readerFor` sees the
+ * records the native decoder is to read and may decline them all (undefined) before anything
+ * is decoded. Every
  * record the native decoder does not take (rejected, or not plainly stageable: null,
  * too large, a wild Kafka timestamp) is decided alone by `decodeAlone`, the TypeScript
  * decoder: its verdict, if any, joins the batch's; the rows are the native decoder's,
  * in offset order.
  */
 export function decodeNatively(
-  native: NativeJsonColumns,
+  readerFor: (candidates: readonly RawMessage[]) => NativeBatchReader | undefined,
   fetched: FetchedBatch,
   setup: NativeSetup,
   decodeAlone: (message: RawMessage) => DecodedBatch,
@@ -48,6 +55,8 @@ export function decodeNatively(
     m.timestamp >= MIN_TIMESTAMP_MS &&
     m.timestamp <= MAX_TIMESTAMP_MS;
   const candidates = messages.filter(plain);
+  const native = readerFor(candidates);
+  if (native === undefined) return undefined;
   const decoded = native.decode(candidates);
   const rejected = new Set(decoded.rejected.map((i) => candidates[i]!));
   const deadLetters: DeadLetterVerdict[] = [];

@@ -29,14 +29,16 @@ import type { RawMessage } from './raw-message';
  */
 export const NATIVE_MODULE_PATH = path.join(ROOT, 'native', 'json-columns', 'json-columns.node');
 
-interface ColumnBuffers {
+/** One column's buffers as the native module returns them. */
+export interface ColumnBuffers {
   readonly data: Buffer;
   readonly offsets: Buffer | null | undefined;
   readonly validity: Buffer | null | undefined;
   readonly nullCount: number;
 }
 
-interface NativeDecoded {
+/** A batch as the native module returns it. */
+export interface NativeDecoded {
   readonly rows: number;
   readonly rejected: readonly number[];
   readonly columns: readonly ColumnBuffers[];
@@ -46,7 +48,7 @@ interface NativeDecoder {
   decode(data: Uint8Array, spans: Uint32Array): NativeDecoded;
 }
 
-interface NativeModule {
+export interface NativeModule {
   readonly JsonColumns: new (
     names: string[],
     kinds: number[],
@@ -55,6 +57,8 @@ interface NativeModule {
     eventTime: number,
     dims?: number[],
   ) => NativeDecoder;
+  /** The Avro reader (native-avro-columns.ts): a writer schema's program and its enums' symbols. */
+  readonly AvroColumns?: new (program: number[], symbols: string[]) => NativeDecoder;
 }
 
 /** The kinds' codes in native/json-columns/src/fields.rs (a float32 vector is 7). */
@@ -81,7 +85,10 @@ function float32VectorDim(field: FieldState): number | undefined {
 
 let loaded: NativeModule | null | undefined;
 
-/** The built module, or undefined (not built, or turned off). Loaded once per thread. */
+/**
+ * The built module, or undefined (not built, or turned off: `KAFKA_LANCE_NATIVE_JSON=off` turns
+ * off its Avro reader too). Loaded once per thread.
+ */
 export function nativeJsonModule(): NativeModule | undefined {
   if (loaded === undefined) {
     loaded = null;
@@ -164,7 +171,7 @@ export class NativeJsonColumns {
  * The values as (start, length) pairs into one byte array: the staging worker's
  * messages are views into one transferred buffer, read in place; others are copied together.
  */
-function spansOf(messages: readonly RawMessage[]): { data: Uint8Array; spans: Uint32Array } {
+export function spansOf(messages: readonly RawMessage[]): { data: Uint8Array; spans: Uint32Array } {
   const spans = new Uint32Array(messages.length * 2);
   const shared = messages[0]?.value?.buffer;
   if (shared !== undefined && messages.every((m) => m.value!.buffer === shared)) {
@@ -184,7 +191,7 @@ function spansOf(messages: readonly RawMessage[]): { data: Uint8Array; spans: Ui
 }
 
 /** A view of `bytes` whose offset suits `width`-byte values (copied when it does not). */
-function aligned(bytes: Buffer, width: number): Uint8Array {
+export function aligned(bytes: Buffer, width: number): Uint8Array {
   const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   return bytes.byteOffset % width === 0 ? view : view.slice();
 }

@@ -16,7 +16,7 @@ import { BatchColumns, KEY_COLUMN } from './batch-columns';
 import { declaredField, inferredField, type FieldState, type WriterFieldChanges } from './field-state';
 import { normalizeRows, sourceRecord } from './transform-rows';
 import type { RawMessage } from './raw-message';
-import { decodeNatively } from './native-dispatch';
+import { decodeNatively, type NativeBatchReader } from './native-dispatch';
 import { changeOf, tombstoneDelete } from './debezium-rows';
 import { DebeziumKeys, envelopeColumns, type WriterColumns } from './debezium-registry';
 import { SEQUENCE_COLUMN } from '../config/upsert-options';
@@ -159,10 +159,11 @@ export class RecordDecoder {
     topicId = '',
     schemas: readonly WriterSchema[] = [],
   ): DecodedBatch {
+    const readerFor = this.#nativeReaderFor(schemas);
     const native =
-      this.#native &&
+      readerFor &&
       decodeNatively(
-        this.#native,
+        readerFor,
         { topic, partition, messages, topicId },
         {
           fields: this.#columns.fields,
@@ -173,6 +174,24 @@ export class RecordDecoder {
         (message) => this.#decodeEach(topic, partition, [message], topicId),
       );
     return native || this.#decodeEach(topic, partition, messages, topicId, schemas);
+  }
+
+  /**
+   * What reads a batch natively, if anything: the native JSON decoder, or for a registry format
+   * the native reader of the one admitted writer all of a batch's values have (CompiledRows's
+   * nativeReader; the batch's schemas are learnt first, as `#decodeEach` would). Rows that carry
+   * a key or `_deleted` are not made there.
+   */
+  #nativeReaderFor(
+    schemas: readonly WriterSchema[],
+  ): ((candidates: readonly RawMessage[]) => NativeBatchReader | undefined) | undefined {
+    const json = this.#native;
+    if (json) return () => json;
+    const compiled = this.#compiled;
+    if (!compiled || this.#keys || this.#options.upsertKey !== undefined) return undefined;
+    const table = this.#columns;
+    for (const id of this.#registry!.learn(schemas)) table.forget(id);
+    return (candidates) => compiled.nativeReader(candidates, table.fields, table.admitted, table.writerTypes);
   }
 
   #decodeEach(

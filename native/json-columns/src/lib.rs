@@ -1,4 +1,5 @@
-//! JSON records into Arrow column buffers, for kafka-lance's staging workers.
+//! JSON records (and Avro datums, avro.rs) into Arrow column buffers, for kafka-lance's
+//! staging workers.
 //!
 //! The TypeScript decoder (src/decode/record-decoder.ts) is the reference: this one
 //! takes only records whose every declared value it reads exactly as that decoder
@@ -6,11 +7,13 @@
 //! with its reason, or a form only it reads). It allocates no per-record objects in
 //! JavaScript: that garbage, not the parsing, was most of the staging workers' time.
 
+mod avro;
 mod canonical;
 mod columns;
 mod fields;
 mod reader;
 
+use avro::{Datum, Node, Out};
 use columns::{Column, Values};
 use fields::{append_record, read_record, EpochUnit, Field, Kind, Pending};
 use napi::bindgen_prelude::{Buffer, Uint32Array, Uint8Array};
@@ -150,6 +153,99 @@ impl JsonColumns {
             columns: columns.into_iter().map(buffers).collect(),
         })
     }
+}
+
+/// A writer schema's compiled reading (avro.rs), ready to decode batches of its datums.
+#[napi]
+pub struct AvroColumns {
+    fields: Vec<Node>,
+}
+
+#[napi]
+impl AvroColumns {
+    /// `program`: the top-level record in avro.rs's codes; `symbols`: its enums' symbols.
+    #[napi(constructor)]
+    pub fn new(program: Vec<f64>, symbols: Vec<String>) -> Result<Self> {
+        let mut at = 0;
+        let top =
+            avro::parse(&program, &mut at, &symbols).map_err(|why| Error::new(Status::InvalidArg, why))?;
+        if at != program.len() {
+            return Err(Error::new(
+                Status::InvalidArg,
+                "the program goes on after its record",
+            ));
+        }
+        match top {
+            Node::Record { children } => Ok(AvroColumns { fields: children }),
+            _ => Err(Error::new(Status::InvalidArg, "the program is not a record")),
+        }
+    }
+
+    /// Decodes the framed datums at `spans` (start, length pairs into `data`). The columns
+    /// come depth first: a struct's own (validity only, empty data), then its fields'.
+    #[napi]
+    pub fn decode(&self, data: Uint8Array, spans: Uint32Array) -> Result<DecodedColumns> {
+        let bytes: &[u8] = &data;
+        let spans: &[u32] = &spans;
+        if !spans.len().is_multiple_of(2) {
+            return Err(Error::new(
+                Status::InvalidArg,
+                "spans must be (start, length) pairs",
+            ));
+        }
+        let datum = Datum { fields: &self.fields };
+        let mut outs: Vec<Out> = self.fields.iter().map(Out::of).collect();
+        let mut rejected = Vec::new();
+        let mut rows = 0u32;
+        for (index, span) in spans.chunks_exact(2).enumerate() {
+            let (start, length) = (span[0] as usize, span[1] as usize);
+            let record = bytes
+                .get(start..start + length)
+                .ok_or_else(|| Error::new(Status::InvalidArg, "a span lies outside the data"))?;
+            if datum.check(record) {
+                datum.append(record, &mut outs);
+                rows += 1;
+            } else {
+                rejected.push(index as u32);
+            }
+        }
+        let mut columns = Vec::new();
+        for out in outs {
+            flatten(out, &mut columns)?;
+        }
+        Ok(DecodedColumns {
+            rows,
+            rejected,
+            columns,
+        })
+    }
+}
+
+fn flatten(out: Out, into: &mut Vec<ColumnBuffers>) -> Result<()> {
+    match out {
+        Out::Leaf { column, .. } => {
+            if column.value_bytes() > i32::MAX as usize {
+                return Err(Error::new(
+                    Status::GenericFailure,
+                    "a string or bytes column passed 2 GiB in one batch",
+                ));
+            }
+            into.push(buffers(column));
+        }
+        Out::Struct { validity, children } => {
+            let null_count = validity.zeros as u32;
+            into.push(ColumnBuffers {
+                data: Vec::<u8>::new().into(),
+                offsets: None,
+                validity: (null_count > 0).then(|| validity.bytes.into()),
+                null_count,
+            });
+            for child in children {
+                flatten(child, into)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn buffers(column: Column) -> ColumnBuffers {

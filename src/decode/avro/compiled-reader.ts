@@ -10,6 +10,7 @@ import type { VariableWidthBuilder } from '../variable-width-builders';
 import { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS } from '../timestamp';
 import { HEADER_BYTES } from '../../schema-registry/wire-format';
 import { minBytes } from './block-counts';
+import type { AvroOp } from './native-ops';
 import { MAX_DECIMAL_BYTES, unscaledOf } from './unscaled';
 
 /**
@@ -41,6 +42,8 @@ interface Node {
   check(buf: Buffer, pos: number, end: number): number;
   /** Appends the (checked) value at `pos`; returns the position after it. */
   append(buf: Buffer, pos: number, builder: ColumnBuilder): number;
+  /** The same reading for the native reader (native-ops.ts), where it has one. */
+  readonly op?: AvroOp;
 }
 
 /** Where the last varint read ended (module state: no object per read). */
@@ -109,6 +112,7 @@ function appendSlice(builder: ColumnBuilder, buf: Buffer, start: number, end: nu
 
 function bytesNode(utf8: boolean): Node {
   return {
+    op: { kind: 'bytes', utf8 },
     check(buf, pos, end) {
       const n = length(buf, pos, end);
       if (n === FALLBACK || after + n > end) return FALLBACK;
@@ -126,11 +130,13 @@ function bytesNode(utf8: boolean): Node {
 
 /** An int or long whose value fits a safe integer, checked by `valid`, appended by `put`. */
 function integerNode(
+  op: AvroOp,
   valid: (n: number) => boolean,
   put: (builder: ColumnBuilder, n: number) => void,
   big?: { valid: (n: bigint) => boolean; put: (builder: ColumnBuilder, n: bigint) => void },
 ): Node {
   return {
+    op,
     check(buf, pos, end) {
       const n = varint(buf, pos, end);
       if (n === n) return valid(n) ? after : FALLBACK;
@@ -149,8 +155,13 @@ function integerNode(
 
 const INT32 = (n: number) => n >= -2147483648 && n <= 2147483647;
 
-function fixedNode(size: number, put: (builder: ColumnBuilder, buf: Buffer, pos: number) => void): Node {
+function fixedNode(
+  op: AvroOp,
+  size: number,
+  put: (builder: ColumnBuilder, buf: Buffer, pos: number) => void,
+): Node {
   return {
+    op,
     check: (_buf, pos, end) => (pos + size <= end ? pos + size : FALLBACK),
     append(buf, pos, builder) {
       put(builder, buf, pos);
@@ -196,6 +207,7 @@ function decimalNode(precision: number, size: number | undefined): Node {
 function enumNode(symbols: readonly string[]): Node {
   const bytes = symbols.map((s) => Buffer.from(s, 'utf8'));
   return {
+    op: { kind: 'enum', symbols },
     check(buf, pos, end) {
       const i = varint(buf, pos, end);
       return i >= 0 && i < symbols.length ? after : FALLBACK;
@@ -209,7 +221,9 @@ function enumNode(symbols: readonly string[]): Node {
 }
 
 function recordNode(children: readonly Node[]): Node {
+  const ops = children.flatMap((c) => (c.op ? [c.op] : []));
   return {
+    op: ops.length === children.length ? { kind: 'record', children: ops } : undefined,
     check(buf, pos, end) {
       for (const child of children) {
         pos = child.check(buf, pos, end);
@@ -328,6 +342,7 @@ function mapNode(values: Node): Node {
 /** A union of null and one type (either order), or of one type alone (`nullIndex` -1: no index reads as null). */
 function optionalNode(nullIndex: number, valueIndex: number, inner: Node): Node {
   return {
+    op: inner.op && { kind: 'optional', nullIndex, valueIndex, inner: inner.op },
     check(buf, pos, end) {
       const i = varint(buf, pos, end);
       if (i === nullIndex && i >= 0) return after;
@@ -354,6 +369,7 @@ function scalarNode(type: avro.Type, field: DeclaredField): Node {
     case 'boolean':
       if (name !== 'boolean') throw mismatch();
       return {
+        op: { kind: 'bool' },
         check: (_buf, pos, end) => (pos < end ? pos + 1 : FALLBACK),
         append(buf, pos, builder) {
           (builder as BoolBuilder).append(buf[pos] !== 0);
@@ -362,10 +378,13 @@ function scalarNode(type: avro.Type, field: DeclaredField): Node {
       };
     case 'int32':
       if (name !== 'int') throw mismatch();
-      return integerNode(INT32, (b, n) => (b as FixedWidthBuilder<Int32Array>).append(n));
+      return integerNode({ kind: 'int', min: -2147483648, max: 2147483647 }, INT32, (b, n) =>
+        (b as FixedWidthBuilder<Int32Array>).append(n),
+      );
     case 'date':
       if (name !== 'int') throw mismatch();
       return integerNode(
+        { kind: 'int', ...MS_PER_DAY_RANGE },
         (n) => n >= MS_PER_DAY_RANGE.min && n <= MS_PER_DAY_RANGE.max,
         (b, n) => (b as NumericBuilder<Int32Array>).append(n),
       );
@@ -374,6 +393,7 @@ function scalarNode(type: avro.Type, field: DeclaredField): Node {
       // A long is EXACT_LONG (every int64; writer-schemas.ts turns the object form into the name),
       // whose type name is 'abstract:long'; avsc's own 'long' refuses or rounds beyond 2^53.
       return integerNode(
+        { kind: 'long', big: name === 'abstract:long', min: -Infinity, max: Infinity },
         () => true,
         (b, n) => (b as FixedWidthBuilder<BigInt64Array>).appendSafeInteger(n),
         name === 'abstract:long'
@@ -388,6 +408,7 @@ function scalarNode(type: avro.Type, field: DeclaredField): Node {
       const min = MIN_TIMESTAMP_MS * per;
       const max = MAX_TIMESTAMP_MS * per;
       return integerNode(
+        { kind: 'long', big: false, min, max },
         (n) => n >= min && n <= max,
         (b, n) => (b as NumericBuilder<BigInt64Array>).append(BigInt(n)),
       );
@@ -395,6 +416,7 @@ function scalarNode(type: avro.Type, field: DeclaredField): Node {
     case 'float32':
       if (name !== 'float') throw mismatch();
       return {
+        op: { kind: 'float32' },
         check: (buf, pos, end) =>
           pos + 4 <= end && Number.isFinite(buf.readFloatLE(pos)) ? pos + 4 : FALLBACK,
         append(buf, pos, builder) {
@@ -404,7 +426,7 @@ function scalarNode(type: avro.Type, field: DeclaredField): Node {
       };
     case 'float64':
       if (name !== 'double') throw mismatch();
-      return fixedNode(8, (b, buf, pos) =>
+      return fixedNode({ kind: 'float64' }, 8, (b, buf, pos) =>
         (b as FixedWidthBuilder<Float64Array>).append(buf.readDoubleLE(pos)),
       );
     case 'string':
@@ -415,7 +437,9 @@ function scalarNode(type: avro.Type, field: DeclaredField): Node {
       if (name === 'bytes') return bytesNode(false);
       if (name === 'fixed') {
         const size = (type as avro.types.FixedType).size;
-        return fixedNode(size, (b, buf, pos) => appendSlice(b, buf, pos, pos + size));
+        return fixedNode({ kind: 'fixed', size }, size, (b, buf, pos) =>
+          appendSlice(b, buf, pos, pos + size),
+        );
       }
       throw mismatch();
     case 'decimal':
@@ -477,8 +501,10 @@ export function compileAvroReader(
     if (f.name !== fields[i]!.name) throw new NotCompiled('fields out of order');
     return compileNode(f.type, fields[i]!);
   });
+  const ops = nodes.flatMap((n) => (n.op ? [n.op] : []));
   return {
     fields: fields.map((field) => ({ name: field.name, field })),
+    native: ops.length === nodes.length ? ops : undefined,
     check(buf, start, end) {
       let pos = start + HEADER_BYTES;
       for (const node of nodes) {
