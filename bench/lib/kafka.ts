@@ -46,11 +46,20 @@ export function kafkaClient(brokers: readonly string[]): Kafka {
   return new Kafka({ clientId: 'bench', brokers: [...brokers], logLevel: logLevel.NOTHING });
 }
 
+/**
+ * How many records `topic` holds; undefined when no such topic is listed; NaN when it is
+ * listed but its offsets stay unreadable for 30 s (a topic being deleted has no partitions
+ * to ask). A broker just started lists a topic before it leads its partitions: that is
+ * waited out, or a topic holding the data would read as absent and be produced into again.
+ */
 export async function topicRecords(admin: Admin, topic: string): Promise<number | undefined> {
   if (!(await admin.listTopics()).includes(topic)) return undefined;
-  // A topic being deleted is still listed for a while, but has no partitions to ask.
-  const offsets = await admin.fetchTopicOffsets(topic).catch(() => undefined);
-  return offsets?.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+  for (let attempt = 1; attempt <= 30; attempt++) {
+    const offsets = await admin.fetchTopicOffsets(topic).catch(() => undefined);
+    if (offsets) return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+  return NaN;
 }
 
 export interface Dataset {
@@ -71,7 +80,9 @@ export interface Dataset {
  */
 /**
  * The topic created with `partitions`, after deleting the one of that name when `exists`.
- * Deletion is asynchronous on the broker: creating the same name fails until it is done.
+ * Deletion is asynchronous on the broker, and kafkajs's createTopics answers false (no error)
+ * while the name is still taken: producing then would add to the old topic's records (a
+ * topic the broker's 24-hour retention had partly emptied once held 1.32M instead of 1M).
  */
 export async function recreateTopic(
   admin: Admin,
@@ -81,13 +92,15 @@ export async function recreateTopic(
 ): Promise<void> {
   if (exists) await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
   for (let attempt = 1; ; attempt++) {
+    let created = false;
     try {
-      await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
-      return;
+      created = await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
     } catch (error) {
-      if (attempt >= 30) throw error;
-      await new Promise((r) => setTimeout(r, 1_000));
+      if (attempt >= 120) throw error;
     }
+    if (created) return;
+    if (attempt >= 120) throw new Error(`topic ${topic} was not deleted in 120 s: not producing into it`);
+    await new Promise((r) => setTimeout(r, 1_000));
   }
 }
 
@@ -143,6 +156,8 @@ export async function produceDataset(
       }
     }
     await producer.disconnect();
+    const held = await topicRecords(admin, topic);
+    if (held !== records) throw new Error(`topic ${topic} holds ${held} records after producing ${records}`);
     const produceSeconds = (performance.now() - t0) / 1000;
     log(
       `produced ${records} records (${(bytes / 2 ** 20).toFixed(0)} MiB) in ${produceSeconds.toFixed(1)} s`,

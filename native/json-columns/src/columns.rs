@@ -102,6 +102,21 @@ impl Column {
         }
     }
 
+    /// Room for `rows` more rows of `width` bytes each (fixed-width), or of `value_bytes`
+    /// in all (Utf8): one allocation each, where growing by doubling would copy the values
+    /// about twice and fault in the pages of every discarded buffer.
+    pub fn reserve(&mut self, rows: usize, width: usize, value_bytes: usize) {
+        self.validity.bytes.reserve(rows.div_ceil(8) + 1);
+        match &mut self.values {
+            Values::Utf8 { offsets, data } => {
+                offsets.reserve(rows * 4);
+                data.reserve(value_bytes);
+            }
+            Values::Fixed { data } => data.reserve(rows * width),
+            Values::Bool { bits } => bits.bytes.reserve(rows.div_ceil(8) + 1),
+        }
+    }
+
     /// The bytes held so far (to refuse a batch whose Utf8 offsets would pass i32).
     pub fn value_bytes(&self) -> usize {
         match &self.values {

@@ -159,6 +159,8 @@ impl JsonColumns {
 #[napi]
 pub struct AvroColumns {
     fields: Vec<Node>,
+    /// Each leaf column's value bytes per row in the last batch (depth first).
+    bytes_per_row: Vec<f64>,
 }
 
 #[napi]
@@ -176,7 +178,10 @@ impl AvroColumns {
             ));
         }
         match top {
-            Node::Record { children } => Ok(AvroColumns { fields: children }),
+            Node::Record { children } => Ok(AvroColumns {
+                fields: children,
+                bytes_per_row: Vec::new(),
+            }),
             _ => Err(Error::new(Status::InvalidArg, "the program is not a record")),
         }
     }
@@ -184,7 +189,7 @@ impl AvroColumns {
     /// Decodes the framed datums at `spans` (start, length pairs into `data`). The columns
     /// come depth first: a struct's own (validity only, empty data), then its fields'.
     #[napi]
-    pub fn decode(&self, data: Uint8Array, spans: Uint32Array) -> Result<DecodedColumns> {
+    pub fn decode(&mut self, data: Uint8Array, spans: Uint32Array) -> Result<DecodedColumns> {
         let bytes: &[u8] = &data;
         let spans: &[u32] = &spans;
         if !spans.len().is_multiple_of(2) {
@@ -195,6 +200,10 @@ impl AvroColumns {
         }
         let datum = Datum { fields: &self.fields };
         let mut outs: Vec<Out> = self.fields.iter().map(Out::of).collect();
+        let mut hints = self.bytes_per_row.iter().copied();
+        for out in &mut outs {
+            out.reserve(spans.len() / 2, &mut hints);
+        }
         let mut rejected = Vec::new();
         let mut rows = 0u32;
         for (index, span) in spans.chunks_exact(2).enumerate() {
@@ -207,6 +216,12 @@ impl AvroColumns {
                 rows += 1;
             } else {
                 rejected.push(index as u32);
+            }
+        }
+        if rows > 0 {
+            self.bytes_per_row.clear();
+            for out in &outs {
+                out.bytes_per_row(rows as usize, &mut self.bytes_per_row);
             }
         }
         let mut columns = Vec::new();
