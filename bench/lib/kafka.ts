@@ -94,7 +94,10 @@ export async function recreateTopic(
   for (let attempt = 1; ; attempt++) {
     let created = false;
     try {
-      created = await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+      created = await admin.createTopics({
+        topics: [{ topic, numPartitions: partitions }],
+        waitForLeaders: true,
+      });
     } catch (error) {
       if (attempt >= 120) throw error;
     }
