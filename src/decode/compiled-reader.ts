@@ -1,5 +1,6 @@
 import type { DeclaredField } from '../config';
 import type { AvroOp } from './avro/native-ops';
+import type { ProtobufMessageOp } from './protobuf/native-ops';
 import type { ColumnBuilder } from './column-builder';
 
 /**
@@ -15,8 +16,15 @@ export interface CompiledReader {
   /** Appends a checked value's fields, each into `builders[i]` (undefined: skipped). */
   append(buf: Buffer, start: number, end: number, builders: readonly (ColumnBuilder | undefined)[]): void;
   /**
-   * The same reading of every top-level field for the native reader (native-avro-columns.ts),
-   * when it has all of them: a whole batch of the writer's values is then read there at once.
+   * The same reading for the native reader (native-registry-columns.ts), when it has all of
+   * it: a whole batch of the writer's values is then read there at once.
    */
-  readonly native?: readonly AvroOp[];
+  readonly native?: NativeProgram;
 }
+
+/** A compiled reader's reading as the native reader takes it, per format. */
+export type NativeProgram =
+  /** Every top-level field of an Avro record. */
+  | { readonly format: 'avro'; readonly fields: readonly AvroOp[] }
+  /** A Protobuf message type, its values framed with the message-index list `prefix` (bytes). */
+  | { readonly format: 'protobuf'; readonly prefix: readonly number[]; readonly message: ProtobufMessageOp };

@@ -3,7 +3,7 @@ import type { ColumnBuilder } from './column-builder';
 import type { CompiledReader } from './compiled-reader';
 import type { FieldState } from './field-state';
 import type { NativeBatchReader } from './native-dispatch';
-import { NativeAvroColumns } from './native-avro-columns';
+import { NativeRegistryColumns } from './native-registry-columns';
 import type { RawMessage } from './raw-message';
 import type { WriterSchemas } from './registry-writer-schemas';
 
@@ -20,7 +20,7 @@ interface Plan {
   batch?: BatchColumns;
   builders?: ColumnBuilder[];
   /** The native reader of the targets' columns: null when there is none (made at first use). */
-  native?: NativeAvroColumns | null;
+  native?: NativeRegistryColumns | null;
 }
 
 /**
@@ -61,7 +61,7 @@ export class CompiledRows {
   }
 
   /**
-   * A reader of a whole batch's values at once (the native Avro reader), when every one of
+   * A reader of a whole batch's values at once (a native reader), when every one of
    * `values` is framed by the same admitted writer whose plan is usable and whose reader has
    * a native twin; else undefined, having decided nothing. Its columns are the decoder's
    * `columns`, null in those the writer does not have, as `append` would write them.
@@ -86,7 +86,7 @@ export class CompiledRows {
     if (!targets) return undefined;
     if (plan.native === undefined)
       plan.native =
-        NativeAvroColumns.for(
+        NativeRegistryColumns.for(
           found.reader.native,
           targets.map((i) => columns[i]!.codec.arrowType()),
         ) ?? null;

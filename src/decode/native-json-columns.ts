@@ -57,8 +57,10 @@ export interface NativeModule {
     eventTime: number,
     dims?: number[],
   ) => NativeDecoder;
-  /** The Avro reader (native-avro-columns.ts): a writer schema's program and its enums' symbols. */
+  /** The registry formats' readers (native-registry-columns.ts): a program and its enums' symbols. */
   readonly AvroColumns?: new (program: number[], symbols: string[]) => NativeDecoder;
+  /** `prefix`: the bytes of the values' message-index list. */
+  readonly ProtobufColumns?: new (program: number[], symbols: string[], prefix: number[]) => NativeDecoder;
 }
 
 /** The kinds' codes in native/json-columns/src/fields.rs (a float32 vector is 7). */

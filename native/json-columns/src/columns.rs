@@ -125,3 +125,46 @@ impl Column {
         }
     }
 }
+
+/// A column of a registry format's reader (avro.rs, protobuf.rs): a leaf's buffers, or a
+/// Struct's validity and its fields' columns.
+pub enum Out {
+    Leaf { column: Column, width: usize },
+    Struct { validity: Bits, children: Vec<Out> },
+}
+
+impl Out {
+    /// Room for `rows` rows: each leaf's values at its bytes per row in `hints` (depth
+    /// first; the last batch's, with 1/8 more), taken one by one.
+    pub fn reserve(&mut self, rows: usize, hints: &mut impl Iterator<Item = f64>) {
+        match self {
+            Out::Leaf { column, width } => {
+                let per_row = hints.next().unwrap_or(0.0);
+                column.reserve(rows, *width, (per_row * 1.125 * rows as f64) as usize);
+            }
+            Out::Struct { validity, children } => {
+                validity.bytes.reserve(rows.div_ceil(8) + 1);
+                children.iter_mut().for_each(|c| c.reserve(rows, hints));
+            }
+        }
+    }
+
+    /// Each leaf's value bytes per row (depth first), for the next batch's `reserve`.
+    pub fn bytes_per_row(&self, rows: usize, into: &mut Vec<f64>) {
+        match self {
+            Out::Leaf { column, .. } => into.push(column.value_bytes() as f64 / rows.max(1) as f64),
+            Out::Struct { children, .. } => children.iter().for_each(|c| c.bytes_per_row(rows, into)),
+        }
+    }
+
+    /// A null row (a struct's fields hold nulls there too, as StructBuilder.appendNull writes them).
+    pub fn push_null(&mut self) {
+        match self {
+            Out::Leaf { column, width } => column.push_null(*width),
+            Out::Struct { validity, children } => {
+                validity.push(false);
+                children.iter_mut().for_each(Out::push_null);
+            }
+        }
+    }
+}

@@ -11,10 +11,11 @@ mod avro;
 mod canonical;
 mod columns;
 mod fields;
+mod protobuf;
 mod reader;
 
-use avro::{Datum, Node, Out};
-use columns::{Column, Values};
+use avro::{out_of, Datum, Node};
+use columns::{Column, Out, Values};
 use fields::{append_record, read_record, EpochUnit, Field, Kind, Pending};
 use napi::bindgen_prelude::{Buffer, Uint32Array, Uint8Array};
 use napi::{Error, Result, Status};
@@ -190,50 +191,123 @@ impl AvroColumns {
     /// come depth first: a struct's own (validity only, empty data), then its fields'.
     #[napi]
     pub fn decode(&mut self, data: Uint8Array, spans: Uint32Array) -> Result<DecodedColumns> {
-        let bytes: &[u8] = &data;
-        let spans: &[u32] = &spans;
-        if !spans.len().is_multiple_of(2) {
+        let datum = Datum { fields: &self.fields };
+        let outs = self.fields.iter().map(out_of).collect();
+        decode_framed(
+            &data,
+            &spans,
+            outs,
+            &mut self.bytes_per_row,
+            |record| datum.check(record),
+            |record, outs| datum.append(record, outs),
+        )
+    }
+}
+
+/// A Protobuf message type's compiled reading (protobuf.rs), ready to decode batches of its
+/// messages framed with one message-index list.
+#[napi]
+pub struct ProtobufColumns {
+    message: protobuf::Message,
+    prefix: Vec<u8>,
+    bytes_per_row: Vec<f64>,
+}
+
+#[napi]
+impl ProtobufColumns {
+    /// `program`: the message in protobuf.rs's codes; `symbols`: its enums' names; `prefix`:
+    /// the bytes of the message-index list after the schema id.
+    #[napi(constructor)]
+    pub fn new(program: Vec<f64>, symbols: Vec<String>, prefix: Vec<u32>) -> Result<Self> {
+        let mut at = 0;
+        let message = protobuf::parse(&program, &mut at, &symbols)
+            .map_err(|why| Error::new(Status::InvalidArg, why))?;
+        if at != program.len() {
             return Err(Error::new(
                 Status::InvalidArg,
-                "spans must be (start, length) pairs",
+                "the program goes on after its message",
             ));
         }
-        let datum = Datum { fields: &self.fields };
-        let mut outs: Vec<Out> = self.fields.iter().map(Out::of).collect();
-        let mut hints = self.bytes_per_row.iter().copied();
-        for out in &mut outs {
-            out.reserve(spans.len() / 2, &mut hints);
-        }
-        let mut rejected = Vec::new();
-        let mut rows = 0u32;
-        for (index, span) in spans.chunks_exact(2).enumerate() {
-            let (start, length) = (span[0] as usize, span[1] as usize);
-            let record = bytes
-                .get(start..start + length)
-                .ok_or_else(|| Error::new(Status::InvalidArg, "a span lies outside the data"))?;
-            if datum.check(record) {
-                datum.append(record, &mut outs);
-                rows += 1;
-            } else {
-                rejected.push(index as u32);
-            }
-        }
-        if rows > 0 {
-            self.bytes_per_row.clear();
-            for out in &outs {
-                out.bytes_per_row(rows as usize, &mut self.bytes_per_row);
-            }
-        }
-        let mut columns = Vec::new();
-        for out in outs {
-            flatten(out, &mut columns)?;
-        }
-        Ok(DecodedColumns {
-            rows,
-            rejected,
-            columns,
+        let prefix = prefix
+            .into_iter()
+            .map(|b| u8::try_from(b).map_err(|_| Error::new(Status::InvalidArg, "a prefix byte above 255")))
+            .collect::<Result<Vec<u8>>>()?;
+        Ok(ProtobufColumns {
+            message,
+            prefix,
+            bytes_per_row: Vec::new(),
         })
     }
+
+    /// Decodes the framed messages at `spans`, as AvroColumns.decode does its datums.
+    #[napi]
+    pub fn decode(&mut self, data: Uint8Array, spans: Uint32Array) -> Result<DecodedColumns> {
+        let framed = protobuf::Framed {
+            message: &self.message,
+            prefix: &self.prefix,
+        };
+        decode_framed(
+            &data,
+            &spans,
+            self.message.outs(),
+            &mut self.bytes_per_row,
+            |record| framed.check(record),
+            |record, outs| framed.append(record, outs),
+        )
+    }
+}
+
+/// A batch of framed values through a registry format's reader: each value checked whole,
+/// then appended, or rejected (its index) for the TypeScript decoder. `bytes_per_row` is the
+/// last batch's hint for each leaf's room, and is updated.
+fn decode_framed(
+    bytes: &[u8],
+    spans: &[u32],
+    mut outs: Vec<Out>,
+    bytes_per_row: &mut Vec<f64>,
+    check: impl Fn(&[u8]) -> bool,
+    append: impl Fn(&[u8], &mut [Out]),
+) -> Result<DecodedColumns> {
+    if !spans.len().is_multiple_of(2) {
+        return Err(Error::new(
+            Status::InvalidArg,
+            "spans must be (start, length) pairs",
+        ));
+    }
+    let mut hints = bytes_per_row.iter().copied();
+    for out in &mut outs {
+        out.reserve(spans.len() / 2, &mut hints);
+    }
+    let mut rejected = Vec::new();
+    let mut rows = 0u32;
+    for (index, span) in spans.chunks_exact(2).enumerate() {
+        let (start, length) = (span[0] as usize, span[1] as usize);
+        let record = start
+            .checked_add(length)
+            .and_then(|end| bytes.get(start..end))
+            .ok_or_else(|| Error::new(Status::InvalidArg, "a span lies outside the data"))?;
+        if check(record) {
+            append(record, &mut outs);
+            rows += 1;
+        } else {
+            rejected.push(index as u32);
+        }
+    }
+    if rows > 0 {
+        bytes_per_row.clear();
+        for out in &outs {
+            out.bytes_per_row(rows as usize, bytes_per_row);
+        }
+    }
+    let mut columns = Vec::new();
+    for out in outs {
+        flatten(out, &mut columns)?;
+    }
+    Ok(DecodedColumns {
+        rows,
+        rejected,
+        columns,
+    })
 }
 
 fn flatten(out: Out, into: &mut Vec<ColumnBuffers>) -> Result<()> {

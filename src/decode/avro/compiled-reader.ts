@@ -504,7 +504,7 @@ export function compileAvroReader(
   const ops = nodes.flatMap((n) => (n.op ? [n.op] : []));
   return {
     fields: fields.map((field) => ({ name: field.name, field })),
-    native: ops.length === nodes.length ? ops : undefined,
+    native: ops.length === nodes.length ? { format: 'avro', fields: ops } : undefined,
     check(buf, start, end) {
       let pos = start + HEADER_BYTES;
       for (const node of nodes) {

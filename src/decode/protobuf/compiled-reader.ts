@@ -5,6 +5,7 @@ import type { CompiledReader } from '../compiled-reader';
 import type { NumericBuilder } from '../declared-builders';
 import type { BoolBuilder, FixedWidthBuilder } from '../fixed-width-builders';
 import { HEADER_BYTES, messageIndexesOf } from '../../schema-registry/wire-format';
+import { indexPrefixOf, messageOp } from './native-ops';
 import {
   FALLBACK,
   FIXED32,
@@ -261,8 +262,10 @@ export function compileProtobufReader(
       ? FALLBACK
       : start + framing.payloadOffset;
   };
+  const prefix = indexPrefixOf(path);
   return {
     fields: columns.map((field) => ({ name: field.name, field })),
+    native: prefix && { format: 'protobuf', prefix, message: messageOp(type) },
     check(buf, start, end) {
       const at = messageAt(buf, start, end);
       return at !== FALLBACK && fields.check(buf, at, end);

@@ -1,6 +1,9 @@
 import { DataType, DateUnit, Precision, makeData, type Data, type Field } from 'apache-arrow';
 import type { AvroOp } from './avro/native-ops';
 import { programOf } from './avro/native-ops';
+import type { NativeProgram } from './compiled-reader';
+import type { ProtobufValueOp } from './protobuf/native-ops';
+import { protobufProgramOf } from './protobuf/native-ops';
 import {
   aligned,
   nativeJsonModule,
@@ -12,31 +15,40 @@ import {
 import type { RawMessage } from './raw-message';
 
 /**
- * The native Avro reader (native/json-columns/src/avro.rs): a writer schema's compiled reading
- * (avro/compiled-reader.ts, the reference, describes itself as ops) run over a whole batch of its
- * framed values at once, straight into Arrow buffers. It takes exactly the records the compiled
- * reader takes; the others come back as rejected, for the TypeScript decoder.
+ * The native readers of the registry formats (native/json-columns/src/avro.rs, protobuf.rs): a
+ * writer's compiled reading (avro/ and protobuf/compiled-reader.ts, the reference, describe
+ * themselves as a NativeProgram) run over a whole batch of its framed values at once, straight
+ * into Arrow buffers. It takes exactly the records the compiled reader takes; the others come
+ * back as rejected, for the TypeScript decoder.
  */
-export class NativeAvroColumns {
+export class NativeRegistryColumns {
   private constructor(
     private readonly decoder: { decode(data: Uint8Array, spans: Uint32Array): NativeDecoded },
     private readonly types: readonly DataType[],
   ) {}
 
   /**
-   * The reader of a writer's top-level fields `ops` into columns of `types` (each the column's
-   * Arrow type, as its codec makes it), or undefined when the module is not built or a column's
-   * type is not the one the op writes.
+   * The reader of a writer's top-level fields into columns of `types` (each the column's Arrow
+   * type, as its codec makes it), or undefined when the module is not built or a column's type
+   * is not the one the program writes there.
    */
   static for(
-    ops: readonly AvroOp[],
+    native: NativeProgram,
     types: readonly DataType[],
     module = nativeJsonModule(),
-  ): NativeAvroColumns | undefined {
-    if (!module?.AvroColumns || ops.length !== types.length) return undefined;
-    if (!ops.every((op, i) => writes(op, types[i]!))) return undefined;
-    const { program, symbols } = programOf(ops);
-    return new NativeAvroColumns(new module.AvroColumns(program, symbols), types);
+  ): NativeRegistryColumns | undefined {
+    if (native.format === 'avro') {
+      const ops = native.fields;
+      if (!module?.AvroColumns || ops.length !== types.length) return undefined;
+      if (!ops.every((op, i) => writes(op, types[i]!))) return undefined;
+      const { program, symbols } = programOf(ops);
+      return new NativeRegistryColumns(new module.AvroColumns(program, symbols), types);
+    }
+    const fields = native.message.fields;
+    if (!module?.ProtobufColumns || fields.length !== types.length) return undefined;
+    if (!fields.every((f, i) => writesProtobuf(f.value, types[i]!))) return undefined;
+    const { program, symbols } = protobufProgramOf(native.message);
+    return new NativeRegistryColumns(new module.ProtobufColumns(program, symbols, [...native.prefix]), types);
   }
 
   /** Decodes the framed values of `messages` (none null). */
@@ -86,6 +98,49 @@ function writes(op: AvroOp, type: DataType): boolean {
   }
 }
 
+const isInt = (type: DataType, bits: 32 | 64, signed: boolean) =>
+  DataType.isInt(type) && type.bitWidth === bits && type.isSigned === signed;
+
+/** Whether a Protobuf field of `op` writes the buffers of a column of `type` (protobuf.rs's Kind.out). */
+function writesProtobuf(op: ProtobufValueOp, type: DataType): boolean {
+  switch (op.kind) {
+    case 'int32':
+    case 'sint32':
+    case 'sfixed32':
+      return isInt(type, 32, true);
+    case 'uint32':
+    case 'fixed32':
+      return isInt(type, 32, false);
+    case 'int64':
+    case 'sint64':
+    case 'sfixed64':
+    case 'duration':
+      return isInt(type, 64, true);
+    case 'uint64':
+    case 'fixed64':
+      return isInt(type, 64, false);
+    case 'timestamp':
+      return DataType.isTimestamp(type);
+    case 'bool':
+      return DataType.isBool(type);
+    case 'double':
+      return DataType.isFloat(type) && type.precision === Precision.DOUBLE;
+    case 'float':
+      return DataType.isFloat(type) && type.precision === Precision.SINGLE;
+    case 'string':
+    case 'enum':
+      return DataType.isUtf8(type);
+    case 'bytes':
+      return DataType.isBinary(type);
+    case 'message': {
+      if (!DataType.isStruct(type)) return false;
+      const fields: readonly Field<DataType>[] = type.children;
+      const ops = op.message.fields;
+      return fields.length === ops.length && ops.every((f, i) => writesProtobuf(f.value, fields[i]!.type));
+    }
+  }
+}
+
 /** A column of `type` from the native buffers, depth first (a struct's own, then its fields'). */
 function dataOf(type: DataType, length: number, take: () => ColumnBuffers): Data {
   const c = take();
@@ -121,11 +176,27 @@ function dataOf(type: DataType, length: number, take: () => ColumnBuffers): Data
       data: new Float64Array(data.buffer, data.byteOffset, length),
     } as never);
   }
-  if (DataType.isDate(type) || (DataType.isInt(type) && type.bitWidth === 32)) {
+  if (isInt(type, 32, false)) {
+    const data = aligned(c.data, 4);
+    return makeData({
+      ...header,
+      type,
+      data: new Uint32Array(data.buffer, data.byteOffset, length),
+    } as never);
+  }
+  if (DataType.isDate(type) || isInt(type, 32, true)) {
     const data = aligned(c.data, 4);
     return makeData({ ...header, type, data: new Int32Array(data.buffer, data.byteOffset, length) } as never);
   }
-  // Int64 and Timestamp: what `writes` let through.
+  if (isInt(type, 64, false)) {
+    const data = aligned(c.data, 8);
+    return makeData({
+      ...header,
+      type,
+      data: new BigUint64Array(data.buffer, data.byteOffset, length),
+    } as never);
+  }
+  // Int64 and Timestamp: what `writes` and `writesProtobuf` let through.
   const data = aligned(c.data, 8);
   return makeData({
     ...header,
