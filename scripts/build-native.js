@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Builds the native JSON decoder (native/json-columns, Rust through N-API) into
+ * Builds the native decoders (native/json-columns, Rust through N-API: JSON, and the Avro and
+ * Protobuf readers of the registry formats) into
  * native/json-columns/json-columns.node, which the staging workers load when it is
  * there (src/decode/native-json-columns.ts). Part of `npm run build`, so both README
  * commands build it on a fresh machine; cargo's own check makes a rebuild of an
