@@ -171,7 +171,7 @@ export class RecordDecoder {
           eventTimeField: this.#options.eventTimeField,
           clock: this.#clock,
         },
-        (message) => this.#decodeEach(topic, partition, [message], topicId),
+        (message) => this.#decodeEach(topic, partition, [message], topicId, schemas),
       );
     return native || this.#decodeEach(topic, partition, messages, topicId, schemas);
   }

@@ -76,15 +76,40 @@ export function recordOf(r: Random, depth: number): Schema {
   return { type: 'record', name: named('R'), fields };
 }
 
-/** Avro's zig-zag varint of any integer (also beyond int64, which readers must refuse or wrap). */
-export function varint(out: number[], n: bigint): void {
+/**
+ * Avro's zig-zag varint of any integer (also beyond int64, which readers must refuse or wrap),
+ * `pad` bytes longer than it need be (an overlong form: zero groups with the continuation bit).
+ */
+export function varint(out: number[], n: bigint, pad = 0): void {
   let z = n >= 0n ? n << 1n : (-n << 1n) - 1n;
+  const groups: number[] = [];
   while (z >= 0x80n) {
-    out.push(Number(z & 0x7fn) | 0x80);
+    groups.push(Number(z & 0x7fn));
     z >>= 7n;
   }
-  out.push(Number(z));
+  groups.push(Number(z));
+  for (let i = 0; i < pad; i++) groups.push(0);
+  groups.forEach((g, i) => out.push(i < groups.length - 1 ? g | 0x80 : g));
 }
+
+/** Mostly none; now and then an overlong varint of 1 to 6 extra bytes. */
+const padOf = (r: Random) => (r.next() < 0.06 ? 1 + r.int(6) : 0);
+
+/** Float bit patterns at the edges: infinities, NaNs, -0, the smallest subnormals. */
+const FLOAT_EDGES: readonly (readonly number[])[] = [
+  [0x00, 0x00, 0x80, 0x7f],
+  [0x00, 0x00, 0x80, 0xff],
+  [0x01, 0x00, 0xc0, 0x7f],
+  [0x00, 0x00, 0x00, 0x80],
+  [0x01, 0x00, 0x00, 0x00],
+];
+const DOUBLE_EDGES: readonly (readonly number[])[] = [
+  [0, 0, 0, 0, 0, 0, 0xf0, 0x7f],
+  [0, 0, 0, 0, 0, 0, 0xf0, 0xff],
+  [1, 0, 0, 0, 0, 0, 0xf8, 0x7f],
+  [0, 0, 0, 0, 0, 0, 0, 0x80],
+  [1, 0, 0, 0, 0, 0, 0, 0],
+];
 
 const INTS = [
   0n,
@@ -136,7 +161,7 @@ const TEXTS: readonly number[][] = [
 export function datum(r: Random, schema: Schema, out: number[]): void {
   if (Array.isArray(schema)) {
     const i = r.next() < 0.05 ? r.pick([-1, schema.length]) : r.int(schema.length);
-    varint(out, BigInt(i));
+    varint(out, BigInt(i), padOf(r));
     const branch = schema[i] as Schema | undefined;
     if (branch !== undefined && branch !== 'null') datum(r, branch, out);
     return;
@@ -147,15 +172,16 @@ export function datum(r: Random, schema: Schema, out: number[]): void {
       out.push(r.pick([0, 1, 1, 0, 2]));
       return;
     case 'int':
-      varint(out, r.next() < 0.5 ? r.pick(INTS) : BigInt(r.int(2 ** 31) - 2 ** 30));
+      varint(out, r.next() < 0.5 ? r.pick(INTS) : BigInt(r.int(2 ** 31) - 2 ** 30), padOf(r));
       return;
     case 'long':
-      varint(out, r.next() < 0.6 ? r.pick(LONGS) : BigInt(Math.floor((r.next() - 0.5) * 2 ** 54)));
+      varint(out, r.next() < 0.6 ? r.pick(LONGS) : BigInt(Math.floor((r.next() - 0.5) * 2 ** 54)), padOf(r));
       return;
     case 'float':
     case 'double': {
       const b = Buffer.alloc(s.type === 'float' ? 4 : 8);
-      if (r.next() < 0.2) for (let i = 0; i < b.length; i++) b[i] = r.int(256);
+      if (r.next() < 0.15) b.set(r.pick(s.type === 'float' ? FLOAT_EDGES : DOUBLE_EDGES));
+      else if (r.next() < 0.2) for (let i = 0; i < b.length; i++) b[i] = r.int(256);
       else if (s.type === 'float') b.writeFloatLE((r.next() - 0.5) * 1e6);
       else b.writeDoubleLE((r.next() - 0.5) * 1e12);
       out.push(...b);
@@ -167,12 +193,12 @@ export function datum(r: Random, schema: Schema, out: number[]): void {
         s.logicalType === 'decimal'
           ? Array.from({ length: r.pick([0, 1, 3, 8, 16, 17]) }, () => r.int(256))
           : r.pick(TEXTS);
-      varint(out, BigInt(bytes.length));
+      varint(out, BigInt(bytes.length), padOf(r));
       out.push(...bytes);
       return;
     }
     case 'enum':
-      varint(out, BigInt(r.next() < 0.1 ? 3 : r.int(3)));
+      varint(out, BigInt(r.next() < 0.1 ? 3 : r.int(3)), padOf(r));
       return;
     case 'fixed':
       for (let i = 0; i < (s.size as number); i++) out.push(r.int(256));

@@ -8,7 +8,15 @@
  * decoder.
  */
 import * as avro from 'avsc';
-import { Field, RecordBatch, Schema as ArrowSchema, Struct, makeData, type Data } from 'apache-arrow';
+import {
+  Field,
+  RecordBatch,
+  Schema as ArrowSchema,
+  Struct,
+  makeData,
+  makeVector,
+  type Data,
+} from 'apache-arrow';
 import fc from 'fast-check';
 import { AVRO_PAYLOADS } from '../../src/decode/avro/writer-schemas';
 import { PROTOBUF_PAYLOADS } from '../../src/decode/protobuf/protobuf-payloads';
@@ -18,7 +26,7 @@ import { nativeJsonModule } from '../../src/decode/native-json-columns';
 import type { RawMessage } from '../../src/decode/raw-message';
 import { codecOf } from '../../src/decode/typed-codecs';
 import { LOG_V1, LOG_V2 } from '../../src/cli/avro-log-records';
-import { Random, datum, framed, recordOf } from './avro-datums';
+import { Random, datum, framed, recordOf, varint } from './avro-datums';
 import { decodeBoth, rowsOf } from './compiled-vs-reference';
 import { msg } from './fixture';
 import * as protobuf from 'protobufjs';
@@ -150,6 +158,24 @@ maybe('the native Avro reader', () => {
     // Worth something only if many schemas had a native reading and many records were read there.
     expect(nativeSchemas / schemas).toBeGreaterThan(0.2);
     expect(taken / records).toBeGreaterThan(0.1);
+  });
+
+  test('takes no more room for a batch of many small records than their bytes, after a batch of one large record', () => {
+    // The room is the last batch's bytes per row: 1 MB a row, then 50,000 rows, would ask for
+    // 56 GB, an allocation Rust cannot make and aborts the process on.
+    const schema = { type: 'record', name: 'Line', fields: [{ name: 'text', type: 'string' }] };
+    const reader = compiledOf(schema)!;
+    const native = nativeOf(reader)!;
+    const line = (text: string) => {
+      const bytes: number[] = [];
+      varint(bytes, BigInt(Buffer.byteLength(text)));
+      return framed(1, [...bytes, ...Buffer.from(text)]);
+    };
+    expect(native.decode([msg(0, line('x'.repeat(1_000_000)))]).rows).toBe(1);
+    const small = Array.from({ length: 50_000 }, (_, i) => msg(1 + i, line(`line ${i}`)));
+    const decoded = native.decode(small);
+    expect(decoded.rows).toBe(50_000);
+    expect(makeVector(decoded.children[0]!).get(49_999)).toBe('line 49999');
   });
 
   test('declines a column whose type is not the one its op writes', () => {

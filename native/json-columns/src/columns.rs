@@ -110,7 +110,8 @@ impl Column {
         match &mut self.values {
             Values::Utf8 { offsets, data } => {
                 offsets.reserve(rows * 4);
-                data.reserve(value_bytes);
+                // A hint, not a need: without the room the values grow as they go.
+                let _ = data.try_reserve(value_bytes);
             }
             Values::Fixed { data } => data.reserve(rows * width),
             Values::Bool { bits } => bits.bytes.reserve(rows.div_ceil(8) + 1),
@@ -135,16 +136,19 @@ pub enum Out {
 
 impl Out {
     /// Room for `rows` rows: each leaf's values at its bytes per row in `hints` (depth
-    /// first; the last batch's, with 1/8 more), taken one by one.
-    pub fn reserve(&mut self, rows: usize, hints: &mut impl Iterator<Item = f64>) {
+    /// first; the last batch's, with 1/8 more), taken one by one, and never more than the
+    /// batch's `input` bytes: one large record in the last batch must not make a batch of
+    /// many small ones ask for gigabytes (an allocation Rust cannot make aborts the process).
+    pub fn reserve(&mut self, rows: usize, input: usize, hints: &mut impl Iterator<Item = f64>) {
         match self {
             Out::Leaf { column, width } => {
                 let per_row = hints.next().unwrap_or(0.0);
-                column.reserve(rows, *width, (per_row * 1.125 * rows as f64) as usize);
+                let wanted = (per_row * 1.125 * rows as f64) as usize;
+                column.reserve(rows, *width, wanted.min(input));
             }
             Out::Struct { validity, children } => {
                 validity.bytes.reserve(rows.div_ceil(8) + 1);
-                children.iter_mut().for_each(|c| c.reserve(rows, hints));
+                children.iter_mut().for_each(|c| c.reserve(rows, input, hints));
             }
         }
     }

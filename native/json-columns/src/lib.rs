@@ -104,7 +104,7 @@ impl JsonColumns {
     }
 
     /// Decodes the records at `spans` (start, length pairs into `data`).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn decode(&self, data: Uint8Array, spans: Uint32Array) -> Result<DecodedColumns> {
         let bytes: &[u8] = &data;
         let spans: &[u32] = &spans;
@@ -189,7 +189,7 @@ impl AvroColumns {
 
     /// Decodes the framed datums at `spans` (start, length pairs into `data`). The columns
     /// come depth first: a struct's own (validity only, empty data), then its fields'.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn decode(&mut self, data: Uint8Array, spans: Uint32Array) -> Result<DecodedColumns> {
         let datum = Datum { fields: &self.fields };
         let outs = self.fields.iter().map(out_of).collect();
@@ -240,7 +240,7 @@ impl ProtobufColumns {
     }
 
     /// Decodes the framed messages at `spans`, as AvroColumns.decode does its datums.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn decode(&mut self, data: Uint8Array, spans: Uint32Array) -> Result<DecodedColumns> {
         let framed = protobuf::Framed {
             message: &self.message,
@@ -275,8 +275,9 @@ fn decode_framed(
         ));
     }
     let mut hints = bytes_per_row.iter().copied();
+    let input = spans.chunks_exact(2).map(|s| s[1] as usize).sum();
     for out in &mut outs {
-        out.reserve(spans.len() / 2, &mut hints);
+        out.reserve(spans.len() / 2, input, &mut hints);
     }
     let mut rejected = Vec::new();
     let mut rows = 0u32;
