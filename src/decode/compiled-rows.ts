@@ -84,12 +84,17 @@ export class CompiledRows {
     }
     const targets = plan.targets;
     if (!targets) return undefined;
-    if (plan.native === undefined)
-      plan.native =
-        NativeRegistryColumns.for(
-          found.reader.native,
-          targets.map((i) => columns[i]!.codec.arrowType()),
-        ) ?? null;
+    if (plan.native === undefined) {
+      try {
+        plan.native =
+          NativeRegistryColumns.for(
+            found.reader.native,
+            targets.map((i) => columns[i]!.codec.arrowType()),
+          ) ?? null;
+      } catch {
+        plan.native = null; // a program the native module refuses: the compiled reader reads the writer
+      }
+    }
     const native = plan.native;
     if (!native) return undefined;
     return {

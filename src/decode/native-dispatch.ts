@@ -29,6 +29,11 @@ export interface NativeSetup {
   readonly eventTimeField: string | undefined;
   /** Read once the batch is decoded: the ingest minute when there is no event-time field. */
   readonly clock: () => number;
+  /**
+   * A native decoder threw (a panic in Rust arrives as an error): the batch is the TypeScript
+   * decoder's, whose rows the native one only ever repeats, instead of failing on every retry.
+   */
+  readonly onNativeFailure?: (error: unknown) => void;
 }
 
 /**
@@ -57,7 +62,13 @@ export function decodeNatively(
   const candidates = messages.filter(plain);
   const native = readerFor(candidates);
   if (native === undefined) return undefined;
-  const decoded = native.decode(candidates);
+  let decoded: NativeColumns;
+  try {
+    decoded = native.decode(candidates);
+  } catch (error) {
+    setup.onNativeFailure?.(error);
+    return undefined;
+  }
   const rejected = new Set(decoded.rejected.map((i) => candidates[i]!));
   const deadLetters: DeadLetterVerdict[] = [];
   for (const message of messages) {

@@ -58,7 +58,7 @@ export class NativeRegistryColumns {
     let next = 0;
     const take = (): ColumnBuffers => {
       const c = decoded.columns[next++];
-      if (c === undefined) throw new Error('the native Avro reader returned fewer columns than its fields');
+      if (c === undefined) throw new Error('the native reader returned fewer columns than its fields');
       return c;
     };
     const children = this.types.map((t) => dataOf(t, decoded.rows, take));

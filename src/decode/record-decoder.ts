@@ -85,6 +85,8 @@ export class RecordDecoder {
   readonly #compiled: CompiledRows | undefined;
   /** Declared JSON fields the native decoder takes: it reads each batch first. */
   readonly #native: NativeJsonColumns | undefined;
+  /** Batches a native decoder threw on (each then read by the TypeScript decoder). */
+  #nativeFailures = 0;
 
   /**
    * `jsonDecoder`: 'typescript' keeps every record in this file's decoder (the reference
@@ -170,10 +172,20 @@ export class RecordDecoder {
           maxRecordBytes: this.#options.maxRecordBytes,
           eventTimeField: this.#options.eventTimeField,
           clock: this.#clock,
+          onNativeFailure: (error) => this.#nativeFailed(error),
         },
         (message) => this.#decodeEach(topic, partition, [message], topicId, schemas),
       );
     return native || this.#decodeEach(topic, partition, messages, topicId, schemas);
+  }
+
+  /** Said once per decoder: the batches a native decoder fails on are the TypeScript decoder's. */
+  #nativeFailed(error: unknown): void {
+    if (this.#nativeFailures++ > 0) return;
+    process.emitWarning(
+      `a native decoder failed (${errorMessage(error)}); the batches it fails on are read by the TypeScript decoder`,
+      { code: 'KAFKA_LANCE_NATIVE_DECODE' },
+    );
   }
 
   /**

@@ -5,7 +5,7 @@ import type { CompiledReader } from '../compiled-reader';
 import type { NumericBuilder } from '../declared-builders';
 import type { BoolBuilder, FixedWidthBuilder } from '../fixed-width-builders';
 import { HEADER_BYTES, messageIndexesOf } from '../../schema-registry/wire-format';
-import { indexPrefixOf, messageOp } from './native-ops';
+import { hasPresence, indexPrefixOf, messageOp } from './native-ops';
 import {
   FALLBACK,
   FIXED32,
@@ -50,10 +50,6 @@ import {
 
 /** A message type the compiled reader leaves to the reference decoder. */
 export class NotCompiled extends Error {}
-
-function hasPresence(f: protobuf.Field): boolean {
-  return f.hasPresence || f.resolvedType instanceof protobuf.Type;
-}
 
 /** Whether a field is proto3's `optional` (a oneof of its own, which only gives it presence). */
 function syntheticOneof(f: protobuf.Field): boolean {

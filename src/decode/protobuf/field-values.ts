@@ -5,6 +5,7 @@ import type { FixedWidthBuilder } from '../fixed-width-builders';
 import type { StructBuilder } from '../nested-builders';
 import type { VariableWidthBuilder } from '../variable-width-builders';
 import type * as protobuf from 'protobufjs';
+import { enumDefaultName } from './native-ops';
 
 /**
  * The Protobuf wire read by the compiled reader (compiled-reader.ts): each field's value
@@ -163,8 +164,7 @@ export function enumValue(type: protobuf.Enum, fallbackDefault: unknown): Value 
   const names = new Map<number, Buffer>();
   for (const [id, name] of Object.entries(type.valuesById)) names.set(Number(id), Buffer.from(name, 'utf8'));
   // protobufjs's default for an absent enum field is a number; the mapping names it as for any value.
-  const first = typeof fallbackDefault === 'number' ? fallbackDefault : 0;
-  const absentName = names.get(first) ?? Buffer.from(String(first), 'utf8');
+  const absentName = Buffer.from(enumDefaultName(type, fallbackDefault), 'utf8');
   return varintValue(
     5,
     int32Of,

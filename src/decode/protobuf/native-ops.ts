@@ -46,7 +46,8 @@ export interface ProtobufMessageOp {
   readonly fields: readonly ProtobufFieldOp[];
 }
 
-function hasPresence(f: protobuf.Field): boolean {
+/** Whether an absent field reads as null (else as its type's default): the compiled reader's rule too. */
+export function hasPresence(f: protobuf.Field): boolean {
   return f.hasPresence || f.resolvedType instanceof protobuf.Type;
 }
 
