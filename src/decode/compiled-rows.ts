@@ -6,6 +6,7 @@ import type { NativeBatchReader } from './native-dispatch';
 import { NativeRegistryColumns } from './native-registry-columns';
 import type { RawMessage } from './raw-message';
 import type { WriterSchemas } from './registry-writer-schemas';
+import { HEADER_BYTES } from '../schema-registry/wire-format';
 
 /** Where a writer's fields go among the decoder's columns, for one list of columns. */
 interface Plan {
@@ -73,10 +74,21 @@ export class CompiledRows {
     writerTypes: ReadonlyMap<string, string>,
   ): NativeBatchReader | undefined {
     if (values.length === 0) return undefined;
-    const found = this.schemas.compiledReader(values[0]!.value!);
-    if (!found?.reader.native || !admitted.has(found.writer)) return undefined;
-    for (let i = 1; i < values.length; i++)
-      if (this.schemas.compiledReader(values[i]!.value!) !== found) return undefined;
+    const first = values[0]!.value!;
+    const found = this.schemas.compiledReader(first);
+    const program = found?.reader.native;
+    if (!found || !program || !admitted.has(found.writer)) return undefined;
+    // The writer is the schema id, and for Protobuf the message-index list: the same bytes in
+    // every value, compared rather than each value's list parsed (a list written another way
+    // than the program's leaves the batch to the compiled reader).
+    const prefix = program.format === 'protobuf' ? program.prefix : [];
+    const framing = HEADER_BYTES + prefix.length;
+    if (first.byteLength < framing || prefix.some((b, i) => first[HEADER_BYTES + i] !== b)) return undefined;
+    for (let v = 1; v < values.length; v++) {
+      const value = values[v]!.value!;
+      if (value.byteLength < framing) return undefined;
+      for (let i = 0; i < framing; i++) if (value[i] !== first[i]) return undefined;
+    }
     let plan = this.#plans.get(found.writer);
     if (!plan || plan.reader !== found.reader || !sameColumns(plan.columns, columns)) {
       plan = planOf(found.reader, columns, writerTypes);
