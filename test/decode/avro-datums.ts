@@ -4,22 +4,8 @@
  */
 export type Schema = string | readonly Schema[] | { readonly [key: string]: unknown };
 
-/** A small deterministic generator, seeded by fast-check (so failures shrink and replay). */
-export class Random {
-  constructor(private state: number) {}
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) | 0;
-    let t = Math.imul(this.state ^ (this.state >>> 15), 1 | this.state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-  int(n: number): number {
-    return Math.floor(this.next() * n);
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(items.length)]!;
-  }
-}
+export { SeededRandom as Random } from '../support/seeded-random';
+import type { SeededRandom as Random } from '../support/seeded-random';
 
 let names = 0;
 const named = (prefix: string) => `${prefix}${names++}`;

@@ -11,7 +11,7 @@ import { PROTOBUF_PAYLOADS } from '../../src/decode/protobuf/protobuf-payloads';
 import { protobufFramed } from '../support/protobuf-fixtures';
 import { msg } from './fixture';
 import { decodeBoth } from './compiled-vs-reference';
-import { Random, compiledOf, protoOf, typeOf } from './protobuf-messages';
+import { MUTATIONS, Random, compiledOf, mutatedMessage, protoOf, typeOf } from './protobuf-messages';
 
 let compiledTypes = 0;
 let types = 0;
@@ -23,13 +23,7 @@ describe('the compiled Protobuf reader', () => {
     fc.assert(
       fc.property(
         fc.integer(),
-        fc.array(
-          fc.tuple(
-            fc.nat(),
-            fc.constantFrom('keep', 'keep', 'keep', 'twice', 'unknown', 'flip', 'cut', 'pad'),
-          ),
-          { minLength: 4, maxLength: 24 },
-        ),
+        fc.array(fc.tuple(fc.nat(), fc.constantFrom(...MUTATIONS)), { minLength: 4, maxLength: 24 }),
         (seed, plan) => {
           const r = new Random(seed);
           const generated = protoOf(r);
@@ -38,15 +32,7 @@ describe('the compiled Protobuf reader', () => {
           types += 1;
           if (reader) compiledTypes += 1;
           const messages = plan.map(([n, mutation], offset) => {
-            const encode = () => [...type.encode(type.fromObject(generated.value(r))).finish()];
-            let bytes = encode();
-            // Two messages one after the other are one message: each field's last value counts.
-            if (mutation === 'twice') bytes = [...bytes, ...encode()];
-            if (mutation === 'unknown') bytes = [0xf8, 0xff, 0x3f, 5, 0x82, 0x80, 0x40, 1, 9, ...bytes];
-            if (mutation === 'flip' && bytes.length > 0) bytes[n % bytes.length] = r.int(256);
-            if (mutation === 'cut' && bytes.length > 0) bytes.length = n % bytes.length;
-            if (mutation === 'pad') bytes.push(r.int(256));
-            const value = protobufFramed(1, [0], Uint8Array.from(bytes));
+            const value = mutatedMessage(r, type, generated, n, mutation);
             records += 1;
             if (reader?.check(value, 0, value.length)) compiledRecords += 1;
             return msg(offset, value);

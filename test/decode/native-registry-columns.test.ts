@@ -32,8 +32,9 @@ import { msg } from './fixture';
 import * as protobuf from 'protobufjs';
 import { protobufFramed } from '../support/protobuf-fixtures';
 import {
-  Random as ProtobufRandom,
+  MUTATIONS,
   compiledOf as protobufCompiledOf,
+  mutatedMessage,
   protoOf,
   typeOf,
 } from './protobuf-messages';
@@ -277,15 +278,9 @@ maybe('the native Protobuf reader', () => {
     fc.assert(
       fc.property(
         fc.integer(),
-        fc.array(
-          fc.tuple(
-            fc.nat(),
-            fc.constantFrom('keep', 'keep', 'keep', 'twice', 'unknown', 'flip', 'cut', 'pad'),
-          ),
-          { minLength: 1, maxLength: 30 },
-        ),
+        fc.array(fc.tuple(fc.nat(), fc.constantFrom(...MUTATIONS)), { minLength: 1, maxLength: 30 }),
         (seed, plan) => {
-          const r = new ProtobufRandom(seed);
+          const r = new Random(seed);
           const generated = protoOf(r);
           const type = typeOf(generated.proto);
           const reader = protobufCompiledOf(generated.proto);
@@ -293,17 +288,9 @@ maybe('the native Protobuf reader', () => {
           if (!reader) return;
           expect(reader.native).toBeDefined();
           nativeTypes += 1;
-          const messages = plan.map(([n, mutation], offset) => {
-            const encode = () => [...type.encode(type.fromObject(generated.value(r))).finish()];
-            let bytes = encode();
-            // Two messages one after the other are one message: each field's last value counts.
-            if (mutation === 'twice') bytes = [...bytes, ...encode()];
-            if (mutation === 'unknown') bytes = [0xf8, 0xff, 0x3f, 5, 0x82, 0x80, 0x40, 1, 9, ...bytes];
-            if (mutation === 'flip' && bytes.length > 0) bytes[n % bytes.length] = r.int(256);
-            if (mutation === 'cut' && bytes.length > 0) bytes.length = n % bytes.length;
-            if (mutation === 'pad') bytes.push(r.int(256));
-            return msg(offset, protobufFramed(1, [0], Uint8Array.from(bytes)));
-          });
+          const messages = plan.map(([n, mutation], offset) =>
+            msg(offset, mutatedMessage(r, type, generated, n, mutation)),
+          );
           const { native, compiled, taken: rows } = bothRead(reader, messages);
           expect(native).toEqual(compiled);
           protobufRecords += messages.length;

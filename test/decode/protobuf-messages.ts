@@ -7,22 +7,8 @@ import * as protobuf from 'protobufjs';
 import { PROTOBUF_PAYLOADS } from '../../src/decode/protobuf/protobuf-payloads';
 import { protobufFramed } from '../support/protobuf-fixtures';
 
-/** A small deterministic generator, seeded by fast-check (so failures shrink and replay). */
-export class Random {
-  constructor(private state: number) {}
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) | 0;
-    let t = Math.imul(this.state ^ (this.state >>> 15), 1 | this.state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-  int(n: number): number {
-    return Math.floor(this.next() * n);
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(items.length)]!;
-  }
-}
+export { SeededRandom as Random } from '../support/seeded-random';
+import type { SeededRandom as Random } from '../support/seeded-random';
 
 /** Each scalar type and values that lean to its edges (protobufjs's fromObject takes them). */
 export const SCALARS: Readonly<Record<string, readonly unknown[]>> = {
@@ -142,4 +128,36 @@ export function compiledOf(proto: string) {
   const value = protobufFramed(1, [0], new Uint8Array(0));
   PROTOBUF_PAYLOADS.decode(parsed, value); // maps the type, as a first record does
   return PROTOBUF_PAYLOADS.compiled!(parsed, value)?.reader;
+}
+
+/** How a generated message is sent: as encoded, or changed so that readers must refuse or read it otherwise. */
+export type Mutation = 'keep' | 'twice' | 'unknown' | 'flip' | 'cut' | 'pad';
+export const MUTATIONS: readonly Mutation[] = [
+  'keep',
+  'keep',
+  'keep',
+  'twice',
+  'unknown',
+  'flip',
+  'cut',
+  'pad',
+];
+
+/** A generated message of `type`, changed by `mutation` (`n` picks the byte), framed with schema id 1 and [0]. */
+export function mutatedMessage(
+  r: Random,
+  type: protobuf.Type,
+  generated: Generated,
+  n: number,
+  mutation: Mutation,
+): Buffer {
+  const encode = () => [...type.encode(type.fromObject(generated.value(r))).finish()];
+  let bytes = encode();
+  // Two messages one after the other are one message: each field's last value counts.
+  if (mutation === 'twice') bytes = [...bytes, ...encode()];
+  if (mutation === 'unknown') bytes = [0xf8, 0xff, 0x3f, 5, 0x82, 0x80, 0x40, 1, 9, ...bytes];
+  if (mutation === 'flip' && bytes.length > 0) bytes[n % bytes.length] = r.int(256);
+  if (mutation === 'cut' && bytes.length > 0) bytes.length = n % bytes.length;
+  if (mutation === 'pad') bytes.push(r.int(256));
+  return protobufFramed(1, [0], Uint8Array.from(bytes));
 }
