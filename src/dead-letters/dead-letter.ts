@@ -49,10 +49,17 @@ function errnoCode(error: unknown): string | undefined {
   return typeof error.code === 'string' ? error.code : undefined;
 }
 
-/** Dead letters as JSON lines (bytes in base64), appended and fsynced per write. */
+/**
+ * Dead letters as JSON lines (bytes in base64), appended and fsynced per write. Writes go one
+ * after another, each as one `write` on the O_APPEND handle: Node's appendFile writes in 512 KiB
+ * chunks, and two appends under way at once (two partitions' letters) interleaved their chunks,
+ * breaking a large letter's line in two.
+ */
 export class FileDeadLetterSink implements DeadLetterSink {
   readonly description: string;
   #handle: fsp.FileHandle | undefined;
+  /** The write under way (settled either way), which the next one waits for. */
+  #tail: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly file: string,
@@ -61,8 +68,14 @@ export class FileDeadLetterSink implements DeadLetterSink {
     this.description = `file ${file}`;
   }
 
-  async write(letters: readonly DeadLetter[]): Promise<void> {
-    if (letters.length === 0) return;
+  write(letters: readonly DeadLetter[]): Promise<void> {
+    if (letters.length === 0) return Promise.resolve();
+    const turn = this.#tail.then(() => this.#write(letters));
+    this.#tail = turn.catch(() => undefined);
+    return turn;
+  }
+
+  async #write(letters: readonly DeadLetter[]): Promise<void> {
     try {
       await this.#append(letters);
     } catch (error) {
@@ -113,11 +126,16 @@ export class FileDeadLetterSink implements DeadLetterSink {
     );
     // A failed or crashed append can leave a partial line: end it, so that the letters
     // written now (a retry of the same ones, often) each stay one readable line.
-    await this.#handle.appendFile(`${torn ? '\n' : ''}${lines.join('\n')}\n`);
+    const data = Buffer.from(`${torn ? '\n' : ''}${lines.join('\n')}\n`);
+    for (let at = 0; at < data.length;) {
+      const { bytesWritten } = await this.#handle.write(data, at, data.length - at);
+      at += bytesWritten;
+    }
     await this.#handle.sync();
   }
 
   async close(): Promise<void> {
+    await this.#tail;
     await this.#handle?.close();
     this.#handle = undefined;
   }

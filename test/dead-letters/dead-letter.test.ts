@@ -70,4 +70,32 @@ describe('dead-letter sinks classify their failures', () => {
     expect(lines.slice(1, 3).map((l) => (JSON.parse(l) as { offset: number }).offset)).toEqual([1, 2]);
     expect(lines[3]).toBe('');
   });
+
+  test('a file sink keeps each letter one line when writes of two partitions overlap, however large', async () => {
+    // Node writes a FileHandle's appendFile in 512 KiB chunks: two appends under way at once
+    // interleaved their chunks, and a dead letter of a few hundred KiB became two broken lines.
+    const file = path.join(await tempDir('kl-dlq-sink'), 'dlq.jsonl');
+    const sink = new FileDeadLetterSink(file);
+    const large = (partition: number, offset: number): DeadLetter => ({
+      ...letter(offset),
+      partition,
+      value: Buffer.alloc(600 * 1024, 0x61 + partition),
+    });
+    await Promise.all([0, 1, 2, 3].map((p) => sink.write([large(p, 1), large(p, 2)])));
+    await sink.close();
+    const lines = (await fsp.readFile(file, 'utf8')).split('\n').filter((l) => l !== '');
+    const read = lines.map((l) => JSON.parse(l) as { partition: number; offset: number; value: string });
+    expect(read.map((l) => `${l.partition}/${l.offset}`).sort()).toEqual([
+      '0/1',
+      '0/2',
+      '1/1',
+      '1/2',
+      '2/1',
+      '2/2',
+      '3/1',
+      '3/2',
+    ]);
+    for (const l of read)
+      expect(Buffer.from(l.value, 'base64').equals(large(l.partition, 0).value!)).toBe(true);
+  });
 });
