@@ -16,7 +16,7 @@ export interface FetchedBatch {
   readonly topicId: string;
 }
 
-/** A native reader of a batch's values into the decoder's columns (JSON, or one Avro writer's). */
+/** A native reader of a batch's values into the decoder's columns (JSON, or one registry writer's). */
 export interface NativeBatchReader {
   decode(messages: readonly RawMessage[]): NativeColumns;
 }
