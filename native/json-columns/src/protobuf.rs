@@ -67,10 +67,18 @@ pub struct FieldSpec {
     absent: Absent,
 }
 
+/// Field numbers below this are looked up in a table, as the compiled reader does.
+const SMALL_NUMBERS: u64 = 1024;
+/// Messages of at most this many fields note where each field's last value starts on the stack.
+const STACK_FIELDS: usize = 32;
+
 /// A message type's fields, in column order, and where each field number goes.
 pub struct Message {
     fields: Vec<FieldSpec>,
-    index: HashMap<u64, usize>,
+    /// By field number below SMALL_NUMBERS: the field's index, or usize::MAX.
+    small: Vec<usize>,
+    /// The others (numbers up to 2^29 - 1).
+    large: HashMap<u64, usize>,
 }
 
 /// The codes of the program (src/decode/protobuf/native-ops.ts writes them).
@@ -146,7 +154,18 @@ pub fn parse(program: &[f64], at: &mut usize, symbols: &[String]) -> Result<Mess
         }
         fields.push(FieldSpec { kind, absent });
     }
-    Ok(Message { fields, index })
+    let mut small = vec![usize::MAX; SMALL_NUMBERS as usize];
+    index.retain(|&number, &mut i| {
+        if number < SMALL_NUMBERS {
+            small[number as usize] = i;
+        }
+        number >= SMALL_NUMBERS
+    });
+    Ok(Message {
+        fields,
+        small,
+        large: index,
+    })
 }
 
 /// An unsigned varint of at most `max_bytes` bytes below `end`, whose value is below 2^53
@@ -369,6 +388,16 @@ impl Absent {
 }
 
 impl Message {
+    /// The index of the field numbered `number`, if the type has it.
+    #[inline]
+    fn field_of(&self, number: u64) -> Option<usize> {
+        if number < SMALL_NUMBERS {
+            Some(self.small[number as usize]).filter(|&i| i != usize::MAX)
+        } else {
+            self.large.get(&number).copied()
+        }
+    }
+
     /// One column per field, in field order.
     pub fn outs(&self) -> Vec<Out> {
         self.fields.iter().map(|f| f.kind.out()).collect()
@@ -386,9 +415,9 @@ impl Message {
                 return false;
             }
             let wire = tag & 7;
-            let next = match self.index.get(&(tag >> 3)) {
+            let next = match self.field_of(tag >> 3) {
                 None => skip(buf, after, end, wire),
-                Some(&i) => {
+                Some(i) => {
                     let kind = &self.fields[i].kind;
                     if kind.wire() == wire {
                         kind.check(buf, after, end)
@@ -407,11 +436,19 @@ impl Message {
 
     /// Appends the (checked) message at [start, end): each field's last value, in column order.
     fn append(&self, buf: &[u8], start: usize, end: usize, outs: &mut [Out]) {
-        let mut at = vec![usize::MAX; self.fields.len()];
+        let n = self.fields.len();
+        let mut on_stack = [usize::MAX; STACK_FIELDS];
+        let mut on_heap;
+        let at: &mut [usize] = if n <= STACK_FIELDS {
+            &mut on_stack[..n]
+        } else {
+            on_heap = vec![usize::MAX; n];
+            &mut on_heap
+        };
         let mut pos = start;
         while pos < end {
             let (tag, after) = varint(buf, pos, end, 5).expect("checked");
-            if let Some(&i) = self.index.get(&(tag >> 3)) {
+            if let Some(i) = self.field_of(tag >> 3) {
                 at[i] = after;
             }
             pos = skip(buf, after, end, tag & 7).expect("checked");
