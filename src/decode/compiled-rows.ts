@@ -1,3 +1,4 @@
+import type { Data } from 'apache-arrow';
 import type { BatchColumns } from './batch-columns';
 import type { ColumnBuilder } from './column-builder';
 import type { CompiledReader } from './compiled-reader';
@@ -109,17 +110,18 @@ export class CompiledRows {
     }
     const native = plan.native;
     if (!native) return undefined;
+    const absent = plan.absent;
     return {
       decode(messages) {
         const decoded = native.decode(messages);
-        const children = columns.map((column, i) => {
-          const at = targets.indexOf(i);
-          if (at >= 0) return decoded.children[at]!;
-          // A column the writer does not have (planOf: nullable): null in its rows.
-          const nulls = column.codec.builder();
+        const children: Data[] = [];
+        targets.forEach((column, k) => (children[column] = decoded.children[k]!));
+        // The columns the writer does not have (planOf: nullable): null in its rows, as `append` writes them.
+        for (const i of absent) {
+          const nulls = columns[i]!.codec.builder();
           for (let row = 0; row < decoded.rows; row++) nulls.appendNull();
-          return nulls.finish();
-        });
+          children[i] = nulls.finish();
+        }
         return { rows: decoded.rows, rejected: decoded.rejected, children };
       },
     };

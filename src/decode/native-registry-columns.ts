@@ -160,47 +160,22 @@ function dataOf(type: DataType, length: number, take: () => ColumnBuffers): Data
     } as never);
   }
   if (DataType.isBool(type)) return makeData({ ...header, type, data: aligned(c.data, 1) });
-  if (DataType.isFloat(type) && type.precision === Precision.SINGLE) {
-    const data = aligned(c.data, 4);
-    return makeData({
-      ...header,
-      type,
-      data: new Float32Array(data.buffer, data.byteOffset, length),
-    } as never);
-  }
-  if (DataType.isFloat(type)) {
-    const data = aligned(c.data, 8);
-    return makeData({
-      ...header,
-      type,
-      data: new Float64Array(data.buffer, data.byteOffset, length),
-    } as never);
-  }
-  if (isInt(type, 32, false)) {
-    const data = aligned(c.data, 4);
-    return makeData({
-      ...header,
-      type,
-      data: new Uint32Array(data.buffer, data.byteOffset, length),
-    } as never);
-  }
-  if (DataType.isDate(type) || isInt(type, 32, true)) {
-    const data = aligned(c.data, 4);
-    return makeData({ ...header, type, data: new Int32Array(data.buffer, data.byteOffset, length) } as never);
-  }
-  if (isInt(type, 64, false)) {
-    const data = aligned(c.data, 8);
-    return makeData({
-      ...header,
-      type,
-      data: new BigUint64Array(data.buffer, data.byteOffset, length),
-    } as never);
-  }
-  // Int64 and Timestamp: what `writes` and `writesProtobuf` let through.
-  const data = aligned(c.data, 8);
-  return makeData({
-    ...header,
-    type,
-    data: new BigInt64Array(data.buffer, data.byteOffset, length),
-  } as never);
+  const array = fixedArrayOf(type);
+  const data = aligned(c.data, array.BYTES_PER_ELEMENT);
+  return makeData({ ...header, type, data: new array(data.buffer, data.byteOffset, length) } as never);
+}
+
+/** A typed array over a fixed-width column's values. */
+interface FixedArray {
+  readonly BYTES_PER_ELEMENT: number;
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): ArrayBufferView;
+}
+
+/** The typed array a fixed-width column of `type` holds (what `writes` and `writesProtobuf` let through). */
+function fixedArrayOf(type: DataType): FixedArray {
+  if (DataType.isFloat(type)) return type.precision === Precision.SINGLE ? Float32Array : Float64Array;
+  if (isInt(type, 32, false)) return Uint32Array;
+  if (DataType.isDate(type) || isInt(type, 32, true)) return Int32Array;
+  if (isInt(type, 64, false)) return BigUint64Array;
+  return BigInt64Array; // Int64 and Timestamp
 }

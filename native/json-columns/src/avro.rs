@@ -1,6 +1,6 @@
 //! Confluent-framed Avro datums into Arrow column buffers: the native twin of the compiled
 //! reader of src/decode/avro/compiled-reader.ts, for the writer schemas whose every node it
-//! has here (src/decode/native-avro-columns.ts sends them as a program).
+//! has here (src/decode/native-registry-columns.ts sends them as a program).
 //!
 //! That reader stays the reference. This one takes exactly the records it takes and writes
 //! the same values; a record it would leave to avsc comes back as rejected, in order, for
@@ -8,10 +8,14 @@
 //! writing, then `append`, so a record refused halfway leaves no partial row.
 
 use crate::columns::{Bits, Column, Out};
+use crate::wire::{self, zigzag, HEADER_BYTES};
 
-/// The magic byte and the four bytes of the schema id before every datum.
-const HEADER_BYTES: usize = 5;
-const TWO_53: u64 = 1 << 53;
+/// The zig-zag varint avsc's readLong reads, where that is exact: at most 8 bytes, below
+/// 2^53 before zig-zag (the compiled reader's `varint`). Returns it and the position after.
+#[inline]
+fn varint(buf: &[u8], pos: usize) -> Option<(i64, usize)> {
+    wire::varint(buf, pos, buf.len(), 8).map(|(raw, after)| (zigzag(raw), after))
+}
 
 /// One node of a writer schema, with the reading the compiled reader gives it.
 pub enum Node {
@@ -131,22 +135,6 @@ pub fn out_of(node: &Node) -> Out {
     }
 }
 
-/// The zig-zag varint avsc's readLong reads, where that is exact: at most 8 bytes, below
-/// 2^53 before zig-zag (the compiled reader's `varint`). Returns it and the position after.
-#[inline]
-fn varint(buf: &[u8], mut pos: usize) -> Option<(i64, usize)> {
-    let mut raw: u64 = 0;
-    for i in 0..8 {
-        let b = *buf.get(pos)?;
-        pos += 1;
-        raw |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return (raw < TWO_53).then(|| (zigzag(raw), pos));
-        }
-    }
-    None
-}
-
 /// A varint of up to 10 bytes whose value fits 64 bits (the compiled reader's `bigVarint`).
 fn big_varint(buf: &[u8], mut pos: usize) -> Option<(i64, usize)> {
     let mut raw: u128 = 0;
@@ -159,11 +147,6 @@ fn big_varint(buf: &[u8], mut pos: usize) -> Option<(i64, usize)> {
         }
     }
     None
-}
-
-#[inline]
-fn zigzag(raw: u64) -> i64 {
-    ((raw >> 1) as i64) ^ -((raw & 1) as i64)
 }
 
 /// A length or count: a non-negative exact varint.

@@ -13,6 +13,7 @@ mod columns;
 mod fields;
 mod protobuf;
 mod reader;
+mod wire;
 
 use avro::{out_of, Datum, Node};
 use columns::{Column, Out, Values};

@@ -11,10 +11,8 @@
 use std::collections::HashMap;
 
 use crate::columns::{Bits, Column, Out};
+use crate::wire::{varint, zigzag, HEADER_BYTES};
 
-/// The magic byte and the four bytes of the schema id before every message.
-const HEADER_BYTES: usize = 5;
-const TWO_53: u64 = 1 << 53;
 /// protobufjs reads a tag as a uint32: a larger one names another field there.
 const MAX_TAG: u64 = 0xffff_ffff;
 /// Seconds whose microseconds are a safe integer (beyond, the reference reads them).
@@ -168,25 +166,6 @@ pub fn parse(program: &[f64], at: &mut usize, symbols: &[String]) -> Result<Mess
     })
 }
 
-/// An unsigned varint of at most `max_bytes` bytes below `end`, whose value is below 2^53
-/// (field-values.ts's `varint`). Returns it and the position after.
-#[inline]
-fn varint(buf: &[u8], mut pos: usize, end: usize, max_bytes: usize) -> Option<(u64, usize)> {
-    let mut raw: u64 = 0;
-    for i in 0..max_bytes {
-        if pos >= end {
-            return None;
-        }
-        let b = buf[pos];
-        pos += 1;
-        raw |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return (raw < TWO_53).then_some((raw, pos));
-        }
-    }
-    None
-}
-
 /// A length-delimited value within `end`: where its bytes start and end.
 #[inline]
 fn length_prefixed(buf: &[u8], pos: usize, end: usize) -> Option<(usize, usize)> {
@@ -227,11 +206,6 @@ fn int32_of(raw: u64) -> i32 {
 fn sint32_of(raw: u64) -> i32 {
     let low = raw as u32;
     ((low >> 1) as i32) ^ -((low & 1) as i32)
-}
-
-#[inline]
-fn zigzag(raw: u64) -> i64 {
-    ((raw >> 1) as i64) ^ -((raw & 1) as i64)
 }
 
 /// The microseconds of a Timestamp or Duration message at [start, end), when its nanos are
