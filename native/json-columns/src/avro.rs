@@ -46,7 +46,7 @@ pub enum Node {
     Record { children: Vec<Node> },
 }
 
-/// The codes of the program (src/decode/native-avro-columns.ts writes them).
+/// The codes of the program (src/decode/avro/native-ops.ts writes them).
 mod op {
     pub const BOOL: f64 = 0.0;
     pub const INT: f64 = 1.0;
