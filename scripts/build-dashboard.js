@@ -211,15 +211,20 @@ const panels = [
     r6(0),
   ),
   // A running replica the broker stops accepting (rotated password, revoked certificate)
-  // keeps what it staged and retries: refused (1) beside refusals per second.
+  // keeps what it staged and retries: refused (1) beside refusals per second, and the
+  // consumer restarts it made by reason (a cluster out of reach, a refusal).
   panel(
-    'Broker authentication: refused (1) and refusals/s',
+    'Broker: authentication refused (1), refusals/s, consumer restarts/s',
     'short',
     [
       [`max by (instance) (kafka_lance_broker_authentication_failing{${sel}})`, 'refused {{instance}}'],
       [
         `sum by (instance) (${rate('kafka_lance_broker_authentication_failures_total')})`,
         'refusals/s {{instance}}',
+      ],
+      [
+        `sum by (instance, reason) (${rate('kafka_lance_consumer_restarts_total')})`,
+        'restarts/s {{instance}} {{reason}}',
       ],
     ],
     r6(8),

@@ -12,7 +12,7 @@ import { KafkaLanceError, type DiskStage } from '../common/errors';
  * - killAtCommit: src/faults/crash-points.ts (main thread, the offset committer);
  * - diskFull: src/faults/disk-full.ts (staging workers, materializer worker);
  * - recoveryDelayMs: src/replica/replica.ts;
- * - blockLoop*, failFirstClaim: src/faults/replica-hooks.ts (main thread).
+ * - blockLoop*, failFirstClaim, loseCoordinatorAt: src/faults/replica-hooks.ts (main thread).
  * - maxChainBytes: src/ownership/chain.ts (main thread, where claims append epochs).
  */
 export interface Faults {
@@ -39,6 +39,12 @@ export interface Faults {
    * once, at its offsets fetch or at its claim commit.
    */
   readonly failFirstClaim?: ClaimStep;
+  /**
+   * KAFKA_LANCE_TEST_LOSE_COORDINATOR_AT=<n>: the nth batch kafkajs hands over crashes its
+   * consumer with the error a coordinator lookup that found no broker ends in (every broker
+   * restarting), which kafkajs does not restart from.
+   */
+  readonly loseCoordinatorAt?: number;
   /**
    * KAFKA_LANCE_TEST_DISK_FULL_STAGING / KAFKA_LANCE_TEST_DISK_FULL_LANCE=<file>: while
    * that file exists, every staging part write (Lance add) fails with ENOSPC.
@@ -115,7 +121,11 @@ export function parseFaults(env: NodeJS.ProcessEnv): Faults {
   const diskFullStaging = read('KAFKA_LANCE_TEST_DISK_FULL_STAGING');
   const diskFullLance = read('KAFKA_LANCE_TEST_DISK_FULL_LANCE');
   const maxChainBytes = read('KAFKA_LANCE_TEST_MAX_CHAIN_BYTES');
+  const loseCoordinatorAt = read('KAFKA_LANCE_TEST_LOSE_COORDINATOR_AT');
   return {
+    ...(loseCoordinatorAt !== undefined
+      ? { loseCoordinatorAt: positiveInteger('KAFKA_LANCE_TEST_LOSE_COORDINATOR_AT', loseCoordinatorAt) }
+      : {}),
     ...(maxChainBytes !== undefined
       ? { maxChainBytes: chainBytes('KAFKA_LANCE_TEST_MAX_CHAIN_BYTES', maxChainBytes) }
       : {}),

@@ -1,4 +1,12 @@
-import { KafkaJSError, type Admin, type Consumer, type ConsumerConfig, type Kafka } from 'kafkajs';
+import {
+  KafkaJSError,
+  KafkaJSGroupCoordinatorNotFound,
+  KafkaJSNonRetriableError,
+  type Admin,
+  type Consumer,
+  type ConsumerConfig,
+  type Kafka,
+} from 'kafkajs';
 import type { Logger } from '../common/logger';
 import type { Faults, LoopBlock } from './faults';
 
@@ -17,6 +25,11 @@ import type { Faults, LoopBlock } from './faults';
  *   ingestion's first `admin.fetchOffsets` (its claim reads the chains) throw; `commit`
  *   makes the consumer's first `commitOffsets` (the claim commit: no data commit can
  *   precede a claim) be refused. Logs `test.fail-claim`.
+ * - loseCoordinatorAt: the nth batch kafkajs hands to eachBatch throws, before the
+ *   ingestion sees it, the error kafkajs's coordinator lookup ends in when no broker
+ *   answers (retry/index.js wraps it in a non-retriable error naming it as its cause).
+ *   kafkajs crashes its consumer without restarting it, as after the broker restart in
+ *   which this was found. Logs `test.lose-coordinator`.
  */
 export interface ReplicaHooks {
   /** Called for every staged batch the pool reports (main thread). */
@@ -31,7 +44,12 @@ export function replicaHooks(faults: Faults, logger: Logger): ReplicaHooks {
   return {
     onBatchDone: loopBlocker(faults.blockLoopAt, faults.blockLoopOnSignalMs, logger),
     admin: (admin) => (faults.failFirstClaim === 'fetch' ? failFirstFetch(admin, logger) : admin),
-    kafka: (kafka) => (faults.failFirstClaim === 'commit' ? failFirstCommit(kafka, logger) : kafka),
+    kafka: (kafka) => {
+      const claims = faults.failFirstClaim === 'commit' ? failFirstCommit(kafka, logger) : kafka;
+      return faults.loseCoordinatorAt === undefined
+        ? claims
+        : loseCoordinator(claims, faults.loseCoordinatorAt, logger);
+    },
   };
 }
 
@@ -103,6 +121,42 @@ function failFirstCommit(kafka: Kafka, logger: Logger): Kafka {
       return real.commitOffsets(offsets);
     };
     return { ...real, commitOffsets };
+  };
+  return new Proxy(kafka, {
+    get: (target, prop, receiver) =>
+      prop === 'consumer' ? consumer : (Reflect.get(target, prop, receiver) as unknown),
+  });
+}
+
+function loseCoordinator(kafka: Kafka, at: number, logger: Logger): Kafka {
+  let batches = 0;
+  const consumer = (config: ConsumerConfig): Consumer => {
+    const real = kafka.consumer(config);
+    const run: Consumer['run'] = (options) =>
+      real.run({
+        ...options,
+        eachBatch: async (payload) => {
+          batches += 1;
+          if (batches === at) {
+            logger.warn(
+              { event: 'test.lose-coordinator', batch: batches },
+              'test hook: losing the coordinator',
+            );
+            // kafkajs's typings leave out the constructors' arguments its source takes.
+            const lookup = new (KafkaJSGroupCoordinatorNotFound as unknown as new (m: string) => Error)(
+              'Failed to find group coordinator',
+            );
+            throw new (KafkaJSNonRetriableError as unknown as new (e: Error, o: { cause: Error }) => Error)(
+              lookup,
+              {
+                cause: lookup,
+              },
+            );
+          }
+          await options?.eachBatch?.(payload);
+        },
+      });
+    return { ...real, run };
   };
   return new Proxy(kafka, {
     get: (target, prop, receiver) =>

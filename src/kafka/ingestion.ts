@@ -1,6 +1,6 @@
 import type { Consumer } from 'kafkajs';
 import { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
-import { AuthenticationRetry } from './authentication-retry';
+import { ConsumerRestart } from './consumer-restart';
 import { BatchRunner } from './batch-runner';
 import { createHookedConsumer } from './protocol/coordinator-hook';
 import { DurabilityTick } from './durability-tick';
@@ -34,7 +34,7 @@ export class Ingestion {
   readonly #joins: JoinClaims;
   readonly #runner: BatchRunner;
   readonly #ticks: DurabilityTick;
-  readonly #authentication: AuthenticationRetry;
+  readonly #restarts: ConsumerRestart;
   readonly #subscription: TopicSubscription;
   #stopping = false;
   /** The group had committed offsets when this replica started (read with topic patterns only). */
@@ -159,11 +159,12 @@ export class Ingestion {
       this.#committer,
     );
     const ssl = options.consumer.client.ssl;
-    this.#authentication = new AuthenticationRetry({
+    this.#restarts = new ConsumerRestart({
       logger: options.logger,
       metrics: options.metrics,
       tls: ssl !== undefined && ssl !== false,
       restart: () => this.#run(),
+      fail,
     });
     // A full disk pauses fetching (nothing is dropped: unfetched records stay in Kafka,
     // admitted ones wait in their writers) and the ticks go on retrying the writes.
@@ -197,7 +198,7 @@ export class Ingestion {
     const o = this.#state.options;
     const c = o.consumer;
     this.#consumer.on(this.#consumer.events.GROUP_JOIN, (event) => {
-      this.#authentication.onJoin();
+      this.#restarts.onJoin();
       this.#joins.onJoin(event.payload.memberAssignment);
     });
     this.#consumer.on(this.#consumer.events.CRASH, (event) => {
@@ -206,10 +207,11 @@ export class Ingestion {
         { event: 'kafka.crash', err: error, restart: event.payload.restart },
         'consumer crashed',
       );
-      // Refused credentials after a first join are retried (authentication-retry.ts); at
-      // start they stop the replica, which the CLI reports with exit code 2.
+      // Refused credentials after a first join and an unreachable cluster are retried
+      // (consumer-restart.ts); refused credentials at start stop the replica, which the
+      // CLI reports with exit code 2.
       if (event.payload.restart) return;
-      if (this.#joins.ready && this.#authentication.onCrash(error)) return;
+      if (this.#restarts.onCrash(error, this.#joins.ready)) return;
       onFatal(error);
     });
     await this.#consumer.connect();
@@ -257,7 +259,7 @@ export class Ingestion {
     const s = this.#state;
     if (this.#stopping) return;
     this.#stopping = true;
-    this.#authentication.stop();
+    this.#restarts.stop();
     // A subscription change under way ends first (it does not run the consumer again once stopping).
     await this.#subscription.stop();
     const log = (step: string) => s.options.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);

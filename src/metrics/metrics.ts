@@ -193,6 +193,12 @@ export class Metrics {
     help: "Times a running replica's consumer was refused by the broker for its credentials or TLS; each is retried.",
     registers: [this.registry],
   });
+  readonly consumerRestarts = new Counter({
+    name: 'kafka_lance_consumer_restarts_total',
+    help: 'Times this replica started its crashed Kafka consumer again, by reason: broker_unavailable (the cluster was out of reach) or authentication_refused. Staged records are kept; nothing is committed until it joins again.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly schemaRegistryUnreachable = new Gauge({
     name: 'kafka_lance_schema_registry_unreachable',
     help: 'The Schema Registry cannot be reached (1): records of registry formats wait for it, none is dead-lettered for it.',

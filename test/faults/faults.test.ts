@@ -24,6 +24,7 @@ describe('parseFaults', () => {
         KAFKA_LANCE_TEST_DISK_FULL_STAGING: '/tmp/staging.flag',
         KAFKA_LANCE_TEST_DISK_FULL_LANCE: '/tmp/lance.flag',
         KAFKA_LANCE_TEST_MAX_CHAIN_BYTES: '260',
+        KAFKA_LANCE_TEST_LOSE_COORDINATOR_AT: '3',
       }),
     ).toEqual<Faults>({
       crashAt: 'after-add',
@@ -38,6 +39,7 @@ describe('parseFaults', () => {
       failFirstClaim: 'commit',
       diskFullFlags: { staging: '/tmp/staging.flag', lance: '/tmp/lance.flag' },
       maxChainBytes: 260,
+      loseCoordinatorAt: 3,
     });
   });
 
@@ -56,6 +58,7 @@ describe('parseFaults', () => {
     ['KAFKA_LANCE_TEST_BLOCK_LOOP_ON_SIGNAL', '-5'],
     ['KAFKA_LANCE_TEST_FAIL_FIRST_CLAIM', 'join'],
     ['KAFKA_LANCE_TEST_MAX_CHAIN_BYTES', '4096'],
+    ['KAFKA_LANCE_TEST_LOSE_COORDINATOR_AT', '0'],
   ])('a bad value of %s stops the start, naming the variable', (variable, value) => {
     const parse = () => parseFaults({ [variable]: value });
     expect(parse).toThrow(FaultVariableError);
