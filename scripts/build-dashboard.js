@@ -211,10 +211,11 @@ const panels = [
     r6(0),
   ),
   // A running replica the broker stops accepting (rotated password, revoked certificate)
-  // keeps what it staged and retries: refused (1) beside refusals per second, and the
-  // consumer restarts it made by reason (a cluster out of reach, a refusal).
+  // keeps what it staged and retries: refused (1) beside refusals per second, and its
+  // consumer stopped (1) between a crash and its rejoin, with the restarts it made by
+  // reason (a cluster out of reach, a refusal).
   panel(
-    'Broker: authentication refused (1), refusals/s, consumer restarts/s',
+    'Broker: authentication refused (1), refusals/s, consumer stopped (1) and restarts/s',
     'short',
     [
       [`max by (instance) (kafka_lance_broker_authentication_failing{${sel}})`, 'refused {{instance}}'],
@@ -226,6 +227,7 @@ const panels = [
         `sum by (instance, reason) (${rate('kafka_lance_consumer_restarts_total')})`,
         'restarts/s {{instance}} {{reason}}',
       ],
+      [`max by (instance) (kafka_lance_consumer_stopped{${sel}})`, 'consumer stopped {{instance}}'],
     ],
     r6(8),
   ),

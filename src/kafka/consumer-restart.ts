@@ -21,8 +21,13 @@ export type ConsumerRestartReason = 'authentication_refused' | 'broker_unavailab
  *   kafka_lance_broker_authentication_failing set until it joins again (the
  *   KafkaLanceBrokerAuthenticationFailing alert). A start refused this way stops with
  *   exit code 2 instead (src/cli/errors.ts): there the definition is what is wrong.
- * - The cluster is out of reach (protocol/broker-unavailable.ts), as while a
- *   single-broker cluster restarts: a warning per crash, and a log line when it joins.
+ * - The cluster is out of reach (protocol/broker-unavailable.ts), as while every broker
+ *   restarts: a warning per crash, and a log line when it joins.
+ *
+ * From the crash to the next join kafka_lance_consumer_stopped is 1 (the
+ * KafkaLanceConsumerStopped alert). A restart under way is waited for by whatever stops
+ * or reruns the consumer (`settled`): a kafkajs stop while its runner is still joining
+ * leaves that runner fetching with no one to stop it.
  *
  * Any other crash is the replica's end (the caller's fatal path: exit, and a restart
  * recovers it).
@@ -33,6 +38,7 @@ export class ConsumerRestart {
   #authenticationFailing = false;
   #unavailable = false;
   #stopped = false;
+  #inFlight: Promise<void> | undefined;
 
   constructor(
     private readonly options: {
@@ -42,29 +48,34 @@ export class ConsumerRestart {
       readonly tls: boolean;
       /** Starts the consumer again (kafkajs's run after a crash without restart). */
       readonly restart: () => Promise<void>;
+      /** Whether the consumer joined its group once: a refusal before is the definition's fault. */
+      readonly joined: () => boolean;
       /** The replica cannot go on: a restart itself failed for another cause. */
       readonly fail: (error: Error) => void;
     },
   ) {}
 
-  /**
-   * A consumer crash kafkajs will not restart: true when a restart is scheduled.
-   * `joinedBefore`: a refusal before the first join is the definition's fault, not retried.
-   */
-  onCrash(error: unknown, joinedBefore: boolean): boolean {
+  /** A consumer crash kafkajs will not restart: true when a restart is scheduled. */
+  onCrash(error: unknown): boolean {
     if (this.#stopped) return false;
-    const reason = this.#reasonOf(error, joinedBefore);
+    const reason = this.#reasonOf(error);
     if (reason === undefined) return false;
     this.options.metrics.consumerRestarts.inc({ reason });
+    this.options.metrics.consumerStopped.set(1);
     this.#schedule();
     return true;
   }
 
-  #reasonOf(error: unknown, joinedBefore: boolean): ConsumerRestartReason | undefined {
+  /** Resolves once no restart is under way (one that fails is reported, not thrown here). */
+  async settled(): Promise<void> {
+    while (this.#inFlight) await this.#inFlight;
+  }
+
+  #reasonOf(error: unknown): ConsumerRestartReason | undefined {
     const { logger, metrics } = this.options;
     const refused = brokerAuthFailureOf(error, this.options.tls);
     if (refused) {
-      if (!joinedBefore) return undefined;
+      if (!this.options.joined()) return undefined;
       this.#authenticationFailing = true;
       metrics.brokerAuthenticationFailing.set(1);
       metrics.brokerAuthenticationFailures.inc();
@@ -84,7 +95,7 @@ export class ConsumerRestart {
     this.#unavailable = true;
     logger.warn(
       { event: 'kafka.unavailable', cause: unavailable, retryInMs: this.#delayMs },
-      `the Kafka cluster is out of reach: ${unavailable}; staged records are kept, starting the consumer again`,
+      `${unavailable}; staged records are kept, starting the consumer again`,
     );
     return 'broker_unavailable';
   }
@@ -96,9 +107,16 @@ export class ConsumerRestart {
       if (this.#stopped) return;
       // kafkajs reports a failed start as another crash (handled by onCrash); a run that
       // throws instead is retried the same way when its cause qualifies.
-      this.options.restart().catch((e: unknown) => {
-        if (!this.onCrash(e, true)) this.options.fail(e instanceof Error ? e : new Error(String(e)));
-      });
+      const run = this.options
+        .restart()
+        .catch((e: unknown) => {
+          if (!this.#stopped && !this.onCrash(e))
+            this.options.fail(e instanceof Error ? e : new Error(String(e)));
+        })
+        .finally(() => {
+          if (this.#inFlight === run) this.#inFlight = undefined;
+        });
+      this.#inFlight = run;
     }, this.#delayMs);
     this.#delayMs = Math.min(this.#delayMs * 2, LAST_RETRY_MS);
   }
@@ -106,6 +124,7 @@ export class ConsumerRestart {
   /** The consumer joined its group: the cluster reachable and the credentials accepted again. */
   onJoin(): void {
     this.#delayMs = FIRST_RETRY_MS;
+    this.options.metrics.consumerStopped.set(0);
     if (this.#unavailable) {
       this.#unavailable = false;
       this.options.logger.info({ event: 'kafka.available' }, 'the Kafka cluster is reachable again');

@@ -8,7 +8,8 @@ import { FetchPositions } from './fetch-positions';
 import { fetchSizes } from './fetch-sizes';
 import { IngestionMetrics } from './ingestion-events';
 import { IngestionState, type IngestionOptions, type IngestionStats } from './ingestion-state';
-import { JoinClaims, pauseTopics, pauseTopicsForStop } from './join-claims';
+import { pauseIfRunning, pauseTopics, resumeIfRunning } from './consumer-pauses';
+import { JoinClaims } from './join-claims';
 import { OffsetCommitter } from './offset-committer';
 import { TopicSubscription } from './topic-subscription';
 
@@ -80,7 +81,7 @@ export class Ingestion {
       errors: options.consumer.errors,
       logger: options.logger,
       metrics: options.metrics,
-      pause: (topic, partition) => this.#consumer.pause([{ topic, partitions: [partition] }]),
+      pause: (topic, partition) => void pauseIfRunning(this.#consumer, [{ topic, partitions: [partition] }]),
       hold: (topic, partition, offset) => state.tracker.holdOffsets(topic, partition, [offset]),
       resolved: (topic, partition, offsets) => state.tracker.releaseOffsets(topic, partition, offsets),
     });
@@ -164,6 +165,7 @@ export class Ingestion {
       metrics: options.metrics,
       tls: ssl !== undefined && ssl !== false,
       restart: () => this.#run(),
+      joined: () => this.#joins.ready,
       fail,
     });
     // A full disk pauses fetching (nothing is dropped: unfetched records stay in Kafka,
@@ -175,7 +177,7 @@ export class Ingestion {
           this.#consumer,
           state.tracker.assigned().map((a) => a.topic),
         );
-      else this.#consumer.resume(this.#outbox.resumable(this.#consumer.paused()));
+      else resumeIfRunning(this.#consumer, this.#outbox.resumable(this.#consumer.paused()));
     });
   }
 
@@ -209,9 +211,9 @@ export class Ingestion {
       );
       // Refused credentials after a first join and an unreachable cluster are retried
       // (consumer-restart.ts); refused credentials at start stop the replica, which the
-      // CLI reports with exit code 2.
-      if (event.payload.restart) return;
-      if (this.#restarts.onCrash(error, this.#joins.ready)) return;
+      // CLI reports with exit code 2. A stop under way ends the consumer anyway.
+      if (event.payload.restart || this.#stopping) return;
+      if (this.#restarts.onCrash(error)) return;
       onFatal(error);
     });
     await this.#consumer.connect();
@@ -234,6 +236,8 @@ export class Ingestion {
    */
   async #restart(between: (consumer: Consumer) => Promise<void>): Promise<void> {
     if (this.#stopping) return;
+    // A consumer restart under way first joins: stopped while joining, its runner would fetch on.
+    await this.#restarts.settled();
     await this.#consumer.stop();
     try {
       await between(this.#consumer);
@@ -264,7 +268,7 @@ export class Ingestion {
     await this.#subscription.stop();
     const log = (step: string) => s.options.logger.info({ event: 'ingestion.stop', step }, `stop: ${step}`);
     const topics = s.tracker.assigned().map((a) => a.topic);
-    if (!pauseTopicsForStop(this.#consumer, topics))
+    if (!pauseTopics(this.#consumer, topics))
       log('the consumer is between a crash and its restart: nothing to pause');
     // A dead-letter write retrying (a DLQ that is down) must not hold the stop.
     this.#outbox.close();
@@ -275,6 +279,8 @@ export class Ingestion {
     log('durable and committed');
     const sealed = await s.options.pool.close();
     log(`sealed ${sealed.parts} parts`);
+    // A consumer restart under way joins first: disconnected while joining, its runner would fetch on.
+    await this.#restarts.settled();
     await this.#consumer.disconnect();
     await s.topicIds.close();
     s.options.schemas?.close();

@@ -20,6 +20,7 @@ import { isGroupChange, rejoinRequest } from './protocol/kafka-errors';
 import type { OffsetCommitter } from './offset-committer';
 import type { PartitionOffsets } from './partition-offsets';
 import { topicIdsOf, type TopicIds } from './protocol/topic-ids';
+import { pauseTopics } from './consumer-pauses';
 
 /** What the claims of a join work with. */
 export interface JoinClaimsDeps {
@@ -268,7 +269,6 @@ export class JoinClaims {
   }
 }
 
-/** Pauses whole topics (each once): to stop, or while a disk is full. */
 /**
  * Pauses the assigned partitions the dead-letter outbox stopped. kafkajs keeps pauses
  * across rebalances but not across its own restart (restartOnFailure builds a fresh
@@ -281,25 +281,4 @@ export function pauseStopped(
 ): void {
   const stopped = outbox.stoppedAmong(assignment);
   if (stopped.length > 0) consumer.pause(stopped);
-}
-
-export function pauseTopics(consumer: Pick<Consumer, 'pause'>, topics: readonly string[]): void {
-  const unique = [...new Set(topics)];
-  if (unique.length > 0) consumer.pause(unique.map((topic) => ({ topic })));
-}
-
-/**
- * Pauses fetching for a stop, whatever state the consumer is in. Between a crash and
- * its restart (kafkajs's restartOnFailure) a kafkajs consumer has no group, and pause()
- * throws "Consumer group was not initialized": nothing fetches then, so there is nothing
- * to pause, and the stop goes on (it failed with replica.stop.failed, exit 1, before).
- * Returns whether a running consumer was paused.
- */
-export function pauseTopicsForStop(consumer: Consumer, topics: readonly string[]): boolean {
-  try {
-    pauseTopics(consumer, topics);
-    return true;
-  } catch {
-    return false;
-  }
 }

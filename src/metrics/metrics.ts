@@ -199,6 +199,11 @@ export class Metrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly consumerStopped = new Gauge({
+    name: 'kafka_lance_consumer_stopped',
+    help: "This replica's Kafka consumer crashed and waits to be started again (1): the cluster is out of reach or refuses its credentials. It fetches and commits nothing until it joins again.",
+    registers: [this.registry],
+  });
   readonly schemaRegistryUnreachable = new Gauge({
     name: 'kafka_lance_schema_registry_unreachable',
     help: 'The Schema Registry cannot be reached (1): records of registry formats wait for it, none is dead-lettered for it.',
@@ -264,6 +269,10 @@ export class Metrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
+    // Exported at 0 from the start (the reasons of src/kafka/consumer-restart.ts), so that a
+    // rate over them is defined before the first restart.
+    for (const reason of ['broker_unavailable', 'authentication_refused'])
+      this.consumerRestarts.inc({ reason }, 0);
   }
 
   /** Names of every family this registry exports (for checking dashboards and rules). */
