@@ -103,7 +103,7 @@ export class DeadLetterOutbox {
 
   /**
    * Of an assignment, the partitions this process stopped: every join pauses them again,
-   * since a kafkajs consumer restart (restartOnFailure) builds its subscription state
+   * since a consumer restart after a crash (src/kafka/consumer-restart.ts) builds its subscription state
    * anew and forgets every pause.
    */
   stoppedAmong(assignment: Readonly<Record<string, readonly number[]>>): TopicPartitions[] {
@@ -330,7 +330,7 @@ export class DeadLetterOutbox {
   ): void {
     const key = tpKey(topic, partition);
     if (this.#stopped.has(key)) {
-      // Paused again: a kafkajs consumer restart (restartOnFailure) forgets every pause.
+      // Paused again: a consumer restart after a crash forgets every pause.
       this.#o.pause(topic, partition);
       return;
     }

@@ -1,42 +1,44 @@
 import type { Logger } from '../common/logger';
 import type { Metrics } from '../metrics/metrics';
 import { brokerAuthFailureOf } from './protocol/broker-auth-failure';
-import { brokerUnavailableOf } from './protocol/broker-unavailable';
+import { restartableCrashOf, type RestartableCrash } from './protocol/crash-cause';
 
 /** The first restart after a crash, doubled up to the last. */
 const FIRST_RETRY_MS = 2_000;
 const LAST_RETRY_MS = 60_000;
 
 /** Why this replica started its crashed consumer again. */
-export type ConsumerRestartReason = 'authentication_refused' | 'broker_unavailable';
+export type ConsumerRestartReason = 'authentication_refused' | RestartableCrash['reason'];
 
 /**
- * Starts the kafkajs consumer again after a crash kafkajs does not restart it from, when
- * the cause is outside this replica and may pass. What it staged stays staged (durable,
- * resolved by any later start), nothing is committed without a group, and the restart
- * comes after a growing delay, reset by the next join. Two causes qualify:
+ * Every start of the kafkajs consumer after a crash. kafkajs is told never to restart
+ * its consumer itself (`restartOnFailure` answers false, ingestion.ts): a start of its
+ * own runs from a timer no one can wait for, and a stop while it joins leaves its runner
+ * fetching with no one to stop it. So every crash comes here, and a start under way is
+ * waited for by whatever stops or reruns the consumer (`settled`). What it staged stays
+ * staged (durable, resolved by any later start), nothing is committed without a group,
+ * and the consumer runs again after a growing delay, reset by the next join:
  *
- * - The broker refuses credentials that it accepted before (a password rotated before
- *   the definition's secret, a revoked certificate): a warning per refusal and
+ * - after what kafkajs itself would restart from (protocol/crash-cause.ts: retries
+ *   exhausted, a retriable innermost cause such as a closed connection);
+ * - after a coordinator lookup no broker answered, as while every broker restarts,
+ *   which kafkajs would leave stopped;
+ * - after the broker refuses credentials that it accepted before (a password rotated
+ *   before the definition's secret, a revoked certificate), with
  *   kafka_lance_broker_authentication_failing set until it joins again (the
  *   KafkaLanceBrokerAuthenticationFailing alert). A start refused this way stops with
  *   exit code 2 instead (src/cli/errors.ts): there the definition is what is wrong.
- * - The cluster is out of reach (protocol/broker-unavailable.ts), as while every broker
- *   restarts: a warning per crash, and a log line when it joins.
  *
- * From the crash to the next join kafka_lance_consumer_stopped is 1 (the
- * KafkaLanceConsumerStopped alert). A restart under way is waited for by whatever stops
- * or reruns the consumer (`settled`): a kafkajs stop while its runner is still joining
- * leaves that runner fetching with no one to stop it.
- *
- * Any other crash is the replica's end (the caller's fatal path: exit, and a restart
- * recovers it).
+ * Each crash logs a warning (`kafka.consumer.restarting`, or `kafka.authentication.lost`)
+ * and the next join `kafka.consumer.rejoined`; kafka_lance_consumer_stopped is 1 from the
+ * crash to the join (the KafkaLanceConsumerStopped alert). Any other crash is the
+ * replica's end (the caller's fatal path: exit, and a restart recovers it).
  */
 export class ConsumerRestart {
   #delayMs = FIRST_RETRY_MS;
   #timer: NodeJS.Timeout | undefined;
   #authenticationFailing = false;
-  #unavailable = false;
+  #restarting = false;
   #stopped = false;
   #inFlight: Promise<void> | undefined;
 
@@ -46,7 +48,7 @@ export class ConsumerRestart {
       readonly metrics: Metrics;
       /** Whether the client connects with TLS (to read a closed handshake). */
       readonly tls: boolean;
-      /** Starts the consumer again (kafkajs's run after a crash without restart). */
+      /** Starts the consumer again (kafkajs's run after a crash). */
       readonly restart: () => Promise<void>;
       /** Whether the consumer joined its group once: a refusal before is the definition's fault. */
       readonly joined: () => boolean;
@@ -55,13 +57,14 @@ export class ConsumerRestart {
     },
   ) {}
 
-  /** A consumer crash kafkajs will not restart: true when a restart is scheduled. */
+  /** A consumer crash: true when a restart is scheduled, false when the replica cannot go on. */
   onCrash(error: unknown): boolean {
     if (this.#stopped) return false;
     const reason = this.#reasonOf(error);
     if (reason === undefined) return false;
     this.options.metrics.consumerRestarts.inc({ reason });
     this.options.metrics.consumerStopped.set(1);
+    this.#restarting = true;
     this.#schedule();
     return true;
   }
@@ -69,6 +72,15 @@ export class ConsumerRestart {
   /** Resolves once no restart is under way (one that fails is reported, not thrown here). */
   async settled(): Promise<void> {
     while (this.#inFlight) await this.#inFlight;
+  }
+
+  /**
+   * Takes over a restart that is only scheduled: the caller runs the consumer itself
+   * (a subscription change), which must not meet this one's run halfway.
+   */
+  cancelScheduled(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 
   #reasonOf(error: unknown): ConsumerRestartReason | undefined {
@@ -90,14 +102,18 @@ export class ConsumerRestart {
       );
       return 'authentication_refused';
     }
-    const unavailable = brokerUnavailableOf(error);
-    if (unavailable === undefined) return undefined;
-    this.#unavailable = true;
+    const crash = restartableCrashOf(error);
+    if (crash === undefined) return undefined;
     logger.warn(
-      { event: 'kafka.unavailable', cause: unavailable, retryInMs: this.#delayMs },
-      `${unavailable}; staged records are kept, starting the consumer again`,
+      {
+        event: 'kafka.consumer.restarting',
+        reason: crash.reason,
+        cause: crash.cause,
+        retryInMs: this.#delayMs,
+      },
+      `the Kafka consumer stopped (${crash.cause}); staged records are kept, starting it again`,
     );
-    return 'broker_unavailable';
+    return crash.reason;
   }
 
   #schedule(): void {
@@ -125,9 +141,12 @@ export class ConsumerRestart {
   onJoin(): void {
     this.#delayMs = FIRST_RETRY_MS;
     this.options.metrics.consumerStopped.set(0);
-    if (this.#unavailable) {
-      this.#unavailable = false;
-      this.options.logger.info({ event: 'kafka.available' }, 'the Kafka cluster is reachable again');
+    if (this.#restarting) {
+      this.#restarting = false;
+      this.options.logger.info(
+        { event: 'kafka.consumer.rejoined' },
+        'the Kafka consumer joined its group again',
+      );
     }
     if (!this.#authenticationFailing) return;
     this.#authenticationFailing = false;

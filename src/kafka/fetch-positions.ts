@@ -6,6 +6,7 @@ import { tpKey, type TopicPartitionKey } from '../common/offsets';
 import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import type { OffsetTracker } from '../ownership/offset-tracker';
 import { StagingPoolClosedError, type StagingPool } from '../pool/staging-pool';
+import { pauseIfRunning, resumeIfRunning } from './consumer-pauses';
 import type { CorruptCompressedBatchError } from './protocol/compression';
 import { coveredThrough, type FetchedBatch } from './protocol/fetched-batch';
 import type { TopicIds } from './protocol/topic-ids';
@@ -262,11 +263,12 @@ export class FetchPositions {
    * holds it (the dead-letter outbox, a full disk, a stop); a join resumes it anyway.
    */
   #hold(topic: string, partition: number, ms: number): void {
-    this.#consumer.pause([{ topic, partitions: [partition] }]);
+    pauseIfRunning(this.#consumer, [{ topic, partitions: [partition] }]);
     setTimeout(() => {
       if (this.#deps.stopping() || this.#deps.diskPressure.full || this.#outbox.isStopped(topic, partition))
         return;
-      this.#consumer.resume([{ topic, partitions: [partition] }]);
+      // The consumer may have crashed meanwhile (no group until it runs again).
+      resumeIfRunning(this.#consumer, [{ topic, partitions: [partition] }]);
     }, ms).unref();
   }
 }

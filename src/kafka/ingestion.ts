@@ -61,6 +61,8 @@ export class Ingestion {
         maxWaitTimeInMs: Math.min(5_000, options.consumer.heartbeatIntervalMs),
         ...fetchSizes(options.consumer.queue.maxBytes),
         allowAutoTopicCreation: false,
+        // kafkajs's default retries; every restart after a crash is the replica's (consumer-restart.ts).
+        retry: { retries: 5, restartOnFailure: () => Promise.resolve(false) },
       },
       {
         synced: (memberId, generationId) => {
@@ -209,10 +211,10 @@ export class Ingestion {
         { event: 'kafka.crash', err: error, restart: event.payload.restart },
         'consumer crashed',
       );
-      // Refused credentials after a first join and an unreachable cluster are retried
-      // (consumer-restart.ts); refused credentials at start stop the replica, which the
-      // CLI reports with exit code 2. A stop under way ends the consumer anyway.
-      if (event.payload.restart || this.#stopping) return;
+      // kafkajs restarts nothing itself: what may pass is started again by the replica
+      // (consumer-restart.ts); refused credentials at start stop it, which the CLI reports
+      // with exit code 2. A stop under way ends the consumer anyway.
+      if (this.#stopping) return;
       if (this.#restarts.onCrash(error)) return;
       onFatal(error);
     });
@@ -236,7 +238,9 @@ export class Ingestion {
    */
   async #restart(between: (consumer: Consumer) => Promise<void>): Promise<void> {
     if (this.#stopping) return;
-    // A consumer restart under way first joins: stopped while joining, its runner would fetch on.
+    // A consumer restart under way first joins: stopped while joining, its runner would
+    // fetch on. One only scheduled is this restart's to make.
+    this.#restarts.cancelScheduled();
     await this.#restarts.settled();
     await this.#consumer.stop();
     try {
@@ -279,11 +283,22 @@ export class Ingestion {
     log('durable and committed');
     const sealed = await s.options.pool.close();
     log(`sealed ${sealed.parts} parts`);
-    // A consumer restart under way joins first: disconnected while joining, its runner would fetch on.
-    await this.#restarts.settled();
+    // A consumer restart under way joins first: disconnected while joining, its runner would
+    // fetch on without a member that leaves. Not for longer than STOP_JOIN_WAIT_MS: the
+    // process exits after the stop, which ends such a runner too.
+    await settledWithin(this.#restarts.settled(), STOP_JOIN_WAIT_MS);
     await this.#consumer.disconnect();
     await s.topicIds.close();
     s.options.schemas?.close();
     log('left the group');
   }
+}
+
+/** How long a graceful stop waits for a consumer restart's join under way. */
+const STOP_JOIN_WAIT_MS = 10_000;
+
+function settledWithin(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

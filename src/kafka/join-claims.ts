@@ -271,7 +271,7 @@ export class JoinClaims {
 
 /**
  * Pauses the assigned partitions the dead-letter outbox stopped. kafkajs keeps pauses
- * across rebalances but not across its own restart (restartOnFailure builds a fresh
+ * across rebalances but not across a restart after a crash (consumer-restart.ts: a fresh
  * subscription state): without this, a restart would fetch a stopped partition again.
  */
 export function pauseStopped(

@@ -195,13 +195,13 @@ export class Metrics {
   });
   readonly consumerRestarts = new Counter({
     name: 'kafka_lance_consumer_restarts_total',
-    help: 'Times this replica started its crashed Kafka consumer again, by reason: broker_unavailable (the cluster was out of reach) or authentication_refused. Staged records are kept; nothing is committed until it joins again.',
+    help: 'Times this replica started its crashed Kafka consumer again, by reason: retriable_error (a closed connection, retries exhausted), broker_unavailable (no broker named the group coordinator) or authentication_refused. Staged records are kept; nothing is committed until it joins again.',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
   readonly consumerStopped = new Gauge({
     name: 'kafka_lance_consumer_stopped',
-    help: "This replica's Kafka consumer crashed and waits to be started again (1): the cluster is out of reach or refuses its credentials. It fetches and commits nothing until it joins again.",
+    help: "This replica's Kafka consumer crashed and is not back in its group yet (1): a broker connection failed, the cluster is out of reach, or it refuses the credentials. It fetches and commits nothing until it joins again.",
     registers: [this.registry],
   });
   readonly schemaRegistryUnreachable = new Gauge({
@@ -271,7 +271,7 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
     // Exported at 0 from the start (the reasons of src/kafka/consumer-restart.ts), so that a
     // rate over them is defined before the first restart.
-    for (const reason of ['broker_unavailable', 'authentication_refused'])
+    for (const reason of ['retriable_error', 'broker_unavailable', 'authentication_refused'])
       this.consumerRestarts.inc({ reason }, 0);
   }
 

@@ -1,12 +1,13 @@
 import {
   KafkaJSConnectionError,
+  KafkaJSNumberOfRetriesExceeded,
   KafkaJSGroupCoordinatorNotFound,
   KafkaJSNonRetriableError,
   KafkaJSSASLAuthenticationError,
 } from 'kafkajs';
 import { createLogger } from '../../src/common/logger';
 import { ConsumerRestart } from '../../src/kafka/consumer-restart';
-import { brokerUnavailableOf } from '../../src/kafka/protocol/broker-unavailable';
+import { restartableCrashOf } from '../../src/kafka/protocol/crash-cause';
 import { Metrics } from '../../src/metrics/metrics';
 
 /** kafkajs's error constructors as its source has them (its typings leave out the arguments). */
@@ -49,25 +50,39 @@ function harness(restartResult: () => Promise<void> = () => Promise.resolve(), j
 beforeEach(() => jest.useFakeTimers());
 afterEach(() => jest.useRealTimers());
 
-test('a cluster out of reach is read from the innermost cause, as kafkajs reads it; other crashes are not', () => {
-  expect(brokerUnavailableOf(coordinatorNotFound())).toMatch(/no broker named the group coordinator/);
-  // A retriable innermost cause is one kafkajs restarts from by itself; never seen here.
-  expect(
-    brokerUnavailableOf(new KafkaJSConnectionError('Connection error: connect ECONNREFUSED')),
-  ).toBeUndefined();
-  // An error of our own whose chain ends elsewhere stays fatal, whatever wraps it.
+test('a crash is read as kafkajs reads it, plus the coordinator lookup no broker answered; other crashes are not restarted', () => {
+  const reasonOf = (e: unknown) => restartableCrashOf(e)?.reason;
+  expect(restartableCrashOf(coordinatorNotFound())).toEqual({
+    reason: 'broker_unavailable',
+    cause: expect.stringMatching(/no broker named the group coordinator/) as unknown,
+  });
+  // What kafkajs restarts from by itself: a retriable innermost cause, or retries exhausted.
+  const closed = new KafkaJSConnectionError('Closed connection');
+  expect(restartableCrashOf(closed)).toEqual({
+    reason: 'retriable_error',
+    cause: 'KafkaJSConnectionError: Closed connection',
+  });
+  const exhausted = new (kafkaError(KafkaJSNumberOfRetriesExceeded))(new Error('eachBatch failed'), {
+    cause: new Error('eachBatch failed'),
+  });
+  expect(reasonOf(exhausted)).toBe('retriable_error');
+  // Not retriable at its innermost cause: kafkajs would not restart, nor does the replica.
+  const wrappedPlain = new (kafkaError(KafkaJSNonRetriableError))(new Error('x'), {
+    cause: new Error('plain'),
+  });
+  expect(reasonOf(wrappedPlain)).toBeUndefined();
   const ours = new Error('fetch failed', {
     cause: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }),
   });
-  expect(brokerUnavailableOf(ours)).toBeUndefined();
-  expect(brokerUnavailableOf(new Error('staging failed: ENOSPC'))).toBeUndefined();
-  expect(brokerUnavailableOf(new KafkaJSNonRetriableError('Invalid topic'))).toBeUndefined();
-  expect(brokerUnavailableOf('not an error')).toBeUndefined();
+  expect(reasonOf(ours)).toBeUndefined();
+  expect(reasonOf(new KafkaJSNonRetriableError('Invalid topic'))).toBeUndefined();
+  expect(reasonOf('not an error')).toBeUndefined();
 });
 
 test('a coordinator that cannot be found after the brokers went away restarts the consumer, with a growing delay reset by a join', async () => {
   const h = harness();
   expect(await h.counted('broker_unavailable')).toBe(0);
+  expect(await h.counted('retriable_error')).toBe(0);
   expect(h.restart.onCrash(coordinatorNotFound())).toBe(true);
   expect(await h.stopped()).toBe(1);
   jest.advanceTimersByTime(1_999);
@@ -87,10 +102,10 @@ test('a coordinator that cannot be found after the brokers went away restarts th
   expect(h.restarts()).toBe(3);
   expect(await h.counted('broker_unavailable')).toBe(3);
   expect(h.events.map((e) => [e.event, e.retryInMs])).toEqual([
-    ['kafka.unavailable', 2_000],
-    ['kafka.unavailable', 4_000],
-    ['kafka.available', undefined],
-    ['kafka.unavailable', 2_000],
+    ['kafka.consumer.restarting', 2_000],
+    ['kafka.consumer.restarting', 4_000],
+    ['kafka.consumer.rejoined', undefined],
+    ['kafka.consumer.restarting', 2_000],
   ]);
   expect(h.events[0]!.cause).toMatch(/no broker named the group coordinator/);
   expect(h.failures).toEqual([]);
@@ -115,19 +130,29 @@ test('a cluster out of reach before the first join is also restarted; a refusal 
 
 test('a crash of another cause is left to the fatal path, and nothing restarts once stopped', () => {
   const h = harness();
-  expect(h.restart.onCrash(new Error('eachBatch failed: the table is gone'))).toBe(false);
+  expect(h.restart.onCrash(new KafkaJSNonRetriableError('eachBatch failed: the table is gone'))).toBe(false);
   h.restart.stop();
   expect(h.restart.onCrash(coordinatorNotFound())).toBe(false);
   jest.advanceTimersByTime(120_000);
   expect(h.restarts()).toBe(0);
 });
 
-test('a stop while a restart is scheduled cancels it', () => {
+test('a stop while a restart is scheduled cancels it; so does a subscription change, which runs the consumer itself', () => {
   const h = harness();
   expect(h.restart.onCrash(coordinatorNotFound())).toBe(true);
   h.restart.stop();
   jest.advanceTimersByTime(120_000);
   expect(h.restarts()).toBe(0);
+
+  const taken = harness();
+  expect(taken.restart.onCrash(new KafkaJSConnectionError('Closed connection'))).toBe(true);
+  taken.restart.cancelScheduled();
+  jest.advanceTimersByTime(120_000);
+  expect(taken.restarts()).toBe(0);
+  // The next crash schedules as usual.
+  expect(taken.restart.onCrash(new KafkaJSConnectionError('Closed connection'))).toBe(true);
+  jest.advanceTimersByTime(60_000);
+  expect(taken.restarts()).toBe(1);
 });
 
 test('a restart under way is waited for by whatever stops the consumer next', async () => {

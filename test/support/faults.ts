@@ -364,14 +364,15 @@ export async function checkFaultRun(options: {
       lines.push(
         `${r.label}: kafka.crash restart=${String(c.restart)} ${String((c.err as { type?: string; message?: string } | undefined)?.type)}: ${String((c.err as { message?: string } | undefined)?.message).slice(0, 200)}`,
       );
-    // A consumer kafkajs gave up on must have been started again by the replica and joined:
-    // otherwise the other replicas consume everything and this one's stopped consumer goes unseen.
+    // A consumer that crashed before the stop must have been started again by the replica
+    // and joined: otherwise the other replicas consume everything and this one's stopped
+    // consumer goes unseen.
     const logs = r.process.logs;
-    const lastGiveUp = logs.findLastIndex((l) => l.event === 'kafka.crash' && l.restart === false);
-    if (lastGiveUp >= 0 && !logs.slice(lastGiveUp).some((l) => l.event === 'kafka.join'))
-      problems.push(
-        `${r.label}: kafkajs gave up on its consumer (crash restart=false) and it never joined again`,
-      );
+    const stopAt = logs.findIndex((l) => l.event === 'ingestion.stop');
+    const before = stopAt < 0 ? logs : logs.slice(0, stopAt);
+    const lastCrash = before.findLastIndex((l) => l.event === 'kafka.crash');
+    if (lastCrash >= 0 && !before.slice(lastCrash).some((l) => l.event === 'kafka.join'))
+      problems.push(`${r.label}: its consumer crashed and never joined its group again`);
     const unresolvable = r.process.logs.filter((l) => l.event === 'publication.unresolvable');
     if (unresolvable.length > 0)
       lines.push(
