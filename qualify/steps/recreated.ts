@@ -215,7 +215,7 @@ async function runMode(parent: QualifyContext, mode: Mode): Promise<RunResult> {
       if (wrongC.length > 0)
         problems.push(`phase C: ${wrongC.length} replicas' last claims are not for ${idC}`);
       phaseLines.push(
-        `- Phase C: topic deleted and created again while both replicas consumed (${recreateC.toFixed(1)} s, new id \`${idC}\`), ${k} records produced at once at offsets ${offsetsLine(phases[2]!.records)}; \`kafka.topic.recreated-while-consumed\` logged by ${noticing} of ${c.slots.length} replicas, each rejoined with claims for the new id: ${noticed.every((x) => x.includes('claimed the new id')) ? 'yes' : 'NO'}; ${joinsC} joins in the phase; ${noticed.join('; ')}, last claims all for \`${idC}\`: ${wrongC.length === 0 ? 'yes' : 'NO'}; kafkajs runner crash-restarts ${c.count('kafka.crash')}`,
+        `- Phase C: topic deleted and created again while both replicas consumed (${recreateC.toFixed(1)} s, new id \`${idC}\`), ${k} records produced at once at offsets ${offsetsLine(phases[2]!.records)}; \`kafka.topic.recreated-while-consumed\` logged by ${noticing} of ${c.slots.length} replicas, each rejoined with claims for the new id: ${noticed.every((x) => x.includes('claimed the new id')) ? 'yes' : 'NO'}; ${joinsC} joins in the phase; ${noticed.join('; ')}, last claims all for \`${idC}\`: ${wrongC.length === 0 ? 'yes' : 'NO'}; consumer crash-restarts ${c.count('kafka.crash')}`,
       );
       c.log(`phase C: ${k} records under ${idC}`);
     }

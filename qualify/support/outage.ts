@@ -80,7 +80,7 @@ export async function runOutage(o: OutageOptions): Promise<QualifyStepReport> {
         ` (pylance: ${check.independent?.rows ?? '?'} rows, ${check.independent?.duplicates ?? '?'} duplicates, ${check.independent?.checksumMismatches ?? '?'} checksum mismatches). ` +
         (passed ? 'Passed.' : `FAILED: ${problems.join('; ')}`),
       details: campaignDetails(c, check, [
-        `- Outage: ${o.what} stopped at ${outage.from} s, down ${outage.down.toFixed(1)} s; after it the replicas logged ${during('publication.failed')} failed publication attempts, ${during('materializer.retry')} materializer retries, ${during('kafka.crash')} kafka consumer crashes (restarted by kafkajs), ${during('kafka.join')} group joins, ${during('publication')} publications`,
+        `- Outage: ${o.what} stopped at ${outage.from} s, down ${outage.down.toFixed(1)} s; after it the replicas logged ${during('publication.failed')} failed publication attempts, ${during('materializer.retry')} materializer retries, ${during('kafka.crash')} kafka consumer crashes (each restarted by the replica), ${during('kafka.join')} group joins, ${during('publication')} publications`,
         ...problems.filter((p) => !check.problems.includes(p)).map((p) => `- **${p}**`),
       ]),
     };

@@ -7,6 +7,15 @@ import { restartableCrashOf, type RestartableCrash } from './protocol/crash-caus
 const FIRST_RETRY_MS = 2_000;
 const LAST_RETRY_MS = 60_000;
 
+/**
+ * The kafkajs consumer's `retry`: kafkajs's default retries, and no restart of its own
+ * after a crash (every one is ConsumerRestart's).
+ */
+export const CONSUMER_RETRY = {
+  retries: 5,
+  restartOnFailure: (): Promise<boolean> => Promise.resolve(false),
+};
+
 /** Why this replica started its crashed consumer again. */
 export type ConsumerRestartReason = 'authentication_refused' | RestartableCrash['reason'];
 
@@ -41,13 +50,14 @@ export class ConsumerRestart {
   #restarting = false;
   #stopped = false;
   #inFlight: Promise<void> | undefined;
+  #onStop: () => void = () => undefined;
+  /** Resolves when the replica stops: a wait for a restart gives way to the stop. */
+  readonly stopped = new Promise<void>((resolve) => (this.#onStop = resolve));
 
   constructor(
     private readonly options: {
       readonly logger: Logger;
       readonly metrics: Metrics;
-      /** Whether the client connects with TLS (to read a closed handshake). */
-      readonly tls: boolean;
       /** Starts the consumer again (kafkajs's run after a crash). */
       readonly restart: () => Promise<void>;
       /** Whether the consumer joined its group once: a refusal before is the definition's fault. */
@@ -85,7 +95,10 @@ export class ConsumerRestart {
 
   #reasonOf(error: unknown): ConsumerRestartReason | undefined {
     const { logger, metrics } = this.options;
-    const refused = brokerAuthFailureOf(error, this.options.tls);
+    // A handshake closed midway is not read as a listener without TLS here (`tls` false): a
+    // broker shutting down, or a load balancer with no ready backend, closes it the same way.
+    // At start it is the definition's fault (src/cli/replica-lifecycle.ts reads it there).
+    const refused = brokerAuthFailureOf(error, false);
     if (refused) {
       if (!this.options.joined()) return undefined;
       this.#authenticationFailing = true;
@@ -159,6 +172,7 @@ export class ConsumerRestart {
 
   stop(): void {
     this.#stopped = true;
+    this.#onStop();
     clearTimeout(this.#timer);
   }
 }

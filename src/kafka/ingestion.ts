@@ -1,6 +1,6 @@
 import type { Consumer } from 'kafkajs';
 import { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
-import { ConsumerRestart } from './consumer-restart';
+import { CONSUMER_RETRY, ConsumerRestart } from './consumer-restart';
 import { BatchRunner } from './batch-runner';
 import { createHookedConsumer } from './protocol/coordinator-hook';
 import { DurabilityTick } from './durability-tick';
@@ -61,8 +61,8 @@ export class Ingestion {
         maxWaitTimeInMs: Math.min(5_000, options.consumer.heartbeatIntervalMs),
         ...fetchSizes(options.consumer.queue.maxBytes),
         allowAutoTopicCreation: false,
-        // kafkajs's default retries; every restart after a crash is the replica's (consumer-restart.ts).
-        retry: { retries: 5, restartOnFailure: () => Promise.resolve(false) },
+        // Every restart after a crash is the replica's (consumer-restart.ts).
+        retry: CONSUMER_RETRY,
       },
       {
         synced: (memberId, generationId) => {
@@ -161,11 +161,9 @@ export class Ingestion {
       },
       this.#committer,
     );
-    const ssl = options.consumer.client.ssl;
     this.#restarts = new ConsumerRestart({
       logger: options.logger,
       metrics: options.metrics,
-      tls: ssl !== undefined && ssl !== false,
       restart: () => this.#run(),
       joined: () => this.#joins.ready,
       fail,
@@ -207,10 +205,9 @@ export class Ingestion {
     });
     this.#consumer.on(this.#consumer.events.CRASH, (event) => {
       const error = event.payload.error;
-      o.logger.error(
-        { event: 'kafka.crash', err: error, restart: event.payload.restart },
-        'consumer crashed',
-      );
+      // kafkajs's `restart` is always false here (restartOnFailure): not logged, as it
+      // would read as given up. kafka.consumer.restarting says what follows.
+      o.logger.error({ event: 'kafka.crash', err: error }, 'consumer crashed');
       // kafkajs restarts nothing itself: what may pass is started again by the replica
       // (consumer-restart.ts); refused credentials at start stop it, which the CLI reports
       // with exit code 2. A stop under way ends the consumer anyway.
@@ -239,9 +236,12 @@ export class Ingestion {
   async #restart(between: (consumer: Consumer) => Promise<void>): Promise<void> {
     if (this.#stopping) return;
     // A consumer restart under way first joins: stopped while joining, its runner would
-    // fetch on. One only scheduled is this restart's to make.
+    // fetch on (a stop meanwhile goes first: it bounds its own wait). One only scheduled,
+    // or scheduled by that join failing, is this restart's to make.
     this.#restarts.cancelScheduled();
-    await this.#restarts.settled();
+    await Promise.race([this.#restarts.settled(), this.#restarts.stopped]);
+    if (this.#stopping) return;
+    this.#restarts.cancelScheduled();
     await this.#consumer.stop();
     try {
       await between(this.#consumer);

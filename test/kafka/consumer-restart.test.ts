@@ -1,4 +1,6 @@
 import {
+  Kafka,
+  logLevel,
   KafkaJSConnectionError,
   KafkaJSNumberOfRetriesExceeded,
   KafkaJSGroupCoordinatorNotFound,
@@ -6,7 +8,7 @@ import {
   KafkaJSSASLAuthenticationError,
 } from 'kafkajs';
 import { createLogger } from '../../src/common/logger';
-import { ConsumerRestart } from '../../src/kafka/consumer-restart';
+import { CONSUMER_RETRY, ConsumerRestart } from '../../src/kafka/consumer-restart';
 import { restartableCrashOf } from '../../src/kafka/protocol/crash-cause';
 import { Metrics } from '../../src/metrics/metrics';
 
@@ -33,7 +35,6 @@ function harness(restartResult: () => Promise<void> = () => Promise.resolve(), j
   const restart = new ConsumerRestart({
     logger: createLogger({}, { write: (line: string) => void events.push(JSON.parse(line) as never) }),
     metrics,
-    tls: false,
     restart: () => {
       restarts += 1;
       return restartResult();
@@ -44,7 +45,7 @@ function harness(restartResult: () => Promise<void> = () => Promise.resolve(), j
   const counted = async (reason: string) =>
     (await metrics.consumerRestarts.get()).values.find((v) => v.labels.reason === reason)?.value;
   const stopped = async () => (await metrics.consumerStopped.get()).values[0]?.value;
-  return { restart, failures, events, restarts: () => restarts, counted, stopped };
+  return { restart, metrics, failures, events, restarts: () => restarts, counted, stopped };
 }
 
 beforeEach(() => jest.useFakeTimers());
@@ -195,3 +196,58 @@ test('a restart that throws after the stop is not reported as a failure', async 
   await h.restart.settled();
   expect(h.failures).toEqual([]);
 });
+
+test('a TLS handshake closed midway while running is a broker going away, not a listener without TLS', async () => {
+  const h = harness();
+  const closed = new KafkaJSConnectionError(
+    'Client network socket disconnected before secure TLS connection was established',
+  );
+  expect(h.restart.onCrash(closed)).toBe(true);
+  expect(await h.counted('retriable_error')).toBe(1);
+  expect(await h.counted('authentication_refused')).toBe(0);
+  expect((await h.metrics.brokerAuthenticationFailing.get()).values[0]?.value ?? 0).toBe(0);
+  expect(h.events.map((e) => e.event)).toEqual(['kafka.consumer.restarting']);
+});
+
+test('a wait for a restart gives way once the replica stops', async () => {
+  const h = harness(() => new Promise<void>(() => undefined));
+  expect(h.restart.onCrash(coordinatorNotFound())).toBe(true);
+  await jest.advanceTimersByTimeAsync(2_000);
+  let gaveWay = false;
+  const waiting = Promise.race([h.restart.settled(), h.restart.stopped]).then(() => (gaveWay = true));
+  await jest.advanceTimersByTimeAsync(10);
+  expect(gaveWay).toBe(false);
+  h.restart.stop();
+  await waiting;
+  expect(gaveWay).toBe(true);
+});
+
+/**
+ * kafkajs restarts a crashed consumer from a timer of its own unless restartOnFailure says
+ * no; that start could not be waited for, and a stop during its join left its runner
+ * fetching. With the consumer's retry the replica uses, a real kafkajs consumer whose
+ * broker is unreachable crashes and is not restarted by kafkajs; with kafkajs's default it is.
+ */
+test.each([
+  { label: 'the replica’s retry', retry: CONSUMER_RETRY, expected: false },
+  { label: 'kafkajs’s default retry', retry: { retries: 5 }, expected: true },
+])(
+  'a real kafkajs consumer with $label: restarted by kafkajs itself after a crash: $expected',
+  async ({ retry, expected }) => {
+    jest.useRealTimers();
+    const kafka = new Kafka({
+      brokers: ['127.0.0.1:1'],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0, initialRetryTime: 10 },
+    });
+    const consumer = kafka.consumer({ groupId: 'never-joins', retry });
+    const crashes: boolean[] = [];
+    consumer.on(consumer.events.CRASH, (event) => void crashes.push(event.payload.restart));
+    try {
+      await consumer.run({ eachBatch: () => Promise.resolve() });
+      expect(crashes).toEqual([expected]);
+    } finally {
+      await consumer.disconnect();
+    }
+  },
+);

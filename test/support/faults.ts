@@ -362,7 +362,7 @@ export async function checkFaultRun(options: {
     );
     for (const c of r.process.logs.filter((l) => l.event === 'kafka.crash'))
       lines.push(
-        `${r.label}: kafka.crash restart=${String(c.restart)} ${String((c.err as { type?: string; message?: string } | undefined)?.type)}: ${String((c.err as { message?: string } | undefined)?.message).slice(0, 200)}`,
+        `${r.label}: kafka.crash ${String((c.err as { type?: string; message?: string } | undefined)?.type)}: ${String((c.err as { message?: string } | undefined)?.message).slice(0, 200)}`,
       );
     // A consumer that crashed before the stop must have been started again by the replica
     // and joined: otherwise the other replicas consume everything and this one's stopped
