@@ -102,8 +102,7 @@ function failFirstFetch(admin: Admin, logger: Logger): Admin {
 }
 
 function failFirstCommit(kafka: Kafka, logger: Logger): Kafka {
-  const consumer = (config: ConsumerConfig): Consumer => {
-    const real = kafka.consumer(config);
+  return withConsumers(kafka, (real) => {
     let failed = false;
     const commitOffsets: Consumer['commitOffsets'] = (offsets) => {
       if (!failed) {
@@ -121,17 +120,12 @@ function failFirstCommit(kafka: Kafka, logger: Logger): Kafka {
       return real.commitOffsets(offsets);
     };
     return { ...real, commitOffsets };
-  };
-  return new Proxy(kafka, {
-    get: (target, prop, receiver) =>
-      prop === 'consumer' ? consumer : (Reflect.get(target, prop, receiver) as unknown),
   });
 }
 
 function loseCoordinator(kafka: Kafka, at: number, logger: Logger): Kafka {
   let batches = 0;
-  const consumer = (config: ConsumerConfig): Consumer => {
-    const real = kafka.consumer(config);
+  return withConsumers(kafka, (real) => {
     const run: Consumer['run'] = (options) =>
       real.run({
         ...options,
@@ -142,22 +136,33 @@ function loseCoordinator(kafka: Kafka, at: number, logger: Logger): Kafka {
               { event: 'test.lose-coordinator', batch: batches },
               'test hook: losing the coordinator',
             );
-            // kafkajs's typings leave out the constructors' arguments its source takes.
-            const lookup = new (KafkaJSGroupCoordinatorNotFound as unknown as new (m: string) => Error)(
-              'Failed to find group coordinator',
-            );
-            throw new (KafkaJSNonRetriableError as unknown as new (e: Error, o: { cause: Error }) => Error)(
-              lookup,
-              {
-                cause: lookup,
-              },
-            );
+            throw coordinatorLookupFailure();
           }
           await options?.eachBatch?.(payload);
         },
       });
     return { ...real, run };
-  };
+  });
+}
+
+/**
+ * What a consumer's coordinator lookup ends in when no broker answered it: kafkajs's
+ * retrier (retry/index.js) wraps KafkaJSGroupCoordinatorNotFound in a non-retriable error
+ * naming it as its cause. kafkajs's typings leave out the constructors' arguments its
+ * source takes.
+ */
+export function coordinatorLookupFailure(): Error {
+  const lookup = new (KafkaJSGroupCoordinatorNotFound as unknown as new (m: string) => Error)(
+    'Failed to find group coordinator',
+  );
+  return new (KafkaJSNonRetriableError as unknown as new (e: Error, o: { cause: Error }) => Error)(lookup, {
+    cause: lookup,
+  });
+}
+
+/** `kafka`, whose consumers are those it makes, as `wrap` changes them. */
+function withConsumers(kafka: Kafka, wrap: (real: Consumer) => Consumer): Kafka {
+  const consumer = (config: ConsumerConfig): Consumer => wrap(kafka.consumer(config));
   return new Proxy(kafka, {
     get: (target, prop, receiver) =>
       prop === 'consumer' ? consumer : (Reflect.get(target, prop, receiver) as unknown),

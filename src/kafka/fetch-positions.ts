@@ -3,6 +3,7 @@ import type { DiskPressure } from '../common/disk-pressure';
 import { errorMessage } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
+import { withTimeout } from '../common/time-limit';
 import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import type { OffsetTracker } from '../ownership/offset-tracker';
 import { StagingPoolClosedError, type StagingPool } from '../pool/staging-pool';
@@ -149,7 +150,7 @@ export class FetchPositions {
     let bounds: LogBounds | undefined;
     try {
       // Bounded: this runs inside the fetch of every partition the broker leads.
-      [bounds] = await withTimeout(offsets.bounds([[topic, partition]]), 5_000);
+      [bounds] = await withTimeout(offsets.bounds([[topic, partition]]), 5_000, 'timed out after 5000 ms');
     } catch (error) {
       o.logger.warn(
         { event: 'kafka.offsets.bounds-failed', topic, partition, err: errorMessage(error) },
@@ -271,13 +272,4 @@ export class FetchPositions {
       resumeIfRunning(this.#consumer, [{ topic, partitions: [partition] }]);
     }, ms).unref();
   }
-}
-
-/** Rejects when `work` takes longer than `ms` (the work itself goes on, its result unused). */
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

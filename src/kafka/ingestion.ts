@@ -1,4 +1,5 @@
 import type { Consumer } from 'kafkajs';
+import { withTimeout } from '../common/time-limit';
 import { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import { CONSUMER_RETRY, ConsumerRestart } from './consumer-restart';
 import { BatchRunner } from './batch-runner';
@@ -238,7 +239,6 @@ export class Ingestion {
     // A consumer restart under way first joins: stopped while joining, its runner would
     // fetch on (a stop meanwhile goes first: it bounds its own wait). One only scheduled,
     // or scheduled by that join failing, is this restart's to make.
-    this.#restarts.cancelScheduled();
     await Promise.race([this.#restarts.settled(), this.#restarts.stopped]);
     if (this.#stopping) return;
     this.#restarts.cancelScheduled();
@@ -286,7 +286,7 @@ export class Ingestion {
     // A consumer restart under way joins first: disconnected while joining, its runner would
     // fetch on without a member that leaves. Not for longer than STOP_JOIN_WAIT_MS: the
     // process exits after the stop, which ends such a runner too.
-    await settledWithin(this.#restarts.settled(), STOP_JOIN_WAIT_MS);
+    await withTimeout(this.#restarts.settled(), STOP_JOIN_WAIT_MS, 'join under way').catch(() => undefined);
     await this.#consumer.disconnect();
     await s.topicIds.close();
     s.options.schemas?.close();
@@ -296,9 +296,3 @@ export class Ingestion {
 
 /** How long a graceful stop waits for a consumer restart's join under way. */
 const STOP_JOIN_WAIT_MS = 10_000;
-
-function settledWithin(work: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}

@@ -2,6 +2,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import type { Kafka } from 'kafkajs';
 import { writeFileAtomically, unlinkDurably } from '../common/fs-durable';
+import { withTimeout } from '../common/time-limit';
 import type { Logger } from '../common/logger';
 import { CoordinatorHookError } from './protocol/coordinator-hook';
 
@@ -84,7 +85,11 @@ export class PreviousMember {
       if (record?.groupId === this.#groupId) {
         const fields = { event: 'group.previousMember', groupId: record.groupId, memberId: record.memberId };
         try {
-          await withTimeout(leave(record.groupId, record.memberId), LEAVE_TIMEOUT_MS);
+          await withTimeout(
+            leave(record.groupId, record.memberId),
+            LEAVE_TIMEOUT_MS,
+            `no answer within ${LEAVE_TIMEOUT_MS} ms`,
+          );
           this.#logger.info(
             { ...fields, generationId: record.generationId },
             'left the group as the member a crashed process of this data directory left behind',
@@ -177,12 +182,4 @@ interface InternalCluster {
 
 function typeOf(error: unknown): unknown {
   return (error as { type?: unknown } | null)?.type;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -3,7 +3,6 @@ import {
   logLevel,
   KafkaJSConnectionError,
   KafkaJSNumberOfRetriesExceeded,
-  KafkaJSGroupCoordinatorNotFound,
   KafkaJSNonRetriableError,
   KafkaJSSASLAuthenticationError,
 } from 'kafkajs';
@@ -11,21 +10,14 @@ import { createLogger } from '../../src/common/logger';
 import { CONSUMER_RETRY, ConsumerRestart } from '../../src/kafka/consumer-restart';
 import { restartableCrashOf } from '../../src/kafka/protocol/crash-cause';
 import { Metrics } from '../../src/metrics/metrics';
+import { coordinatorLookupFailure } from '../../src/faults/replica-hooks';
 
 /** kafkajs's error constructors as its source has them (its typings leave out the arguments). */
 const kafkaError = (type: unknown) => type as new (e: Error | string, o?: { cause: Error }) => Error;
 const saslRefused = () => new (kafkaError(KafkaJSSASLAuthenticationError))('invalid credentials');
 
-/**
- * What a consumer's coordinator lookup ends in when no broker answers (every broker of
- * the cluster restarting): kafkajs's retrier (retry/index.js) rejects with the lookup's
- * error wrapped in a non-retriable one that names it as its cause, so kafkajs itself does
- * not restart the consumer (crash restart=false).
- */
-const coordinatorNotFound = () => {
-  const lookup = new (kafkaError(KafkaJSGroupCoordinatorNotFound))('Failed to find group coordinator');
-  return new (kafkaError(KafkaJSNonRetriableError))(lookup, { cause: lookup });
-};
+/** What a coordinator lookup no broker answered ends in, as kafkajs wraps it (crash restart=false). */
+const coordinatorNotFound = coordinatorLookupFailure;
 
 function harness(restartResult: () => Promise<void> = () => Promise.resolve(), joined = true) {
   const metrics = new Metrics();
