@@ -1,4 +1,6 @@
 /** The public surface: consumer definitions, and a replica for embedding. */
+// First: kafkajs's consumer takes its Batch class when kafkajs loads (consumer-batch.ts).
+import './kafka/protocol/consumer-batch';
 export {
   defineConsumer,
   type ConsumerDefinitionInput,

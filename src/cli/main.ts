@@ -1,3 +1,5 @@
+// First: kafkajs's consumer takes its Batch class when kafkajs loads (consumer-batch.ts).
+import '../kafka/protocol/consumer-batch';
 import { Command } from 'commander';
 import { errorMessage } from '../common/errors';
 import { scrubSecrets } from '../common/redaction';

@@ -10,6 +10,7 @@ import { createKafka } from '../kafka/protocol/client';
 import { compressionType } from '../kafka/protocol/compression';
 import { KafkaDeadLetterSink } from '../kafka/protocol/dead-letter-topic';
 import { DiskPressure } from '../common/disk-pressure';
+import { FAST_BATCH_INSTALLED } from '../kafka/protocol/consumer-batch';
 import { RECORD_DECODER_INSTALLED } from '../kafka/protocol/fetched-batch';
 import { Ingestion } from '../kafka/ingestion';
 import { chainBound } from '../ownership/chain';
@@ -167,6 +168,12 @@ export class Replica {
       log.warn(
         { event: 'kafka.recordDecoder.fallback' },
         "kafkajs's own record decoder is in use (the same records, more CPU per record)",
+      );
+    }
+    if (!FAST_BATCH_INSTALLED) {
+      log.warn(
+        { event: 'kafka.consumerBatch.fallback' },
+        "kafkajs's own consumer batches are in use (kafkajs was loaded before src/kafka/protocol/consumer-batch: the same records, more CPU per record)",
       );
     }
     logJsonDecoder(consumer, log);

@@ -109,6 +109,24 @@ describe('decodeRecord gives what kafkajs 2.2.4 decodes', () => {
     expect(Object.getPrototypeOf((ours as { headers: object }).headers)).toBe(Object.prototype);
   });
 
+  // Records without headers share one headers object: a header given to one through it
+  // would appear on every other (a dead letter's headers are copied from it).
+  it('gives records without headers one object nothing can add a header to', () => {
+    const record = { offsetDelta: 0, timestampDelta: 0, key: null, value: Buffer.from('x') };
+    const decoded = [0, 1].map(
+      () =>
+        decodeRecord(bodyDecoder(record) as Parameters<typeof decodeRecord>[0], context('0', '0')) as {
+          headers: Record<string, unknown>;
+        },
+    );
+    expect(decoded[0]!.headers).toEqual({});
+    expect(() => {
+      'use strict';
+      decoded[0]!.headers.leaked = Buffer.from('x');
+    }).toThrow(TypeError);
+    expect(decoded[1]!.headers).toEqual({});
+  });
+
   it('reads a 32-bit timestamp delta and large offsets as kafkajs does, record after record', () => {
     for (const delta of [0, 1, 63, 64, 8191, 8192, 2 ** 31 - 1, -(2 ** 31), 2 ** 40, -(2 ** 48)]) {
       const record = { offsetDelta: 2 ** 31 - 1, timestampDelta: delta, key: null, value: null };

@@ -1,0 +1,144 @@
+/**
+ * kafkajs 2.2.4's consumer Batch (consumer/batch.js), the same fields and methods, built
+ * without a BigInt `Long` per record and without copying the record array when nothing is
+ * filtered out.
+ *
+ * Why: kafkajs builds a Batch for every partition of every fetch, and our fetch hook builds
+ * one more to read the fetch's positions (fetched-batch.ts). Each build parsed every
+ * record's offset into a `Long` (a BigInt and an object) to compare it with the fetch
+ * offset, and copied the record array twice (the offset filter, then the control-record
+ * filter): a fifth of the main thread's allocations on 1M JSON logs (~230 of ~1,100 MB,
+ * V8's sampling heap profiler; bench/peers.md, section 9).
+ *
+ * Kept exactly: `messagesWithinOffset` holds the records at or above the fetch offset,
+ * `messages` those of them that are neither aborted nor control records (kafkajs's own
+ * `filterAbortedMessages` still decides the aborted ones). Offsets are compared as numbers
+ * when both are exact in a double, else as kafkajs's Longs. When no record is dropped the
+ * arrays are the fetched one itself: nothing in kafkajs or here writes to them.
+ */
+
+type Offset = string;
+
+interface RawRecord {
+  readonly offset: Offset;
+  readonly isControlRecord?: boolean;
+}
+
+interface PartitionData {
+  readonly partition: number;
+  readonly highWatermark: string;
+  readonly messages: readonly RawRecord[];
+  readonly abortedTransactions?: readonly unknown[] | null;
+}
+
+interface KafkajsLong {
+  gte(other: KafkajsLong): boolean;
+}
+
+/** What the Batch constructor sets, the same as kafkajs's. */
+export interface BatchFields {
+  fetchedOffset: Offset;
+  topic: string;
+  partition: number;
+  highWatermark: string;
+  rawMessages: readonly RawRecord[];
+  messagesWithinOffset: readonly RawRecord[];
+  messages: readonly RawRecord[];
+}
+
+/* eslint-disable @typescript-eslint/no-require-imports -- kafkajs internals, pinned at 2.2.4 */
+const Long = require('kafkajs/src/utils/long') as { fromValue(value: string): KafkajsLong };
+const filterAbortedMessages = require('kafkajs/src/consumer/filterAbortedMessages') as (input: {
+  messages: readonly RawRecord[];
+  abortedTransactions?: readonly unknown[] | null;
+}) => readonly RawRecord[];
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+/** Whether offset `offset` is at or above `from` (both decimal int64 strings). */
+export function atOrAbove(offset: Offset, from: Offset): boolean {
+  const a = Number(offset);
+  const b = Number(from);
+  if (Number.isSafeInteger(a) && Number.isSafeInteger(b)) return a >= b;
+  return Long.fromValue(offset).gte(Long.fromValue(from));
+}
+
+/** The records at or above `from`: `records` itself when every one is. */
+function withinOffset(records: readonly RawRecord[], from: Offset): readonly RawRecord[] {
+  for (let i = 0; i < records.length; i++) {
+    if (!atOrAbove(records[i]!.offset, from)) return records.filter((r) => atOrAbove(r.offset, from));
+  }
+  return records;
+}
+
+/** The records that are not control records: `records` itself when none is. */
+function withoutControlRecords(records: readonly RawRecord[]): readonly RawRecord[] {
+  for (let i = 0; i < records.length; i++) {
+    if (records[i]!.isControlRecord) return records.filter((r) => !r.isControlRecord);
+  }
+  return records;
+}
+
+/** Sets on `batch` what kafkajs's Batch constructor sets, as it does. */
+export function fillBatch(
+  batch: BatchFields,
+  topic: string,
+  fetchedOffset: Offset,
+  partitionData: PartitionData,
+): void {
+  const { abortedTransactions, messages } = partitionData;
+  batch.fetchedOffset = fetchedOffset;
+  batch.topic = topic;
+  batch.partition = partitionData.partition;
+  batch.highWatermark = partitionData.highWatermark;
+  batch.rawMessages = messages;
+  batch.messagesWithinOffset = withinOffset(messages, fetchedOffset);
+  batch.messages = withoutControlRecords(
+    filterAbortedMessages({ messages: batch.messagesWithinOffset, abortedTransactions }),
+  );
+}
+
+/**
+ * A Batch class whose instances are kafkajs's (its prototype, so `isEmpty`, `lastOffset`,
+ * `offsetLag` and the rest are kafkajs's own methods), filled by `fillBatch`.
+ */
+export function fastBatchClass<T extends object>(kafkajsBatch: {
+  readonly prototype: T;
+}): new (topic: string, fetchedOffset: Offset, partitionData: unknown) => T {
+  function FastBatch(this: BatchFields, topic: string, fetchedOffset: Offset, partitionData: unknown) {
+    fillBatch(this, topic, fetchedOffset, partitionData as PartitionData);
+  }
+  FastBatch.prototype = kafkajsBatch.prototype;
+  return FastBatch as unknown as new (topic: string, fetchedOffset: Offset, partitionData: unknown) => T;
+}
+
+const BATCH_MODULE = 'kafkajs/src/consumer/batch';
+const CONSUMER_GROUP_MODULE = 'kafkajs/src/consumer/consumerGroup';
+/** The kafkajs release whose Batch `fillBatch` reproduces. */
+const KAFKAJS_VERSION = '2.2.4';
+
+/**
+ * Makes kafkajs's consumer build its batches with `fastBatchClass`. Its consumer group
+ * module takes the Batch class when it loads, which `require('kafkajs')` does: so this runs
+ * before anything loads kafkajs (src/cli/main.ts imports this module first), and later it
+ * changes nothing and says so. Under a module registry without `require.cache` (jest) it
+ * does nothing either.
+ */
+export function installFastBatch(): boolean {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return false;
+  // What `require` gives now, as kafkajs's consumer group module would get it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const current = () => require(BATCH_MODULE) as { readonly prototype: object; readonly fast?: boolean };
+  if (current().fast === true) return true;
+  if (require.cache[require.resolve(CONSUMER_GROUP_MODULE)] !== undefined) return false;
+  const loaded = require.cache[require.resolve(BATCH_MODULE)];
+  if (loaded === undefined) return false;
+  const fast = fastBatchClass(current());
+  Object.defineProperty(fast, 'fast', { value: true });
+  loaded.exports = fast;
+  // A registry whose cache is not where `require` looks (jest's) keeps kafkajs's class.
+  return current() === fast;
+}
+
+/** Whether kafkajs's consumer builds its batches with `fastBatchClass` in this process. */
+export const FAST_BATCH_INSTALLED = installFastBatch();
