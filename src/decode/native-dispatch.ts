@@ -59,7 +59,12 @@ export function decodeNatively(
     Number.isSafeInteger(m.timestamp) &&
     m.timestamp >= MIN_TIMESTAMP_MS &&
     m.timestamp <= MAX_TIMESTAMP_MS;
-  const candidates = messages.filter(plain);
+  // Index loops and no copy when every record is plain: this runs once per record of every
+  // batch, and iterators and copied arrays were ~90 MB of the main thread's garbage per 1M
+  // records (V8's sampling heap profiler).
+  let allPlain = true;
+  for (let i = 0; i < messages.length && allPlain; i++) allPlain = plain(messages[i]!);
+  const candidates = allPlain ? messages : messages.filter(plain);
   const native = readerFor(candidates);
   if (native === undefined) return undefined;
   let decoded: NativeColumns;
@@ -69,17 +74,23 @@ export function decodeNatively(
     setup.onNativeFailure?.(error);
     return undefined;
   }
-  const rejected = new Set(decoded.rejected.map((i) => candidates[i]!));
+  const rejected =
+    decoded.rejected.length > 0 ? new Set(decoded.rejected.map((i) => candidates[i]!)) : undefined;
   const deadLetters: DeadLetterVerdict[] = [];
-  for (const message of messages) {
-    if (plain(message) && !rejected.has(message)) continue;
-    const alone = decodeAlone(message);
-    if (alone.rows > 0) return undefined;
-    deadLetters.push(...alone.deadLetters);
+  if (!allPlain || rejected !== undefined) {
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i]!;
+      if (plain(message) && !rejected?.has(message)) continue;
+      const alone = decodeAlone(message);
+      if (alone.rows > 0) return undefined;
+      deadLetters.push(...alone.deadLetters);
+    }
   }
   const columns = new BatchColumns(setup.fields, false, undefined, false, topic, topicId);
-  for (const message of candidates)
-    if (!rejected.has(message)) columns.appendSystem(partition, message, 0, null);
+  for (let i = 0; i < candidates.length; i++) {
+    const message = candidates[i]!;
+    if (rejected === undefined || !rejected.has(message)) columns.appendSystem(partition, message, 0, null);
+  }
   const batch = columns.finishWith(decoded.children);
   let minute: MinuteKey | MinuteKey[] = minuteKeyOf(setup.clock());
   if (setup.eventTimeField !== undefined) {
