@@ -173,7 +173,7 @@ export class Replica {
     if (!FAST_BATCH_INSTALLED) {
       log.warn(
         { event: 'kafka.consumerBatch.fallback' },
-        "kafkajs's own consumer batches are in use (kafkajs was loaded before src/kafka/protocol/consumer-batch: the same records, more CPU per record)",
+        "kafkajs's own consumer batches are in use (kafkajs was loaded before src/kafka/protocol/consumer-batch, or is not the release it reproduces: the same records, more CPU per record)",
       );
     }
     logJsonDecoder(consumer, log);

@@ -1,4 +1,5 @@
 import type { RecordBatch } from 'apache-arrow';
+import { endianness } from 'node:os';
 import { KafkaLanceError, OffsetOrderError } from '../common/errors';
 import type { MinuteKey } from './part-name';
 import { OFFSET_COLUMN } from './system-columns';
@@ -7,6 +8,9 @@ import { OFFSET_COLUMN } from './system-columns';
  * How a pushed batch is read before its rows go to parts: its offsets, checked to
  * never step back, and cut into runs of one minute each (one part per minute).
  */
+
+/** Whether an int64 lies in memory low half first (the halves below read it so). */
+const LITTLE_ENDIAN = endianness() === 'LE';
 
 /**
  * The `_offset` column as plain numbers (Kafka offsets fit in 2^53), read as two uint32
@@ -22,7 +26,7 @@ export function offsetsOf(batch: RecordBatch): Float64Array {
   for (const data of column.data) {
     // apache-arrow slices the values with the Data (Data.slice): its row i is at index i.
     const values = data.values as BigInt64Array;
-    if (!(values instanceof BigInt64Array) || data.nullCount > 0) {
+    if (!LITTLE_ENDIAN || !(values instanceof BigInt64Array) || data.nullCount > 0) {
       for (let i = 0; i < data.length; i++, row++) out[row] = Number(column.get(row) as bigint);
       continue;
     }

@@ -116,16 +116,21 @@ const CONSUMER_GROUP_MODULE = 'kafkajs/src/consumer/consumerGroup';
 /** The kafkajs release whose Batch `fillBatch` reproduces. */
 const KAFKAJS_VERSION = '2.2.4';
 
+/** Whether the installed kafkajs is the release `fillBatch` reproduces. */
+export function reproducesInstalledKafkajs(): boolean {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('kafkajs/package.json') as { version: string }).version === KAFKAJS_VERSION;
+}
+
 /**
  * Makes kafkajs's consumer build its batches with `fastBatchClass`. Its consumer group
  * module takes the Batch class when it loads, which `require('kafkajs')` does: so this runs
  * before anything loads kafkajs (src/cli/main.ts imports this module first), and later it
- * changes nothing and says so. Under a module registry without `require.cache` (jest) it
- * does nothing either.
+ * changes nothing and says so; so does another kafkajs release. jest's module registry keeps
+ * its own cache, which this patches as well: suites loading kafkajs afterwards get it too.
  */
 export function installFastBatch(): boolean {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return false;
+  if (!reproducesInstalledKafkajs()) return false;
   // What `require` gives now, as kafkajs's consumer group module would get it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const current = () => require(BATCH_MODULE) as { readonly prototype: object; readonly fast?: boolean };
@@ -136,7 +141,7 @@ export function installFastBatch(): boolean {
   const fast = fastBatchClass(current());
   Object.defineProperty(fast, 'fast', { value: true });
   loaded.exports = fast;
-  // A registry whose cache is not where `require` looks (jest's) keeps kafkajs's class.
+  // A registry whose cache is not where `require` looks would keep kafkajs's class.
   return current() === fast;
 }
 

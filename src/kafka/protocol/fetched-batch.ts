@@ -11,7 +11,7 @@
  * what the fetch covered, never from its last message.
  */
 
-import { fastBatchClass } from './consumer-batch';
+import { fastBatchClass, reproducesInstalledKafkajs } from './consumer-batch';
 import { installRecordDecoder } from './record-batch';
 
 /** A record as kafkajs decodes it, with the header of the record batch it came in. */
@@ -38,12 +38,14 @@ export interface FetchedBatch {
 
 /**
  * kafkajs's Batch class, filled as kafkajs fills it without a Long per record
- * (consumer-batch.ts): the same batches its consumer group builds from each fetch.
+ * (consumer-batch.ts), on the release it reproduces: the same batches its consumer group
+ * builds from each fetch.
  */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const KafkajsBatch = fastBatchClass(
-  require('kafkajs/src/consumer/batch') as { readonly prototype: FetchedBatch },
-);
+const ownBatch = require('kafkajs/src/consumer/batch') as {
+  readonly prototype: FetchedBatch;
+} & (new (topic: string, fetchedOffset: string, partitionData: unknown) => FetchedBatch);
+const KafkajsBatch = reproducesInstalledKafkajs() ? fastBatchClass(ownBatch) : ownBatch;
 
 // kafkajs decodes the records these batches hold: with plain numbers for offsets and
 // timestamps (record-decoding.ts), installed before the first fetch loads its decoder.

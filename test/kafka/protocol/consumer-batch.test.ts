@@ -143,7 +143,7 @@ describe('installFastBatch', () => {
   const run = (script: string): unknown =>
     JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: root }).toString());
 
-  // jest's module registry has no require.cache to patch: plain node processes, on the build.
+  // As the command line and an embedding load it: plain node processes, on the build.
   it('is in place once the command line is loaded, so kafkajs’s consumer group builds fast batches', () => {
     expect(
       run(`
