@@ -9,7 +9,7 @@
  */
 
 /** kafkajs 2.2.4's Decoder, the part a record decoder reads. */
-interface KafkajsDecoder {
+export interface KafkajsDecoder {
   readonly buffer: Buffer;
   offset: number;
   readInt8(): number;
@@ -28,7 +28,7 @@ interface KafkajsLongClass {
 }
 
 /** The record batch header kafkajs passes to each record (recordBatch/v0/decoder.js). */
-interface RecordBatchContext {
+export interface RecordBatchContext {
   readonly firstOffset: string;
   readonly firstTimestamp: string;
   readonly magicByte: number;
