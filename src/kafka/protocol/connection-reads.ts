@@ -1,4 +1,5 @@
 import { FRAME_SIZE_BYTES } from './framed-socket';
+import { isReproducedKafkajs } from './kafkajs-modules';
 
 /**
  * Two adjustments to how kafkajs 2.2.4's Connection (network/connection.js) keeps the bytes
@@ -20,8 +21,7 @@ import { FRAME_SIZE_BYTES } from './framed-socket';
  * Idempotent; does nothing with another kafkajs release.
  */
 export function installConnectionReads(): boolean {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs internals, pinned
-  if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return false;
+  if (!isReproducedKafkajs()) return false;
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs internals, pinned
   const prototype = (require(CONNECTION) as { prototype: ConnectionReads & { [INSTALLED]?: true } })
     .prototype;
@@ -54,7 +54,5 @@ interface ConnectionReads {
 }
 
 const CONNECTION = 'kafkajs/src/network/connection';
-/** The kafkajs release whose Connection this adjusts. */
-const KAFKAJS_VERSION = '2.2.4';
 /** Marks the Connection as adjusted (a Symbol.for: one mark however often this module loads). */
 const INSTALLED = Symbol.for('kafka-lance.connection-reads');

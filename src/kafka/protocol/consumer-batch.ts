@@ -17,6 +17,8 @@
  * arrays are the fetched one itself: nothing in kafkajs or here writes to them.
  */
 
+import { replaceKafkajsModule } from './kafkajs-modules';
+
 type Offset = string;
 
 interface RawRecord {
@@ -113,36 +115,16 @@ export function fastBatchClass<T extends object>(kafkajsBatch: {
 
 const BATCH_MODULE = 'kafkajs/src/consumer/batch';
 const CONSUMER_GROUP_MODULE = 'kafkajs/src/consumer/consumerGroup';
-/** The kafkajs release whose Batch `fillBatch` reproduces. */
-const KAFKAJS_VERSION = '2.2.4';
-
-/** Whether the installed kafkajs is the release `fillBatch` reproduces. */
-export function reproducesInstalledKafkajs(): boolean {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('kafkajs/package.json') as { version: string }).version === KAFKAJS_VERSION;
-}
 
 /**
  * Makes kafkajs's consumer build its batches with `fastBatchClass`. Its consumer group
  * module takes the Batch class when it loads, which `require('kafkajs')` does: so this runs
- * before anything loads kafkajs (src/cli/main.ts imports this module first), and later it
- * changes nothing and says so; so does another kafkajs release. jest's module registry keeps
- * its own cache, which this patches as well: suites loading kafkajs afterwards get it too.
+ * before anything loads kafkajs (src/cli/main.ts imports this module first; kafkajs-modules.ts).
  */
 export function installFastBatch(): boolean {
-  if (!reproducesInstalledKafkajs()) return false;
-  // What `require` gives now, as kafkajs's consumer group module would get it.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const current = () => require(BATCH_MODULE) as { readonly prototype: object; readonly fast?: boolean };
-  if (current().fast === true) return true;
-  if (require.cache[require.resolve(CONSUMER_GROUP_MODULE)] !== undefined) return false;
-  const loaded = require.cache[require.resolve(BATCH_MODULE)];
-  if (loaded === undefined) return false;
-  const fast = fastBatchClass(current());
-  Object.defineProperty(fast, 'fast', { value: true });
-  loaded.exports = fast;
-  // A registry whose cache is not where `require` looks would keep kafkajs's class.
-  return current() === fast;
+  return replaceKafkajsModule<{ readonly prototype: object }>(BATCH_MODULE, CONSUMER_GROUP_MODULE, (own) =>
+    fastBatchClass(own),
+  );
 }
 
 /** Whether kafkajs's consumer builds its batches with `fastBatchClass` in this process. */

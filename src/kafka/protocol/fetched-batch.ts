@@ -11,7 +11,8 @@
  * what the fetch covered, never from its last message.
  */
 
-import { fastBatchClass, reproducesInstalledKafkajs } from './consumer-batch';
+import { fastBatchClass } from './consumer-batch';
+import { isReproducedKafkajs } from './kafkajs-modules';
 import { installRecordDecoder } from './record-batch';
 import { installRecordBatchDecoder } from './record-batch-decoder';
 
@@ -46,7 +47,7 @@ export interface FetchedBatch {
 const ownBatch = require('kafkajs/src/consumer/batch') as {
   readonly prototype: FetchedBatch;
 } & (new (topic: string, fetchedOffset: string, partitionData: unknown) => FetchedBatch);
-const KafkajsBatch = reproducesInstalledKafkajs() ? fastBatchClass(ownBatch) : ownBatch;
+const KafkajsBatch = isReproducedKafkajs() ? fastBatchClass(ownBatch) : ownBatch;
 
 // kafkajs decodes the records these batches hold: with plain numbers for offsets and
 // timestamps (record-batch.ts), each read in place in its batch (record-batch-decoder.ts),

@@ -1,3 +1,4 @@
+import { replaceKafkajsModule } from './kafkajs-modules';
 import { decodeRecord, type KafkajsDecoder, type RecordBatchContext } from './record-batch';
 
 /**
@@ -119,25 +120,12 @@ export async function decodeRecordBatch(fetchDecoder: BatchDecoder): Promise<Rec
 
 const RECORD_BATCH_DECODER = 'kafkajs/src/protocol/recordBatch/v0/decoder';
 const FETCH_MESSAGES_DECODER = 'kafkajs/src/protocol/requests/fetch/v4/decodeMessages';
-/** The kafkajs release whose record batch decoder `decodeRecordBatch` reproduces. */
-const KAFKAJS_VERSION = '2.2.4';
 
 /**
  * Makes kafkajs's fetch responses decode their record batches with `decodeRecordBatch`.
  * Its fetch decoder binds the record batch decoder when it is first loaded (at the first
- * fetch), so this must run before then; later it changes nothing and says so.
+ * fetch), so this must run before then (kafkajs-modules.ts).
  */
 export function installRecordBatchDecoder(): boolean {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return false;
-  const batchPath = require.resolve(RECORD_BATCH_DECODER);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const current = () => require(RECORD_BATCH_DECODER) as unknown;
-  if (require.cache[require.resolve(FETCH_MESSAGES_DECODER)] !== undefined)
-    return current() === decodeRecordBatch;
-  current();
-  const loaded = require.cache[batchPath];
-  if (loaded === undefined) return false;
-  loaded.exports = decodeRecordBatch;
-  return current() === decodeRecordBatch;
+  return replaceKafkajsModule(RECORD_BATCH_DECODER, FETCH_MESSAGES_DECODER, () => decodeRecordBatch);
 }

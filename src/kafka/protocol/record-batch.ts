@@ -8,6 +8,8 @@
  * 2^53), and kafkajs's own arithmetic otherwise.
  */
 
+import { replaceKafkajsModule } from './kafkajs-modules';
+
 /** kafkajs 2.2.4's Decoder, the part a record decoder reads. */
 export interface KafkajsDecoder {
   readonly buffer: Buffer;
@@ -171,27 +173,12 @@ export const decodeRecord: RecordDecoderFunction = (decoder, batchContext) => {
 
 const RECORD_DECODER = 'kafkajs/src/protocol/recordBatch/record/v0/decoder';
 const RECORD_BATCH_DECODER = 'kafkajs/src/protocol/recordBatch/v0/decoder';
-/** The kafkajs release whose record decoder `decodeRecord` reproduces. */
-const KAFKAJS_VERSION = '2.2.4';
 
 /**
  * Makes kafkajs's record batch decoder use `decodeRecord`. It binds its record decoder
- * when it is first loaded (at the first fetch), so this must run before then; later it
- * changes nothing and says so. Under a module registry without `require.cache` (jest)
- * it does nothing either.
+ * when it is first loaded (at the first fetch), so this must run before then
+ * (kafkajs-modules.ts).
  */
 export function installRecordDecoder(): boolean {
-  // The decoder mirrors kafkajs 2.2.4's internals: any other release keeps its own.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return false;
-  const recordPath = require.resolve(RECORD_DECODER);
-  if (require.cache[require.resolve(RECORD_BATCH_DECODER)] !== undefined) {
-    return require.cache[recordPath]?.exports === decodeRecord;
-  }
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  require(recordPath);
-  const loaded = require.cache[recordPath];
-  if (loaded === undefined) return false;
-  loaded.exports = decodeRecord;
-  return true;
+  return replaceKafkajsModule(RECORD_DECODER, RECORD_BATCH_DECODER, () => decodeRecord);
 }
