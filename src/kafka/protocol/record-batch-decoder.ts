@@ -8,9 +8,8 @@ import { decodeRecord, type KafkajsDecoder, type RecordBatchContext } from './re
  * garbage per 1M records, V8's sampling heap profiler). Here the record's fields are read
  * from the batch's own decoder, which then moves to the record's end as kafkajs's did.
  *
- * One difference, on records no broker accepts (a broker parses every record of a batch it
- * is sent): a record whose fields run past its length is an error here, where kafkajs read
- * the rest of the fields past its cut as zeros.
+ * A record whose fields run past its declared length is read again as kafkajs read it
+ * (`decodeRecordInPlace`): the same records, whatever a producer wrote.
  */
 
 /* eslint-disable @typescript-eslint/no-require-imports -- kafkajs internals, pinned at 2.2.4 */
@@ -44,17 +43,44 @@ const TIMESTAMP_TYPE_FLAG_MASK = 0x8;
 const TRANSACTIONAL_FLAG_MASK = 0x10;
 const CONTROL_FLAG_MASK = 0x20;
 
-/** One record of the batch `decoder` is in, read in place; `decoder` ends at the record's end. */
+/**
+ * One record of the batch `decoder` is in, read in place; `decoder` ends at the record's
+ * declared end, as kafkajs's did. A record whose fields run past its length (or that cannot
+ * be read in place at all) is read again
+ * from a cut of its own bytes, exactly as kafkajs reads it (a value cut short, fields past
+ * the cut as zeros, or kafkajs's error): a producer can write one that the broker accepts
+ * (kafkajs 2.2.4 given a Uint8Array value counts its bytes but writes its text, and a broker
+ * checks a compressed batch's records field by field, not against their lengths), and it
+ * must not read its neighbour's bytes nor stop the partition where kafkajs did not.
+ */
 export function decodeRecordInPlace(decoder: KafkajsDecoder, context: RecordBatchContext): unknown {
+  const at = decoder.offset;
   const length = decoder.readVarInt();
   const start = decoder.offset;
-  // What kafkajs's cut would have held: never past the batch's bytes, nothing for a negative length.
+  // What kafkajs's cut holds: never past the batch's bytes, nothing for a negative length.
   const limit = Math.min(start + Math.max(length, 0), decoder.buffer.length);
-  const record = decodeRecord(decoder, context);
-  if (decoder.offset > limit)
-    throw new RangeError(`a record's fields run past its length (${length} bytes at ${start} of its batch)`);
+  let record: unknown;
+  let inPlace = true;
+  try {
+    record = decodeRecord(decoder, context);
+  } catch {
+    // Read past its end into other bytes, which its cut would not have held.
+    inPlace = false;
+  }
+  if (!inPlace || decoder.offset > limit) {
+    decoder.offset = at;
+    record = decodeRecord(new Decoder(readCut(decoder)), context);
+  }
   decoder.offset = start + length;
   return record;
+}
+
+/** kafkajs's cut of a record: its `readVarIntBytes` (null for a length of -1). */
+function readCut(decoder: KafkajsDecoder): Buffer {
+  const cut = decoder.readVarIntBytes();
+  // kafkajs decoded a null cut too, and failed on it: the same error.
+  if (cut === null) throw new TypeError('a record of length -1 (null) in a record batch');
+  return cut;
 }
 
 async function decodeRecords(

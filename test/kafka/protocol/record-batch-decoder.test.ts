@@ -1,6 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import fc from 'fast-check';
+import {
+  CorruptCompressedBatchError,
+  registerCompressionCodecs,
+} from '../../../src/kafka/protocol/compression';
 import { decodeRecordBatch } from '../../../src/kafka/protocol/record-batch-decoder';
 
 /**
@@ -8,7 +12,8 @@ import { decodeRecordBatch } from '../../../src/kafka/protocol/record-batch-deco
  * decoder gives. The hazards: a record's end missed (every later record of the batch read
  * from the wrong bytes, or a record lost), a compressed batch's records read from the
  * compressed bytes, header fields of the batch (transaction, control, timestamp type) lost,
- * and a malformed record read from its neighbour's bytes without an error.
+ * a record whose length is not what its fields take read from its neighbour's bytes or
+ * failing where kafkajs read it (a stopped partition), and a codec that cannot check the CRC.
  */
 
 /* eslint-disable @typescript-eslint/no-require-imports -- kafkajs 2.2.4 internals, the reference */
@@ -21,6 +26,9 @@ const { RecordBatch: encodeBatch } = require('kafkajs/src/protocol/recordBatch/v
 const encodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0') as (
   record: Record<string, unknown>,
 ) => unknown;
+const Encoder = require('kafkajs/src/protocol/encoder') as new () => {
+  writeVarInt(value: number): { writeBuffer(buffer: Buffer): unknown };
+};
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 /**
@@ -101,20 +109,124 @@ test('every record batch decodes to what kafkajs decodes, compressed or not, wha
   );
 });
 
-test('a record whose fields run past its length is an error, not its neighbour’s bytes', async () => {
-  const bytes = await batchBytes(
-    [
-      { key: null, value: Buffer.from('first record value'), headers: {} },
-      { key: null, value: Buffer.from('second'), headers: {} },
-    ],
-    { compression: 0, transactional: false, extraAttributes: 0, firstOffset: '0' },
+/** A record's bytes as a batch holds them (its varint length first), from kafkajs's encoder. */
+function recordBytes(record: Record<string, unknown>): Buffer {
+  return Buffer.from((encodeRecord(record) as { buffer: Buffer }).buffer);
+}
+
+/** `body` framed with a declared length of its own length + `lie`. */
+function framed(body: Buffer, lie: number): unknown {
+  return new Encoder().writeVarInt(body.length + lie).writeBuffer(body);
+}
+
+/** A record's body (its bytes after the length). */
+function bodyOf(bytes: Buffer): Buffer {
+  const decoder = new Decoder(bytes) as Decoder & { readVarInt(): number };
+  decoder.readVarInt();
+  return bytes.subarray(decoder.offset);
+}
+
+async function batchOf(records: readonly unknown[], compression: number): Promise<Buffer> {
+  return Buffer.from(
+    (
+      await encodeBatch({
+        compression,
+        firstOffset: Long.fromValue('40'),
+        firstTimestamp: 1_796_000_000_000,
+        maxTimestamp: 1_796_000_000_000,
+        lastOffsetDelta: records.length - 1,
+        records,
+      })
+    ).buffer,
   );
-  // The first record's length is the varint right after the records' count (int32) at the
-  // end of the batch header: make it claim fewer bytes than its fields take.
-  const recordsAt = 8 + 4 + 4 + 1 + 4 + 2 + 4 + 8 + 8 + 8 + 2 + 4 + 4;
-  const length = bytes[recordsAt]! >> 1; // a small zigzag varint
-  bytes[recordsAt] = (length - 5) << 1;
-  await expect(decodeRecordBatch(new Decoder(bytes))).rejects.toThrow(RangeError);
+}
+
+/** What each decoder gives for `bytes` (its records, or the class of its error). */
+async function bothRead(bytes: Buffer): Promise<[unknown, unknown]> {
+  const read = (decode: (decoder: Decoder) => Promise<unknown>) =>
+    decode(new Decoder(bytes)).catch((error: unknown) => ({ threw: (error as Error).constructor.name }));
+  return [await read(decodeRecordBatch), await read(reference)];
+}
+
+describe('records whose length is not what their fields take, as producers can write them', () => {
+  // kafkajs 2.2.4's producer given a Uint8Array value counts its bytes in the length but
+  // writes String(value); a broker accepts it in a compressed batch (it checks compressed
+  // records field by field, not against their lengths).
+  const short = new TextEncoder().encode('{"id":1}');
+  it.each([
+    ['uncompressed, one record', 0, 1],
+    ['gzip, one record', 1, 1],
+    ['gzip, three records', 1, 3], // kafkajs itself fails on the second: so must we
+  ])(
+    'a value written longer than counted (%s): what kafkajs reads, not the next record’s bytes',
+    async (_n, compression, count) => {
+      const records = Array.from({ length: count }, (_, i) =>
+        encodeRecord({ key: null, value: short, offsetDelta: i }),
+      );
+      const [ours, theirs] = await bothRead(await batchOf(records, compression));
+      expect(ours).toEqual(theirs);
+      if (count === 1) expect((ours as { records: unknown[] }).records).toHaveLength(1);
+    },
+  );
+
+  it.each([0, 1])(
+    'a record with trailing bytes, and a last one a byte short (codec %s): what kafkajs reads',
+    async (compression) => {
+      const first = bodyOf(recordBytes({ key: null, value: Buffer.from('first'), offsetDelta: 0 }));
+      const second = bodyOf(
+        recordBytes({ key: Buffer.from('k'), value: Buffer.from('second'), offsetDelta: 1 }),
+      );
+      const third = bodyOf(recordBytes({ key: null, value: Buffer.from('third'), offsetDelta: 2 }));
+      const records = [
+        framed(Buffer.concat([first, Buffer.from([9, 9, 9])]), 0), // three trailing bytes inside its length
+        framed(second, 0),
+        framed(third, -1), // the last: its header count lies past its length
+      ];
+      const [ours, theirs] = await bothRead(await batchOf(records, compression));
+      expect(ours).toEqual(theirs);
+      expect((ours as { records: { value: Buffer }[] }).records.map((r) => r.value.toString())).toEqual([
+        'first',
+        'second',
+        'third',
+      ]);
+    },
+  );
+
+  // Read in place, the short record's header count is its neighbour's length (2,000 here):
+  // 2,000 headers read from bytes that are not its own fail; its own cut has no header.
+  it('a record a byte short whose neighbour’s bytes cannot be read as its headers: what kafkajs reads', async () => {
+    const short = Buffer.from([0, 0, 0, 1, 2, 0x78]); // attributes, times, null key, value "x": no header count
+    const next = bodyOf(recordBytes({ key: null, value: Buffer.from('next'), offsetDelta: 1 }));
+    const records = [framed(short, 0), framed(Buffer.concat([next, Buffer.alloc(2_000 - next.length)]), 0)];
+    const [ours, theirs] = await bothRead(await batchOf(records, 0));
+    expect(ours).toEqual(theirs);
+    expect((ours as { records: { value: Buffer }[] }).records.map((r) => r.value.toString())).toEqual([
+      'x',
+      'next',
+    ]);
+  });
+
+  it('a record of negative length fails as it failed in kafkajs', async () => {
+    const body = bodyOf(recordBytes({ key: null, value: Buffer.from('x'), offsetDelta: 0 }));
+    for (const lie of [-body.length - 1, -body.length - 5]) {
+      const [ours, theirs] = await bothRead(await batchOf([framed(body, lie)], 0));
+      expect(theirs).toHaveProperty('threw');
+      expect(ours).toEqual(theirs);
+    }
+  });
+});
+
+test('a compressed batch’s codec is handed the records as a view of their batch, so its CRC is checked', async () => {
+  registerCompressionCodecs();
+  const bytes = await batchOf(
+    [encodeRecord({ key: null, value: Buffer.from('checked'), offsetDelta: 0 })],
+    3,
+  );
+  bytes[bytes.length - 2]! ^= 0xff; // a byte of the lz4 frame: the batch's CRC no longer matches
+  const error: unknown = await decodeRecordBatch(new Decoder(bytes)).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(CorruptCompressedBatchError);
+  // The codec found the batch around the records it was given: it names the batch's offsets.
+  expect((error as CorruptCompressedBatchError).offsets).toEqual({ first: 40, last: 40 });
 });
 
 describe('installRecordBatchDecoder', () => {
