@@ -14,7 +14,6 @@
 import { fastBatchClass } from './consumer-batch';
 import { isReproducedKafkajs } from './kafkajs-modules';
 import { installRecordDecoder } from './record-batch';
-import { installRecordBatchDecoder } from './record-batch-decoder';
 
 /** A record as kafkajs decodes it, with the header of the record batch it came in. */
 interface FetchedRecord {
@@ -50,10 +49,9 @@ const ownBatch = require('kafkajs/src/consumer/batch') as {
 const KafkajsBatch = isReproducedKafkajs() ? fastBatchClass(ownBatch) : ownBatch;
 
 // kafkajs decodes the records these batches hold: with plain numbers for offsets and
-// timestamps (record-batch.ts), each read in place in its batch (record-batch-decoder.ts),
-// installed before the first fetch loads its decoders. False when kafkajs's own decoders
-// stay (the same records, slower): the replica says so.
-export const RECORD_DECODER_INSTALLED = installRecordDecoder() && installRecordBatchDecoder();
+// timestamps (record-batch.ts), installed before the first fetch loads its decoder.
+// False when kafkajs's own decoder stays (the same records, slower): the replica says so.
+export const RECORD_DECODER_INSTALLED = installRecordDecoder();
 
 export function fetchedBatch(topic: string, fetchedOffset: string, partitionData: unknown): FetchedBatch {
   return new KafkajsBatch(topic, fetchedOffset, partitionData);

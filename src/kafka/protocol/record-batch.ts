@@ -11,7 +11,7 @@
 import { replaceKafkajsModule } from './kafkajs-modules';
 
 /** kafkajs 2.2.4's Decoder, the part a record decoder reads. */
-export interface KafkajsDecoder {
+interface KafkajsDecoder {
   readonly buffer: Buffer;
   offset: number;
   readInt8(): number;
@@ -30,7 +30,7 @@ interface KafkajsLongClass {
 }
 
 /** The record batch header kafkajs passes to each record (recordBatch/v0/decoder.js). */
-export interface RecordBatchContext {
+interface RecordBatchContext {
   readonly firstOffset: string;
   readonly firstTimestamp: string;
   readonly magicByte: number;
@@ -110,7 +110,7 @@ function readHeaders(decoder: KafkajsDecoder): Record<string, unknown> {
   const headers: Record<string, unknown> = {};
   for (let i = 0; i < count; i++) {
     if (i === MAX_HEADERS_PER_RECORD) {
-      for (; i < count; i++) skipHeader(decoder);
+      while (i < count && skipHeader(decoder)) i++;
       setOwn(headers, DROPPED_HEADERS, Buffer.from(String(count - MAX_HEADERS_PER_RECORD)));
       break;
     }
@@ -127,14 +127,19 @@ function setOwn(headers: Record<string, unknown>, key: string, value: unknown): 
   Object.defineProperty(headers, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-/** Moves the decoder past one header (a varint-length key and value; -1 is a null value). */
-function skipHeader(decoder: KafkajsDecoder): void {
+/**
+ * Moves the decoder past one header (a varint-length key and value; -1 is a null value);
+ * false once it is outside the record's bytes, where nothing is left to skip. A count
+ * beyond the record's bytes then ends the skipping, rather than spinning on nothing (a
+ * negative length before it can have moved the decoder ~2^31 bytes back: seconds of the
+ * main thread) or failing the record, which kafkajs reads (its reads past the end are zeros).
+ */
+function skipHeader(decoder: KafkajsDecoder): boolean {
   for (let field = 0; field < 2; field++) {
     const length = decoder.readVarInt();
     if (length > 0) decoder.offset += length;
   }
-  // A count beyond the record's bytes is a corrupt record: stop rather than spin on nothing.
-  if (decoder.offset > decoder.buffer.length) throw new RangeError('record headers run past the record');
+  return decoder.offset >= 0 && decoder.offset <= decoder.buffer.length;
 }
 
 /** kafkajs 2.2.4's record decoder (v0), field for field, with exact numbers where they suffice. */

@@ -183,6 +183,50 @@ describe('a record with a flood of headers', () => {
   });
 });
 
+/** A zigzag varint, as Kafka writes lengths and counts. */
+function varInt(n: number): number[] {
+  let z = n >= 0 ? n * 2 : -n * 2 - 1;
+  const bytes: number[] = [];
+  while (z >= 0x80) {
+    bytes.push((z % 0x80) | 0x80);
+    z = Math.floor(z / 0x80);
+  }
+  bytes.push(z);
+  return bytes;
+}
+
+/** A record's body: attributes, no time or offset delta, a null key, the value "x", then `rest`. */
+const recordBody = (rest: number[]) => Buffer.from([0, 0, 0, ...varInt(-1), ...varInt(1), 0x78, ...rest]);
+
+describe('header counts beyond a record’s bytes', () => {
+  // A producer that wrote a length it did not keep to (kafkajs 2.2.4 given a Uint8Array value)
+  // leaves such records in compressed batches, which a broker accepts.
+  it('a count past the record’s bytes gives the record kafkajs gives, not an error that stops its partition', () => {
+    const body = recordBody(varInt(5_000));
+    const ours = decodeRecord(new Decoder(body) as Parameters<typeof decodeRecord>[0], context('0', '0')) as {
+      value: Buffer;
+      offset: string;
+    };
+    const theirs = kafkajsDecodeRecord(new Decoder(body), context('0', '0')) as {
+      value: Buffer;
+      offset: string;
+    };
+    expect(ours.value).toEqual(theirs.value);
+    expect(ours.offset).toBe(theirs.offset);
+  });
+
+  it('a count of 2^30 after a length that moved the decoder 2^31 bytes back stops skipping at once', () => {
+    // One header: an empty key, then a value of length -2^31 (the decoder moves back by it).
+    const body = recordBody([...varInt(2 ** 30), ...varInt(0), ...varInt(-(2 ** 31))]);
+    const decoder = new Decoder(body) as Parameters<typeof decodeRecord>[0];
+    const ours = decodeRecord(decoder, context('0', '0')) as { value: Buffer };
+    expect(ours.value.toString()).toBe('x');
+    // It stopped where it left the record's bytes: skipping on through the 2^30 headers
+    // (seconds to minutes of the main thread) would have walked it back to them.
+    expect(decoder.offset).toBeLessThan(0);
+  });
+});
+
 describe('installRecordDecoder', () => {
   // jest's module registry has no require.cache to patch: a plain node process, on the build.
   it("makes kafkajs's record batch decoder call decodeRecord, when installed before it loads", () => {
