@@ -1,3 +1,5 @@
+import { zigzagVarint } from './varint';
+
 /**
  * A .proto file with every type the Protobuf mapping handles (src/decode/protobuf/
  * protobuf-mapping.ts), messages of it, and what each column reads back as from Arrow and
@@ -170,18 +172,6 @@ export const EVERYTHING_PROTO_ARROW_TYPES: Record<string, string> = {
   maybe_long: 'Int64',
   maybe_text: 'Utf8',
 };
-
-/** Zig-zag varints, written here independently of src/schema-registry/wire-format.ts. */
-function zigzagVarint(n: number): number[] {
-  let z = n >= 0 ? n * 2 : -n * 2 - 1;
-  const out: number[] = [];
-  while (z >= 0x80) {
-    out.push((z % 0x80) | 0x80);
-    z = Math.floor(z / 0x80);
-  }
-  out.push(z);
-  return out;
-}
 
 /**
  * A value as Confluent's Protobuf serializer frames it: magic byte 0, the schema id, the

@@ -5,6 +5,7 @@ import {
   DROPPED_HEADERS,
   MAX_HEADERS_PER_RECORD,
 } from '../../../src/kafka/protocol/record-batch';
+import { zigzagVarint } from '../../support/varint';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- kafkajs 2.2.4 internals, the reference */
 const Decoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) => unknown;
@@ -183,26 +184,15 @@ describe('a record with a flood of headers', () => {
   });
 });
 
-/** A zigzag varint, as Kafka writes lengths and counts. */
-function varInt(n: number): number[] {
-  let z = n >= 0 ? n * 2 : -n * 2 - 1;
-  const bytes: number[] = [];
-  while (z >= 0x80) {
-    bytes.push((z % 0x80) | 0x80);
-    z = Math.floor(z / 0x80);
-  }
-  bytes.push(z);
-  return bytes;
-}
-
 /** A record's body: attributes, no time or offset delta, a null key, the value "x", then `rest`. */
-const recordBody = (rest: number[]) => Buffer.from([0, 0, 0, ...varInt(-1), ...varInt(1), 0x78, ...rest]);
+const recordBody = (rest: number[]) =>
+  Buffer.from([0, 0, 0, ...zigzagVarint(-1), ...zigzagVarint(1), 0x78, ...rest]);
 
 describe('header counts beyond a record’s bytes', () => {
   // A producer that wrote a length it did not keep to (kafkajs 2.2.4 given a Uint8Array value)
   // leaves such records in compressed batches, which a broker accepts.
   it('a count past the record’s bytes gives the record kafkajs gives, not an error that stops its partition', () => {
-    const body = recordBody(varInt(5_000));
+    const body = recordBody(zigzagVarint(5_000));
     const ours = decodeRecord(new Decoder(body) as Parameters<typeof decodeRecord>[0], context('0', '0')) as {
       value: Buffer;
       offset: string;
@@ -217,7 +207,7 @@ describe('header counts beyond a record’s bytes', () => {
 
   it('a count of 2^30 after a length that moved the decoder 2^31 bytes back stops skipping at once', () => {
     // One header: an empty key, then a value of length -2^31 (the decoder moves back by it).
-    const body = recordBody([...varInt(2 ** 30), ...varInt(0), ...varInt(-(2 ** 31))]);
+    const body = recordBody([...zigzagVarint(2 ** 30), ...zigzagVarint(0), ...zigzagVarint(-(2 ** 31))]);
     const decoder = new Decoder(body) as Parameters<typeof decodeRecord>[0];
     const ours = decodeRecord(decoder, context('0', '0')) as { value: Buffer };
     expect(ours.value.toString()).toBe('x');
