@@ -1,22 +1,14 @@
 import type { RecordBatch } from 'apache-arrow';
-import { endianness } from 'node:os';
 import { KafkaLanceError, OffsetOrderError } from '../common/errors';
 import type { MinuteKey } from './part-name';
-import { OFFSET_COLUMN } from './system-columns';
+import { OFFSET_COLUMN, int64Numbers } from './system-columns';
 
 /*
  * How a pushed batch is read before its rows go to parts: its offsets, checked to
  * never step back, and cut into runs of one minute each (one part per minute).
  */
 
-/** Whether an int64 lies in memory low half first (the halves below read it so). */
-const LITTLE_ENDIAN = endianness() === 'LE';
-
-/**
- * The `_offset` column as plain numbers (Kafka offsets fit in 2^53), read as two uint32
- * halves from its buffers: apache-arrow's `get` makes a BigInt per row (~36 MB of the main
- * thread's garbage per 1M records, V8's sampling heap profiler).
- */
+/** The `_offset` column as plain numbers (Kafka offsets fit in 2^53), read from its buffers. */
 export function offsetsOf(batch: RecordBatch): Float64Array {
   const column = batch.getChild(OFFSET_COLUMN);
   if (!column)
@@ -24,16 +16,13 @@ export function offsetsOf(batch: RecordBatch): Float64Array {
   const out = new Float64Array(batch.numRows);
   let row = 0;
   for (const data of column.data) {
-    // apache-arrow slices the values with the Data (Data.slice): its row i is at index i.
-    const values = data.values as BigInt64Array;
-    if (!LITTLE_ENDIAN || !(values instanceof BigInt64Array) || data.nullCount > 0) {
+    const values: unknown = data.values;
+    if (!(values instanceof BigInt64Array) || data.nullCount > 0) {
       for (let i = 0; i < data.length; i++, row++) out[row] = Number(column.get(row) as bigint);
       continue;
     }
-    const halves = new Int32Array(values.buffer, values.byteOffset, data.length * 2);
-    // Little-endian: the low half first; the high half signed, as an int64's is.
-    for (let i = 0; i < data.length; i++)
-      out[row++] = (halves[2 * i]! >>> 0) + halves[2 * i + 1]! * 0x1_0000_0000;
+    const offset = int64Numbers(values);
+    for (let i = 0; i < data.length; i++) out[row++] = offset(i);
   }
   return out;
 }

@@ -38,7 +38,7 @@ interface KafkajsLong {
 }
 
 /** What the Batch constructor sets, the same as kafkajs's. */
-export interface BatchFields {
+interface BatchFields {
   fetchedOffset: Offset;
   topic: string;
   partition: number;
@@ -81,7 +81,7 @@ function withoutControlRecords(records: readonly RawRecord[]): readonly RawRecor
 }
 
 /** Sets on `batch` what kafkajs's Batch constructor sets, as it does. */
-export function fillBatch(
+function fillBatch(
   batch: BatchFields,
   topic: string,
   fetchedOffset: Offset,

@@ -9,7 +9,7 @@
  */
 
 /** The kafkajs release the replacements reproduce (package.json pins it). */
-export const KAFKAJS_VERSION = '2.2.4';
+const KAFKAJS_VERSION = '2.2.4';
 
 /** Whether the installed kafkajs is the release the replacements reproduce. */
 export function isReproducedKafkajs(): boolean {

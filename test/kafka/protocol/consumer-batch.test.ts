@@ -140,44 +140,38 @@ test('offsets compare exactly where a double cannot tell them apart', () => {
 
 describe('installFastBatch', () => {
   const root = path.resolve(__dirname, '../../..');
-  // The exported class is not kafkajs's own: its prototype is kafkajs's, whose constructor is.
-  const isFast = 'const isFast = (B) => B !== B.prototype.constructor;';
-  const run = (script: string): unknown =>
-    JSON.parse(execFileSync(process.execPath, ['-e', isFast + script], { cwd: root }).toString());
+  /**
+   * In a plain node process on the build, after `first` is loaded: whether the module says
+   * it is installed, and whether kafkajs's Batch module exports a class that is not
+   * kafkajs's own (the fast class's prototype is kafkajs's, whose constructor is).
+   */
+  const afterLoading = (first: string): unknown =>
+    JSON.parse(
+      execFileSync(
+        process.execPath,
+        [
+          '-e',
+          `require(${JSON.stringify(first)});
+           const m = require('./dist/src/kafka/protocol/consumer-batch.js');
+           const B = require('kafkajs/src/consumer/batch');
+           process.stdout.write(JSON.stringify({
+             installed: m.FAST_BATCH_INSTALLED,
+             used: B !== B.prototype.constructor,
+           }));`,
+        ],
+        { cwd: root },
+      ).toString(),
+    );
 
-  // As the command line and an embedding load it: plain node processes, on the build.
   it('is in place once the command line is loaded, so kafkajs’s consumer group builds fast batches', () => {
-    expect(
-      run(`
-        require('./dist/src/cli/main.js');
-        const m = require('./dist/src/kafka/protocol/consumer-batch.js');
-        process.stdout.write(JSON.stringify({
-          installed: m.FAST_BATCH_INSTALLED,
-          used: isFast(require('kafkajs/src/consumer/batch')),
-        }));
-      `),
-    ).toEqual({ installed: true, used: true });
+    expect(afterLoading('./dist/src/cli/main.js')).toEqual({ installed: true, used: true });
   });
 
   it('is in place once the library entry is loaded', () => {
-    expect(
-      run(`
-        require('./dist/src/index.js');
-        process.stdout.write(JSON.stringify({ used: isFast(require('kafkajs/src/consumer/batch')) }));
-      `),
-    ).toEqual({ used: true });
+    expect(afterLoading('./dist/src/index.js')).toEqual({ installed: true, used: true });
   });
 
   it('says it is not in place when kafkajs was loaded first, and leaves kafkajs’s Batch as it is', () => {
-    expect(
-      run(`
-        require('kafkajs');
-        const m = require('./dist/src/kafka/protocol/consumer-batch.js');
-        process.stdout.write(JSON.stringify({
-          installed: m.FAST_BATCH_INSTALLED,
-          used: isFast(require('kafkajs/src/consumer/batch')),
-        }));
-      `),
-    ).toEqual({ installed: false, used: false });
+    expect(afterLoading('kafkajs')).toEqual({ installed: false, used: false });
   });
 });
