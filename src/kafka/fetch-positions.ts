@@ -8,11 +8,13 @@ import type { DeadLetterOutbox } from '../dead-letters/dead-letter-outbox';
 import type { OffsetTracker } from '../ownership/offset-tracker';
 import { StagingPoolClosedError, type StagingPool } from '../pool/staging-pool';
 import { pauseIfRunning, resumeIfRunning } from './consumer-pauses';
-import type { CorruptCompressedBatchError } from './protocol/compression';
+import type { CorruptCompressedBatchError, MisframedBatch } from './protocol/compression';
 import { coveredThrough, type FetchedBatch } from './protocol/fetched-batch';
 import type { TopicIds } from './protocol/topic-ids';
 import type { IngestionEvents } from './ingestion-events';
 import type { LogBounds, PartitionOffsets } from './partition-offsets';
+
+const MISFRAMED_LOG_INTERVAL_MS = 60_000;
 
 /** Where the next batch of a partition must have been fetched from, in one epoch. */
 export interface FetchPosition {
@@ -56,6 +58,8 @@ export class FetchPositions {
   readonly #aheadOfLogLogged = new Set<string>();
   /** Partitions whose ahead-of-log gauge is up: back to 0 once the log has caught up. */
   readonly #aheadOfLog = new Set<TopicPartitionKey>();
+  /** Per partition, when a misframed batch was last said, and how many came since. */
+  readonly #misframed = new Map<TopicPartitionKey, { loggedAt: number; since: number }>();
 
   constructor(
     deps: FetchPositionsDeps,
@@ -249,6 +253,35 @@ export class FetchPositions {
         batchLastOffset: error.offsets?.last,
       },
     });
+  }
+
+  /**
+   * A compressed batch whose records' lengths lie was read by its fields, as the broker
+   * validated it: nothing is lost, but its producer writes batches no Java consumer reads.
+   * Said once per partition a minute, with how many such batches since.
+   */
+  onMisframedBatch(topic: string, partition: number, batch: MisframedBatch): void {
+    const key = tpKey(topic, partition);
+    const seen = this.#misframed.get(key);
+    const now = Date.now();
+    if (seen && now - seen.loggedAt < MISFRAMED_LOG_INTERVAL_MS) {
+      seen.since += 1;
+      return;
+    }
+    this.#misframed.set(key, { loggedAt: now, since: 0 });
+    this.#deps.logger.warn(
+      {
+        event: 'kafka.batch.misframed',
+        topic,
+        partition,
+        codec: batch.codec,
+        batchFirstOffset: batch.firstOffset,
+        batchLastOffset: batch.lastOffset,
+        misframedRecords: batch.misframed,
+        batchesSinceLastLine: seen?.since ?? 0,
+      },
+      `record batch ${batch.firstOffset}-${batch.lastOffset} of ${topic}[${partition}] (${batch.codec}): ${batch.misframed} of its records' lengths are not their sizes, a producer's bug (kafkajs given a Uint8Array value writes such batches); read by their fields, as the broker validated them. Java consumers refuse these batches: fix the producer`,
+    );
   }
 
   /** The partition's position is within its log again: its ahead-of-log gauge goes back to 0. */

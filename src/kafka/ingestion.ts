@@ -77,6 +77,8 @@ export class Ingestion {
           this.#positions.onOffsetOutOfRange(topic, partition, fetchOffset),
         corruptBatch: (topic, partition, fetchOffset, error) =>
           this.#positions.onCorruptBatch(topic, partition, fetchOffset, error),
+        misframedBatch: (topic, partition, batch) =>
+          this.#positions.onMisframedBatch(topic, partition, batch),
       },
     );
     this.#outbox = new DeadLetterOutbox({

@@ -15,7 +15,7 @@ import {
 import { logValue, produceRecords, waitForCommittedAtEnd, writeConsumer } from '../support/ingestion-fixture';
 import { testBrokers, testKafka, uniqueName } from '../support/kafka';
 import { runBounded } from '../support/run-bounded';
-import { kafkajsCodec } from '../../src/kafka/protocol/compression';
+import { kafkajsCodec, registerCompressionCodecs } from '../../src/kafka/protocol/compression';
 import { zstdCodec } from '../../src/kafka/protocol/compression/zstd';
 import { ensureTopicsServed } from '../../src/kafka/protocol/topic-ready';
 import { ReplicaProcess } from '../../src/harness/replica-process';
@@ -228,6 +228,82 @@ test('topics written by the Java producer and by librdkafka with every codec, co
       hashes: [...produced.get(topic)!].sort(),
     });
   }
+});
+
+test("a kafkajs producer given Uint8Array values (record lengths that are not the records' sizes, which the broker accepts compressed): every record lands once at its offset, as the broker holds it, and the batches are named", async () => {
+  registerCompressionCodecs(); // lz4 and zstd for the producer below; kafkajs has only gzip
+  const lanceDir = path.join(suite.work, 'lance-misframed');
+  const { topic, groupId, file } = await topicAndConsumer(suite, 2, {
+    table: 'events',
+    format: 'raw',
+    schema: 'infer',
+    lance: { uri: lanceDir },
+    fromBeginning: true,
+    errors: { tolerance: 'none' },
+    staging: { maxPartBytes: 4 * 1024 * 1024, maxPartAgeMs: 500 },
+    materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+  });
+  // The bytes kafkajs writes for each value: a Uint8Array is written as String(array).
+  const expected: string[] = [];
+  const producer = suite.kafka.producer();
+  await producer.connect();
+  try {
+    let n = 0;
+    for (const compression of [CompressionTypes.GZIP, CompressionTypes.LZ4, CompressionTypes.ZSTD]) {
+      for (let send = 0; send < 4; send++) {
+        const messages = Array.from({ length: 25 }, (_, i) => {
+          const json = JSON.stringify({ n: n++, text: 'x'.repeat((n * 7) % 60) });
+          const asArray = (i + send) % 3 !== 0;
+          expected.push(sha256(asArray ? String(new TextEncoder().encode(json)) : json));
+          // kafkajs's typing says Buffer; a Uint8Array passes at run time, as in users' code.
+          return {
+            partition: send % 2,
+            value: (asArray ? new TextEncoder().encode(json) : Buffer.from(json)) as Buffer,
+          };
+        });
+        await producer.send({ topic, compression, messages });
+      }
+    }
+  } finally {
+    await producer.disconnect();
+  }
+  const replica = new ReplicaProcess(
+    file,
+    await fsp.mkdtemp(path.join(suite.work, 'data-misframed-')),
+    testBrokers(),
+  );
+  await waitForCommittedAtEnd(suite.admin, groupId, topic);
+  await until(
+    `${expected.length} rows in the table`,
+    async () => ((await rowCount(lanceDir)) >= expected.length ? true : undefined),
+    90_000,
+    500,
+  );
+  await sleep(1_000); // a late duplicate would show below
+  expect(await replica.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+
+  const rows = await tableRows(lanceDir);
+  const ends = await suite.admin.fetchTopicOffsets(topic);
+  for (const { partition, high } of ends) {
+    const offsets = rows.filter((r) => r.partition === partition).map((r) => r.offset);
+    expect({ partition, offsets: offsets.sort((a, b) => a - b) }).toEqual({
+      partition,
+      offsets: Array.from({ length: Number(high) }, (_, i) => i),
+    });
+  }
+  expect(rows.map((r) => r.value).sort()).toEqual([...expected].sort());
+  const problems = replica.logs.filter((l) => l.level >= 50 || l.event === 'partition.stopped');
+  expect(problems).toEqual([]);
+  // Each partition's first such batch is named (then once a minute).
+  const named = replica.logs.filter((l) => l.event === 'kafka.batch.misframed');
+  expect(
+    named
+      .map((l) => ({ topic: l.topic, partition: l.partition }))
+      .sort((a, b) => Number(a.partition) - Number(b.partition)),
+  ).toEqual([
+    { topic, partition: 0 },
+    { topic, partition: 1 },
+  ]);
 });
 
 test('deadLetter.compression: dead letters go to their topic in the codec it names', async () => {

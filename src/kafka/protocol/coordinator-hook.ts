@@ -1,5 +1,11 @@
 import type { Consumer, ConsumerConfig, Kafka } from 'kafkajs';
-import { CorruptCompressedBatchError, fetchExpansion, type FetchExpansion } from './compression';
+import {
+  CorruptCompressedBatchError,
+  fetchExpansion,
+  misframedBatches,
+  type FetchExpansion,
+  type MisframedBatch,
+} from './compression';
 import { offsetOutOfRangeIn } from './kafka-errors';
 import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
 
@@ -41,6 +47,11 @@ export interface FetchHook {
     fetchOffset: number,
     error: CorruptCompressedBatchError,
   ): void;
+  /**
+   * A compressed record batch of this partition whose records' lengths are not their sizes
+   * (a producer's bug) was read by its fields, as the broker validated it (record-framing.ts).
+   */
+  misframedBatch(topic: string, partition: number, batch: MisframedBatch): void;
 }
 
 /** A Fetch request as kafkajs 2.2.4's Broker takes it. */
@@ -202,8 +213,8 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
     hook.committed(request);
     return answer;
   };
-  const { fetched, offsetOutOfRange, corruptBatch } = hook;
-  if (fetched && offsetOutOfRange && corruptBatch) {
+  const { fetched, offsetOutOfRange, corruptBatch, misframedBatch } = hook;
+  if (fetched && offsetOutOfRange && corruptBatch && misframedBatch) {
     let fetches = 0;
     broker.fetch = async (asked) => {
       const request = decompressedSized(asked, fetchExpansion, fetches++);
@@ -241,6 +252,8 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
         const asked = answered.topics.find((t) => t.topic === topicName)?.partitions ?? [];
         for (const data of partitions) {
           hideAbortedRecords(data);
+          for (const misframed of misframedBatches.take(data.messages))
+            misframedBatch.call(hook, topicName, data.partition, misframed);
           const fetchOffset = asked.find((p) => p.partition === data.partition)?.fetchOffset;
           if (fetchOffset !== undefined) batches.push(fetchedBatch(topicName, fetchOffset, data));
         }

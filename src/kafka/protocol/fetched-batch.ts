@@ -57,12 +57,17 @@ export function fetchedBatch(topic: string, fetchedOffset: string, partitionData
   return new KafkajsBatch(topic, fetchedOffset, partitionData);
 }
 
-/** The last offset of the record batch a record came in (its own offset for the legacy format). */
+/**
+ * The last offset of the record batch a record came in (its own offset for the legacy
+ * format). The batch header's, never the record's own: the broker checks a header's
+ * offsets against its record count, and a record read out of a batch whose lengths lie
+ * can carry any offset (compression/record-framing.ts); past the header's end it would
+ * move the position over records never read.
+ */
 function recordBatchEnd(record: FetchedRecord): number {
-  const own = Number(record.offset);
   const header = record.batchContext;
-  if (!header || !Number.isSafeInteger(header.lastOffsetDelta)) return own;
-  return Math.max(own, Number(header.firstOffset) + header.lastOffsetDelta);
+  if (!header || !Number.isSafeInteger(header.lastOffsetDelta)) return Number(record.offset);
+  return Number(header.firstOffset) + header.lastOffsetDelta;
 }
 
 /**
@@ -92,6 +97,7 @@ export function coveredThrough(batch: FetchedBatch): number | undefined {
 interface AnsweredRecord {
   readonly offset: string;
   readonly key: Buffer | null;
+  readonly value: Buffer | null;
   isControlRecord: boolean;
   readonly batchContext?: {
     readonly firstOffset: string;

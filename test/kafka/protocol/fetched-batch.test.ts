@@ -86,6 +86,15 @@ describe('how far a fetch moves the position', () => {
     expect(coveredThrough(batch)).toBe(23);
   });
 
+  test("a record read at an offset past its batch (a batch whose lengths lie): the position stops at the batch's end, never over records not read", () => {
+    const batch = fetchedBatch(
+      't',
+      '500',
+      data([record(500, { first: 500, delta: 1 }), record(528, { first: 500, delta: 1 })]),
+    );
+    expect(coveredThrough(batch)).toBe(501);
+  });
+
   test('a fetch with no record at all moves nothing', () => {
     expect(coveredThrough(fetchedBatch('t', '42', data([])))).toBeUndefined();
   });

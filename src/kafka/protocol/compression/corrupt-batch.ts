@@ -33,6 +33,7 @@ const MAGIC_AT = 16;
 const CRC_AT = 17; // CRC-32C of everything from the attributes on
 const ATTRIBUTES_AT = 21;
 const LAST_OFFSET_DELTA_AT = 23;
+const RECORD_COUNT_AT = 57;
 const RECORDS_AT = 61; // after the record count: the compressed records
 const CODEC_MASK = 0x07;
 
@@ -54,6 +55,11 @@ export function enclosingBatch(records: Buffer, codecId: number): Buffer | undef
 export function batchOffsets(batch: Buffer): { first: number; last: number } {
   const first = Number(batch.readBigInt64BE(0));
   return { first, last: first + batch.readInt32BE(LAST_OFFSET_DELTA_AT) };
+}
+
+/** How many records the batch's header says it holds. */
+export function batchRecordCount(batch: Buffer): number {
+  return batch.readInt32BE(RECORD_COUNT_AT);
 }
 
 /**

@@ -8,3 +8,4 @@ export {
 export { CORRUPT_BATCH_MESSAGE, CorruptCompressedBatchError } from './corrupt-batch';
 export { compressionType, kafkajsCodec, registerCompressionCodecs } from './register';
 export { fetchExpansion, FetchExpansion } from './expansion';
+export { misframedBatches, MisframedBatches, type MisframedBatch } from './misframed-batches';

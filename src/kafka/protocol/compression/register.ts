@@ -5,8 +5,16 @@ import {
   type BatchCodec,
   type CompressionName,
 } from './codec';
-import { CorruptCompressedBatchError, batchCrcMatches, batchOffsets, enclosingBatch } from './corrupt-batch';
+import {
+  CorruptCompressedBatchError,
+  batchCrcMatches,
+  batchOffsets,
+  batchRecordCount,
+  enclosingBatch,
+} from './corrupt-batch';
 import { fetchExpansion } from './expansion';
+import { misframedBatches } from './misframed-batches';
+import { frameRecords } from './record-framing';
 import { gzipCodec } from './gzip';
 import { lz4Codec } from './lz4';
 import { snappyCodec } from './snappy';
@@ -33,6 +41,7 @@ interface KafkajsCodec {
 /**
  * One codec as kafkajs calls it, checking each batch's CRC and naming a corrupt one; a
  * batch over the decompressed-size cap is refused as a corrupt one (its partition stops).
+ * The records come back framed as the broker read them (record-framing.ts).
  */
 export function kafkajsCodec(
   name: Exclude<CompressionName, 'none'>,
@@ -47,17 +56,34 @@ export function kafkajsCodec(
       const offsets = batch ? batchOffsets(batch) : undefined;
       if (batch && !batchCrcMatches(batch))
         throw new CorruptCompressedBatchError(name, offsets, 'its CRC does not match its bytes');
+      let plain: Buffer;
       try {
-        const plain = await codec.decompress(compressed, maxBytes);
+        plain = await codec.decompress(compressed, maxBytes);
         if (plain.length > maxBytes) throw new DecompressedSizeOverCapError(maxBytes, plain.length);
         fetchExpansion.observe(compressed.length, plain.length);
-        return plain;
       } catch (error) {
         if (error instanceof DecompressedSizeOverCapError)
           throw new CorruptCompressedBatchError(name, offsets, error.message, error);
         const detail = `the ${name} codec cannot read it (${error instanceof Error ? error.message : String(error)})`;
         throw new CorruptCompressedBatchError(name, offsets, detail, error);
       }
+      // A legacy message set (no batch header) has no record lengths to disagree with.
+      if (!batch || !offsets) return plain;
+      const framing = frameRecords(plain, batchRecordCount(batch), offsets.last - offsets.first);
+      if (framing.kind === 'as-written') return plain;
+      if (framing.kind === 'unreadable')
+        throw new CorruptCompressedBatchError(
+          name,
+          offsets,
+          `its records do not read as its header says (${framing.detail})`,
+        );
+      misframedBatches.noted(framing.records, {
+        codec: name,
+        firstOffset: offsets.first,
+        lastOffset: offsets.last,
+        misframed: framing.misframed,
+      });
+      return framing.records;
     },
   };
 }
