@@ -14,6 +14,7 @@
 import { fastBatchClass } from './consumer-batch';
 import { isReproducedKafkajs } from './kafkajs-modules';
 import { installRecordDecoder } from './record-batch';
+import { installRecordBatchDecoder } from './record-batch-decoder';
 
 /** A record as kafkajs decodes it, with the header of the record batch it came in. */
 interface FetchedRecord {
@@ -49,9 +50,10 @@ const ownBatch = require('kafkajs/src/consumer/batch') as {
 const KafkajsBatch = isReproducedKafkajs() ? fastBatchClass(ownBatch) : ownBatch;
 
 // kafkajs decodes the records these batches hold: with plain numbers for offsets and
-// timestamps (record-batch.ts), installed before the first fetch loads its decoder.
-// False when kafkajs's own decoder stays (the same records, slower): the replica says so.
-export const RECORD_DECODER_INSTALLED = installRecordDecoder();
+// timestamps (record-batch.ts), the plain ones read in place in their batch
+// (record-batch-decoder.ts), installed before the first fetch loads its decoders. False when
+// kafkajs's own decoders stay (the same records, slower): the replica says so.
+export const RECORD_DECODER_INSTALLED = installRecordDecoder() && installRecordBatchDecoder();
 
 export function fetchedBatch(topic: string, fetchedOffset: string, partitionData: unknown): FetchedBatch {
   return new KafkajsBatch(topic, fetchedOffset, partitionData);

@@ -1,7 +1,7 @@
 /**
  * Replacing one of kafkajs's internal modules with our reproduction of it (its record
- * decoder and its consumer Batch: record-batch.ts, consumer-batch.ts), through Node's
- * module cache.
+ * decoder, its record batch decoder, its consumer Batch: record-batch.ts,
+ * record-batch-decoder.ts, consumer-batch.ts), through Node's module cache.
  *
  * A kafkajs module takes what it requires once, when it loads: a replacement must be in the
  * cache before the module that binds it (`boundBy`) loads, and later it changes nothing.

@@ -160,7 +160,7 @@ describe("records whose lengths are not their sizes (kafkajs's producer given Ui
     expect(frameRecords(bytes, count, last).kind).toBe('unreadable');
   });
 
-  it('lengths below -1 and header counts of 2^30 are unreadable at once, never walked', () => {
+  it('header counts of 2^30 are unreadable at once, never walked; lengths below -1 take no bytes, as the broker reads them', () => {
     // attributes, timestamp delta 0, offset delta 0, then the key, value and headers given
     const record = (...fields: number[][]) => {
       const body = Buffer.from([0, 0, 0, ...fields.flat()]);
@@ -174,7 +174,18 @@ describe("records whose lengths are not their sizes (kafkajs's producer given Ui
       kind: 'unreadable',
       detail: "a varint runs past the records' 11 bytes",
     });
-    expect(frameRecords(negative, 1, 0)).toEqual({ kind: 'unreadable', detail: 'a key length of -7' });
+    expect(frameRecords(negative, 1, 0)).toEqual({ kind: 'as-written' });
+    const negativeHeaderKey = record(
+      zigzagVarint(-1),
+      zigzagVarint(-1),
+      zigzagVarint(1),
+      zigzagVarint(-3),
+      zigzagVarint(-1),
+    );
+    expect(frameRecords(negativeHeaderKey, 1, 0)).toEqual({
+      kind: 'unreadable',
+      detail: 'a header key length of -3',
+    });
   });
 
   it('damaged bytes never give kafkajs an offset outside the batch or out of order (seeded fuzz)', () => {
@@ -224,16 +235,23 @@ describe('a reframed batch is named with its partition', () => {
     expect(misframedBatches.take(records)).toEqual([]); // taken once
   });
 
-  it('notices never claimed are bounded (the oldest dropped)', () => {
+  it('each record batch of a fetch is looked up once, by its first record with a key or a value', () => {
     const notices = new MisframedBatches();
-    const buffers = Array.from({ length: 100 }, () => Buffer.allocUnsafeSlow(1));
-    buffers.forEach((b, i) =>
-      notices.noted(b, { codec: 'lz4', firstOffset: i, lastOffset: i, misframed: 1 }),
-    );
-    expect(notices.take([{ key: null, value: buffers[0]! }])).toEqual([]);
-    expect(notices.take([{ key: null, value: buffers[99]! }])).toEqual([
-      { codec: 'lz4', firstOffset: 99, lastOffset: 99, misframed: 1 },
+    const [one, two] = [Buffer.allocUnsafeSlow(8), Buffer.allocUnsafeSlow(8)];
+    notices.noted(one, { codec: 'lz4', firstOffset: 0, lastOffset: 2, misframed: 1 });
+    notices.noted(two, { codec: 'lz4', firstOffset: 3, lastOffset: 4, misframed: 2 });
+    const [first, second] = [{}, {}];
+    const records = [
+      { key: null, value: null, batchContext: first },
+      { key: one.subarray(0, 2), value: null, batchContext: first },
+      { key: null, value: one.subarray(2, 4), batchContext: first },
+      { key: null, value: two.subarray(0, 1), batchContext: second },
+    ];
+    expect(notices.take(records)).toEqual([
+      { codec: 'lz4', firstOffset: 0, lastOffset: 2, misframed: 1 },
+      { codec: 'lz4', firstOffset: 3, lastOffset: 4, misframed: 2 },
     ]);
+    expect(notices.take(records)).toEqual([]);
   });
 });
 

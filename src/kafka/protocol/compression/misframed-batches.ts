@@ -9,49 +9,58 @@ export interface MisframedBatch {
   readonly misframed: number;
 }
 
-/** What the fetch hook reads of a fetched record: the bytes it was cut from. */
+/** What the fetch hook reads of a fetched record: the bytes it was cut from, and its batch. */
 interface CutRecord {
   readonly key: Uint8Array | null;
   readonly value: Uint8Array | null;
+  readonly batchContext?: object;
 }
 
 /**
  * The batches reframed lately, until the fetch that decoded them names their partition.
  * A codec sees only a records section, not whose it is; the reframed records are cut from
  * a buffer of their own (its ArrayBuffer is no other's), so the fetch hook finds their
- * partition by that identity, never by offsets two topics can share. Bounded: a notice
- * not claimed (its fetch failed after decoding) is dropped with the oldest, and the batch
- * is still read right; only its log line is lost.
+ * partition by that identity, never by offsets two topics can share. Held weakly by that
+ * buffer: a note nobody claims (its fetch was dropped: a corrupt batch beside it, an offset
+ * out of range) goes with its records, and costs the fetches after it nothing.
  */
 export class MisframedBatches {
-  readonly #pending: { readonly bytes: ArrayBufferLike; readonly batch: MisframedBatch }[] = [];
+  readonly #notes = new WeakMap<ArrayBufferLike, MisframedBatch>();
+  /** Whether any batch was ever reframed: most processes never see one, and skip the records. */
+  #ever = false;
 
   /** The codec reframed `batch` into `records`. */
   noted(records: Buffer, batch: MisframedBatch): void {
-    this.#pending.push({ bytes: records.buffer, batch });
-    if (this.#pending.length > MAX_PENDING) this.#pending.shift();
+    this.#notes.set(records.buffer, batch);
+    this.#ever = true;
   }
 
-  /** The reframed batches among `records` (one partition of a fetch), taken out of the pending ones. */
+  /**
+   * The reframed batches among `records` (one partition of a fetch), each taken once: one
+   * lookup per record batch, by the first of its records that has a key or a value.
+   */
   take(records: readonly CutRecord[] | undefined): MisframedBatch[] {
-    if (this.#pending.length === 0 || !records || records.length === 0) return [];
-    const buffers = new Set<ArrayBufferLike>();
-    for (const r of records) {
-      const bytes = r.value ?? r.key;
-      if (bytes) buffers.add(bytes.buffer);
-    }
+    if (!this.#ever || !records) return [];
     const found: MisframedBatch[] = [];
-    for (let i = this.#pending.length - 1; i >= 0; i--) {
-      const entry = this.#pending[i]!;
-      if (!buffers.has(entry.bytes)) continue;
-      found.unshift(entry.batch);
-      this.#pending.splice(i, 1);
+    let batch: object | undefined;
+    let looked = false;
+    for (const r of records) {
+      if (r.batchContext !== batch) {
+        batch = r.batchContext;
+        looked = false;
+      }
+      if (looked) continue;
+      const bytes = r.value ?? r.key;
+      if (!bytes) continue;
+      looked = true;
+      const note = this.#notes.get(bytes.buffer);
+      if (note === undefined) continue;
+      this.#notes.delete(bytes.buffer);
+      found.push(note);
     }
     return found;
   }
 }
-
-const MAX_PENDING = 64;
 
 /** The process's one list: kafkajs's codec table, which notes into it, is one per process too. */
 export const misframedBatches = new MisframedBatches();

@@ -86,13 +86,13 @@ class FieldWalk {
           `record ${i} has offset delta ${delta}, after ${previousDelta}, in a batch whose last is ${lastOffsetDelta}`,
         );
       previousDelta = delta;
-      this.#skipField('key', -1);
-      this.#skipField('value', -1);
+      this.#skipField('key');
+      this.#skipField('value');
       const headers = this.#varint();
       if (headers < 0) throw new Unreadable(`a header count of ${headers}`);
       for (let h = 0; h < headers; h++) {
-        this.#skipField('header key', 0);
-        this.#skipField('header value', -1);
+        this.#skipField('header key', false);
+        this.#skipField('header value');
       }
       const size = this.#at - body;
       if (size !== declared) misframed += 1;
@@ -103,7 +103,10 @@ class FieldWalk {
     return misframed;
   }
 
-  /** A zigzag varint of at most 5 bytes (int32). */
+  /**
+   * A zigzag varint of at most 5 bytes, as Kafka's ByteUtils.readVarint reads it: a fifth
+   * byte's bits beyond 32 are dropped, a sixth byte is an error.
+   */
   #varint(): number {
     const bytes = this.#bytes;
     let at = this.#at;
@@ -113,12 +116,12 @@ class FieldWalk {
       const byte = bytes[at++]!;
       raw += (byte & 0x7f) * scale;
       if (byte < 0x80) {
-        if (raw > 0xffffffff) break;
+        raw %= 2 ** 32;
         this.#at = at;
         return raw % 2 === 0 ? raw / 2 : -(raw + 1) / 2;
       }
     }
-    throw new Unreadable(`a varint at byte ${this.#at} is longer than an int32`);
+    throw new Unreadable(`a varint at byte ${this.#at} is longer than 5 bytes`);
   }
 
   /** Past a varlong (at most 10 bytes); its value is not needed. */
@@ -135,10 +138,13 @@ class FieldWalk {
     throw new Unreadable(`a varlong at byte ${this.#at} is longer than an int64`);
   }
 
-  /** Past a length-prefixed field; `least` is -1 where null is allowed. */
-  #skipField(what: string, least: number): void {
+  /**
+   * Past a length-prefixed field. As the broker reads one: any length of 0 or less (null is
+   * -1) takes no bytes, except a header key's, which must not be negative.
+   */
+  #skipField(what: string, negativeAllowed = true): void {
     const length = this.#varint();
-    if (length < least) throw new Unreadable(`a ${what} length of ${length}`);
+    if (length < 0 && !negativeAllowed) throw new Unreadable(`a ${what} length of ${length}`);
     const left = this.#end - this.#at;
     if (length > left) throw new Unreadable(`a ${what} of ${length} bytes where ${left} are left`);
     if (length > 0) this.#at += length;
