@@ -7,6 +7,7 @@ import {
 } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
+import { offsetNumberOf } from '../kafka/protocol/fetched-record';
 import type { ResolvedConsumer } from '../config';
 import type { DeadLetterVerdict } from './dead-letter-reason';
 import type { Metrics } from '../metrics/metrics';
@@ -129,16 +130,13 @@ export class DeadLetterOutbox {
     // A stopped partition's later letters stay pending in the tracker: commits stay held.
     if (this.isStopped(topic, partition)) return undefined;
     const byOffset = new Map(verdicts.map((v) => [v.offset, v]));
-    const exceeded = this.#window(topic, partition)?.record(
-      messages.map((m) => Number(m.offset)),
-      byOffset,
-    );
+    const exceeded = this.#window(topic, partition)?.record(messages.map(offsetNumberOf), byOffset);
     if (exceeded) {
       this.#stopForRatio(topic, partition, exceeded);
       return undefined;
     }
     if (verdicts.length === 0) return undefined;
-    const messageAt = new Map(messages.map((m) => [Number(m.offset), m]));
+    const messageAt = new Map(messages.map((m) => [offsetNumberOf(m), m]));
     const letters = verdicts.map((v): DeadLetter => {
       const m = messageAt.get(v.offset)!;
       return {

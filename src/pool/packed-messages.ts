@@ -1,4 +1,5 @@
 import type { RawMessage } from '../decode/raw-message';
+import { offsetNumberOf, timestampNumberOf } from '../kafka/protocol/fetched-record';
 
 /**
  * A Kafka batch packed into two transferable buffers, so crossing into a worker
@@ -29,8 +30,8 @@ export function packMessages(messages: readonly PackableMessage[]): PackedMessag
   const data = new Uint8Array(total);
   let pos = 0;
   messages.forEach((m, i) => {
-    meta[i * 4] = Number(m.offset);
-    meta[i * 4 + 1] = Number(m.timestamp);
+    meta[i * 4] = offsetNumberOf(m);
+    meta[i * 4 + 1] = timestampNumberOf(m);
     meta[i * 4 + 2] = m.key ? m.key.byteLength : -1;
     meta[i * 4 + 3] = m.value ? m.value.byteLength : -1;
     if (m.key) {

@@ -7,6 +7,7 @@ import { InThreadLane } from './in-thread-lane';
 import { PACKED_META_BYTES, packMessages, packedBytes, type PackableMessage } from './packed-messages';
 import type { StagingLane } from './staging-lane';
 import { WorkerLane } from './worker-lane';
+import { offsetNumberOf, timestampNumberOf } from '../kafka/protocol/fetched-record';
 import type { KnownField } from '../decode/record-decoder';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import type {
@@ -267,7 +268,7 @@ function batchRecords(
   let bytes = 0;
   const records = messages.map((m) => {
     bytes += PACKED_META_BYTES + (m.key?.byteLength ?? 0) + (m.value?.byteLength ?? 0);
-    return { offset: Number(m.offset), timestamp: Number(m.timestamp), key: m.key, value: m.value };
+    return { offset: offsetNumberOf(m), timestamp: timestampNumberOf(m), key: m.key, value: m.value };
   });
   return { records, bytes, transfer: [] };
 }

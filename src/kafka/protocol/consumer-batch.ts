@@ -17,6 +17,7 @@
  * arrays are the fetched one itself: nothing in kafkajs or here writes to them.
  */
 
+import { FetchedRecord } from './fetched-record';
 import { replaceKafkajsModule } from './kafkajs-modules';
 
 type Offset = string;
@@ -64,10 +65,20 @@ export function atOrAbove(offset: Offset, from: Offset): boolean {
   return Long.fromValue(offset).gte(Long.fromValue(from));
 }
 
+/** Whether `record` is at or above `from`; `fromNumber` is `from` as a number, when exact. */
+function recordAtOrAbove(record: RawRecord, from: Offset, fromNumber: number | undefined): boolean {
+  // A record read in place carries its offset as a number (fetched-record.ts): nothing to parse.
+  if (fromNumber !== undefined && record instanceof FetchedRecord) return record.offsetNumber >= fromNumber;
+  return atOrAbove(record.offset, from);
+}
+
 /** The records at or above `from`: `records` itself when every one is. */
 function withinOffset(records: readonly RawRecord[], from: Offset): readonly RawRecord[] {
+  const n = Number(from);
+  const fromNumber = Number.isSafeInteger(n) ? n : undefined;
   for (let i = 0; i < records.length; i++) {
-    if (!atOrAbove(records[i]!.offset, from)) return records.filter((r) => atOrAbove(r.offset, from));
+    if (!recordAtOrAbove(records[i]!, from, fromNumber))
+      return records.filter((r) => recordAtOrAbove(r, from, fromNumber));
   }
   return records;
 }

@@ -2,7 +2,9 @@ import { replaceKafkajsModule } from './kafkajs-modules';
 import {
   decodeRecord,
   decodeRecordWithin,
+  recordBases,
   type KafkajsDecoder,
+  type RecordBases,
   type RecordBatchContext,
 } from './record-batch';
 
@@ -58,14 +60,18 @@ const CONTROL_FLAG_MASK = 0x20;
  * compressed batches, which the codecs reframe: compression/record-framing.ts) reads as
  * kafkajs reads it, a value cut short or its error.
  */
-export function decodeRecordInPlace(decoder: KafkajsDecoder, context: RecordBatchContext): unknown {
+export function decodeRecordInPlace(
+  decoder: KafkajsDecoder,
+  context: RecordBatchContext,
+  bases: RecordBases | undefined,
+): unknown {
   const at = decoder.offset;
   const buffer = decoder.buffer;
   const length = decoder.readVarInt();
   const start = decoder.offset;
   const end = start + length;
-  if (length >= 0 && end <= buffer.length) {
-    const record = decodeRecordWithin(buffer, start, end, context);
+  if (bases !== undefined && length >= 0 && end <= buffer.length) {
+    const record = decodeRecordWithin(buffer, start, end, context, bases);
     if (record !== undefined) {
       decoder.offset = end;
       return record;
@@ -88,13 +94,14 @@ async function decodeRecords(
   recordsDecoder: BatchDecoder,
   context: RecordBatchContext,
 ): Promise<unknown[]> {
-  if (!codec) return recordsDecoder.readArray((decoder) => decodeRecordInPlace(decoder, context));
+  const bases = recordBases(context);
+  if (!codec) return recordsDecoder.readArray((decoder) => decodeRecordInPlace(decoder, context, bases));
   const length = recordsDecoder.readInt32();
   if (length <= 0) return [];
   // The compressed records are a view of the batch: the codec finds the batch around it (its CRC).
   const decompressed = new Decoder(await codec.decompress(recordsDecoder.readAll()));
   const records = new Array<unknown>(length);
-  for (let i = 0; i < length; i++) records[i] = decodeRecordInPlace(decompressed, context);
+  for (let i = 0; i < length; i++) records[i] = decodeRecordInPlace(decompressed, context, bases);
   return records;
 }
 

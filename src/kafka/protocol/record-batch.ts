@@ -8,6 +8,7 @@
  * 2^53), and kafkajs's own arithmetic otherwise.
  */
 
+import { FetchedRecord } from './fetched-record';
 import { replaceKafkajsModule } from './kafkajs-modules';
 
 /** kafkajs 2.2.4's Decoder, the part a record decoder reads. */
@@ -177,28 +178,47 @@ export const decodeRecord: RecordDecoderFunction = (decoder, batchContext) => {
 };
 
 /**
+ * A batch's first offset and timestamps as numbers, when each is exact (a canonical decimal
+ * below 2^53): what records read in place add their deltas to. Undefined otherwise: its
+ * records are read as kafkajs reads them, with its Long arithmetic.
+ */
+export interface RecordBases {
+  readonly firstOffset: number;
+  readonly firstTimestamp: number;
+  /** The batch's max timestamp, every record's under log-append time; undefined if not exact. */
+  readonly appendTime: number | undefined;
+}
+
+export function recordBases(context: RecordBatchContext): RecordBases | undefined {
+  const firstOffset = exactNumber(context.firstOffset);
+  const firstTimestamp = exactNumber(context.firstTimestamp);
+  if (firstOffset === undefined || firstTimestamp === undefined) return undefined;
+  return { firstOffset, firstTimestamp, appendTime: exactNumber(context.maxTimestamp) };
+}
+
+function exactNumber(decimal: string): number | undefined {
+  const n = Number(decimal);
+  return Number.isSafeInteger(n) && String(n) === decimal ? n : undefined;
+}
+
+/**
  * The record whose body is `buffer[start, end)`, read where it lies: what `decodeRecord` gives
  * for a Decoder over a cut of exactly those bytes, without the cut and the Decoder (~115 MB of
- * the main thread's garbage per 1M records). Undefined (nothing read) when the record is not
- * the plain case: a read that would leave its bytes (a length that lies: kafkajs's cut then
- * reads past its end as zeros), a varint longer than 4 bytes (kafkajs's own arithmetic wraps
- * there) or a varlong longer than 7, or headers. The caller then reads its cut as kafkajs does.
- * Every read is checked against `end` before it is made, so no byte outside the record is read.
+ * the main thread's garbage per 1M records), with its offset and timestamp as numbers
+ * (fetched-record.ts). Undefined (nothing read) when the record is not the plain case: a read
+ * that would leave its bytes (a length that lies: kafkajs's cut then reads past its end as
+ * zeros), a varint longer than 4 bytes (kafkajs's own arithmetic wraps there) or a varlong
+ * longer than 7, headers, or an offset or timestamp not exact in a double. The caller then
+ * reads its cut as kafkajs does. Every read is checked against `end` before it is made, so no
+ * byte outside the record is read.
  */
 export function decodeRecordWithin(
   buffer: Buffer,
   start: number,
   end: number,
   batchContext: RecordBatchContext,
-): DecodedRecord | undefined {
-  const {
-    firstOffset,
-    firstTimestamp,
-    magicByte,
-    isControlBatch = false,
-    timestampType,
-    maxTimestamp,
-  } = batchContext;
+  bases: RecordBases,
+): FetchedRecord | undefined {
   if (start >= end) return undefined;
   const attributes = (buffer[start]! << 24) >> 24; // readInt8
   let at = start + 1;
@@ -226,34 +246,25 @@ export function decodeRecordWithin(
   at += Math.max(valueSize, 0);
   const headerCount = shortVarintAt(buffer, at, end);
   if (headerCount < 0 || zigzag32(headerCount >>> 3) > 0) return undefined;
+  const offset = bases.firstOffset + offsetDelta;
+  // As decodeRecord: the batch's max timestamp under log-append time (when it has one).
   const timestamp =
-    timestampType === TimestampTypes.LOG_APPEND_TIME && maxTimestamp
-      ? maxTimestamp
-      : offsetFrom(firstTimestamp, timestampDelta);
-  return {
-    magicByte,
+    batchContext.timestampType === TimestampTypes.LOG_APPEND_TIME && batchContext.maxTimestamp
+      ? bases.appendTime
+      : bases.firstTimestamp + timestampDelta;
+  if (!Number.isSafeInteger(offset) || timestamp === undefined || !Number.isSafeInteger(timestamp))
+    return undefined;
+  return new FetchedRecord(
+    batchContext.magicByte,
     attributes,
+    offset,
     timestamp,
-    offset: offsetFrom(firstOffset, offsetDelta),
     key,
     value,
-    headers: NO_HEADERS,
-    isControlRecord: isControlBatch,
+    NO_HEADERS,
+    batchContext.isControlBatch ?? false,
     batchContext,
-  };
-}
-
-/** A record as `decodeRecord` gives it. */
-interface DecodedRecord {
-  readonly magicByte: number;
-  readonly attributes: number;
-  readonly timestamp: string;
-  readonly offset: string;
-  readonly key: Buffer | null;
-  readonly value: Buffer | null;
-  readonly headers: Record<string, unknown>;
-  readonly isControlRecord: boolean;
-  readonly batchContext: RecordBatchContext;
+  );
 }
 
 /**

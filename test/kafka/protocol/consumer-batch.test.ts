@@ -1,3 +1,4 @@
+import { FetchedRecord } from '../../../src/kafka/protocol/fetched-record';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import fc from 'fast-check';
@@ -74,6 +75,8 @@ const partitionData = fc
         producer: fc.constantFrom('1', '2'),
         inTransaction: fc.boolean(),
         control: fc.constantFrom('no', 'no', 'no', 'abort', 'commit'),
+        // Read in place (record-batch.ts): its offset a number, its string a getter.
+        inPlace: fc.boolean(),
       }),
       { maxLength: 25 },
     ),
@@ -85,13 +88,12 @@ const partitionData = fc
     const messages = records.map((r) => {
       offset += r.gap;
       const control = r.control !== 'no';
-      return {
-        offset: offset.toString(),
-        key: r.control === 'abort' ? ABORT_MARKER : r.control === 'commit' ? COMMIT_MARKER : null,
-        value: control ? null : Buffer.from(offset.toString()),
-        isControlRecord: control,
-        batchContext: { producerId: r.producer, inTransaction: r.inTransaction || control },
-      };
+      const key = r.control === 'abort' ? ABORT_MARKER : r.control === 'commit' ? COMMIT_MARKER : null;
+      const value = control ? null : Buffer.from(offset.toString());
+      const batchContext = { producerId: r.producer, inTransaction: r.inTransaction || control };
+      if (r.inPlace && offset <= BigInt(Number.MAX_SAFE_INTEGER))
+        return new FetchedRecord(2, 0, Number(offset), 0, key, value, {}, control, batchContext);
+      return { offset: offset.toString(), key, value, isControlRecord: control, batchContext };
     });
     const abortedTransactions = aborted
       .map((a) => ({ producerId: a.producer, firstOffset: (base + BigInt(a.at)).toString() }))
