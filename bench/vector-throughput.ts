@@ -71,8 +71,8 @@ function decodeOnly(encoding: Encoding): DecodeFigure {
     ),
   );
   const batch: RawMessage[] = Array.from({ length: BATCH_ROWS }, (_, i) => ({
-    offset: i,
-    timestamp: Date.now(),
+    offsetNumber: i,
+    timestampNumber: Date.now(),
     key: null,
     value: Buffer.from(record(i, encoding)),
   }));

@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     const messages = Array.from({ length: BATCH }, (_, i) => {
       const value = Buffer.from(benchRecord(poolRows + i, now));
       jsonBytes += value.byteLength;
-      return { offset: poolRows + i, timestamp: now, key: null, value };
+      return { offsetNumber: poolRows + i, timestampNumber: now, key: null, value };
     });
     const { batch } = decoder.decode('bench', 0, messages);
     pool.push(batch!);

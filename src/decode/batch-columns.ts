@@ -103,8 +103,8 @@ export class BatchColumns {
     this.#topic.appendBytes(this.#topicBytes);
     this.#partition.append(partition);
     // Both are safe integers (the caller checked the timestamp): no BigInt per row.
-    this.#offset.appendSafeInteger(m.offset);
-    this.#timestamp.appendSafeInteger(m.timestamp);
+    this.#offset.appendSafeInteger(m.offsetNumber);
+    this.#timestamp.appendSafeInteger(m.timestampNumber);
     this.#topicId.appendBytes(this.#topicIdBytes);
     if (this.keys) this.#appendKey(key);
     if (this.rowIndex) this.#row.append(rowIndex);

@@ -56,9 +56,9 @@ export function decodeNatively(
   const plain = (m: RawMessage) =>
     m.value !== null &&
     (m.key?.byteLength ?? 0) + m.value.byteLength <= setup.maxRecordBytes &&
-    Number.isSafeInteger(m.timestamp) &&
-    m.timestamp >= MIN_TIMESTAMP_MS &&
-    m.timestamp <= MAX_TIMESTAMP_MS;
+    Number.isSafeInteger(m.timestampNumber) &&
+    m.timestampNumber >= MIN_TIMESTAMP_MS &&
+    m.timestampNumber <= MAX_TIMESTAMP_MS;
   // Index loops and no copy when every record is plain: this runs once per record of every
   // batch, and iterators and copied arrays were ~90 MB of the main thread's garbage per 1M
   // records (V8's sampling heap profiler).

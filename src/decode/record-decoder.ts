@@ -284,8 +284,8 @@ export class RecordDecoder {
       const verdict = (reason: DeadLetterVerdict['reason'], detail: string, field?: string) =>
         deadLetters.push(
           field === undefined
-            ? { offset: message.offset, reason, detail }
-            : { offset: message.offset, reason, detail, field },
+            ? { offset: message.offsetNumber, reason, detail }
+            : { offset: message.offsetNumber, reason, detail, field },
         );
       const size = (message.key?.byteLength ?? 0) + (message.value?.byteLength ?? 0);
       if (size > this.#options.maxRecordBytes) {
@@ -300,9 +300,9 @@ export class RecordDecoder {
         if (this.#options.tombstones === 'dead-letter') verdict('tombstone', 'null value (tombstone)');
         if (this.#options.tombstones !== 'delete') continue;
         // Its `_timestamp` orders it against the key's records in other partitions.
-        const deleteTime = Number.isSafeInteger(message.timestamp)
-          ? parseTimestamp(message.timestamp, 'ms')
-          : { invalid: `${message.timestamp} is not a time` };
+        const deleteTime = Number.isSafeInteger(message.timestampNumber)
+          ? parseTimestamp(message.timestampNumber, 'ms')
+          : { invalid: `${message.timestampNumber} is not a time` };
         if ('invalid' in deleteTime) {
           verdict('invalid-event-time', `Kafka timestamp: ${deleteTime.invalid}`);
           continue;
@@ -347,15 +347,16 @@ export class RecordDecoder {
           builders.appendNoValues();
         }
         // A delete has no event time of its own: its Kafka timestamp's minute.
-        if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
-        lastStaged = message.offset;
+        if (this.#options.eventTimeField !== undefined)
+          eventMinutes.push(minuteKeyOf(message.timestampNumber));
+        lastStaged = message.offsetNumber;
         continue;
       }
       // _timestamp is Timestamp(ms) like any other: a producer's wild CreateTime (or NaN from a
       // malformed header) would make BigInt throw, and the batch would crash-loop.
-      const kafkaTime = Number.isSafeInteger(message.timestamp)
-        ? parseTimestamp(message.timestamp, 'ms')
-        : { invalid: `${message.timestamp} is not a time` };
+      const kafkaTime = Number.isSafeInteger(message.timestampNumber)
+        ? parseTimestamp(message.timestampNumber, 'ms')
+        : { invalid: `${message.timestampNumber} is not a time` };
       if ('invalid' in kafkaTime) {
         verdict('invalid-event-time', `Kafka timestamp: ${kafkaTime.invalid}`);
         continue;
@@ -406,7 +407,7 @@ export class RecordDecoder {
         if (compiled) {
           builders.appendSystem(partition, message, 0, key.value);
           this.#compiled!.append(compiled, message.value, builders);
-          lastStaged = message.offset;
+          lastStaged = message.offsetNumber;
           continue;
         }
         const decoded = this.#registry.decode(message.value);
@@ -466,8 +467,9 @@ export class RecordDecoder {
             builders.appendValues(
               table.fields.map((f) => (f.name === SEQUENCE_COLUMN ? BigInt(sequence) : null)),
             );
-          if (this.#options.eventTimeField !== undefined) eventMinutes.push(minuteKeyOf(message.timestamp));
-          lastStaged = message.offset;
+          if (this.#options.eventTimeField !== undefined)
+            eventMinutes.push(minuteKeyOf(message.timestampNumber));
+          lastStaged = message.offsetNumber;
           continue;
         } else {
           deleting = change.kind === 'delete';
@@ -501,7 +503,7 @@ export class RecordDecoder {
         continue;
       }
       let minute = ingestMinute;
-      if (deleting) minute = minuteKeyOf(message.timestamp);
+      if (deleting) minute = minuteKeyOf(message.timestampNumber);
       else if (this.#options.eventTimeField !== undefined && rows.length > 0) {
         const name = this.#options.eventTimeField;
         const unit = table.byName.get(name)?.epochUnit ?? this.#options.epochUnit;
@@ -519,7 +521,7 @@ export class RecordDecoder {
         builders.appendValues(values);
         if (this.#options.eventTimeField !== undefined) eventMinutes.push(minute);
       });
-      if (converted.values.length > 0) lastStaged = message.offset;
+      if (converted.values.length > 0) lastStaged = message.offsetNumber;
     }
     const batch = builders.finish();
     return {

@@ -23,8 +23,8 @@ export function sourceRecord(topic: string, partition: number, m: RawMessage, va
   return {
     topic,
     partition,
-    offset: m.offset,
-    timestamp: m.timestamp,
+    offset: m.offsetNumber,
+    timestamp: m.timestampNumber,
     key: m.key ? Buffer.from(m.key) : null,
     value: value instanceof Uint8Array ? Buffer.from(value) : value,
   };

@@ -55,7 +55,7 @@ export function unpackMessages(packed: PackedMessages): RawMessage[] {
     const valueLength = packed.meta[i * 4 + 3]!;
     const key = keyLength < 0 ? null : packed.data.subarray(pos, (pos += keyLength));
     const value = valueLength < 0 ? null : packed.data.subarray(pos, (pos += valueLength));
-    out[i] = { offset: packed.meta[i * 4]!, timestamp: packed.meta[i * 4 + 1]!, key, value };
+    out[i] = { offsetNumber: packed.meta[i * 4]!, timestampNumber: packed.meta[i * 4 + 1]!, key, value };
   }
   return out;
 }

@@ -7,7 +7,8 @@ import { InThreadLane } from './in-thread-lane';
 import { PACKED_META_BYTES, packMessages, packedBytes, type PackableMessage } from './packed-messages';
 import type { StagingLane } from './staging-lane';
 import { WorkerLane } from './worker-lane';
-import { offsetNumberOf, timestampNumberOf } from '../kafka/protocol/fetched-record';
+import { FetchedRecord, offsetNumberOf, timestampNumberOf } from '../kafka/protocol/fetched-record';
+import type { RawMessage } from '../decode/raw-message';
 import type { KnownField } from '../decode/record-decoder';
 import type { WriterSchema } from '../schema-registry/wire-format';
 import type {
@@ -265,11 +266,27 @@ function batchRecords(
       transfer: [packed.meta.buffer as ArrayBuffer, packed.data.buffer as ArrayBuffer],
     };
   }
+  // A record read in place is a RawMessage already (fetched-record.ts): handed on as it is,
+  // the fetched array too when every record is one; others are copied with their numbers.
   let bytes = 0;
-  const records = messages.map((m) => {
+  let copies = false;
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
     bytes += PACKED_META_BYTES + (m.key?.byteLength ?? 0) + (m.value?.byteLength ?? 0);
-    return { offset: offsetNumberOf(m), timestamp: timestampNumberOf(m), key: m.key, value: m.value };
-  });
+    if (!(m instanceof FetchedRecord)) copies = true;
+  }
+  const records = copies
+    ? messages.map((m): RawMessage =>
+        m instanceof FetchedRecord
+          ? m
+          : {
+              offsetNumber: offsetNumberOf(m),
+              timestampNumber: timestampNumberOf(m),
+              key: m.key,
+              value: m.value,
+            },
+      )
+    : (messages as readonly FetchedRecord[]);
   return { records, bytes, transfer: [] };
 }
 

@@ -195,13 +195,13 @@ export class StagingService {
     // second table (the tables' own thresholds skip only what each of them was given).
     const handled = tables.handledThrough(request.topic, request.partition) ?? -1;
     const all = messagesOf(request.records);
-    const fresh = all.filter((m) => m.offset > handled);
+    const fresh = all.filter((m) => m.offsetNumber > handled);
     const { byTable, deadLetters } = routeMessages(resolver, request.topic, request.partition, fresh);
     // A route gone wrong (an id as the table name) must not make a directory per record.
     for (const table of tables.beyondBound(byTable.keys())) {
       for (const m of byTable.get(table)!) {
         const detail = `too many tables: "${table}" would be one more than staging.maxTables (${tables.maxTables}) in this staging lane`;
-        deadLetters.push({ offset: m.offset, reason: 'invalid-table', detail });
+        deadLetters.push({ offset: m.offsetNumber, reason: 'invalid-table', detail });
       }
       byTable.delete(table);
     }
@@ -306,7 +306,7 @@ export function routeMessages(
   for (const message of messages) {
     const choice = whole ?? resolver.tableOf(routeRecord(topic, partition, message));
     if ('problem' in choice) {
-      deadLetters.push({ offset: message.offset, reason: 'invalid-table', detail: choice.problem });
+      deadLetters.push({ offset: message.offsetNumber, reason: 'invalid-table', detail: choice.problem });
       continue;
     }
     let list = byTable.get(choice.table);
@@ -320,8 +320,8 @@ function routeRecord(topic: string, partition: number, message: RawMessage): Rou
   return {
     topic,
     partition,
-    offset: message.offset,
-    timestamp: message.timestamp,
+    offset: message.offsetNumber,
+    timestamp: message.timestampNumber,
     key: asBuffer(message.key),
     value: asBuffer(message.value),
   };

@@ -140,8 +140,8 @@ const value = (op: string, before: Row | null, after: Row | null, lsn = 100) =>
   );
 const key = (id: number) => framed(KEY_ID, new Uint8Array(keyType.toBuffer({ id })));
 const record = (offset: number, v: Uint8Array | null, k: Uint8Array | null) => ({
-  offset,
-  timestamp: NOW + offset,
+  offsetNumber: offset,
+  timestampNumber: NOW + offset,
   key: k,
   value: v,
 });
@@ -326,7 +326,7 @@ test('JSON values with Avro keys (JsonConverter and AvroConverter): a tombstone 
     expect(out.deadLetters).toEqual([]);
     const names = out.batch!.schema.fields.map((f) => f.name).filter((n) => !n.startsWith('_'));
     expect(names).toEqual(['id', 'name']);
-    expect(column(out.batch!, 'id')).toEqual(batch.map((r) => (r.offset === 0 ? 1 : 2)));
+    expect(column(out.batch!, 'id')).toEqual(batch.map((r) => (r.offsetNumber === 0 ? 1 : 2)));
   }
 });
 

@@ -53,9 +53,9 @@ describe('event time out of range', () => {
       const ok = msg(0, '{"a":1}');
       const out = d.decode('t', 0, [
         ok,
-        { ...msg(1, '{"a":2}'), timestamp: 1764460800000000 },
-        { ...msg(2, '{"a":3}'), timestamp: NaN },
-        { ...msg(3, '{"a":4}'), timestamp: -1 }, // "no timestamp" in old message formats: kept as is
+        { ...msg(1, '{"a":2}'), timestampNumber: 1764460800000000 },
+        { ...msg(2, '{"a":3}'), timestampNumber: NaN },
+        { ...msg(3, '{"a":4}'), timestampNumber: -1 }, // "no timestamp" in old message formats: kept as is
       ]);
       expect(out.deadLetters.map((v) => [v.offset, v.reason])).toEqual([
         [1, 'invalid-event-time'],

@@ -10,8 +10,8 @@ export const msg = (
   value: string | Uint8Array | null,
   key: string | null = null,
 ): RawMessage => ({
-  offset,
-  timestamp: NOW + offset,
+  offsetNumber: offset,
+  timestampNumber: NOW + offset,
   key: key === null ? null : enc(key),
   value: value === null ? null : typeof value === 'string' ? enc(value) : value,
 });

@@ -5,8 +5,8 @@ import type { DecoderOptions } from '../../src/decode/record-decoder';
 const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
 const enc = (s: string) => new TextEncoder().encode(s);
 const msg = (offset: number, value: string | Uint8Array | null, key: string | null = null): RawMessage => ({
-  offset,
-  timestamp: NOW + offset,
+  offsetNumber: offset,
+  timestampNumber: NOW + offset,
   key: key === null ? null : enc(key),
   value: value === null ? null : typeof value === 'string' ? enc(value) : value,
 });

@@ -60,7 +60,7 @@ describe('timestamps', () => {
       const { RecordDecoder } = require(${JSON.stringify(path.join(root, 'src/decode/record-decoder.ts'))});
       const d = new RecordDecoder({ format: 'json', fields: [{ name: 'at', type: 'timestamp', nullable: true }],
         includeKey: false, maxRecordBytes: 1e6, tombstones: 'dead-letter', epochUnit: 'ms', maxInferredColumns: 256 }, () => 0);
-      const out = d.decode('t', 0, [{ offset: 0, timestamp: 0, key: null,
+      const out = d.decode('t', 0, [{ offsetNumber: 0, timestampNumber: 0, key: null,
         value: new TextEncoder().encode('{"at":"2025-11-30T10:00:00"}') }]);
       process.stdout.write(JSON.stringify({ offset: new Date().getTimezoneOffset(),
         at: String(out.batch.getChild('at').get(0)), dead: out.deadLetters.length }));

@@ -17,7 +17,12 @@ function consumer(fields: Record<string, unknown>): ResolvedConsumer {
 }
 
 function messages(texts: readonly string[]): RawMessage[] {
-  return texts.map((t, i) => ({ offset: i, timestamp: 1_764_504_000_000, key: null, value: Buffer.from(t) }));
+  return texts.map((t, i) => ({
+    offsetNumber: i,
+    timestampNumber: 1_764_504_000_000,
+    key: null,
+    value: Buffer.from(t),
+  }));
 }
 
 /** The dead-letter detail of each record (undefined when it was staged). */
@@ -378,7 +383,7 @@ test('format raw with a transform: a declared binary field takes the bytes as th
     'test',
   );
   const out = new RecordDecoder(c).decode('t', 0, [
-    { offset: 0, timestamp: 1_764_504_000_000, key: null, value: new Uint8Array([0, 255, 7]) },
+    { offsetNumber: 0, timestampNumber: 1_764_504_000_000, key: null, value: new Uint8Array([0, 255, 7]) },
   ]);
   expect(out.deadLetters).toEqual([]);
   expect(out.batch!.getChild('payload')!.get(0)).toEqual(new Uint8Array([0, 255, 7]));

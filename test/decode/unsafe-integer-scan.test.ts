@@ -89,7 +89,7 @@ test('Kafka offsets and timestamps written as two 32-bit halves read back exactl
   const out = decoder().decode(
     't',
     0,
-    times.map((timestamp, i) => ({ ...msg(offsets[i]!, '{"a":1}'), timestamp })),
+    times.map((timestamp, i) => ({ ...msg(offsets[i]!, '{"a":1}'), timestampNumber: timestamp })),
   );
   expect(out.deadLetters).toEqual([]);
   const timestamp = out.batch!.getChild('_timestamp')!;

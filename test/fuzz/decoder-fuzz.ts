@@ -50,7 +50,7 @@ export interface FuzzCounts {
 export const newCounts = (): FuzzCounts => ({ records: 0, rows: 0, valid: 0, deadLetters: {} });
 
 export const messagesOf = (values: readonly FuzzValue[]): RawMessage[] =>
-  values.map((v, i) => ({ offset: 1_000 + i, timestamp: NOW + i, key: null, value: v.value }));
+  values.map((v, i) => ({ offsetNumber: 1_000 + i, timestampNumber: NOW + i, key: null, value: v.value }));
 
 /**
  * One decode of fuzzed values: it must not throw; every offset is exactly one row or
@@ -73,15 +73,15 @@ export function checkDecode(options: DecoderOptions, values: readonly FuzzValue[
     counts.deadLetters[d.reason] = (counts.deadLetters[d.reason] ?? 0) + 1;
   }
   messages.forEach((m, i) => {
-    const row = rowOffsets.get(m.offset);
-    if ((row === undefined) === !dead.has(m.offset))
+    const row = rowOffsets.get(m.offsetNumber);
+    if ((row === undefined) === !dead.has(m.offsetNumber))
       throw new Error(
-        `offset ${m.offset}: ${row === undefined ? 'neither row nor dead letter' : 'both row and dead letter'}`,
+        `offset ${m.offsetNumber}: ${row === undefined ? 'neither row nor dead letter' : 'both row and dead letter'}`,
       );
     const v = values[i]!;
     if (v.kind !== 'valid' || options.fields === undefined) return;
     if (row === undefined)
-      throw new Error(`valid record at ${m.offset} dead-lettered: ${dead.get(m.offset)}`);
+      throw new Error(`valid record at ${m.offsetNumber} dead-lettered: ${dead.get(m.offsetNumber)}`);
     expectExact(out.batch!, row, v.record);
     counts.valid += 1;
   });

@@ -42,8 +42,8 @@ const decoder = (topic: string, sequence?: 'source.lsn') =>
 
 function batchOf(topic: string, events: readonly Event[], sequence?: 'source.lsn'): RecordBatch {
   const messages: RawMessage[] = events.map((e) => ({
-    offset: e.offset,
-    timestamp: T0 + e.offset,
+    offsetNumber: e.offset,
+    timestampNumber: T0 + e.offset,
     key: e.id === undefined ? null : enc(JSON.stringify({ id: e.id })),
     value: enc(
       JSON.stringify({
@@ -203,8 +203,8 @@ test('a composite key’s placeholders read their own rows: the key columns’ v
       topic,
       0,
       events.map(([offset, op, tenant, id, note]) => ({
-        offset,
-        timestamp: T0 + offset,
+        offsetNumber: offset,
+        timestampNumber: T0 + offset,
         key: enc(JSON.stringify({ tenant, id })),
         value: enc(
           JSON.stringify({ op, before: null, after: { tenant, id, note }, source: { lsn: offset } }),
@@ -265,8 +265,8 @@ test('a flattened record (ExtractNewRecordState) keyed on a binary record key ke
       topic,
       0,
       events.map(([offset, key, note]) => ({
-        offset,
-        timestamp: T0 + offset,
+        offsetNumber: offset,
+        timestampNumber: T0 + offset,
         key: enc(key),
         value: enc(JSON.stringify({ note })),
       })),

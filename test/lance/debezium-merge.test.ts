@@ -57,8 +57,8 @@ interface Ordering {
 
 function batchOf(events: readonly Event[], partition = 0, order: Ordering = {}): RecordBatch {
   const messages: RawMessage[] = events.map(([offset, op, row]) => ({
-    offset,
-    timestamp: order.at?.(offset) ?? T0 + offset,
+    offsetNumber: offset,
+    timestampNumber: order.at?.(offset) ?? T0 + offset,
     // A truncate names no row: no key (Debezium's truncate events have none).
     key: row ? enc(JSON.stringify({ id: row.id })) : null,
     value: enc(
@@ -382,8 +382,8 @@ test('a placeholder and a truncate reach the table’s rows by key columns of an
       0,
       [
         {
-          offset,
-          timestamp: T0 + offset,
+          offsetNumber: offset,
+          timestampNumber: T0 + offset,
           key: after ? enc(JSON.stringify({ DocId: after.DocId })) : null,
           value: enc(JSON.stringify({ op, before: null, after, source: { lsn: offset } })),
         },
@@ -444,8 +444,8 @@ function decodedUpserts(
     TOPIC,
     0,
     rows.map(([offset, op, after]) => ({
-      offset,
-      timestamp: T0 + offset,
+      offsetNumber: offset,
+      timestampNumber: T0 + offset,
       key: enc(JSON.stringify({ id: after.id })),
       value: enc(JSON.stringify({ op, before: null, after, source: { lsn: offset } })),
     })),

@@ -128,8 +128,8 @@ async function roundTrip(c: ResolvedConsumer, texts: readonly string[], from = 0
     TOPIC,
     0,
     texts.map((t, i) => ({
-      offset: from + i,
-      timestamp: 1_764_504_000_000,
+      offsetNumber: from + i,
+      timestampNumber: 1_764_504_000_000,
       key: null,
       value: Buffer.from(t),
     })),

@@ -52,8 +52,8 @@ function decoderFor(def: ConsumerDefinitionInput): RecordDecoder {
 
 function batchOf(decoder: RecordDecoder, partition: number, changes: readonly Change[]): RecordBatch {
   const messages: RawMessage[] = changes.map(([offset, key, value, at]) => ({
-    offset,
-    timestamp: at ?? T0 + offset,
+    offsetNumber: offset,
+    timestampNumber: at ?? T0 + offset,
     key: key === null ? null : enc(key),
     value: value === null ? null : enc(JSON.stringify(value)),
   }));
@@ -208,8 +208,8 @@ test('a row staged without a topic id (a broker without ids) is ordered by offse
   ).toBe(true);
   const decoder = decoderFor(definition());
   const message = (offset: number, title: string, timestamp: number): RawMessage => ({
-    offset,
-    timestamp,
+    offsetNumber: offset,
+    timestampNumber: timestamp,
     key: enc('k'),
     value: enc(JSON.stringify({ title })),
   });
@@ -266,8 +266,8 @@ test('nanosecond timestamp keys one nanosecond apart stay three keys: reduced an
   });
   const base = 1_796_569_200_000_000_000n;
   const messages: RawMessage[] = [0, 1, 2].map((i) => ({
-    offset: i,
-    timestamp: T0 + i,
+    offsetNumber: i,
+    timestampNumber: T0 + i,
     key: null,
     // Integers beyond 2^53 are read exactly (exact-json.ts): written as JSON text, not numbers.
     value: enc(`{"at":${base + BigInt(i)},"title":"t${i}"}`),

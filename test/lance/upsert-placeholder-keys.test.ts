@@ -58,8 +58,18 @@ test.each([
       TOPIC,
       0,
       [
-        { offset: 0, timestamp: T0, key: null, value: enc(JSON.stringify({ k: spelled, v: 'first' })) },
-        { offset: 1, timestamp: T0 + 1, key: null, value: enc(JSON.stringify({ k: other, v: 'other' })) },
+        {
+          offsetNumber: 0,
+          timestampNumber: T0,
+          key: null,
+          value: enc(JSON.stringify({ k: spelled, v: 'first' })),
+        },
+        {
+          offsetNumber: 1,
+          timestampNumber: T0 + 1,
+          key: null,
+          value: enc(JSON.stringify({ k: other, v: 'other' })),
+        },
       ],
       TOPIC_ID,
     );

@@ -70,8 +70,8 @@ test('edited documents replace their vectors, deleted ones never come back, and 
   let offset = 0;
   const publish = async (changes: readonly (readonly [string, number[] | null])[]) => {
     const messages: RawMessage[] = changes.map(([id, v]) => ({
-      offset: offset,
-      timestamp: T0 + offset++,
+      offsetNumber: offset,
+      timestampNumber: T0 + offset++,
       key: Buffer.from(id),
       value: v === null ? null : Buffer.from(JSON.stringify({ title: `doc ${id}`, embedding: v })),
     }));

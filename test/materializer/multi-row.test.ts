@@ -50,8 +50,8 @@ const multiRow: DecoderOptions = {
 };
 
 const message = (offset: number): RawMessage => ({
-  offset,
-  timestamp: NOW + offset,
+  offsetNumber: offset,
+  timestampNumber: NOW + offset,
   key: null,
   value: enc.encode(JSON.stringify({ n: offset })),
 });

@@ -16,8 +16,8 @@ const routeByOffset = (tables: number) => `export default {
 };`;
 
 const message = (offset: number): RawMessage => ({
-  offset,
-  timestamp: Date.now(),
+  offsetNumber: offset,
+  timestampNumber: Date.now(),
   key: null,
   value: Buffer.from(JSON.stringify({ message: `m${offset}` })),
 });
@@ -41,7 +41,7 @@ async function runLane(tables: number, maxOpenParts: number) {
           topic: 't',
           partition,
           records,
-          through: records.at(-1)!.offset,
+          through: records.at(-1)!.offsetNumber,
           epoch: 0,
           schemas: [],
         },

@@ -41,7 +41,7 @@ test('packed messages round-trip keys, values and nulls through two buffers', ()
   ];
   const packed = packMessages(messages);
   const out = unpackMessages(packed);
-  expect(out.map((m) => [m.offset, m.timestamp])).toEqual([
+  expect(out.map((m) => [m.offsetNumber, m.timestampNumber])).toEqual([
     [5, 1000],
     [6, 1001],
     [7, 1002],

@@ -26,8 +26,8 @@ export default defineConsumer({
 });`;
 
 const message = (offset: number, kind: string): RawMessage => ({
-  offset,
-  timestamp: Date.now(),
+  offsetNumber: offset,
+  timestampNumber: Date.now(),
   key: null,
   value: Buffer.from(JSON.stringify({ message: `m${offset}`, kind })),
 });
@@ -147,7 +147,7 @@ describe('staging a routing consumer', () => {
           topic: 't',
           partition: 0,
           records,
-          through: records.at(-1)!.offset,
+          through: records.at(-1)!.offsetNumber,
           epoch: 1,
           schemas: [],
         },
@@ -270,8 +270,8 @@ describe('staging a routing consumer', () => {
     const { batch, close } = await openRoutingLane(inferred, 8, dir);
     const value = (table: string, v: unknown) => Buffer.from(JSON.stringify({ table, v }));
     const result = await batch(0, [
-      { offset: 0, timestamp: Date.now(), key: null, value: value('typed', 'text') },
-      { offset: 1, timestamp: Date.now(), key: null, value: value('fresh', 'text') },
+      { offsetNumber: 0, timestampNumber: Date.now(), key: null, value: value('typed', 'text') },
+      { offsetNumber: 1, timestampNumber: Date.now(), key: null, value: value('fresh', 'text') },
     ]);
     expect(result.deadLetters.map((l) => [l.offset, l.reason, l.field])).toEqual([
       [0, 'schema-mismatch', 'v'],

@@ -45,7 +45,7 @@ export async function openRoutingLane(definition: string, maxOpenParts = 8, dir?
     const reply = await ask(request, 'batch');
     return reply.type === 'batch' ? reply.result : unexpected(reply);
   };
-  const batch = (partition: number, messages: RawMessage[], through = messages.at(-1)!.offset) =>
+  const batch = (partition: number, messages: RawMessage[], through = messages.at(-1)!.offsetNumber) =>
     batchReply({ type: 'batch', topic: 't', partition, records: messages, through, epoch: 0, schemas: [] });
   const durable = async () => {
     const reply = await ask({ type: 'sync' }, 'sync');

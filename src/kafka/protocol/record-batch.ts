@@ -44,9 +44,6 @@ type RecordDecoderFunction = (decoder: KafkajsDecoder, batchContext?: RecordBatc
 
 /* eslint-disable @typescript-eslint/no-require-imports -- kafkajs internals, pinned at 2.2.4 */
 const Long = require('kafkajs/src/utils/long') as KafkajsLongClass;
-const HeaderDecoder = require('kafkajs/src/protocol/recordBatch/header/v0/decoder') as (
-  decoder: KafkajsDecoder,
-) => { key: string; value: Buffer | null };
 const TimestampTypes = require('kafkajs/src/protocol/timestampTypes') as { LOG_APPEND_TIME: number };
 /* eslint-enable @typescript-eslint/no-require-imports */
 
@@ -115,13 +112,44 @@ function readHeaders(decoder: KafkajsDecoder): Record<string, unknown> {
       setOwn(headers, DROPPED_HEADERS, Buffer.from(String(count - MAX_HEADERS_PER_RECORD)));
       break;
     }
-    const { key, value } = HeaderDecoder(decoder);
+    const key = readHeaderKey(decoder);
+    const value = readHeaderValue(decoder);
     const seen = Object.hasOwn(headers, key) ? headers[key] : undefined;
     if (seen === undefined) setOwn(headers, key, value);
     else if (Array.isArray(seen)) seen.push(value);
     else setOwn(headers, key, [seen, value]);
   }
   return headers;
+}
+
+/**
+ * A header's key, as kafkajs reads it (a varint length, then UTF-8) while its length is not
+ * negative. A broker refuses negative key lengths; from anywhere else one reads as an empty
+ * key and takes no bytes: kafkajs would move its decoder back by it.
+ */
+function readHeaderKey(decoder: KafkajsDecoder): string {
+  const length = decoder.readVarInt();
+  if (length <= 0) return '';
+  const at = decoder.offset;
+  decoder.offset = at + length;
+  return decoder.buffer.toString('utf8', at, Math.min(at + length, decoder.buffer.length));
+}
+
+/**
+ * A header's value, as kafkajs reads it (a view of its bytes; null for -1), except that any
+ * negative length is null and takes no bytes, as the broker and the Java consumer read it.
+ * kafkajs moved its decoder back by such a length, and a broker accepts it: one record of
+ * 1,000 headers whose first value length undid its ~400 KB key had every later key read
+ * those bytes again (~400 MB of strings a record; six in a 2.6 KB gzip batch ran the main
+ * thread out of heap, again on every restart). Read forward only, a record's headers cost
+ * at most its own bytes.
+ */
+function readHeaderValue(decoder: KafkajsDecoder): Buffer | null {
+  const length = decoder.readVarInt();
+  if (length < 0) return null;
+  const at = decoder.offset;
+  decoder.offset = at + length;
+  return decoder.buffer.slice(at, at + length);
 }
 
 function setOwn(headers: Record<string, unknown>, key: string, value: unknown): void {

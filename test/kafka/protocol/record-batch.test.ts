@@ -205,15 +205,50 @@ describe('header counts beyond a record’s bytes', () => {
     expect(ours.offset).toBe(theirs.offset);
   });
 
-  it('a count of 2^30 after a length that moved the decoder 2^31 bytes back stops skipping at once', () => {
-    // One header: an empty key, then a value of length -2^31 (the decoder moves back by it).
+  it('a count of 2^30 after a value length of -2^31 stops skipping at once', () => {
+    // One header: an empty key, then a value of length -2^31 (kafkajs moved its decoder back by it).
     const body = recordBody([...zigzagVarint(2 ** 30), ...zigzagVarint(0), ...zigzagVarint(-(2 ** 31))]);
     const decoder = new Decoder(body) as Parameters<typeof decodeRecord>[0];
-    const ours = decodeRecord(decoder, context('0', '0')) as { value: Buffer };
+    const ours = decodeRecord(decoder, context('0', '0')) as {
+      value: Buffer;
+      headers: Record<string, unknown>;
+    };
     expect(ours.value.toString()).toBe('x');
-    // It stopped where it left the record's bytes: skipping on through the 2^30 headers
-    // (seconds to minutes of the main thread) would have walked it back to them.
-    expect(decoder.offset).toBeLessThan(0);
+    // The skip past the cap stopped where it left the record's bytes: walking on through the
+    // 2^30 headers would have taken seconds to minutes of the main thread.
+    expect(ours.headers[DROPPED_HEADERS]).toEqual(Buffer.from(String(2 ** 30 - MAX_HEADERS_PER_RECORD)));
+  });
+});
+
+describe('header lengths that would move the decoder back', () => {
+  // A broker accepts a header value length below -1 (it reads null); kafkajs moved its decoder
+  // back by it. A first header whose value length undoes its large key had every later key
+  // read those bytes again: ~400 MB of strings for one record, out of heap for a few.
+  it('a value length below -1 is null and takes no bytes: the headers cost at most the record’s bytes', () => {
+    const key = Buffer.alloc(100_000, 0x61);
+    const empty = [...zigzagVarint(0), ...zigzagVarint(-1)]; // an empty key, a null value
+    const body = recordBody([
+      ...zigzagVarint(MAX_HEADERS_PER_RECORD),
+      ...zigzagVarint(key.length),
+      ...key,
+      ...zigzagVarint(-(key.length + 3)),
+      ...Array.from({ length: MAX_HEADERS_PER_RECORD - 1 }, () => empty).flat(),
+    ]);
+    const decoder = new Decoder(body) as Parameters<typeof decodeRecord>[0];
+    const ours = decodeRecord(decoder, context('0', '0')) as { headers: Record<string, unknown> };
+    expect(ours.headers['a'.repeat(100_000)]).toBeNull();
+    expect(ours.headers['']).toHaveLength(MAX_HEADERS_PER_RECORD - 1);
+    const keyBytes = Object.keys(ours.headers).reduce((n, k) => n + k.length, 0);
+    expect(keyBytes).toBeLessThanOrEqual(body.length);
+    expect(decoder.offset).toBe(body.length);
+  });
+
+  it('a negative key length (a broker refuses one) reads as an empty key and takes no bytes', () => {
+    const body = recordBody([...zigzagVarint(1), ...zigzagVarint(-5), ...zigzagVarint(1), 0x76]);
+    const ours = decodeRecord(new Decoder(body) as Parameters<typeof decodeRecord>[0], context('0', '0')) as {
+      headers: Record<string, unknown>;
+    };
+    expect(ours.headers).toEqual({ '': Buffer.from('v') });
   });
 });
 

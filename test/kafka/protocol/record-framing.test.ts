@@ -50,10 +50,14 @@ function section(values: readonly Value[], deltas?: number[]): Buffer {
 }
 
 /** A whole record batch as kafkajs's producer sends it (the broker keeps such batches as sent). */
-async function producedBatch(values: readonly Value[], compression = CompressionTypes.GZIP): Promise<Buffer> {
+async function producedBatch(
+  values: readonly Value[],
+  compression = CompressionTypes.GZIP,
+  firstOffset = '500',
+): Promise<Buffer> {
   const batch = await RecordBatch({
     compression,
-    firstOffset: Long.fromValue('500'),
+    firstOffset: Long.fromValue(firstOffset),
     lastOffsetDelta: values.length - 1,
     records: encoded(values),
   });
@@ -121,6 +125,12 @@ describe("records whose lengths are not their sizes (kafkajs's producer given Ui
     expect(read).toEqual(
       values.map((v, i) => ({ offset: String(500 + i), value: Buffer.isBuffer(v) ? json(i) : written(i) })),
     );
+  });
+
+  it('a batch whose first offset is past 2^53 is read (its last offset delta taken from its header, not from its offsets as doubles)', async () => {
+    const values = [Buffer.from('a'), Buffer.from('b'), Buffer.from('c')];
+    const read = await consumed(await producedBatch(values, CompressionTypes.GZIP, '9007199254740991'));
+    expect(read.map((r) => r.value)).toEqual(['a', 'b', 'c']);
   });
 
   it('a well-framed batch goes on as its bytes, not copied', () => {

@@ -62,6 +62,11 @@ export function batchRecordCount(batch: Buffer): number {
   return batch.readInt32BE(RECORD_COUNT_AT);
 }
 
+/** The header's last offset delta, as written (its offsets as doubles lose it past 2^53). */
+export function batchLastOffsetDelta(batch: Buffer): number {
+  return batch.readInt32BE(LAST_OFFSET_DELTA_AT);
+}
+
 /**
  * kafkajs does not check batch CRCs; a damaged lz4 or zstd stream without checksums
  * decompresses to other bytes without an error, so the CRC is checked before.

@@ -9,6 +9,7 @@ import {
   CorruptCompressedBatchError,
   batchCrcMatches,
   batchOffsets,
+  batchLastOffsetDelta,
   batchRecordCount,
   enclosingBatch,
 } from './corrupt-batch';
@@ -69,7 +70,7 @@ export function kafkajsCodec(
       }
       // A legacy message set (no batch header) has no record lengths to disagree with.
       if (!batch || !offsets) return plain;
-      const framing = frameRecords(plain, batchRecordCount(batch), offsets.last - offsets.first);
+      const framing = frameRecords(plain, batchRecordCount(batch), batchLastOffsetDelta(batch));
       if (framing.kind === 'as-written') return plain;
       if (framing.kind === 'unreadable')
         throw new CorruptCompressedBatchError(
