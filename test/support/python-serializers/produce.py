@@ -13,6 +13,7 @@ Prints one JSON line: the ids the serializer framed the values with, and the cou
 """
 
 import base64
+import faulthandler
 import importlib
 import json
 import os
@@ -83,8 +84,13 @@ def json_serializer(request, registry):
 
 
 def main():
+    # The test kills this process after 120 s: before that, every thread's stack goes to
+    # stderr, which the test prints, so a hang names where it waits.
+    faulthandler.dump_traceback_later(100, exit=False)
     request = json.load(sys.stdin)
-    registry = SchemaRegistryClient({"url": request["registry"]})
+    # The client's default is no timeout at all: a request the registry never answers
+    # would hang here until the kill, saying nothing.
+    registry = SchemaRegistryClient({"url": request["registry"], "timeout": 30})
     make = {"protobuf": protobuf_serializer, "avro": avro_serializer, "json": json_serializer}[request["format"]]
     serializer, value_of = make(request, registry)
     context = SerializationContext(request["topic"], MessageField.VALUE)
