@@ -52,9 +52,9 @@ const CONTROL_FLAG_MASK = 0x20;
 
 /**
  * One record of the batch `decoder` is in; `decoder` then ends at the record's declared end,
- * as kafkajs's did. The plain record (its fields inside its declared bytes, no headers) is
- * read where it lies (record-batch.ts, `decodeRecordWithin`); any other is read from a cut
- * of its own bytes, exactly as kafkajs reads it. No read of the first kind leaves the
+ * as kafkajs's did. The plain record (its fields inside its declared bytes, at most 1,000
+ * headers) is read where it lies (record-batch.ts, `decodeRecordWithin`); any other is read
+ * from a cut of its own bytes, exactly as kafkajs reads it. No read of the first kind leaves the
  * record's bytes, so neither can read a neighbour's: a record whose length lies (kafkajs
  * 2.2.4's producer given a Uint8Array value writes such records; a broker accepts them in
  * compressed batches, which the codecs reframe: compression/record-framing.ts) reads as

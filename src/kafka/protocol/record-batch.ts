@@ -112,14 +112,17 @@ function readHeaders(decoder: KafkajsDecoder): Record<string, unknown> {
       setOwn(headers, DROPPED_HEADERS, Buffer.from(String(count - MAX_HEADERS_PER_RECORD)));
       break;
     }
-    const key = readHeaderKey(decoder);
-    const value = readHeaderValue(decoder);
-    const seen = Object.hasOwn(headers, key) ? headers[key] : undefined;
-    if (seen === undefined) setOwn(headers, key, value);
-    else if (Array.isArray(seen)) seen.push(value);
-    else setOwn(headers, key, [seen, value]);
+    foldHeader(headers, readHeaderKey(decoder), readHeaderValue(decoder));
   }
   return headers;
+}
+
+/** Adds one header as kafkajs folds them: a repeated key collects its values in an array. */
+function foldHeader(headers: Record<string, unknown>, key: string, value: Buffer | null): void {
+  const seen = Object.hasOwn(headers, key) ? headers[key] : undefined;
+  if (seen === undefined) setOwn(headers, key, value);
+  else if (Array.isArray(seen)) seen.push(value);
+  else setOwn(headers, key, [seen, value]);
 }
 
 /**
@@ -236,7 +239,8 @@ function exactNumber(decimal: string): number | undefined {
  * (fetched-record.ts). Undefined (nothing read) when the record is not the plain case: a read
  * that would leave its bytes (a length that lies: kafkajs's cut then reads past its end as
  * zeros), a varint longer than 4 bytes (kafkajs's own arithmetic wraps there) or a varlong
- * longer than 7, headers, or an offset or timestamp not exact in a double. The caller then
+ * longer than 7, more headers than the cap, a negative header key length, or an offset or
+ * timestamp not exact in a double. The caller then
  * reads its cut as kafkajs does. Every read is checked against `end` before it is made, so no
  * byte outside the record is read.
  */
@@ -273,7 +277,31 @@ export function decodeRecordWithin(
   const value = valueSize === -1 ? null : buffer.slice(at, at + valueSize);
   at += Math.max(valueSize, 0);
   const headerCount = shortVarintAt(buffer, at, end);
-  if (headerCount < 0 || zigzag32(headerCount >>> 3) > 0) return undefined;
+  if (headerCount < 0) return undefined;
+  at += headerCount & 7;
+  const count = zigzag32(headerCount >>> 3);
+  let headers = NO_HEADERS;
+  // Beyond the cap, the cut's reader drops the rest and says how many.
+  if (count > MAX_HEADERS_PER_RECORD) return undefined;
+  if (count > 0) {
+    headers = {};
+    for (let h = 0; h < count; h++) {
+      const keyLength = shortVarintAt(buffer, at, end);
+      if (keyLength < 0) return undefined;
+      at += keyLength & 7;
+      const keySize = zigzag32(keyLength >>> 3);
+      if (keySize < 0 || keySize > end - at) return undefined;
+      const key = buffer.toString('utf8', at, at + keySize);
+      at += keySize;
+      const valueLength = shortVarintAt(buffer, at, end);
+      if (valueLength < 0) return undefined;
+      at += valueLength & 7;
+      const valueSize = zigzag32(valueLength >>> 3);
+      if (valueSize > end - at) return undefined;
+      foldHeader(headers, key, valueSize < 0 ? null : buffer.slice(at, at + valueSize));
+      at += Math.max(valueSize, 0);
+    }
+  }
   const offset = bases.firstOffset + offsetDelta;
   // As decodeRecord: the batch's max timestamp under log-append time (when it has one).
   const timestamp =
@@ -289,7 +317,7 @@ export function decodeRecordWithin(
     timestamp,
     key,
     value,
-    NO_HEADERS,
+    headers,
     batchContext.isControlBatch ?? false,
     batchContext,
   );

@@ -267,7 +267,13 @@ test('damaged records (any byte, the length included, a neighbour after them) re
     const own = recordBytes({
       key: random.next() < 0.3 ? null : Buffer.from(`k${round}`),
       value: random.next() < 0.1 ? null : Buffer.alloc(random.int(200), round & 0xff),
-      headers: random.next() < 0.2 ? { h: 'v' } : {},
+      headers: random.pick<Record<string, string | string[]>>([
+        {},
+        {},
+        { h: 'v' },
+        { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', empty: '' },
+        { repeated: ['x', 'y', 'z'] },
+      ]),
       offsetDelta: random.int(10),
       timestampDelta: random.int(1_000_000),
     });
