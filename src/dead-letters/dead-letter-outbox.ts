@@ -7,7 +7,7 @@ import {
 } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { tpKey, type TopicPartitionKey } from '../common/offsets';
-import { offsetNumberOf } from '../kafka/protocol/fetched-record';
+import { offsetNumberOf } from '../common/fetched-record';
 import type { ResolvedConsumer } from '../config';
 import type { DeadLetterVerdict } from './dead-letter-reason';
 import type { Metrics } from '../metrics/metrics';

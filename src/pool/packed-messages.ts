@@ -1,5 +1,5 @@
 import type { RawMessage } from '../decode/raw-message';
-import { offsetNumberOf, timestampNumberOf } from '../kafka/protocol/fetched-record';
+import { offsetNumberOf, timestampNumberOf } from '../common/fetched-record';
 
 /**
  * A Kafka batch packed into two transferable buffers, so crossing into a worker

@@ -7,7 +7,7 @@ import { InThreadLane } from './in-thread-lane';
 import { PACKED_META_BYTES, packMessages, packedBytes, type PackableMessage } from './packed-messages';
 import type { StagingLane } from './staging-lane';
 import { WorkerLane } from './worker-lane';
-import { FetchedRecord, offsetNumberOf, timestampNumberOf } from '../kafka/protocol/fetched-record';
+import { FetchedRecord, offsetNumberOf, timestampNumberOf } from '../common/fetched-record';
 import type { RawMessage } from '../decode/raw-message';
 import type { KnownField } from '../decode/record-decoder';
 import type { WriterSchema } from '../schema-registry/wire-format';
@@ -266,7 +266,7 @@ function batchRecords(
       transfer: [packed.meta.buffer as ArrayBuffer, packed.data.buffer as ArrayBuffer],
     };
   }
-  // A record read in place is a RawMessage already (fetched-record.ts): handed on as it is,
+  // A record read in place is a RawMessage already (src/common/fetched-record.ts): handed on as it is,
   // the fetched array too when every record is one; others are copied with their numbers.
   let bytes = 0;
   let copies = false;

@@ -17,7 +17,7 @@
  * arrays are the fetched one itself: nothing in kafkajs or here writes to them.
  */
 
-import { FetchedRecord } from './fetched-record';
+import { FetchedRecord } from '../../common/fetched-record';
 import { replaceKafkajsModule } from './kafkajs-modules';
 
 type Offset = string;
@@ -67,7 +67,7 @@ export function atOrAbove(offset: Offset, from: Offset): boolean {
 
 /** Whether `record` is at or above `from`; `fromNumber` is `from` as a number, when exact. */
 function recordAtOrAbove(record: RawRecord, from: Offset, fromNumber: number | undefined): boolean {
-  // A record read in place carries its offset as a number (fetched-record.ts): nothing to parse.
+  // A record read in place carries its offset as a number (src/common/fetched-record.ts): nothing to parse.
   if (fromNumber !== undefined && record instanceof FetchedRecord) return record.offsetNumber >= fromNumber;
   return atOrAbove(record.offset, from);
 }

@@ -8,7 +8,7 @@
  * 2^53), and kafkajs's own arithmetic otherwise.
  */
 
-import { FetchedRecord } from './fetched-record';
+import { FetchedRecord } from '../../common/fetched-record';
 import { replaceKafkajsModule } from './kafkajs-modules';
 
 /** kafkajs 2.2.4's Decoder, the part a record decoder reads. */
@@ -236,7 +236,7 @@ function exactNumber(decimal: string): number | undefined {
  * The record whose body is `buffer[start, end)`, read where it lies: what `decodeRecord` gives
  * for a Decoder over a cut of exactly those bytes, without the cut and the Decoder (~115 MB of
  * the main thread's garbage per 1M records), with its offset and timestamp as numbers
- * (fetched-record.ts). Undefined (nothing read) when the record is not the plain case: a read
+ * (src/common/fetched-record.ts). Undefined (nothing read) when the record is not the plain case: a read
  * that would leave its bytes (a length that lies: kafkajs's cut then reads past its end as
  * zeros), a varint longer than 4 bytes (kafkajs's own arithmetic wraps there) or a varlong
  * longer than 7, more headers than the cap, a negative header key length, or an offset or

@@ -1,4 +1,4 @@
-import { FetchedRecord } from '../../../src/kafka/protocol/fetched-record';
+import { FetchedRecord } from '../../../src/common/fetched-record';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import fc from 'fast-check';

@@ -5,7 +5,7 @@ import {
   CorruptCompressedBatchError,
   registerCompressionCodecs,
 } from '../../../src/kafka/protocol/compression';
-import { FetchedRecord } from '../../../src/kafka/protocol/fetched-record';
+import { FetchedRecord } from '../../../src/common/fetched-record';
 import { decodeRecord, decodeRecordWithin, recordBases } from '../../../src/kafka/protocol/record-batch';
 import { decodeRecordBatch, decodeRecordInPlace } from '../../../src/kafka/protocol/record-batch-decoder';
 import { SeededRandom } from '../../support/seeded-random';
