@@ -156,7 +156,11 @@ function readHeaderValue(decoder: KafkajsDecoder): Buffer | null {
 }
 
 function setOwn(headers: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(headers, key, { value, enumerable: true, writable: true, configurable: true });
+  // An assignment makes an own property of any key but `__proto__`, whose inherited setter
+  // would change the object's prototype instead; defining a property costs more.
+  if (key === '__proto__')
+    Object.defineProperty(headers, key, { value, enumerable: true, writable: true, configurable: true });
+  else headers[key] = value;
 }
 
 /**
