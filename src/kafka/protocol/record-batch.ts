@@ -52,22 +52,10 @@ const TimestampTypes = require('kafkajs/src/protocol/timestampTypes') as { LOG_A
  * with the decoder where it was: such a value is exact in a double.
  */
 function readShortVarLong(decoder: KafkajsDecoder): number | undefined {
-  const buffer = decoder.buffer;
-  let at = decoder.offset;
-  let value = 0;
-  let scale = 1;
-  for (let i = 0; i < 7; i++) {
-    const byte = buffer[at++];
-    if (byte === undefined) return undefined;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) {
-      decoder.offset = at;
-      // Zigzag: 2n for n >= 0, -2n - 1 for n < 0.
-      return value % 2 === 0 ? value / 2 : -(value + 1) / 2;
-    }
-    scale *= 128;
-  }
-  return undefined;
+  const read = shortVarlongAt(decoder.buffer, decoder.offset, decoder.buffer.length);
+  if (read < 0) return undefined;
+  decoder.offset += read % 8;
+  return zigzagNumber(Math.floor(read / 8));
 }
 
 /** `first` (a decimal int64 string) + `delta`, printed, exactly as kafkajs's Long does. */
@@ -266,20 +254,14 @@ export function decodeRecordWithin(
   if (delta < 0) return undefined;
   at += delta & 7;
   const offsetDelta = zigzag32(delta >>> 3);
-  const keyLength = shortVarintAt(buffer, at, end);
-  if (keyLength < 0) return undefined;
-  at += keyLength & 7;
-  const keySize = zigzag32(keyLength >>> 3);
-  if (keySize < -1 || keySize > end - at) return undefined;
-  const key = keySize === -1 ? null : buffer.slice(at, at + keySize);
-  at += Math.max(keySize, 0);
-  const valueLength = shortVarintAt(buffer, at, end);
-  if (valueLength < 0) return undefined;
-  at += valueLength & 7;
-  const valueSize = zigzag32(valueLength >>> 3);
-  if (valueSize < -1 || valueSize > end - at) return undefined;
-  const value = valueSize === -1 ? null : buffer.slice(at, at + valueSize);
-  at += Math.max(valueSize, 0);
+  const keyField = fieldAt(buffer, at, end);
+  if (keyField < 0) return undefined;
+  const key = fieldBytes(buffer, at, keyField);
+  at = fieldEnd(at, keyField);
+  const valueField = fieldAt(buffer, at, end);
+  if (valueField < 0) return undefined;
+  const value = fieldBytes(buffer, at, valueField);
+  at = fieldEnd(at, valueField);
   const headerCount = shortVarintAt(buffer, at, end);
   if (headerCount < 0) return undefined;
   at += headerCount & 7;
@@ -290,20 +272,16 @@ export function decodeRecordWithin(
   if (count > 0) {
     headers = {};
     for (let h = 0; h < count; h++) {
-      const keyLength = shortVarintAt(buffer, at, end);
-      if (keyLength < 0) return undefined;
-      at += keyLength & 7;
-      const keySize = zigzag32(keyLength >>> 3);
-      if (keySize < 0 || keySize > end - at) return undefined;
-      const key = buffer.toString('utf8', at, at + keySize);
-      at += keySize;
-      const valueLength = shortVarintAt(buffer, at, end);
-      if (valueLength < 0) return undefined;
-      at += valueLength & 7;
-      const valueSize = zigzag32(valueLength >>> 3);
-      if (valueSize > end - at) return undefined;
-      foldHeader(headers, key, valueSize < 0 ? null : buffer.slice(at, at + valueSize));
-      at += Math.max(valueSize, 0);
+      // A null key (the cut's reader: an empty one) is not the plain case.
+      const keyField = fieldAt(buffer, at, end);
+      if (keyField < 8) return undefined;
+      const keyStart = at + (keyField & 7);
+      const key = buffer.toString('utf8', keyStart, fieldEnd(at, keyField));
+      at = fieldEnd(at, keyField);
+      const valueField = fieldAt(buffer, at, end);
+      if (valueField < 0) return undefined;
+      foldHeader(headers, key, fieldBytes(buffer, at, valueField));
+      at = fieldEnd(at, valueField);
     }
   }
   const offset = bases.firstOffset + offsetDelta;
@@ -340,6 +318,31 @@ function shortVarintAt(buffer: Buffer, at: number, end: number): number {
     if (byte < 0x80) return raw * 8 + i + 1;
   }
   return -1;
+}
+
+/**
+ * The length-prefixed field at `at` (a key, a value, a header's key or value), before `end`:
+ * (its size + 1) × 8 + its prefix's length in bytes, a null field (size -1) as 0 × 8; -1 when
+ * its prefix is not a short varint, its size is below -1 or its bytes run past `end`.
+ */
+function fieldAt(buffer: Buffer, at: number, end: number): number {
+  const prefix = shortVarintAt(buffer, at, end);
+  if (prefix < 0) return -1;
+  const size = zigzag32(prefix >>> 3);
+  const bytesAt = at + (prefix & 7);
+  return size < -1 || size > end - bytesAt ? -1 : (size + 1) * 8 + (prefix & 7);
+}
+
+/** The bytes of the field `fieldAt` found at `at` (a view), or null. */
+function fieldBytes(buffer: Buffer, at: number, field: number): Buffer | null {
+  const size = (field >>> 3) - 1;
+  const bytesAt = at + (field & 7);
+  return size === -1 ? null : buffer.slice(bytesAt, bytesAt + size);
+}
+
+/** Where the field `fieldAt` found at `at` ends. */
+function fieldEnd(at: number, field: number): number {
+  return at + (field & 7) + Math.max((field >>> 3) - 1, 0);
 }
 
 /** As shortVarintAt, for a varlong of at most 7 bytes (49 bits: × 8 stays exact in a double). */
