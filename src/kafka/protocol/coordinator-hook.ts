@@ -8,6 +8,8 @@ import {
 } from './compression';
 import { offsetOutOfRangeIn } from './kafka-errors';
 import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
+import { FetchOrder } from './fetch-order';
+import { unshuffledFetch } from './unshuffled-fetch';
 
 /**
  * What kafka-lance needs to see of the group coordinator's traffic, which kafkajs
@@ -215,13 +217,24 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
   };
   const { fetched, offsetOutOfRange, corruptBatch, misframedBatch } = hook;
   if (fetched && offsetOutOfRange && corruptBatch && misframedBatch) {
-    let fetches = 0;
+    // Partitions asked in the Java consumer's order (fetch-order.ts), where kafkajs's own
+    // fetch can be sent unshuffled; otherwise kafkajs shuffles them.
+    const order = new FetchOrder();
+    const unshuffled = unshuffledFetch(broker);
+    const send: (request: FetchRequest) => Promise<FetchResponse> =
+      unshuffled === undefined
+        ? (request) => fetch.call(broker, request)
+        : async (request) => {
+            const answer = await unshuffled({ ...request, topics: order.order(request.topics) });
+            order.answered(answer);
+            return answer;
+          };
     broker.fetch = async (asked) => {
-      const request = decompressedSized(asked, fetchExpansion, fetches++);
+      const request = decompressedSized(asked, fetchExpansion);
       let answer: FetchResponse;
       let answered = request;
       try {
-        answer = await fetch.call(broker, request);
+        answer = await send(request);
         fetchExpansion.answered(heldRecords(answer));
       } catch (error) {
         if (error instanceof CorruptCompressedBatchError) {
@@ -281,19 +294,13 @@ const MIN_PARTITION_FETCH_BYTES = 64 * 1024;
  * as many record bytes as one of an uncompressed topic, within the memory budget.
  *
  * A scaled size can be below one batch, and the broker returns a whole batch over the
- * limits only for the first partition of a request (KIP-74), so a partition that never
- * came first would never be answered. kafkajs 2.2.4's Broker.fetch shuffles a request's
- * partitions after this hook, which already spreads them; the rotation by one every
- * `fetch` (the broker's count of fetches) keeps that promise here rather than in a
- * client's internals.
+ * limits only for the first partition of a request with one (KIP-74): the order the
+ * partitions are asked in (fetch-order.ts, or kafkajs's shuffle) brings each to the front
+ * in turn, so none is starved.
  */
-export function decompressedSized(
-  request: FetchRequest,
-  expansion: FetchExpansion,
-  fetch: number,
-): FetchRequest {
+export function decompressedSized(request: FetchRequest, expansion: FetchExpansion): FetchRequest {
   if (expansion.ratio <= 1) return request;
-  const scaled = rotated(request.topics, fetch).map((t) => ({
+  const scaled = request.topics.map((t) => ({
     ...t,
     partitions: t.partitions.map((p) =>
       p.maxBytes === undefined
@@ -308,27 +315,6 @@ export function decompressedSized(
       : { maxBytes: expansion.scaled(request.maxBytes, MIN_FETCH_BYTES) }),
     topics: scaled,
   };
-}
-
-/**
- * The request's partitions, all topics in a row, rotated by `by` and grouped by topic
- * again (the first partition's topic first): the first partition of the request is a
- * different one every call, each in turn.
- */
-function rotated(topics: FetchRequest['topics'], by: number): FetchRequest['topics'] {
-  const flat = topics.flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, p })));
-  if (flat.length <= 1) return topics;
-  const start = by % flat.length;
-  const grouped = new Map<string, FetchRequest['topics'][number]['partitions'][number][]>();
-  for (const { topic, p } of [...flat.slice(start), ...flat.slice(0, start)]) {
-    const partitions = grouped.get(topic) ?? [];
-    partitions.push(p);
-    grouped.set(topic, partitions);
-  }
-  return [...grouped].map(([topic, partitions]) => ({
-    ...topics.find((t) => t.topic === topic)!,
-    partitions,
-  }));
 }
 
 /**
