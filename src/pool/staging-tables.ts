@@ -56,8 +56,8 @@ export class StagingTables {
   /**
    * Per claimed partition, the highest offset the lane has handled this epoch (from the
    * claim's start - 1): a record at or below it is a redelivery, skipped before it is
-   * routed (a route could send it elsewhere the second time), and a table opened later
-   * begins from it.
+   * routed (a route could send it elsewhere the second time). The tables' own thresholds
+   * only ever trail it.
    */
   readonly #handled = new Map<TopicPartitionKey, DurableOffset>();
   #epoch: StagingEpoch;
@@ -158,9 +158,11 @@ export class StagingTables {
       maxPartAgeMs: o.maxPartAgeMs,
       sharedOpenParts: this.#openParts,
       makeRoom: () => this.#makeRoom(),
-      // The epoch may have changed while the seeds were read: the current one, and its claims.
+      // The epoch may have changed while the seeds were read: the current one. No high-waters:
+      // a table follows a partition from the first batch it is given (table-durability.ts),
+      // and the lane has dropped every redelivery before routing; 200 tables each holding
+      // every claimed partition's four offsets were a third of the main thread's heap.
       epoch: this.#epoch,
-      highWaters: this.#handled,
     });
     const staged = { decoder, staging };
     this.#tables.set(table, staged);
@@ -194,13 +196,16 @@ export class StagingTables {
       this.#handled.set(tpKey(topic, partition), offset as DurableOffset);
       this.durability.lower(topic, partition, offset as DurableOffset);
     }
-    for (const { staging } of this.#tables.values()) {
-      for (const [topic, partition, ceiling] of revoked) {
-        staging.lowerHighWater(topic, partition, ceiling as DurableOffset);
-      }
-      for (const [topic, partition, offset] of assigned) {
-        staging.lowerHighWater(topic, partition, offset as DurableOffset);
-        staging.raiseHighWater(topic, partition, offset as DurableOffset);
+    // Only the tables that follow a partition hold its high-waters.
+    for (const [topic, partition, ceiling] of revoked) {
+      for (const table of this.durability.tablesOf(topic, partition))
+        this.#tables.get(table)?.staging.lowerHighWater(topic, partition, ceiling as DurableOffset);
+    }
+    for (const [topic, partition, offset] of assigned) {
+      for (const table of this.durability.tablesOf(topic, partition)) {
+        const staging = this.#tables.get(table)?.staging;
+        staging?.lowerHighWater(topic, partition, offset as DurableOffset);
+        staging?.raiseHighWater(topic, partition, offset as DurableOffset);
       }
     }
     return this.#every((staging) => staging.beginEpoch(epoch));

@@ -4,6 +4,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { Field, Float64, Schema } from 'apache-arrow';
 import type { RawMessage } from '../../src/decode/raw-message';
 import { partFiles, readSealedRows, tempDir } from '../support/rows';
+import type { StagingTables } from '../../src/pool/staging-tables';
 import { openRoutingLane } from '../support/routing-lane';
 
 /**
@@ -158,6 +159,63 @@ describe('staging a routing consumer', () => {
     const again = await first([message(0, 'c'), message(1, 'c'), message(2, 'c')]);
     expect(again.type === 'batch' && again.result).toMatchObject({ staged: 1, skipped: 2 });
     expect(await durable()).toEqual([['t', 0, 2]]);
+  });
+
+  test('a table keeps offsets only of the partitions it follows, however many the lane claims', async () => {
+    // 200 tables each holding all 600 claimed partitions' offsets were a third of the main thread's heap.
+    const { service, ask, durable } = await openRoutingLane(ROUTE_BY_KIND);
+    const claims = Array.from({ length: 600 }, (_, p): [string, number, number] => ['t', p, -1]);
+    await ask({ type: 'epoch', epoch: { owner: 'o', epoch: 1 }, revoked: [], assigned: claims }, 'epoch');
+    const batch = (partition: number, kind: string) =>
+      ask(
+        {
+          type: 'batch',
+          topic: 't',
+          partition,
+          records: [message(0, kind)],
+          through: 0,
+          epoch: 1,
+          schemas: [],
+        },
+        'batch',
+      );
+    await batch(0, 'a');
+    await batch(1, 'b');
+    await batch(2, 'a');
+    expect(await durable()).toEqual([
+      ['t', 0, 0],
+      ['t', 1, 0],
+      ['t', 2, 0],
+    ]);
+    const tables = (service as unknown as { routed: { tables: StagingTables } }).routed.tables;
+    const followed = (table: string) => [...tables.get(table)!.staging.durableOffsets().keys()].length;
+    expect([followed('a'), followed('b')]).toEqual([2, 1]);
+    // A later claim reaches the tables that follow the partition: a redelivery below it is skipped there.
+    await ask(
+      {
+        type: 'epoch',
+        epoch: { owner: 'o', epoch: 2 },
+        revoked: [],
+        assigned: [
+          ['t', 0, 0],
+          ['t', 1, -1],
+        ],
+      },
+      'epoch',
+    );
+    const again = await ask(
+      {
+        type: 'batch',
+        topic: 't',
+        partition: 0,
+        records: [message(0, 'a'), message(1, 'a')],
+        through: 1,
+        epoch: 2,
+        schemas: [],
+      },
+      'batch',
+    );
+    expect(again.type === 'batch' && again.result).toMatchObject({ staged: 1, skipped: 1 });
   });
 
   test("a full disk when a new table's directory is made pauses the batch (disk full, retried), never fails the lane", async () => {

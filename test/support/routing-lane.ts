@@ -55,5 +55,5 @@ export async function openRoutingLane(definition: string, maxOpenParts = 8, dir?
     const reply = await ask({ type: 'close' }, 'close');
     return reply.type === 'close' ? reply.sealed : unexpected(reply);
   };
-  return { dir, ask, batch, batchReply, durable, close };
+  return { dir, service, ask, batch, batchReply, durable, close };
 }
