@@ -225,8 +225,9 @@ function hookBroker(broker: InternalBroker, hook: CoordinatorHook & Partial<Fetc
       unshuffled === undefined
         ? (request) => fetch.call(broker, request)
         : async (request) => {
-            const answer = await unshuffled({ ...request, topics: order.order(request.topics) });
-            order.answered(answer);
+            const ordered = { ...request, topics: order.order(request.topics) };
+            const answer = await unshuffled(ordered);
+            order.answered(ordered, answer);
             return answer;
           };
     broker.fetch = async (asked) => {

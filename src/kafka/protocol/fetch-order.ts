@@ -1,6 +1,10 @@
 import type { FetchRequest, FetchResponse } from './coordinator-hook';
 
 type FetchTopic = FetchRequest['topics'][number];
+/** A partition of a fetch answer with the log end the broker reported (kafkajs decodes it as a string). */
+type AnsweredWithEnd = FetchResponse['responses'][number]['partitions'][number] & {
+  readonly highWatermark?: string;
+};
 type FetchPartition = FetchTopic['partitions'][number];
 
 /**
@@ -20,18 +24,21 @@ type FetchPartition = FetchTopic['partitions'][number];
  * backlog comes in one fetch, or two in a row (bench/many-tables-levers.md).
  */
 export class FetchOrder {
-  /** Per topic and partition, its place: lower is asked first. */
-  readonly #places = new Map<string, Map<number, number>>();
+  /** Per topic, its partitions' places (lower is asked first) and the last fetch that asked for it. */
+  readonly #places = new Map<string, { readonly partitions: Map<number, number>; asked: number }>();
   #next = 0;
+  #fetches = 0;
 
   /** The request's partitions in this order, consecutive partitions of a topic as one entry. */
   order(topics: FetchRequest['topics']): FetchTopic[] {
+    this.#forgetUnasked();
     const asked: { topic: FetchTopic; partition: FetchPartition; place: number }[] = [];
     const unplaced: { topic: FetchTopic; partition: FetchPartition }[] = [];
     for (const topic of topics) {
       const places = this.#places.get(topic.topic);
+      if (places !== undefined) places.asked = this.#fetches;
       for (const partition of topic.partitions) {
-        const place = places?.get(partition.partition);
+        const place = places?.partitions.get(partition.partition);
         if (place === undefined) unplaced.push({ topic, partition });
         else asked.push({ topic, partition, place });
       }
@@ -58,18 +65,64 @@ export class FetchOrder {
     return ordered;
   }
 
-  /** The partitions that returned records go to the back, in the order the broker answered them. */
-  answered(answer: FetchResponse): void {
-    for (const { topicName, partitions } of answer.responses)
-      for (const { partition, messages } of partitions)
-        if (messages !== undefined && messages.length > 0) this.#moveToBack(topicName, partition);
+  /**
+   * After `request` was answered: the partitions that returned records go to the back, in
+   * the order the broker answered them, and so does the first one that had records to give
+   * (its fetch offset below the log end the broker reported) even if none was decoded. The
+   * broker answers that one over the limits (KIP-74), and kafkajs can decode its bytes into
+   * no record (a record batch the log cleaner left empty, followed by one cut at the size
+   * limit): left in front, it would take every fetch's bytes again. A partition with nothing
+   * to give (caught up) keeps its place.
+   */
+  answered(request: FetchRequest, answer: FetchResponse): void {
+    const returned = new Map<string, Map<number, AnsweredWithEnd>>();
+    for (const { topicName, partitions } of answer.responses) {
+      const byPartition = returned.get(topicName) ?? new Map<number, AnsweredWithEnd>();
+      for (const data of partitions as readonly AnsweredWithEnd[]) byPartition.set(data.partition, data);
+      returned.set(topicName, byPartition);
+    }
+    let servedFirst = false;
+    for (const { topic, partitions } of request.topics)
+      for (const { partition, fetchOffset } of partitions) {
+        const data = returned.get(topic)?.get(partition);
+        if (data === undefined) continue;
+        const hadRecords = data.messages !== undefined && data.messages.length > 0;
+        const first = !servedFirst && (hadRecords || below(fetchOffset, data.highWatermark));
+        if (first) servedFirst = true;
+        if (hadRecords || first) this.#moveToBack(topic, partition);
+      }
   }
 
   #moveToBack(topic: string, partition: number): number {
     let places = this.#places.get(topic);
-    if (places === undefined) this.#places.set(topic, (places = new Map<number, number>()));
+    if (places === undefined)
+      this.#places.set(topic, (places = { partitions: new Map(), asked: this.#fetches }));
     const place = this.#next++;
-    places.set(partition, place);
+    places.partitions.set(partition, place);
     return place;
+  }
+
+  /**
+   * Every FORGET_AFTER_FETCHES fetches, the topics no fetch asked for since are let go (deleted,
+   * revoked, or long paused: asked again, they join at the back): a pattern subscription's
+   * topics come and go, and the consumer's client lives as long as the replica.
+   */
+  #forgetUnasked(): void {
+    this.#fetches += 1;
+    if (this.#fetches % FORGET_AFTER_FETCHES !== 0) return;
+    for (const [topic, places] of this.#places)
+      if (this.#fetches - places.asked >= FORGET_AFTER_FETCHES) this.#places.delete(topic);
+  }
+}
+
+const FORGET_AFTER_FETCHES = 1000;
+
+/** Whether the offset `at` lies below the log end `end` (both as Kafka's decimal strings). */
+function below(at: string, end: string | undefined): boolean {
+  if (end === undefined) return true;
+  try {
+    return BigInt(at) < BigInt(end);
+  } catch {
+    return true;
   }
 }

@@ -12,6 +12,12 @@ import { unshuffledFetch } from '../../../src/kafka/protocol/unshuffled-fetch';
 class Log {
   /** Per "topic/partition", the sizes of the batches not yet fetched. */
   readonly batches = new Map<string, number[]>();
+  /**
+   * Partitions whose bytes kafkajs decodes into no record (a record batch the log cleaner
+   * left empty, then a batch cut at the size limit): each fetch takes their bytes, and they
+   * never move on.
+   */
+  readonly undecodable = new Set<string>();
 
   add(topic: string, partition: number, sizes: number[]): void {
     this.batches.set(`${topic}/${partition}`, [
@@ -27,6 +33,13 @@ class Log {
       topicName: topic,
       partitions: partitions.map(({ partition, maxBytes }) => {
         const queue = this.batches.get(`${topic}/${partition}`) ?? [];
+        // The log end as the broker reports it, above the fetch offset ('0') while there is anything to read.
+        const highWatermark = String(queue.length);
+        if (this.undecodable.has(`${topic}/${partition}`)) {
+          left -= Math.min(maxBytes!, left);
+          readAny = true;
+          return { partition, highWatermark, messages: [] };
+        }
         const messages: { offset: string; isControlRecord: boolean }[] = [];
         let taken = 0;
         while (queue.length > 0) {
@@ -39,7 +52,7 @@ class Log {
           readAny = true;
           messages.push({ offset: String(messages.length), isControlRecord: false });
         }
-        return { partition, messages };
+        return { partition, highWatermark, messages };
       }),
     }));
     return { responses } as unknown as FetchResponse;
@@ -76,8 +89,9 @@ function drain(order: FetchOrder, log: Log, request: FetchRequest): Map<string, 
   const fetchesOf = new Map<string, Set<number>>();
   for (let n = 0; !log.empty; n++) {
     if (n > 10_000) throw new Error('the log never drained: a partition starves');
-    const answer = log.fetch({ ...request, topics: order.order(request.topics) });
-    order.answered(answer);
+    const ordered = { ...request, topics: order.order(request.topics) };
+    const answer = log.fetch(ordered);
+    order.answered(ordered, answer);
     for (const { topicName, partitions } of answer.responses)
       if (partitions.some((p) => (p.messages?.length ?? 0) > 0)) {
         const fetches = fetchesOf.get(topicName) ?? new Set<number>();
@@ -120,8 +134,9 @@ describe('the order partitions are fetched in', () => {
     const order = new FetchOrder();
     const answeredIn: string[] = [];
     for (let n = 0; n < 24; n++) {
-      const answer = log.fetch({ ...request, topics: order.order(request.topics) });
-      order.answered(answer);
+      const ordered = { ...request, topics: order.order(request.topics) };
+      const answer = log.fetch(ordered);
+      order.answered(ordered, answer);
       const got = answer.responses.flatMap((t) =>
         t.partitions.filter((p) => (p.messages?.length ?? 0) > 0).map((p) => `${t.topicName}/${p.partition}`),
       );
@@ -143,13 +158,49 @@ describe('the order partitions are fetched in', () => {
     for (let p = 0; p < 2; p++) log.add('busy', p, Array<number>(100).fill(1e6));
     const request = requestFor(assigned, { maxBytes: 1e6, partitionMaxBytes: 1e6 });
     const order = new FetchOrder();
-    for (let n = 0; n < 5; n++)
-      order.answered(log.fetch({ ...request, topics: order.order(request.topics) }));
+    for (let n = 0; n < 5; n++) {
+      const ordered = { ...request, topics: order.order(request.topics) };
+      order.answered(ordered, log.fetch(ordered));
+    }
     log.add('quiet', 0, [500]);
     const next = order.order(request.topics);
     expect(flat(next)[0]).toBe('quiet/0');
     const answer = log.fetch({ ...request, topics: next });
     expect(answer.responses.find((t) => t.topicName === 'quiet')!.partitions[0]!.messages).toHaveLength(1);
+  });
+
+  test('a partition whose bytes decode into no record does not take every fetch from the others', () => {
+    // Asked first among those with records (an idle partition before it takes no bytes), it
+    // would be answered first every time, over the limits (KIP-74).
+    const assigned = [
+      { topic: '0-idle', partitions: 1 },
+      { topic: 'a-compacted', partitions: 1 },
+      { topic: 'b', partitions: 2 },
+    ];
+    const log = new Log();
+    log.add('a-compacted', 0, [300e3]);
+    log.undecodable.add('a-compacted/0');
+    for (let p = 0; p < 2; p++) log.add('b', p, [300e3, 300e3, 300e3]);
+    const request = requestFor(assigned, { maxBytes: 100e3, partitionMaxBytes: 100e3 });
+    const order = new FetchOrder();
+    let fetches = 0;
+    while ((log.batches.get('b/0')!.length > 0 || log.batches.get('b/1')!.length > 0) && fetches < 100) {
+      const ordered = { ...request, topics: order.order(request.topics) };
+      order.answered(ordered, log.fetch(ordered));
+      fetches++;
+    }
+    expect(fetches).toBeLessThanOrEqual(12);
+    // The idle partition kept its place: its first record is asked for first.
+    expect(flat(order.order(request.topics))[0]).toBe('0-idle/0');
+  });
+
+  test("a topic no fetch asked for in a thousand fetches is let go (a pattern's short-lived topics do not pile up)", () => {
+    const order = new FetchOrder();
+    const topic = (name: string) => ({ topic: name, partitions: [{ partition: 0, fetchOffset: '0' }] });
+    order.order([topic('gone')]);
+    for (let n = 0; n < 2_000; n++) order.order([topic('kept')]);
+    // Still known, 'gone' would be asked first (placed first); let go, it joins at the back.
+    expect(flat(order.order([topic('gone'), topic('kept')]))).toEqual(['kept/0', 'gone/0']);
   });
 
   test('each partition is asked once with its own offset and size; partitions first seen join at the back by topic', () => {
@@ -182,7 +233,7 @@ describe('the order partitions are fetched in', () => {
       },
     ]);
     // a/0 and b/0 returned records: behind the others, in the order answered; c/0 is new.
-    order.answered({
+    order.answered({ topics: first }, {
       responses: [
         {
           topicName: 'a',
