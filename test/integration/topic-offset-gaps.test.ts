@@ -176,6 +176,82 @@ test('a compacted topic whose batches lost their last records to the cleaner is 
   expect(seeksOf([replica])).toBeLessThan(5);
 });
 
+test('a record batch the cleaner left empty is moved past, though the batch after it is larger than a fetch of the partition', async () => {
+  const lanceDir = path.join(suite.work, `${uniqueName('emptied')}-lance`);
+  const { topic, groupId, file } = await topicAndConsumer(
+    suite,
+    1,
+    {
+      lance: { uri: lanceDir },
+      materializer: { maxPublicationDelayMs: 200, pollMs: 200 },
+      // A fetch of the partition (as large as the queue) is smaller than the second batch.
+      queue: { maxBytes: 100_000 },
+    },
+    {
+      'cleanup.policy': 'compact',
+      'segment.ms': '100',
+      'min.cleanable.dirty.ratio': '0.01',
+      'min.compaction.lag.ms': '0',
+      'delete.retention.ms': '100',
+    },
+  );
+  // An idempotent producer's only record, superseded later: the cleaner removes the record
+  // and keeps its batch, empty, for the producer's sequence (Java producers are idempotent
+  // by default). Behind it, one batch of ~300 KB.
+  const idempotent = suite.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await idempotent.connect();
+  const produced: (Produced & { key: string })[] = [];
+  try {
+    const [meta] = await idempotent.send({
+      topic,
+      acks: -1,
+      messages: [{ partition: 0, key: 'hot', value: logValue(0) }],
+    });
+    produced.push({ partition: 0, offset: Number(meta!.baseOffset), value: logValue(0), key: 'hot' });
+  } finally {
+    await idempotent.disconnect();
+  }
+  const pad = 'x'.repeat(1_000);
+  produced.push(
+    ...(await produceKeyed(suite.kafka, topic, 0, [
+      Array.from({ length: 300 }, (_, i) => ({
+        key: `own-${i}`,
+        value: JSON.stringify({ n: i + 1, level: 'info', service: 'svc', message: `${i} ${pad}` }),
+      })),
+      [{ key: 'hot', value: logValue(301) }],
+    ])),
+  );
+  // segment.ms has passed: this record rolls a new segment, the old one becomes cleanable.
+  await sleep(300);
+  produced.push(...(await produceKeyed(suite.kafka, topic, 0, [[{ key: 'roll', value: logValue(302) }]])));
+  const latest = new Map<string, number>();
+  for (const r of produced) latest.set(r.key, r.offset);
+  const surviving = produced.filter((r) => latest.get(r.key) === r.offset);
+  expect(surviving).toHaveLength(302);
+  await until(
+    'the cleaner to remove the superseded record',
+    async () => ((await readableRecords(suite.kafka, topic)).length === surviving.length ? true : undefined),
+    120_000,
+    1_000,
+  );
+
+  const replica = await startReplica(file, 'emptied');
+  const settled = await settle(suite.admin, groupId, topic, lanceDir, surviving.length, {
+    commitTimeoutMs: 60_000,
+    quietMs: 5_000,
+  });
+  const report = await checkFaultRun({
+    admin: suite.admin,
+    groupId,
+    topic,
+    lanceDir,
+    produced: surviving,
+    replicas: [replica],
+    problems: [...settled.problems, ...(await stopAll([replica]))],
+  });
+  expect(report.problems).toEqual([]);
+});
+
 test('transactional producers: aborted records (one transaction larger than a fetch) never land, committed ones once, commits reach the log end past the markers', async () => {
   const lanceDir = path.join(suite.work, `${uniqueName('transactional')}-lance`);
   const { topic, groupId, file } = await topicAndConsumer(suite, 1, {

@@ -148,7 +148,39 @@ export async function decodeRecordBatch(fetchDecoder: BatchDecoder): Promise<Rec
     ...recordContext,
     magicByte,
   });
-  return { ...recordContext, records };
+  return {
+    ...recordContext,
+    records:
+      records.length > 0 || lastOffsetDelta < 0 ? records : [emptyBatchMarker(recordContext, magicByte)],
+  };
+}
+
+/**
+ * What a record batch of no records stands for: a control record at the batch's last offset,
+ * which kafkajs never delivers but counts in the batch's bounds, as it does an aborted record
+ * (fetched-batch.ts), so the position moves past the batch as the Java consumer's does.
+ *
+ * The log cleaner keeps such a batch for a producer whose records were all superseded (an
+ * idempotent or transactional producer's last batch keeps its sequence). kafkajs returned no
+ * record for it and stayed at its offset; when the next batch was larger than a fetch of the
+ * partition, every fetch answered that empty batch and the start of the next, cut short, and
+ * the partition never moved again (test/integration/topic-offset-gaps.test.ts).
+ */
+function emptyBatchMarker(
+  context: { readonly firstOffset: string; readonly lastOffsetDelta: number; readonly maxTimestamp: string },
+  magicByte: number,
+): Record<string, unknown> {
+  return {
+    magicByte,
+    attributes: 0,
+    timestamp: context.maxTimestamp,
+    offset: (BigInt(context.firstOffset) + BigInt(context.lastOffsetDelta)).toString(),
+    key: null,
+    value: null,
+    headers: {},
+    isControlRecord: true,
+    batchContext: context,
+  };
 }
 
 const RECORD_BATCH_DECODER = 'kafkajs/src/protocol/recordBatch/v0/decoder';
