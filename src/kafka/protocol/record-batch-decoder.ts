@@ -148,12 +148,14 @@ export async function decodeRecordBatch(fetchDecoder: BatchDecoder): Promise<Rec
     ...recordContext,
     magicByte,
   });
-  return {
-    ...recordContext,
-    records:
-      records.length > 0 || lastOffsetDelta < 0 ? records : [emptyBatchMarker(recordContext, magicByte)],
-  };
+  // Only a batch that is its header alone: a count damaged to 0 in front of records (an
+  // uncompressed batch's CRC is not checked here) must not move the position past them.
+  const emptied = records.length === 0 && length === HEADER_ONLY_BATCH_LENGTH && lastOffsetDelta >= 0;
+  return { ...recordContext, records: emptied ? [emptyBatchMarker(recordContext, magicByte)] : records };
 }
+
+/** A record batch's length field when the batch is its header alone (61 bytes in all). */
+const HEADER_ONLY_BATCH_LENGTH = 49;
 
 /**
  * What a record batch of no records stands for: a control record at the batch's last offset,

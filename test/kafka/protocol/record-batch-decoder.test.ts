@@ -179,6 +179,23 @@ describe('a record batch of no records (the log cleaner keeps one for a producer
       true,
     );
   });
+
+  test('a count damaged to 0 in front of records is no emptied batch: the position stays (a stall, never a skip)', async () => {
+    const records = [0, 1, 2].map((i) => ({ key: null, value: Buffer.from(`v${i}`), headers: {} }));
+    const bytes = await batchBytes(records, {
+      compression: 0,
+      transactional: false,
+      extraAttributes: 0,
+      firstOffset: '100',
+    });
+    // The record count: after the header's 57 bytes (first offset … first sequence).
+    bytes.writeInt32BE(0, 57);
+    const batch = (await decodeRecordBatch(new Decoder(bytes))) as { records: unknown[] };
+    expect(batch.records).toEqual([]);
+    expect(
+      coveredThrough(fetchedBatch('t', '100', { partition: 0, messages: batch.records })),
+    ).toBeUndefined();
+  });
 });
 
 /** A record's bytes as a batch holds them (its varint length first), from kafkajs's encoder. */
