@@ -35,20 +35,19 @@ export const MAIN_THREAD_V8_FLAGS = '--max-semi-space-size=4';
 
 /**
  * For a routing consumer (`kafka-lance run` calls it): every V8 heap of the process grows to
- * 2.5× what its last full collection left (`--heap-growing-percent=150`), not V8's default of
- * up to 4×. Not for one table: there a fixed growth (75) cost ~20 % of the throughput and
- * ~+4 CPU s/GiB on 1M JSON logs (86 → 70 MiB/s, 18 → 22 CPU s/GiB, peak 438 → 395 MiB). With
- * 200 routed tables the main thread's heap reached ~200 MiB of which ~50 MiB was live
- * (kafkajs's records and the tables' pending batches outlive the small young generation, then
- * die in the old one), and the replica 550–610 MiB at V8's growth. Once each table held offsets
- * only of the partitions it follows (17 MB less live heap), 2.5× peaked at 465–494 MiB as 1.75×
- * did, with ~1.3 CPU s less of collection per run (bench/many-tables-levers.md). Set at run time
- * because Node refuses the flag in NODE_OPTIONS; V8 reads it at each collection, so setting it
- * once the definition is read still holds for the heaps already made.
+ * 1.75× what its last full collection left (`--heap-growing-percent=75`), not V8's default of
+ * up to 4×. Not for one table: there it cost ~20 % of the throughput and ~+4 CPU s/GiB on 1M
+ * JSON logs (86 → 70 MiB/s, 18 → 22 CPU s/GiB, peak 438 → 395 MiB). With 200 routed tables the
+ * main thread's heap reached ~200 MiB of which ~50 MiB was live (kafkajs's records and the
+ * tables' pending batches outlive the small young generation, then die in the old one),
+ * and the replica 550–610 MiB; at 2× its peak was 482–517 MiB over seven runs, at 1.75×
+ * 472 MiB, for a few CPU s more of collection per GiB (bench/many-tables-levers.md). Set at
+ * run time because Node refuses the flag in NODE_OPTIONS; V8 reads it at each collection, so
+ * setting it once the definition is read still holds for the heaps already made.
  */
 export function tuneHeapGrowth(env: NodeJS.ProcessEnv = process.env): void {
   // KAFKA_LANCE_HEAP_GROWING_PERCENT=off keeps V8's own growth (the bench compares both).
-  const percent = env.KAFKA_LANCE_HEAP_GROWING_PERCENT ?? '150';
+  const percent = env.KAFKA_LANCE_HEAP_GROWING_PERCENT ?? '75';
   if (percent === 'off') return;
   if (!/^[1-9][0-9]{0,2}$/.test(percent))
     throw new Error(
