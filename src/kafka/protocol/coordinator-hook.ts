@@ -7,8 +7,9 @@ import {
   type MisframedBatch,
 } from './compression';
 import { offsetOutOfRangeIn } from './kafka-errors';
-import { fetchedBatch, hideAbortedRecords, type AnsweredPartition, type FetchedBatch } from './fetched-batch';
+import { fetchedBatch, hideAbortedRecords, type FetchedBatch } from './fetched-batch';
 import { FetchOrder } from './fetch-order';
+import type { FetchRequest, FetchResponse } from './fetch-request';
 import { unshuffledFetch } from './unshuffled-fetch';
 
 /**
@@ -56,27 +57,7 @@ export interface FetchHook {
   misframedBatch(topic: string, partition: number, batch: MisframedBatch): void;
 }
 
-/** A Fetch request as kafkajs 2.2.4's Broker takes it. */
-export interface FetchRequest {
-  readonly maxWaitTime?: number;
-  readonly minBytes?: number;
-  readonly maxBytes?: number;
-  readonly topics: readonly {
-    readonly topic: string;
-    readonly partitions: readonly {
-      readonly partition: number;
-      readonly fetchOffset: string;
-      readonly maxBytes?: number;
-    }[];
-  }[];
-}
-export interface FetchResponse {
-  readonly responses: readonly {
-    readonly topicName: string;
-    readonly partitions: readonly PartitionData[];
-  }[];
-}
-type PartitionData = AnsweredPartition;
+export type { FetchRequest, FetchResponse } from './fetch-request';
 
 /** An OffsetCommit request as kafkajs 2.2.4's Broker takes it. */
 export interface CommitRequest {

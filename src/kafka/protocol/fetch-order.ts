@@ -1,4 +1,4 @@
-import type { FetchRequest, FetchResponse } from './coordinator-hook';
+import type { FetchRequest, FetchResponse } from './fetch-request';
 
 type FetchTopic = FetchRequest['topics'][number];
 /** A partition of a fetch answer with the log end the broker reported (kafkajs decodes it as a string). */

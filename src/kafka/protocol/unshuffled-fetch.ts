@@ -1,4 +1,4 @@
-import type { FetchRequest, FetchResponse } from './coordinator-hook';
+import type { FetchRequest, FetchResponse } from './fetch-request';
 import { isReproducedKafkajs } from './kafkajs-modules';
 
 /** kafkajs 2.2.4's Broker: the parts its `fetch` is made of. */
