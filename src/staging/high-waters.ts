@@ -22,13 +22,6 @@ export class HighWaters {
   /** The snapshot last made durable: the same one again changes nothing. */
   #applied: ReadonlyMap<TopicPartitionKey, DurableOffset> | undefined;
 
-  constructor(initial: ReadonlyMap<TopicPartitionKey, DurableOffset> = new Map()) {
-    for (const [key, offset] of initial) {
-      this.#pushed.set(key, offset);
-      this.#durable.set(key, offset);
-    }
-  }
-
   pushedThrough(topic: string, partition: number): DurableOffset {
     return this.#pushed.get(tpKey(topic, partition)) ?? NOTHING_DURABLE;
   }

@@ -35,8 +35,6 @@ export interface TableStagingOptions {
   readonly maxPartAgeMs: number;
   /** A part writes its buffered rows (without fsync) once this many bytes wait, so memory stays bounded between ticks. */
   readonly writeBehindBytes?: number;
-  /** Per-partition offsets already staged or committed: records at or below are skipped as redeliveries. */
-  readonly highWaters?: ReadonlyMap<TopicPartitionKey, DurableOffset>;
   /** The epoch recorded in the parts opened until the next beginEpoch(). */
   readonly epoch: StagingEpoch;
   readonly clock?: () => number;
@@ -143,7 +141,7 @@ export class TableStaging {
       new OpenPartLimit(options.maxOpenParts ?? DEFAULT_MAX_OPEN_PARTS, () => {
         this.#relievePressure();
       });
-    this.#highWaters = new HighWaters(options.highWaters);
+    this.#highWaters = new HighWaters();
   }
 
   static async open(options: TableStagingOptions): Promise<TableStaging> {

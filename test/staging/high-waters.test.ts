@@ -14,8 +14,9 @@ describe('staging high-waters', () => {
     expect(marks.pushedThrough('t', 0)).toBe(40);
   });
 
-  test('the thresholds start at the given offsets, or at nothing durable, and an assignment raises both', () => {
-    const marks = new HighWaters(new Map([[tpKey('t', 0), at(9)]]));
+  test('the thresholds start at nothing durable, and an assignment raises both, never lowering them', () => {
+    const marks = new HighWaters();
+    marks.raise('t', 0, at(9));
     expect(marks.pushedThrough('t', 0)).toBe(9);
     expect(marks.pushedThrough('t', 1)).toBe(-1);
     marks.raise('t', 1, at(50));

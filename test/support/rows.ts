@@ -17,6 +17,7 @@ import {
 } from 'apache-arrow';
 import { ulid } from 'ulid';
 import { silentLogger } from '../../src/common/logger';
+import { parseTpKey, type DurableOffset, type TopicPartitionKey } from '../../src/common/offsets';
 import {
   FileLocks,
   TableStaging,
@@ -103,7 +104,13 @@ export interface StagingHarness {
 
 export async function openStaging(
   tableDir: string,
-  overrides: Partial<TableStagingOptions> = {},
+  {
+    highWaters,
+    ...overrides
+  }: Partial<TableStagingOptions> & {
+    /** Per partition, offsets already staged or committed (raised as an assignment raises them). */
+    readonly highWaters?: ReadonlyMap<TopicPartitionKey, DurableOffset>;
+  } = {},
 ): Promise<StagingHarness> {
   const clock = { now: FIXED_NOW };
   const locks = overrides.locks ?? new FileLocks();
@@ -120,6 +127,10 @@ export async function openStaging(
     ...overrides,
     epoch,
   });
+  for (const [key, offset] of highWaters ?? []) {
+    const { topic, partition } = parseTpKey(key);
+    staging.raiseHighWater(topic, partition, offset);
+  }
   return { staging, locks, tableDir, clock };
 }
 
