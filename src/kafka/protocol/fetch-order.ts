@@ -1,10 +1,7 @@
 import type { FetchRequest, FetchResponse } from './fetch-request';
 
 type FetchTopic = FetchRequest['topics'][number];
-/** A partition of a fetch answer with the log end the broker reported (kafkajs decodes it as a string). */
-type AnsweredWithEnd = FetchResponse['responses'][number]['partitions'][number] & {
-  readonly highWatermark?: string;
-};
+type AnsweredPartition = FetchResponse['responses'][number]['partitions'][number];
 type FetchPartition = FetchTopic['partitions'][number];
 
 /**
@@ -75,10 +72,10 @@ export class FetchOrder {
    * to give (caught up) keeps its place.
    */
   answered(request: FetchRequest, answer: FetchResponse): void {
-    const returned = new Map<string, Map<number, AnsweredWithEnd>>();
+    const returned = new Map<string, Map<number, AnsweredPartition>>();
     for (const { topicName, partitions } of answer.responses) {
-      const byPartition = returned.get(topicName) ?? new Map<number, AnsweredWithEnd>();
-      for (const data of partitions as readonly AnsweredWithEnd[]) byPartition.set(data.partition, data);
+      const byPartition = returned.get(topicName) ?? new Map<number, AnsweredPartition>();
+      for (const data of partitions) byPartition.set(data.partition, data);
       returned.set(topicName, byPartition);
     }
     let servedFirst = false;

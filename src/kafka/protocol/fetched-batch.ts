@@ -113,6 +113,8 @@ interface AnsweredRecord {
 /** One partition of a fetch answer, before kafkajs builds its Batch from it. */
 export interface AnsweredPartition {
   readonly partition: number;
+  /** The log end the broker reported (kafkajs decodes it as a decimal string). */
+  readonly highWatermark?: string;
   abortedTransactions?: readonly { readonly producerId: string; readonly firstOffset: string }[];
   readonly messages?: readonly AnsweredRecord[];
 }
