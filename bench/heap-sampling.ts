@@ -10,6 +10,10 @@
  *   BENCH_HEAP_SAMPLES=/tmp/hp node dist/bench/perf-probe.js --records 1000000 \
  *     --node-args "--require $PWD/dist/bench/heap-sampling.js"
  *   node dist/bench/heap-sampling.js /tmp/hp/main-*.json
+ *
+ * With BENCH_HEAP_PROMOTED=1 it leaves out what a young-generation collection freed: what
+ * is left is what reached the old generation (or is still alive), the bytes that bring on
+ * the full collections.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -29,7 +33,7 @@ function startSampling(dir: string): void {
   session.post('HeapProfiler.startSampling', {
     samplingInterval: 16_384,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: process.env.BENCH_HEAP_PROMOTED !== '1',
   });
   // An in-process session answers synchronously, so this completes inside the exit handler.
   process.once('exit', () =>
