@@ -26,8 +26,8 @@ type Partitions = readonly (readonly [string, number])[];
 /**
  * Reads a group's committed offsets and partitions' log bounds for exact partitions.
  *
- * kafkajs's admin asks only for the partitions in its cached topic metadata (refreshed
- * after `metadataMaxAge`, 5 minutes): a partition added to a topic meanwhile is simply
+ * kafkajs's admin asks only for the partitions in its cached topic metadata (kept for
+ * 30 s, protocol/admin-metadata.ts): a partition added to a topic meanwhile is simply
  * absent from the answer, which must never read as "no commit" (a claim would start the
  * partition over and overwrite another member's commit and chain). A partition missing
  * from an answer is asked again through a new admin client, whose metadata is fresh;

@@ -11,13 +11,13 @@ import { ReplicaProcess } from '../../src/harness/replica-process';
  * claims the added one, later, from the commit another member made. A claim reads the
  * group's commits through kafkajs's admin client, and a partition missing from that
  * answer must never read as "no commit" (the claim would start it over, overwrite the
- * other member's commit and chain, and stage its records twice). kafkajs 2.2.4's admin
- * refreshes topic metadata on every call (its clients are built without a metadata max
- * age, so it is 0), so a cached partition list does not go stale for minutes as feared;
- * what can still omit a partition is a broker whose metadata lags the controller, and
- * claims now ask for exact partitions and treat an omission as an error
- * (test/kafka/partition-offsets.test.ts). Real broker, real replica processes (run after
- * `npm run build`).
+ * other member's commit and chain, and stage its records twice). A replica's admin keeps
+ * its topic metadata for 30 s (src/kafka/protocol/admin-metadata.ts; kafkajs's own read
+ * it again before every call), so its partition list can lag the topic: claims ask for
+ * exact partitions and ask a fresh admin for any the answer omits, an omission still there
+ * being an error (test/kafka/partition-offsets.test.ts), and the ownership reads, which
+ * the publications of the added partition wait on, name no topics and so look up no
+ * partition list. Real broker, real replica processes (run after `npm run build`).
  */
 const suite = brokerSuite('kl-added-partitions');
 

@@ -27,21 +27,35 @@ function broker() {
     listings: 0,
     /** Topics whose offset read fails (a deleted topic the admin's metadata still names). */
     unreadable: new Set<string>(),
+    /** Partitions committed beyond partition 0 (added to the topic after the admin's metadata was read). */
+    added: new Map<string, number>(),
+    /** Offset reads that named topics (kafkajs then looks each one up in its metadata). */
+    namedReads: 0,
   };
+  const partitionsOf = (topic: string, named: boolean) => [
+    { partition: 0, offset: String(state.offsets.get(topic) ?? -1), metadata: null },
+    // kafkajs asks only for the partitions its metadata lists when topics are named.
+    ...(!named && state.added.has(topic)
+      ? [{ partition: 1, offset: String(state.added.get(topic)), metadata: null }]
+      : []),
+  ];
   const admin = {
     listTopics: () => {
       state.listings += 1;
       return Promise.resolve([...state.topics]);
     },
-    fetchOffsets: ({ topics }: { topics: string[] }) =>
-      topics.some((t) => state.unreadable.has(t))
+    // As kafkajs answers: named topics, every partition its metadata lists; none named, every
+    // topic the group has committed (a deleted topic's commits are gone with it).
+    fetchOffsets: ({ topics }: { topics?: string[] }) => {
+      if (topics === undefined)
+        return Promise.resolve(
+          [...state.offsets.keys()].map((topic) => ({ topic, partitions: partitionsOf(topic, false) })),
+        );
+      state.namedReads += 1;
+      return topics.some((t) => state.unreadable.has(t))
         ? Promise.reject(new Error('This server does not host this topic-partition'))
-        : Promise.resolve(
-            topics.map((topic) => ({
-              topic,
-              partitions: [{ partition: 0, offset: String(state.offsets.get(topic) ?? -1), metadata: null }],
-            })),
-          ),
+        : Promise.resolve(topics.map((topic) => ({ topic, partitions: partitionsOf(topic, true) })));
+    },
   } as unknown as Admin;
   return { state, admin };
 }
@@ -72,6 +86,20 @@ test("a deleted pattern topic's last known ownership stays in the snapshot, mark
   ]);
   // Kept through later snapshots, unchanged.
   expect((await read()).find(([t]) => t === 'orders.us')?.[2]).toMatchObject({ committed: 25, final: true });
+});
+
+test("a partition added to a topic is read once committed, whatever the admin's metadata of the topic lists", async () => {
+  const { state, admin } = broker();
+  const read = ownershipReader(admin, consumer, stoppedClock().clock);
+  await read();
+  state.added.set('orders.eu', 7);
+  expect((await read()).map(([t, p, o]) => [t, p, o.committed])).toEqual([
+    ['orders.eu', 0, 10],
+    ['orders.eu', 1, 7],
+    ['orders.us', 0, 20],
+  ]);
+  // And the reads never named topics: each named one costs a metadata request of every topic.
+  expect(state.namedReads).toBe(0);
 });
 
 test('a topic recreated under the same name is read anew (its old rows are dropped)', async () => {

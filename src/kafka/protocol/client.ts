@@ -2,6 +2,7 @@ import { trackClusters } from './coordinator-hook';
 import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
 import type { Logger } from '../../common/logger';
 import type { ResolvedConsumer } from '../../config';
+import { keepAdminMetadata } from './admin-metadata';
 import { CORRUPT_BATCH_MESSAGE, registerCompressionCodecs } from './compression';
 import { installConnectionReads } from './connection-reads';
 import { framedSocketFactory } from './framed-socket';
@@ -43,8 +44,9 @@ export function createKafka(consumer: ResolvedConsumer, logger: Logger, clientId
   if (consumer.client.connectionTimeout !== undefined)
     config.connectionTimeout = consumer.client.connectionTimeout;
   if (consumer.client.requestTimeout !== undefined) config.requestTimeout = consumer.client.requestTimeout;
-  // Every client's metadata can then let go of a topic deleted under a pattern (topic-subscription.ts).
-  return trackClusters(new Kafka(config));
+  // Every client's metadata can then let go of a topic deleted under a pattern (topic-subscription.ts),
+  // and an admin's is reused between its offset reads (admin-metadata.ts).
+  return keepAdminMetadata(trackClusters(new Kafka(config)));
 }
 
 /** kafkajs's "Response Fetch" error line for an offset out of range (kafkajs 2.2.4 wording). */

@@ -78,6 +78,8 @@ interface InternalCluster {
   findBroker: (request: unknown) => Promise<InternalBroker>;
   /** The topics whose metadata kafkajs refreshes: it only ever adds to them. */
   targetTopics?: Set<string>;
+  /** Null: the next lookup reads the metadata again. */
+  brokerPool?: { metadataExpireAt?: number | null };
 }
 
 /** The clusters a tracked Kafka instance made (trackClusters), to let go of deleted topics in each. */
@@ -167,6 +169,8 @@ export function forgetTopics(kafka: Kafka, topics: readonly string[]): void {
     }
     if (!(cluster.targetTopics instanceof Set)) throw new CoordinatorHookError('no cluster.targetTopics');
     for (const topic of topics) cluster.targetTopics.delete(topic);
+    // An admin reuses its metadata (admin-metadata.ts): its next lookup reads it without them.
+    if (cluster.brokerPool !== undefined) cluster.brokerPool.metadataExpireAt = null;
   }
 }
 
