@@ -80,9 +80,9 @@ export const TOPIC_LIST_REUSED_FOR_MS = 5_000;
  * committed offsets with it) keeps its last known rows, marked final: its sealed parts
  * committed before the deletion are still published, up to the last commit seen and no
  * further. A topic back in the list (recreated) is read anew. The topic list is reused for
- * TOPIC_LIST_REUSED_FOR_MS, but read again at once when a listed topic's committed offsets
- * are gone or the read fails (a deletion): its rows are then kept and marked final as with
- * a fresh list, never dropped.
+ * TOPIC_LIST_REUSED_FOR_MS, but read again at once, after the read, when a listed topic's
+ * committed offsets are gone or the read fails (a deletion): its rows are then kept and
+ * marked final, never dropped.
  */
 export function ownershipReader(
   admin: Admin,
@@ -111,7 +111,9 @@ export function ownershipReader(
       ({ topics, fresh } = await listed());
       live = await read(topics);
     }
-    if (!fresh && lostRows(last, live)) {
+    // Listed afresh after the read that lost them, even when the list was read just before
+    // it: a topic deleted between the list and the read is then absent, and its rows final.
+    if (lostRows(last, live)) {
       listing = undefined;
       ({ topics } = await listed());
       live = await read(topics);

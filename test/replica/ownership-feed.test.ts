@@ -102,6 +102,27 @@ test("a partition added to a topic is read once committed, whatever the admin's 
   expect(state.namedReads).toBe(0);
 });
 
+test('a topic deleted between a fresh topic list and the offset read still leaves its rows, marked final', async () => {
+  const { state, admin } = broker();
+  const time = stoppedClock();
+  const read = ownershipReader(admin, consumer, time.clock);
+  await read();
+  // The list is due: it still names orders.us, whose deletion lands before the offsets are read.
+  time.pass(TOPIC_LIST_REUSED_FOR_MS);
+  const listTopics = admin.listTopics.bind(admin);
+  admin.listTopics = async () => {
+    const listed = await listTopics();
+    admin.listTopics = listTopics;
+    state.topics = ['orders.eu'];
+    state.offsets.delete('orders.us');
+    return listed;
+  };
+  expect((await read()).map(([t, p, o]) => [t, p, o.committed, o.final])).toEqual([
+    ['orders.eu', 0, 10, undefined],
+    ['orders.us', 0, 20, true],
+  ]);
+});
+
 test('a topic recreated under the same name is read anew (its old rows are dropped)', async () => {
   const { state, admin } = broker();
   const time = stoppedClock();
