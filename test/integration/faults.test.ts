@@ -474,6 +474,22 @@ describe('a broker of the test’s own, behind per-replica TCP proxies', () => {
         `${stopped}\n${started}\nbroker down for ${((Date.now() - down) / 1000).toFixed(1)} s; restarts ${restarts.join('; ')}`,
       );
       const after = await produceRecords(state.kafka!, s.topic, PARTITIONS, 8_000, undefined, 16_000);
+      // A consumer that crashed again while the broker's coordinator was still loading is
+      // started after a doubling wait (2, 4, 8, 16 s): the other replica may have consumed
+      // everything meanwhile. Each must join again by itself before the stop, within the
+      // longest wait (finishFaultRun reports one that never did).
+      await until(
+        'every replica joined its group after its last consumer crash',
+        () =>
+          [a, b].every((r) => {
+            const logs = r.process.logs;
+            const crash = logs.findLastIndex((l) => l.event === 'kafka.crash');
+            return crash < 0 || logs.slice(crash).some((l) => l.event === 'kafka.join');
+          })
+            ? true
+            : undefined,
+        70_000,
+      ).catch(() => undefined);
       await finishFaultRun(admin, s, [a, b], [...before, ...after]);
     },
     TEST_TIMEOUT,
