@@ -54,3 +54,43 @@ test('offset reads of known topics reuse the metadata: a metadata request per ne
     await admin.disconnect();
   }
 });
+
+test('topics first looked up together are read with one metadata request, not one each naming every topic so far', async () => {
+  const topics = Array.from({ length: 8 }, (_, i) => uniqueName(`admin-metadata-together-${i}`));
+  const consumer = resolveConsumer({ name: 'admin-metadata', topics, schema: 'infer' }, 'test', {
+    KAFKA_BOOTSTRAP_SERVERS: testBrokers().join(','),
+  });
+  const creator = createKafka(consumer, silentLogger()).admin();
+  await creator.connect();
+  const admin: Admin = createKafka(consumer, silentLogger()).admin();
+  await admin.connect();
+  try {
+    await ensureTopicsServed(
+      creator,
+      topics.map((topic) => ({ topic, numPartitions: 1 })),
+    );
+    // The group's coordinator first (a broker just started may still be loading it).
+    const groupId = uniqueName('admin-metadata-group');
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await admin.fetchOffsets({ groupId });
+        break;
+      } catch (error) {
+        if (attempt >= 40 || (error as { retriable?: boolean }).retriable !== true) throw error;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    const named: number[] = [];
+    admin.on(admin.events.REQUEST, (e) => {
+      if (e.payload.apiName === 'Metadata') named.push(e.payload.size);
+    });
+    const answer = await admin.fetchOffsets({ groupId, topics });
+    expect(answer.map((t) => t.topic).sort()).toEqual([...topics].sort());
+    // kafkajs's own admin: one request per topic (8 here), the last naming all eight.
+    expect(named.length).toBeLessThanOrEqual(2);
+  } finally {
+    await creator.deleteTopics({ topics }).catch(() => undefined);
+    await creator.disconnect();
+    await admin.disconnect();
+  }
+});

@@ -26,6 +26,8 @@ export const ADMIN_METADATA_MAX_AGE_MS = 30_000;
 /** The slice of kafkajs 2.2.4's Cluster this module touches. */
 interface AdminCluster {
   fetchTopicsOffset: (topics: unknown) => Promise<unknown>;
+  addTargetTopic: (topic: string) => Promise<unknown>;
+  addMultipleTargetTopics: (topics: string[]) => Promise<unknown>;
   brokerPool?: { metadataExpireAt?: number | null };
 }
 type CreateCluster = (options: { metadataMaxAge?: number } & Record<string, unknown>) => AdminCluster;
@@ -47,7 +49,7 @@ export function keepAdminMetadata(kafka: Kafka, maxAgeMs = ADMIN_METADATA_MAX_AG
     // kafkajs's admin() is the one client that passes no age (its producer and consumer
     // pass their default, 5 minutes).
     if (options.metadataMaxAge !== undefined) return original(options);
-    return expireOnFailure(original({ ...options, metadataMaxAge: maxAgeMs }));
+    return addTopicsTogether(expireOnFailure(original({ ...options, metadataMaxAge: maxAgeMs })));
   };
   target[INSTALLED] = true;
   return kafka;
@@ -69,6 +71,35 @@ function expireOnFailure(cluster: AdminCluster): AdminCluster {
       pool.metadataExpireAt = null;
       throw error;
     }
+  };
+  return cluster;
+}
+
+/**
+ * Topics an admin looks up together are added to its metadata together. kafkajs adds each
+ * topic of a `fetchOffsets` on its own, and each addition reads the metadata of every topic
+ * so far: a claim of 200 new topics made 200 requests naming 1 to 200 topics (~20,000 topics
+ * named). Additions asked in the same turn of the event loop are made as one, with one
+ * metadata request. A topic that fails the addition (unknown, not authorized) fails every
+ * caller of that turn; kafkajs's callers that add several topics at once (`fetchOffsets`)
+ * failed whole anyway.
+ */
+function addTopicsTogether(cluster: AdminCluster): AdminCluster {
+  if (typeof cluster.addTargetTopic !== 'function' || typeof cluster.addMultipleTargetTopics !== 'function')
+    throw new CoordinatorHookError('no cluster.addTargetTopic or cluster.addMultipleTargetTopics');
+  const addMultiple = cluster.addMultipleTargetTopics.bind(cluster);
+  let gathering: { topics: Set<string>; added: Promise<unknown> } | undefined;
+  cluster.addTargetTopic = (topic: string) => {
+    if (gathering === undefined) {
+      const topics = new Set<string>();
+      const added = Promise.resolve().then(() => {
+        gathering = undefined;
+        return addMultiple([...topics]);
+      });
+      gathering = { topics, added };
+    }
+    gathering.topics.add(topic);
+    return gathering.added;
   };
   return cluster;
 }
