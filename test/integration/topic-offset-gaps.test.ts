@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { Partitioners, type Kafka } from 'kafkajs';
 import { decodeChain } from '../../src/ownership/chain';
 import { brokerSuite, topicAndConsumer } from '../support/broker-suite';
-import { checkFaultRun, settle, sleep, until, type Named } from '../support/faults';
+import { checkFaultRun, finishFaultRun, settle, sleep, until, type Named } from '../support/faults';
 import { logValue, produceRecords, type Produced } from '../support/ingestion-fixture';
 import { testBrokers, uniqueName } from '../support/kafka';
 import { ReplicaProcess } from '../../src/harness/replica-process';
@@ -105,28 +105,6 @@ function seeksOf(replicas: readonly Named[]): number {
   );
 }
 
-/** The problems of one replica's run over a topic that holds `produced`: none when every record landed once and commits reached the log end. */
-async function consumedToLogEnd(
-  replica: Named,
-  run: { groupId: string; topic: string; lanceDir: string; produced: readonly Produced[] },
-): Promise<string[]> {
-  const { groupId, topic, lanceDir, produced } = run;
-  const settled = await settle(suite.admin, groupId, topic, lanceDir, produced.length, {
-    commitTimeoutMs: 60_000,
-    quietMs: 5_000,
-  });
-  const report = await checkFaultRun({
-    admin: suite.admin,
-    groupId,
-    topic,
-    lanceDir,
-    produced,
-    replicas: [replica],
-    problems: [...settled.problems, ...(await stopAll([replica]))],
-  });
-  return report.problems;
-}
-
 test('a compacted topic whose batches lost their last records to the cleaner is consumed to the log end', async () => {
   const lanceDir = path.join(suite.work, `${uniqueName('compacted')}-lance`);
   const { topic, groupId, file } = await topicAndConsumer(
@@ -180,7 +158,10 @@ test('a compacted topic whose batches lost their last records to the cleaner is 
   expect(readable.map((r) => r.offset).sort((a, b) => a - b)).toEqual(surviving.map((r) => r.offset));
 
   const replica = await startReplica(file, 'compacted');
-  expect(await consumedToLogEnd(replica, { groupId, topic, lanceDir, produced: surviving })).toEqual([]);
+  await finishFaultRun(suite.admin, { groupId, topic, lanceDir }, [replica], surviving, {
+    commitTimeoutMs: 60_000,
+    quietMs: 5_000,
+  });
   // Gaps are followed, not fought: a handful of refetches at most (a stale fetch after a claim).
   expect(seeksOf([replica])).toBeLessThan(5);
 });
@@ -245,7 +226,10 @@ test('a record batch the cleaner left empty is moved past, though the batch afte
   );
 
   const replica = await startReplica(file, 'emptied');
-  expect(await consumedToLogEnd(replica, { groupId, topic, lanceDir, produced: surviving })).toEqual([]);
+  await finishFaultRun(suite.admin, { groupId, topic, lanceDir }, [replica], surviving, {
+    commitTimeoutMs: 60_000,
+    quietMs: 5_000,
+  });
 });
 
 test('transactional producers: aborted records (one transaction larger than a fetch) never land, committed ones once, commits reach the log end past the markers', async () => {
