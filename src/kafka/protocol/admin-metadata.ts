@@ -1,5 +1,5 @@
 import type { Kafka } from 'kafkajs';
-import { CoordinatorHookError } from './coordinator-hook';
+import { CoordinatorHookError, wrapClusterFactory } from './coordinator-hook';
 
 /**
  * How long an admin client of this process reuses the topic metadata it read (the topics'
@@ -30,9 +30,6 @@ interface AdminCluster {
   addMultipleTargetTopics: (topics: string[]) => Promise<unknown>;
   brokerPool?: { metadataExpireAt?: number | null };
 }
-type CreateCluster = (options: { metadataMaxAge?: number } & Record<string, unknown>) => AdminCluster;
-
-const CREATE_CLUSTER = 'private:Kafka:createCluster';
 const INSTALLED = Symbol('kafka-lance:admin-metadata');
 
 /**
@@ -42,15 +39,15 @@ const INSTALLED = Symbol('kafka-lance:admin-metadata');
 export function keepAdminMetadata(kafka: Kafka, maxAgeMs = ADMIN_METADATA_MAX_AGE_MS): Kafka {
   const target = kafka as unknown as Record<symbol, unknown>;
   if (target[INSTALLED] !== undefined) return kafka;
-  const key = Object.getOwnPropertySymbols(kafka).find((s) => s.description === CREATE_CLUSTER);
-  const original = key ? (target[key] as CreateCluster | undefined) : undefined;
-  if (!key || typeof original !== 'function') throw new CoordinatorHookError(`no ${CREATE_CLUSTER}`);
-  target[key] = (options: Parameters<CreateCluster>[0]) => {
-    // kafkajs's admin() is the one client that passes no age (its producer and consumer
-    // pass their default, 5 minutes).
-    if (options.metadataMaxAge !== undefined) return original(options);
-    return addTopicsTogether(expireOnFailure(original({ ...options, metadataMaxAge: maxAgeMs })));
-  };
+  wrapClusterFactory<AdminCluster>(
+    kafka,
+    (own) => (options) =>
+      // kafkajs's admin() is the one client that passes no age (its producer and consumer
+      // pass their default, 5 minutes).
+      options.metadataMaxAge !== undefined
+        ? own(options)
+        : addTopicsTogether(expireOnFailure(own({ ...options, metadataMaxAge: maxAgeMs }))),
+  );
   target[INSTALLED] = true;
   return kafka;
 }

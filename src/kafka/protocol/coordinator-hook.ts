@@ -84,7 +84,11 @@ interface InternalCluster {
 
 /** The clusters a tracked Kafka instance made (trackClusters), to let go of deleted topics in each. */
 const CLUSTERS = Symbol('kafka-lance:clusters');
-type CreateCluster = (options: unknown) => InternalCluster;
+
+/** How kafkajs 2.2.4's Kafka instance makes the cluster of each client (a private factory). */
+export type ClusterFactory<C> = (
+  options: { readonly metadataMaxAge?: number } & Record<string, unknown>,
+) => C;
 
 const CREATE_CLUSTER = 'private:Kafka:createCluster';
 const HOOKED = Symbol('kafka-lance:coordinator-hooked');
@@ -111,16 +115,31 @@ export function createHookedConsumer(
   config: ConsumerConfig,
   hook: CoordinatorHook & Partial<FetchHook>,
 ): Consumer {
-  const target = kafka as unknown as Record<symbol, CreateCluster | undefined>;
-  const key = Object.getOwnPropertySymbols(kafka).find((s) => s.description === CREATE_CLUSTER);
-  const original = key ? target[key] : undefined;
-  if (!key || typeof original !== 'function') throw new CoordinatorHookError(`no ${CREATE_CLUSTER}`);
-  target[key] = (options: unknown) => hookCluster(original(options), hook);
+  const original = wrapClusterFactory<InternalCluster>(
+    kafka,
+    (own) => (options) => hookCluster(own(options), hook),
+  );
   try {
     return kafka.consumer(config);
   } finally {
-    target[key] = original;
+    wrapClusterFactory(kafka, () => original);
   }
+}
+
+/**
+ * Replaces the factory every client `kafka` makes from now on builds its cluster with by
+ * `wrap(the factory in place)`, and returns the one it replaced (to put it back).
+ */
+export function wrapClusterFactory<C>(
+  kafka: Kafka,
+  wrap: (own: ClusterFactory<C>) => ClusterFactory<C>,
+): ClusterFactory<C> {
+  const target = kafka as unknown as Record<symbol, ClusterFactory<C> | undefined>;
+  const key = Object.getOwnPropertySymbols(kafka).find((s) => s.description === CREATE_CLUSTER);
+  const own = key ? target[key] : undefined;
+  if (!key || typeof own !== 'function') throw new CoordinatorHookError(`no ${CREATE_CLUSTER}`);
+  target[key] = wrap(own);
+  return own;
 }
 
 /**
@@ -131,18 +150,15 @@ export function createHookedConsumer(
 export function trackClusters(kafka: Kafka): Kafka {
   const target = kafka as unknown as Record<symbol, unknown>;
   if (target[CLUSTERS] !== undefined) return kafka;
-  const key = Object.getOwnPropertySymbols(kafka).find((s) => s.description === CREATE_CLUSTER);
-  const original = key ? (target[key] as CreateCluster | undefined) : undefined;
-  if (!key || typeof original !== 'function') throw new CoordinatorHookError(`no ${CREATE_CLUSTER}`);
   // Weakly held: a replica makes clients for as long as it runs (an admin per offset read
   // with fresh metadata, a consumer per restart); a cluster nothing else uses is let go.
   const clusters = new Set<WeakRef<InternalCluster>>();
-  target[key] = (options: unknown) => {
-    const cluster = original(options);
+  wrapClusterFactory<InternalCluster>(kafka, (own) => (options) => {
+    const cluster = own(options);
     for (const ref of clusters) if (ref.deref() === undefined) clusters.delete(ref);
     clusters.add(new WeakRef(cluster));
     return cluster;
-  };
+  });
   target[CLUSTERS] = clusters;
   return kafka;
 }

@@ -1,7 +1,7 @@
+import type { AnsweredPartition } from './fetched-batch';
 import type { FetchRequest, FetchResponse } from './fetch-request';
 
 type FetchTopic = FetchRequest['topics'][number];
-type AnsweredPartition = FetchResponse['responses'][number]['partitions'][number];
 type FetchPartition = FetchTopic['partitions'][number];
 
 /**
